@@ -1,0 +1,176 @@
+"""`dagster-privacy`: evaluate | demo | metrics (and the commands later modules add).
+
+Exit codes: 0 the verdict is pass or warn; 1 the verdict is fail; 2 bad input or usage (one line on
+stderr, no traceback). Progress goes to stderr, the table to stdout.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import click
+
+from .policy import PolicyError
+from .results import Evaluation, Status
+from .tables import TableError
+
+
+class UsageFailure(click.ClickException):
+    """Bad input: exit 2 with one line."""
+
+    exit_code = 2
+
+
+def split_list(values: Sequence[str] | None) -> list[str] | None:
+    """Comma-separated values, repeatable options: ("a,b", "c") → [a, b, c]."""
+    if not values:
+        return None
+    out = [v.strip() for item in values for v in item.split(",") if v.strip()]
+    return out or None
+
+
+def parse_kinds(values: Sequence[str]) -> dict[str, str]:
+    kinds = {}
+    for item in values:
+        name, sep, kind = item.rpartition("=")
+        if not sep or not name:
+            raise UsageFailure(f"--column-kind takes COLUMN=KIND, got {item!r}")
+        kinds[name] = kind
+    return kinds
+
+
+def _fmt(x: float | None) -> str:
+    return "—" if x is None else f"{x:.3f}"
+
+
+def print_table(ev: Evaluation) -> None:
+    """The results as a rich table on stdout."""
+    from rich.console import Console
+    from rich.table import Table
+
+    colour = {"pass": "green", "warn": "yellow", "fail": "red", "error": "red", "not_applicable": "dim"}
+    t = Table(title=f"privacy evaluation — verdict: {ev.verdict.value.upper()}")
+    for col in ("metric", "value", "95 % CI", "baseline", "threshold", "severity", "status", "reason"):
+        t.add_column(col, overflow="fold")
+    for r in ev.results:
+        ci = "—" if r.ci is None else f"[{r.ci[0]:.3f}, {r.ci[1]:.3f}]"
+        st = r.status.value
+        t.add_row(r.id, _fmt(r.value), ci, _fmt(r.baseline), _fmt(r.threshold), r.severity.value,
+                  f"[{colour[st]}]{st}[/]", r.reason or "")
+    Console(width=max(120, Console().width)).print(t)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="dagster-privacy")
+def cli() -> None:
+    """Privacy gates for synthetic-data releases."""
+
+
+@cli.command()
+@click.option("--real", required=True, help="the training table: CSV, Parquet or FILE.duckdb:TABLE")
+@click.option("--synthetic", required=True, help="the release under test")
+@click.option("--holdout", default=None, help="records of the same population the generator never saw")
+@click.option("--metrics", "metric_ids", multiple=True, help="metric ids, comma-separated, repeatable")
+@click.option("--policy", default="standard", show_default=True, help="preset name or policy YAML")
+@click.option("--key-columns", multiple=True, help="quasi-identifiers the attacker knows")
+@click.option("--sensitive-columns", multiple=True, help="attributes the attacker wants to infer")
+@click.option("--column-kind", multiple=True, help="COLUMN=numerical|categorical|binary|exclude")
+@click.option("--source-index-column", default=None, help="synthetic column: the real row each came from")
+@click.option("--seed", type=int, default=None, help="random seed (default: the policy's)")
+@click.option("--json", "json_out", type=click.Path(dir_okay=False), default=None, help="write the JSON here")
+@click.option("--report", "report_out", type=click.Path(dir_okay=False), default=None,
+              help="write the HTML report here")
+def evaluate(real: str, synthetic: str, holdout: str | None, metric_ids: tuple[str, ...], policy: str,
+             key_columns: tuple[str, ...], sensitive_columns: tuple[str, ...], column_kind: tuple[str, ...],
+             source_index_column: str | None, seed: int | None, json_out: str | None,
+             report_out: str | None) -> None:
+    """Evaluate a synthetic table; exit 1 when the verdict is fail."""
+    from .evaluate import evaluate as run
+
+    ev = run(real, synthetic, holdout, metrics=split_list(metric_ids), policy=policy,
+             key_columns=split_list(key_columns), sensitive_columns=split_list(sensitive_columns),
+             column_kinds=parse_kinds(column_kind), source_index_column=source_index_column, seed=seed,
+             progress=True)
+    finish(ev, json_out=json_out, report_out=report_out)
+
+
+def finish(ev: Evaluation, *, json_out: str | None = None, report_out: str | None = None) -> None:
+    """Print the table, write the outputs, exit with the verdict's code."""
+    print_table(ev)
+    if json_out:
+        Path(json_out).write_text(ev.to_json())
+        click.echo(f"JSON written to {json_out}", err=True)
+    if report_out:
+        try:
+            from .report import write_report
+        except ImportError as exc:
+            raise UsageFailure(f"the HTML report is not available: {exc}") from None
+        write_report(ev, report_out)
+        click.echo(f"report written to {report_out}", err=True)
+    sys.exit(1 if ev.verdict is Status.FAIL else 0)
+
+
+@cli.command()
+def demo() -> None:
+    """Evaluate a leaky release of the shipped demo data (UCI Adult subset, CC BY 4.0)."""
+    from .calibration import leaky_split
+    from .demo import CITATION, load_demo
+    from .evaluate import evaluate as run
+
+    split = leaky_split(load_demo(), 0.3, seed=0)
+    click.echo(f"demo data: {CITATION}", err=True)
+    click.echo(f"release = {split.release.height} unseen rows + {split.leaked.size} training rows copied "
+               f"(30 %); training {split.train.height} rows, holdout {split.control.height} rows", err=True)
+    ev = run(split.train, split.synthetic, split.control, policy="standard", progress=True)
+    finish(ev)
+
+
+@cli.command("metrics")
+def list_metrics() -> None:
+    """List the registered metrics: id, family, source, tables needed, parameters."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from .registry import registry
+
+    t = Table(title="registered privacy metrics")
+    for col in ("id", "family", "source", "risk", "needs", "parameters"):
+        t.add_column(col, overflow="fold")
+    for s in registry().values():
+        params = ", ".join(f"{k}={v!r}" for k, v in s.params.items())
+        t.add_row(s.id, s.family, s.source, s.risk, ",".join(s.needs), params)
+    Console(width=max(120, Console().width)).print(t)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Entry point: one clear line and exit 2 for bad input, never a traceback."""
+    try:
+        cli.main(args=list(argv) if argv is not None else None, prog_name="dagster-privacy",
+                 standalone_mode=False)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except click.exceptions.Abort:
+        click.echo("dagster-privacy: aborted", err=True)
+        sys.exit(2)
+    except click.ClickException as exc:
+        click.echo(f"dagster-privacy: error: {exc.format_message()}", err=True)
+        sys.exit(2 if isinstance(exc, click.UsageError) else exc.exit_code)
+    except (TableError, PolicyError, FileNotFoundError) as exc:
+        click.echo(f"dagster-privacy: error: {exc}", err=True)
+        sys.exit(2)
+    except Exception as exc:
+        if os.environ.get("DAGSTER_PRIVACY_DEBUG"):
+            raise
+        from .tables import redact
+
+        click.echo(f"dagster-privacy: internal error: {type(exc).__name__}: {redact(str(exc))} "
+                   "(DAGSTER_PRIVACY_DEBUG=1 shows the traceback)", err=True)
+        sys.exit(3)
+    sys.exit(0)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,233 @@
+"""EvaluationContext: the tables, their encoded spaces and every neighbour query, computed once.
+
+Metrics never encode a table or search neighbours themselves: they ask the context, which caches each
+space per table and each query per (space, columns, query side, reference side) with the largest k
+asked so far. A query of a side against itself (real→real, synthetic→synthetic) excludes each row itself
+(not its duplicates: an identical record of another person is a true neighbour).
+"""
+
+from __future__ import annotations
+
+import time
+import zlib
+from collections.abc import Callable, Sequence
+from typing import Literal
+
+import numpy as np
+import polars as pl
+
+from . import tables as tb
+from .neighbors import MixedRows, Neighbors, knn_euclidean, knn_mixed
+from .spaces import Encoder, Projection, joint_codes
+
+Space = Literal["euclidean", "projected", "hamming", "gower"]
+SPACES: tuple[str, ...] = ("euclidean", "projected", "hamming", "gower")
+
+
+class EvaluationContext:
+    """Canonical tables, spaces fitted on the real table, cached neighbour queries, seeded RNG."""
+
+    def __init__(
+        self,
+        real: pl.DataFrame,
+        synthetic: pl.DataFrame,
+        holdout: pl.DataFrame | None = None,
+        *,
+        schema: tb.Schema,
+        key_columns: Sequence[str] | None = None,
+        sensitive_columns: Sequence[str] | None = None,
+        seed: int = 0,
+        source_index: np.ndarray | None = None,
+        variance: float = 0.95,
+        on_query: Callable[[str], None] | None = None,
+    ) -> None:
+        self.schema = schema
+        self.seed = int(seed)
+        self.variance = variance
+        self.tables: dict[str, pl.DataFrame] = {"real": real, "synthetic": synthetic}
+        if holdout is not None:
+            self.tables["holdout"] = holdout
+        for name in (*(key_columns or ()), *(sensitive_columns or ())):
+            if name not in schema.names:
+                raise tb.TableError(f"column {name!r} named in the threat model is not a used column")
+        self.key_columns: list[str] | None = list(key_columns) if key_columns else None
+        self.sensitive_columns: list[str] | None = list(sensitive_columns) if sensitive_columns else None
+        #: for each synthetic row, the real row it was generated from (seed 000 §2.2.12), if known
+        self.source_index = source_index
+        self.source_index_column: str | None = None
+        self.encoder = Encoder.fit(real, schema)
+        self._on_query = on_query
+        self._euclid: dict[str, np.ndarray] = {}
+        self._projection: Projection | None = None
+        self._projected: dict[str, np.ndarray] = {}
+        self._codes: dict[str, np.ndarray] | None = None
+        self._hashes: dict[str, np.ndarray] = {}
+        self._nn: dict[tuple, Neighbors] = {}
+        #: seconds spent per neighbour query (space:columns:query→reference, k)
+        self.query_seconds: dict[str, float] = {}
+        self.encode_seconds = 0.0
+
+    # -- tables ------------------------------------------------------------------------------------
+
+    def has(self, role: str) -> bool:
+        return role in self.tables
+
+    def table(self, role: str) -> pl.DataFrame:
+        if role not in self.tables:
+            raise KeyError(f"no {role} table")
+        return self.tables[role]
+
+    def n(self, role: str) -> int:
+        return self.table(role).height
+
+    @property
+    def sizes(self) -> dict[str, int]:
+        return {role: df.height for role, df in self.tables.items()}
+
+    def rng(self, name: str) -> np.random.Generator:
+        """A generator of its own per name (a metric id): results do not depend on metric order."""
+        return np.random.default_rng([self.seed, zlib.crc32(name.encode())])
+
+    def row_hashes(self, role: str) -> np.ndarray:
+        if role not in self._hashes:
+            self._hashes[role] = tb.row_hashes(self.table(role))
+        return self._hashes[role]
+
+    def copies_of(self, query: str, reference: str) -> np.ndarray:
+        """Boolean per query row: an identical row (all used columns, decided on hashes) is in reference."""
+        return np.isin(self.row_hashes(query), self.row_hashes(reference))
+
+    # -- spaces ------------------------------------------------------------------------------------
+
+    def _timed(self, fn: Callable[[], np.ndarray]) -> np.ndarray:
+        t0 = time.perf_counter()
+        out = fn()
+        self.encode_seconds += time.perf_counter() - t0
+        return out
+
+    def euclidean(self, role: str) -> np.ndarray:
+        """One-hot + min-max encoding (float32), fitted on the real table."""
+        if role not in self._euclid:
+            self._euclid[role] = self._timed(lambda: self.encoder.euclidean(self.table(role)))
+        return self._euclid[role]
+
+    @property
+    def projection(self) -> Projection:
+        if self._projection is None:
+            x = self.euclidean("real")
+            t0 = time.perf_counter()
+            self._projection = Projection.fit(x, variance=self.variance, seed=self.seed)
+            self.encode_seconds += time.perf_counter() - t0
+        return self._projection
+
+    def projected(self, role: str) -> np.ndarray:
+        """Φ^k of seed 000 eq. 25 (PCA of the euclidean encoding, fitted on the real table)."""
+        if role not in self._projected:
+            proj = self.projection
+            self._projected[role] = self._timed(lambda: proj.transform(self.euclidean(role)))
+        return self._projected[role]
+
+    def codes(self, role: str) -> np.ndarray:
+        """Integer code per column (int32), shared by all tables: equal values, equal codes."""
+        if self._codes is None:
+            roles = list(self.tables)
+            t0 = time.perf_counter()
+            mats = joint_codes([self.tables[r] for r in roles], self.schema)
+            self.encode_seconds += time.perf_counter() - t0
+            self._codes = dict(zip(roles, mats, strict=True))
+        return self._codes[role]
+
+    def _column_index(self, columns: Sequence[str] | None) -> list[int]:
+        names = self.schema.names
+        if columns is None:
+            return list(range(len(names)))
+        return [names.index(c) for c in columns]
+
+    def mixed(self, space: str, role: str, columns: Sequence[str] | None = None) -> MixedRows:
+        """Rows of the Hamming space (codes only) or the Gower space (min-max numbers + codes)."""
+        cols = self._column_index(columns)
+        codes = self.codes(role)
+        if space == "hamming":
+            return MixedRows(np.empty((codes.shape[0], 0), np.float32), codes[:, cols], 1.0)
+        names = [self.schema.names[j] for j in cols]
+        num = [j for j, n in zip(cols, names, strict=True) if self.schema.kind(n) == "numerical"]
+        cat = [j for j, n in zip(cols, names, strict=True) if self.schema.kind(n) != "numerical"]
+        m = float(len(cols))
+        table = self.table(role)
+        values = [self.encoder.scaled(table, self.schema.names[j]) for j in num]
+        x = (np.column_stack(values) / m).astype(np.float32) if values else np.empty((table.height, 0), np.float32)
+        return MixedRows(x, codes[:, cat], 1.0 / m)
+
+    def _dims(self, columns: Sequence[str]) -> np.ndarray:
+        labels = self.encoder.euclidean_labels()
+        wanted = set(columns)
+        return np.array([i for i, c in enumerate(labels) if c in wanted], dtype=np.int64)
+
+    def encoded(self, space: str, role: str, columns: Sequence[str] | None = None) -> np.ndarray | MixedRows:
+        if space == "euclidean":
+            x = self.euclidean(role)
+            return x if columns is None else np.ascontiguousarray(x[:, self._dims(columns)])
+        if space == "projected":
+            if columns is not None:
+                raise ValueError("the projected space covers all columns")
+            return self.projected(role)
+        if space in ("hamming", "gower"):
+            return self.mixed(space, role, columns)
+        raise ValueError(f"unknown space {space!r}")
+
+    # -- neighbour queries -------------------------------------------------------------------------
+
+    def neighbors(self, space: Space, query: str, reference: str, k: int = 1,
+                  *, columns: Sequence[str] | None = None) -> Neighbors:
+        """The k nearest `reference` rows of every `query` row, computed once and cached."""
+        cols = None if columns is None else tuple(columns)
+        key = (space, cols, query, reference)
+        cached = self._nn.get(key)
+        if cached is not None and cached.k >= k:
+            return cached.first(k)
+        same = query == reference
+        q = self.encoded(space, query, cols)
+        r = q if same else self.encoded(space, reference, cols)
+        if self._on_query:
+            self._on_query(f"{space} {query}→{reference}")
+        if isinstance(q, MixedRows):
+            assert isinstance(r, MixedRows)
+            nn = knn_mixed(q, r, k, exclude_self=same)
+        else:
+            nn = knn_euclidean(q, r, k, exclude_self=same)  # type: ignore[arg-type]
+        if cols is None:
+            nn = self._pin_copies(nn, query, reference)
+        self._nn[key] = nn
+        label = f"{space}{'' if cols is None else '[' + ','.join(cols) + ']'} {query}→{reference} k={nn.k}"
+        self.query_seconds[label] = nn.seconds
+        return nn.first(k)
+
+    def _pin_copies(self, nn: Neighbors, query: str, reference: str) -> Neighbors:
+        """An identical row (decided on hashes) is the nearest neighbour at distance exactly 0.
+
+        Float32 scores cannot tell an exact copy from a row a rounding error away; the hashes can.
+        Rows already holding a copy at distance 0 are left as they are (ties: lowest index).
+        """
+        same = query == reference
+        qh, rh = self.row_hashes(query), self.row_hashes(reference)
+        order = np.argsort(rh, kind="stable")
+        sorted_h = rh[order]
+        lo = np.searchsorted(sorted_h, qh, side="left")
+        hi = np.searchsorted(sorted_h, qh, side="right")
+        count = hi - lo - (1 if same else 0)
+        todo = np.nonzero((count > 0) & (nn.dist[:, 0] > 0))[0]
+        if todo.size == 0:
+            return nn
+        dist, idx = nn.dist.copy(), nn.idx.copy()
+        for i in todo:  # rare: only copies a float32 tie hid
+            cands = order[lo[i]:hi[i]]
+            match = int(cands[cands != i][0]) if same else int(cands[0])
+            rest = [j for j in range(idx.shape[1]) if idx[i, j] != match][: idx.shape[1] - 1]
+            idx[i] = [match, *idx[i, rest]]
+            dist[i] = [0.0, *dist[i, rest]]
+        return Neighbors(dist, idx, nn.seconds)
+
+    @property
+    def spent_seconds(self) -> float:
+        """Seconds spent so far in shared work (encodings and neighbour queries)."""
+        return self.encode_seconds + sum(self.query_seconds.values())

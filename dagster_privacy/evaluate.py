@@ -1,0 +1,169 @@
+"""evaluate(): the whole engine behind one call — load, schema, spaces, metrics, policy, verdict."""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from importlib import metadata
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from . import policy as pol
+from . import registry as reg
+from . import tables as tb
+from .context import EvaluationContext
+from .results import Evaluation, MetricResult, Status
+
+VERSIONED = ("dagster_privacy", "numpy", "polars", "duckdb", "scikit-learn", "scipy", "lightgbm")
+
+
+def versions() -> dict[str, str]:
+    out = {}
+    for name in VERSIONED:
+        try:
+            out[name] = metadata.version(name.replace("_", "-"))
+        except metadata.PackageNotFoundError:
+            out[name] = "not installed"
+    return out
+
+
+def _source_index(synthetic: pl.DataFrame, column: str, n_real: int) -> np.ndarray:
+    if column not in synthetic.columns:
+        raise tb.TableError(f"the source index column {column!r} is not a column of the synthetic table")
+    s = synthetic.get_column(column)
+    if not s.dtype.is_integer() or s.null_count():
+        raise tb.TableError(f"the source index column {column!r} must hold whole row numbers without gaps")
+    idx = s.to_numpy().astype(np.int64)
+    if idx.size and (idx.min() < 0 or idx.max() >= n_real):
+        raise tb.TableError(f"the source index column {column!r} points outside the real table's rows")
+    return idx
+
+
+def _progress(enabled: bool, total: int):
+    """A rich progress bar on stderr when it is a terminal (no output in pipelines or tests)."""
+    if not enabled or not sys.stderr.isatty():
+        return None
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    prog = Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
+                    TimeElapsedColumn(), console=Console(stderr=True), transient=True)
+    prog.start()
+    prog.add_task("privacy metrics", total=total)
+    return prog
+
+
+def prepare(
+    real: Any,
+    synthetic: Any,
+    holdout: Any = None,
+    *,
+    key_columns: Sequence[str] | None = None,
+    sensitive_columns: Sequence[str] | None = None,
+    column_kinds: Mapping[str, str] | None = None,
+    source_index_column: str | None = None,
+    seed: int = 0,
+) -> tuple[EvaluationContext, dict[str, dict[str, Any]]]:
+    """Load and validate the tables and build the evaluation context (raises TableError)."""
+    raw = {"real": tb.load(real, role="real"), "synthetic": tb.load(synthetic, role="synthetic")}
+    if holdout is not None:
+        raw["holdout"] = tb.load(holdout, role="holdout")
+    ignore = [source_index_column] if source_index_column else []
+    schema = tb.infer_schema(raw["real"], column_kinds, exclude=ignore)
+    tb.validate(raw, schema, ignore=ignore)
+    source = None
+    if source_index_column:
+        source = _source_index(raw["synthetic"], source_index_column, raw["real"].height)
+    canon = {role: tb.canonical(df, schema, role=role) for role, df in raw.items()}
+    for role in ("synthetic", "holdout"):
+        if role in canon:
+            unseen = tb.unseen_categories(canon["real"], canon[role], schema)
+            if unseen:
+                schema.notes.append(f"{role}: categories absent from the real table in "
+                                    + ", ".join(f"{c} ({n} rows)" for c, n in unseen.items()))
+    fingerprints = {role: {"rows": df.height, "columns": df.width, "sha256": tb.fingerprint(df)}
+                    for role, df in raw.items()}
+    ctx = EvaluationContext(canon["real"], canon["synthetic"], canon.get("holdout"), schema=schema,
+                            key_columns=key_columns, sensitive_columns=sensitive_columns, seed=seed,
+                            source_index=source)
+    ctx.source_index_column = source_index_column
+    return ctx, fingerprints
+
+
+def evaluate(
+    real: Any,
+    synthetic: Any,
+    holdout: Any = None,
+    *,
+    metrics: Sequence[str] | None = None,
+    policy: str | pol.Policy | Mapping[str, Any] | None = "standard",
+    key_columns: Sequence[str] | None = None,
+    sensitive_columns: Sequence[str] | None = None,
+    column_kinds: Mapping[str, str] | None = None,
+    source_index_column: str | None = None,
+    seed: int | None = None,
+    progress: bool = True,
+) -> Evaluation:
+    """Evaluate a synthetic table against the real (training) table and, optionally, a holdout.
+
+    Tables are polars/pandas frames, CSV/Parquet paths, ``FILE.duckdb:TABLE`` or SQL DuckDB runs.
+    ``metrics`` = ids (None: the policy's metrics, or every registered metric if it names none).
+    Arguments override the policy's threat model and seed. Bad input raises ``TableError``, a bad
+    policy ``PolicyError``; a metric that raises becomes an ``error`` result.
+    """
+    t0 = time.perf_counter()
+    p = pol.load_policy(policy)
+    tm = p.threat_model
+    seed = p.seed if seed is None else int(seed)
+    specs = reg.registry()
+    ids = list(metrics) if metrics else (list(p.metrics) or list(specs))
+    unknown = [m for m in ids if m not in specs]
+    if unknown:
+        raise tb.TableError(f"unknown metric id(s): {', '.join(unknown)} (see `dagster-privacy metrics`)")
+    ids = [m for m in specs if m in set(ids)]  # registry order
+    kinds = {**tm.column_kinds, **(column_kinds or {})}
+    ctx, fingerprints = prepare(
+        real, synthetic, holdout,
+        key_columns=key_columns if key_columns is not None else tm.key_columns,
+        sensitive_columns=sensitive_columns if sensitive_columns is not None else tm.sensitive_columns,
+        column_kinds=kinds, source_index_column=source_index_column or tm.source_index_column, seed=seed)
+    return run_metrics(ctx, ids, p, fingerprints=fingerprints, progress=progress, started=t0)
+
+
+def run_metrics(ctx: EvaluationContext, ids: Sequence[str], p: pol.Policy, *,
+                fingerprints: dict[str, dict[str, Any]] | None = None, progress: bool = False,
+                started: float | None = None) -> Evaluation:
+    """Run the given metrics on a prepared context and apply the policy."""
+    t0 = time.perf_counter() if started is None else started
+    specs = reg.registry()
+    results: list[MetricResult] = []
+    bar = _progress(progress, len(ids))
+    try:
+        for mid in ids:
+            if bar is not None:
+                bar.update(bar.task_ids[0], description=f"privacy metrics: {mid}")
+            results.append(pol.apply(p, reg.run(specs[mid], ctx, p.entry(mid).params)))
+            if bar is not None:
+                bar.advance(bar.task_ids[0])
+    finally:
+        if bar is not None:
+            bar.stop()
+    return Evaluation(
+        results=results,
+        verdict=pol.verdict(p, results),
+        seed=ctx.seed,
+        policy={"name": p.name, "preset": p.preset, "sha256": p.sha256},
+        threat_model={"key_columns": ctx.key_columns, "sensitive_columns": ctx.sensitive_columns,
+                      "source_index_column": ctx.source_index_column},
+        tables=fingerprints or {},
+        schema=ctx.schema.to_json(),
+        versions=versions(),
+        timings={"total": time.perf_counter() - t0, "encode": ctx.encode_seconds,
+                 "metrics": {r.id: r.seconds for r in results}, "queries": dict(ctx.query_seconds)},
+    )
+
+
+__all__ = ["evaluate", "prepare", "run_metrics", "versions", "Status"]

@@ -1,0 +1,204 @@
+"""Exact, chunked nearest-neighbour queries.
+
+Query rows are processed in chunks so memory stays O(chunk × reference + rows × k). Both sides are
+always whole: only a caller may choose to query fewer rows, never to search fewer references.
+
+Euclidean: per chunk one float32 BLAS product gives ‖r‖² − 2 q·r (the row constant ‖q‖² does not change
+the order); the k smallest are selected by repeated ``argmin`` (k ≤ 4) or ``argpartition``; the chosen
+neighbours' distances are then recomputed exactly in float64 from the encoded rows, so an identical
+row is at distance exactly 0. Ties: among equal float32 scores the lowest reference index is taken;
+the k neighbours are returned by exact distance, then index.
+
+Mixed (Hamming, Gower): Σ_num w·|q − r| + w_cat · (number of differing categorical codes); the
+matching categorical codes are counted by a float32 product of one-hot codes (exact for integers
+below 2^24), or by equality for a column with many distinct values.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+
+CHUNK_BYTES = 64 * 2**20  # one chunk's distance block
+ONEHOT_MAX_CODES = 512  # wider categorical columns are compared by equality instead
+
+
+@dataclass(frozen=True)
+class Neighbors:
+    """k nearest references per query row, nearest first."""
+
+    dist: np.ndarray  # (n_query, k) float64
+    idx: np.ndarray  # (n_query, k) int64
+    seconds: float = 0.0
+
+    @property
+    def k(self) -> int:
+        return int(self.idx.shape[1])
+
+    def first(self, k: int) -> Neighbors:
+        return Neighbors(self.dist[:, :k], self.idx[:, :k], self.seconds)
+
+
+def chunk_rows(n_reference: int, *, bytes_per_cell: int = 4, budget: int = CHUNK_BYTES) -> int:
+    return int(max(16, min(4096, budget // max(1, n_reference * bytes_per_cell))))
+
+
+# ------------------------------------------------------------------------------------------ spaces
+
+
+@dataclass(frozen=True)
+class MixedRows:
+    """Rows of a mixed space: scaled numerical values and integer categorical codes."""
+
+    num: np.ndarray  # (n, p) float32, already multiplied by its weight
+    cat: np.ndarray  # (n, q) int32 codes (shared across the two sides)
+    cat_weight: float = 1.0
+
+    @property
+    def n(self) -> int:
+        return int(max(self.num.shape[0], self.cat.shape[0]))
+
+
+def _onehot_plan(q: MixedRows, r: MixedRows) -> tuple[np.ndarray | None, np.ndarray | None, list[int]]:
+    """One-hot matrices for the narrow categorical columns; the indices of the wide ones."""
+    narrow, wide = [], []
+    offsets = []
+    width = 0
+    for j in range(q.cat.shape[1]):
+        hi = int(max(q.cat[:, j].max(initial=0), r.cat[:, j].max(initial=0))) + 1
+        if hi <= ONEHOT_MAX_CODES:
+            narrow.append(j)
+            offsets.append(width)
+            width += hi
+        else:
+            wide.append(j)
+    if not narrow:
+        return None, None, wide
+
+    def onehot(rows: MixedRows) -> np.ndarray:
+        m = np.zeros((rows.cat.shape[0], width), dtype=np.float32)
+        for j, off in zip(narrow, offsets, strict=True):
+            m[np.arange(rows.cat.shape[0]), off + rows.cat[:, j]] = 1.0
+        return m
+
+    return onehot(q), onehot(r), wide
+
+
+def euclidean_chunks(query: np.ndarray, ref: np.ndarray, *, exclude_self: bool = False
+                     ) -> Iterator[tuple[int, np.ndarray]]:
+    """Yields (start, scores) with scores = ‖r‖² − 2 q·r per chunk (float32; + ‖q‖² = squared distance)."""
+    ref_t2 = np.ascontiguousarray(ref.T * np.float32(-2.0))
+    rn = np.einsum("ij,ij->i", ref, ref, dtype=np.float32)
+    step = chunk_rows(ref.shape[0])
+    buf = np.empty((step, ref.shape[0]), dtype=np.float32)
+    for s in range(0, query.shape[0], step):
+        q = query[s : s + step]
+        b = buf[: q.shape[0]]
+        np.matmul(q, ref_t2, out=b)
+        b += rn
+        if exclude_self:
+            rows = np.arange(q.shape[0])
+            b[rows, s + rows] = np.inf
+        yield s, b
+
+
+def mixed_chunks(query: MixedRows, ref: MixedRows, *, exclude_self: bool = False
+                 ) -> Iterator[tuple[int, np.ndarray]]:
+    """Yields (start, distances) of the mixed space per chunk (float32)."""
+    oq, orf, wide = _onehot_plan(query, ref)
+    orf_t = None if orf is None else np.ascontiguousarray(orf.T)
+    n_cat = query.cat.shape[1]
+    w = np.float32(query.cat_weight)
+    step = chunk_rows(ref.n)
+    buf = np.empty((step, ref.n), dtype=np.float32)
+    tmp = np.empty((step, ref.n), dtype=np.float32)
+    for s in range(0, query.n, step):
+        e = min(s + step, query.n)
+        b = buf[: e - s]
+        t = tmp[: e - s]
+        b.fill(w * n_cat)
+        if oq is not None and orf_t is not None:
+            np.matmul(oq[s:e], orf_t, out=t)
+            t *= w
+            b -= t
+        for j in wide:
+            b -= w * (query.cat[s:e, j][:, None] == ref.cat[None, :, j])
+        for j in range(query.num.shape[1]):
+            np.subtract(query.num[s:e, j][:, None], ref.num[None, :, j], out=t)
+            np.abs(t, out=t)
+            b += t
+        if exclude_self:
+            rows = np.arange(e - s)
+            b[rows, s + rows] = np.inf
+        yield s, b
+
+
+def _select(block: np.ndarray, k: int) -> np.ndarray:
+    """Indices of the k smallest per row, smallest first (ties: lowest index)."""
+    if k <= 4:
+        out = np.empty((block.shape[0], k), dtype=np.int64)
+        rows = np.arange(block.shape[0])
+        saved = []
+        for j in range(k):
+            a = block.argmin(axis=1)
+            out[:, j] = a
+            if j < k - 1:
+                saved.append((a, block[rows, a].copy()))
+                block[rows, a] = np.inf
+        for a, v in saved:  # leave the block as it was
+            block[rows, a] = v
+        return out
+    part = np.argpartition(block, k - 1, axis=1)[:, :k]
+    vals = np.take_along_axis(block, part, axis=1)
+    order = np.lexsort((part, vals), axis=1)
+    return np.take_along_axis(part, order, axis=1)
+
+
+def _finish(dist: np.ndarray, idx: np.ndarray, t0: float) -> Neighbors:
+    order = np.lexsort((idx, dist), axis=1)  # by exact distance, then index
+    return Neighbors(np.take_along_axis(dist, order, 1), np.take_along_axis(idx, order, 1),
+                     time.perf_counter() - t0)
+
+
+def knn_euclidean(query: np.ndarray, ref: np.ndarray, k: int, *, exclude_self: bool = False) -> Neighbors:
+    """Exact k nearest references of every query row in a euclidean space."""
+    t0 = time.perf_counter()
+    k = _check_k(k, ref.shape[0] - (1 if exclude_self else 0))
+    idx = np.empty((query.shape[0], k), dtype=np.int64)
+    for s, block in euclidean_chunks(query, ref, exclude_self=exclude_self):
+        idx[s : s + block.shape[0]] = _select(block, k)
+    q64 = query.astype(np.float64)
+    dist = np.empty(idx.shape, dtype=np.float64)
+    for j in range(k):  # exact distances of the chosen neighbours
+        diff = q64 - ref[idx[:, j]].astype(np.float64)
+        dist[:, j] = np.sqrt(np.einsum("ij,ij->i", diff, diff))
+    return _finish(dist, idx, t0)
+
+
+def knn_mixed(query: MixedRows, ref: MixedRows, k: int, *, exclude_self: bool = False) -> Neighbors:
+    """Exact k nearest references of every query row in a mixed (Hamming / Gower) space."""
+    t0 = time.perf_counter()
+    k = _check_k(k, ref.n - (1 if exclude_self else 0))
+    idx = np.empty((query.n, k), dtype=np.int64)
+    for s, block in mixed_chunks(query, ref, exclude_self=exclude_self):
+        idx[s : s + block.shape[0]] = _select(block, k)
+    dist = np.empty(idx.shape, dtype=np.float64)
+    w = query.cat_weight
+    for j in range(k):  # exact distances of the chosen neighbours, in float64
+        r = idx[:, j]
+        d = w * (query.cat != ref.cat[r]).sum(axis=1).astype(np.float64)
+        if query.num.shape[1]:
+            d += np.abs(query.num.astype(np.float64) - ref.num[r].astype(np.float64)).sum(axis=1)
+        dist[:, j] = d
+    return _finish(dist, idx, t0)
+
+
+def _check_k(k: int, available: int) -> int:
+    if k < 1:
+        raise ValueError("k must be at least 1")
+    if available < 1:
+        raise ValueError("no reference row to search")
+    return min(k, available)

@@ -1,0 +1,198 @@
+"""Release policy: which metrics, thresholds, severities, threat model, seed; presets; the verdict."""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from .results import MetricResult, Severity, Status
+
+PRESETS_DIR = Path(__file__).parent / "presets"
+PRESET_NAMES = ("strict", "standard", "report-only")
+
+
+class PolicyError(ValueError):
+    """A policy that cannot be used; the message is one line, with the file's line number when known."""
+
+
+class MetricPolicy(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    threshold: float | None = Field(None, description="fail when the gated figure exceeds it; None: inform")
+    on: Literal["value", "ci_upper"] = Field("value", description="gate on value or on the CI upper bound")
+    severity: Severity = Field(Severity.ERROR, description="ERROR gates, WARN informs")
+    optional: bool = Field(False, description="not_applicable does not fail the verdict")
+    params: dict[str, Any] = Field(default_factory=dict, description="metric parameters")
+
+    @field_validator("threshold")
+    @classmethod
+    def _unit(cls, v: float | None) -> float | None:
+        if v is not None and not 0.0 <= v <= 1.0:
+            raise ValueError("threshold must be in [0, 1]")
+        return v
+
+
+class ThreatModel(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    key_columns: list[str] | None = None
+    sensitive_columns: list[str] | None = None
+    column_kinds: dict[str, str] = Field(default_factory=dict)
+    source_index_column: str | None = None
+
+
+class Policy(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = "custom"
+    preset: str | None = None
+    seed: int = 0
+    threat_model: ThreatModel = Field(default_factory=ThreatModel)
+    metrics: dict[str, MetricPolicy] = Field(default_factory=dict)
+    require_signoff: bool = False
+
+    @field_validator("metrics")
+    @classmethod
+    def _known(cls, v: dict[str, MetricPolicy]) -> dict[str, MetricPolicy]:
+        from .registry import registry
+
+        unknown = [m for m in v if m not in registry()]
+        if unknown:
+            raise ValueError(f"unknown metric id(s): {', '.join(unknown)} (see `dagster-privacy metrics`)")
+        return v
+
+    @property
+    def sha256(self) -> str:
+        return hashlib.sha256(json.dumps(self.model_dump(mode="json"), sort_keys=True).encode()).hexdigest()
+
+    def entry(self, metric_id: str) -> MetricPolicy:
+        return self.metrics.get(metric_id) or MetricPolicy()
+
+
+# --------------------------------------------------------------------------------------------- loading
+
+
+def _line_of(node: yaml.Node | None, loc: tuple[Any, ...]) -> int | None:
+    """The 1-based line of the YAML node a pydantic error location points at."""
+    line = None if node is None else node.start_mark.line + 1
+    for part in loc:
+        if isinstance(node, yaml.MappingNode):
+            nxt = next((v for k, v in node.value if getattr(k, "value", None) == str(part)), None)
+        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value):
+            nxt = node.value[part]
+        else:
+            nxt = None
+        if nxt is None:
+            break
+        node = nxt
+        line = node.start_mark.line + 1
+    return line
+
+
+def _preset_data(name: str) -> dict[str, Any]:
+    path = PRESETS_DIR / f"{name}.yaml"
+    if name not in PRESET_NAMES or not path.is_file():
+        raise PolicyError(f"unknown policy preset {name!r}: use one of {', '.join(PRESET_NAMES)} or a YAML file")
+    return yaml.safe_load(path.read_text()) or {}
+
+
+def _merge(base: dict[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
+    out = copy.deepcopy(base)
+    for k, v in over.items():
+        if isinstance(v, Mapping) and isinstance(out.get(k), dict):
+            out[k] = _merge(out[k], v)
+        else:
+            out[k] = copy.deepcopy(v)
+    return out
+
+
+def from_mapping(data: Mapping[str, Any], *, name: str = "custom", node: yaml.Node | None = None,
+                 where: str = "policy") -> Policy:
+    """A policy from a mapping: its ``preset`` first, then its own keys over it."""
+    data = dict(data)
+    preset = data.get("preset")
+    if preset is not None:
+        if not isinstance(preset, str):
+            raise PolicyError(f"{where}: preset must be a name")
+        base = _preset_data(preset)
+        data = _merge(base, {k: v for k, v in data.items() if k != "preset"})
+        data["preset"] = preset
+    data.setdefault("name", name)
+    try:
+        return Policy.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = tuple(err["loc"])
+        line = _line_of(node, loc)
+        at = f"{where}, line {line}" if line else where
+        field = ".".join(str(p) for p in loc)
+        raise PolicyError(f"{at}: {field}: {err['msg']}") from None
+
+
+def load_policy(policy: str | Path | Policy | Mapping[str, Any] | None = "standard") -> Policy:
+    """A preset name, a YAML path, a mapping or a Policy."""
+    if policy is None:
+        policy = "standard"
+    if isinstance(policy, Policy):
+        return policy
+    if isinstance(policy, Mapping):
+        return from_mapping(policy)
+    text = str(policy)
+    if text in PRESET_NAMES:
+        return from_mapping({"preset": text}, name=text)
+    path = Path(text)
+    if not path.is_file():
+        raise PolicyError(f"policy {text!r} is neither a preset ({', '.join(PRESET_NAMES)}) nor a file")
+    source = path.read_text()
+    try:
+        node = yaml.compose(source)
+        data = yaml.safe_load(source) or {}
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = f", line {mark.line + 1}" if mark else ""
+        raise PolicyError(f"{path}{line}: not valid YAML: {getattr(exc, 'problem', exc)}") from None
+    if not isinstance(data, dict):
+        raise PolicyError(f"{path}: a policy is a YAML mapping")
+    return from_mapping(data, name=path.stem, node=node, where=str(path))
+
+
+# --------------------------------------------------------------------------------------------- verdict
+
+
+def apply(policy: Policy, result: MetricResult) -> MetricResult:
+    """Set threshold, severity and status of one result from the policy."""
+    entry = policy.entry(result.id)
+    result.threshold, result.on, result.severity = entry.threshold, entry.on, entry.severity
+    if result.status in (Status.ERROR, Status.NOT_APPLICABLE):
+        return result
+    figure = result.gated_figure
+    if entry.threshold is not None and figure is not None and figure > entry.threshold:
+        what = "CI upper bound" if entry.on == "ci_upper" and result.ci else "value"
+        result.status = Status.FAIL if entry.severity is Severity.ERROR else Status.WARN
+        result.reason = f"{what} {figure:.4g} > threshold {entry.threshold:g}"
+    else:
+        result.status = Status.PASS
+    return result
+
+
+def verdict(policy: Policy, results: list[MetricResult]) -> Status:
+    """fail if a gating (ERROR) metric failed, errored or could not run without being optional;
+    else warn if an advisory (WARN) metric failed or errored; else pass."""
+    warn = False
+    for r in results:
+        entry = policy.entry(r.id)
+        gating = entry.severity is Severity.ERROR
+        if r.status in (Status.FAIL, Status.ERROR) or (r.status is Status.NOT_APPLICABLE and not entry.optional):
+            if gating:
+                return Status.FAIL
+            warn = True
+        elif r.status is Status.WARN:
+            warn = True
+    return Status.WARN if warn else Status.PASS

@@ -1,0 +1,103 @@
+"""The metric registry: ``@metric(...)`` registers a pure function (ctx, **params) → MetricResult once."""
+
+from __future__ import annotations
+
+import inspect
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .results import MetricResult, Status
+from .tables import redact
+
+MetricFn = Callable[..., MetricResult]
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    id: str
+    family: str
+    source: str
+    risk: str
+    needs: tuple[str, ...]
+    func: MetricFn
+    params: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def summary(self) -> str:
+        doc = inspect.getdoc(self.func) or ""
+        return doc.splitlines()[0] if doc else ""
+
+
+_REGISTRY: dict[str, MetricSpec] = {}
+#: report order of the families (architecture.md "Metric ids"); within a family, registration order
+FAMILIES = ("simulation", "distance", "classifiers", "holdout", "attacks")
+
+
+def metric(id: str, *, family: str, source: str, risk: str,
+           needs: Sequence[str] = ("real", "synthetic")) -> Callable[[MetricFn], MetricFn]:
+    """Register a metric. Its keyword-only parameters with defaults are its parameters."""
+
+    def register(func: MetricFn) -> MetricFn:
+        if id in _REGISTRY:
+            raise ValueError(f"metric {id!r} registered twice")
+        params = {
+            name: p.default
+            for name, p in inspect.signature(func).parameters.items()
+            if p.kind is inspect.Parameter.KEYWORD_ONLY and p.default is not inspect.Parameter.empty
+        }
+        _REGISTRY[id] = MetricSpec(id, family, source, risk, tuple(needs), func, params)
+        return func
+
+    return register
+
+
+def _load() -> None:
+    from . import metrics  # noqa: F401  (importing the package registers every metric)
+
+
+def registry() -> dict[str, MetricSpec]:
+    """Every registered metric, by family (FAMILIES), then in registration order."""
+    _load()
+    rank = {f: i for i, f in enumerate(FAMILIES)}
+    specs = sorted(_REGISTRY.values(), key=lambda s: rank.get(s.family, len(FAMILIES)))  # stable
+    return {s.id: s for s in specs}
+
+
+def get(id: str) -> MetricSpec:
+    reg = registry()
+    if id not in reg:
+        raise KeyError(id)
+    return reg[id]
+
+
+def run(spec: MetricSpec, ctx: Any, params: dict[str, Any] | None = None) -> MetricResult:
+    """Run one metric; an exception becomes an ``error`` result with its reason, never a 0.0."""
+    missing = [role for role in spec.needs if not ctx.has(role)]
+    base = {"family": spec.family, "source": spec.source, "risk": spec.risk}
+    if missing:
+        return MetricResult.not_applicable(spec.id, f"needs a {missing[0]} table", **base)
+    unknown = set(params or {}) - set(spec.params)
+    if unknown:
+        return MetricResult(id=spec.id, status=Status.ERROR, **base,
+                            reason=f"unknown parameter(s): {', '.join(sorted(unknown))}")
+    shared_before = ctx.spent_seconds
+    t0 = time.perf_counter()
+    try:
+        result = spec.func(ctx, **(params or {}))
+    except Exception as exc:  # fail closed: the reason travels, the value does not pretend
+        result = MetricResult(id=spec.id, status=Status.ERROR,
+                              reason=f"{type(exc).__name__}: {redact(str(exc))}")
+    wall = time.perf_counter() - t0
+    result.seconds = max(0.0, wall - (ctx.spent_seconds - shared_before))
+    result.family, result.source, result.risk = spec.family, spec.source, spec.risk
+    if result.status is not Status.ERROR and result.status is not Status.NOT_APPLICABLE:
+        if result.value is None:
+            result.status, result.reason = Status.ERROR, "metric returned no value"
+        elif not 0.0 <= result.value <= 1.0:
+            result.status, result.reason = Status.ERROR, f"value {result.value} outside [0, 1]"
+    if not result.sizes:
+        result.sizes = {role: ctx.n(role) for role in spec.needs if ctx.has(role)}
+    result.details = {**{"params": {**spec.params, **(params or {})}}, **result.details}
+    return result

@@ -1,0 +1,142 @@
+"""Encoded spaces, fitted on the real table only and applied to every table.
+
+- ``euclidean``: one-hot categorical/binary columns + min-max numerical columns (seed 000 §2.1.3, §2.2).
+- ``projected``: the PCA projection Φ^k of the euclidean space (seed 000 eq. 25), k = the fewest
+  components keeping ``variance`` (default 95 %) of the real table's variance.
+- ``codes``: one integer code per column (exact and Hamming matching, seed 000 §2.1.2).
+- ``gower``: min-max numerical values and integer codes, mixed by the Gower distance.
+
+Missing values: a missing category is a category of its own; a missing number is placed at the real
+median and, when the real column has missing values, a 0/1 "missing" dimension is added in the
+euclidean space (docs/metrics.md, "Table model").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import polars as pl
+
+from .tables import Schema
+
+MISSING = "\x00missing"  # the category a null value becomes (never shown: reports carry no values)
+
+
+@dataclass
+class Encoder:
+    """Per-column statistics of the real table: min, range, median, categories."""
+
+    schema: Schema
+    num_min: dict[str, float] = field(default_factory=dict)
+    num_range: dict[str, float] = field(default_factory=dict)
+    num_median: dict[str, float] = field(default_factory=dict)
+    num_missing: dict[str, bool] = field(default_factory=dict)
+    categories: dict[str, list[str]] = field(default_factory=dict)
+
+    @classmethod
+    def fit(cls, real: pl.DataFrame, schema: Schema) -> Encoder:
+        enc = cls(schema)
+        for c in schema.columns:
+            s = real.get_column(c.name)
+            if c.kind == "numerical":
+                v = s.drop_nulls()
+                lo = float(v.min()) if v.len() else 0.0  # type: ignore[arg-type]
+                hi = float(v.max()) if v.len() else 0.0  # type: ignore[arg-type]
+                enc.num_min[c.name] = lo
+                enc.num_range[c.name] = hi - lo if hi > lo else 1.0  # a constant column: no scaling
+                enc.num_median[c.name] = float(v.median()) if v.len() else 0.0  # type: ignore[arg-type]
+                enc.num_missing[c.name] = s.null_count() > 0
+            else:
+                cats = s.fill_null(MISSING).unique().sort().to_list()
+                enc.categories[c.name] = cats
+        return enc
+
+    # -- per column pieces -------------------------------------------------------------------------
+
+    def scaled(self, df: pl.DataFrame, name: str) -> np.ndarray:
+        """Min-max scaled values (real range), missing at the scaled real median; float64."""
+        s = df.get_column(name).fill_null(self.num_median[name])
+        return (s.to_numpy().astype(np.float64) - self.num_min[name]) / self.num_range[name]
+
+    def category_codes(self, df: pl.DataFrame, name: str) -> np.ndarray:
+        """Index of each value among the real categories; -1 for a category the real table lacks."""
+        cats = self.categories[name]
+        mapping = {v: i for i, v in enumerate(cats)}
+        s = df.get_column(name).fill_null(MISSING)
+        return s.replace_strict(mapping, default=-1, return_dtype=pl.Int64).to_numpy()
+
+    # -- spaces --------------------------------------------------------------------------------------
+
+    def euclidean(self, df: pl.DataFrame) -> np.ndarray:
+        """One-hot + min-max encoding (float32). An unseen category is an all-zero block."""
+        blocks: list[np.ndarray] = []
+        n = df.height
+        for c in self.schema.columns:
+            if c.kind == "numerical":
+                blocks.append(self.scaled(df, c.name)[:, None])
+                if self.num_missing[c.name]:
+                    blocks.append(df.get_column(c.name).is_null().to_numpy().astype(np.float64)[:, None])
+            else:
+                codes = self.category_codes(df, c.name)
+                block = np.zeros((n, len(self.categories[c.name])), dtype=np.float64)
+                ok = codes >= 0
+                block[np.nonzero(ok)[0], codes[ok]] = 1.0
+                blocks.append(block)
+        return np.ascontiguousarray(np.hstack(blocks), dtype=np.float32)
+
+    def euclidean_labels(self) -> list[str]:
+        """Column each euclidean dimension comes from (no category values: they may be real)."""
+        out: list[str] = []
+        for c in self.schema.columns:
+            if c.kind == "numerical":
+                out.append(c.name)
+                if self.num_missing[c.name]:
+                    out.append(c.name)
+            else:
+                out.extend([c.name] * len(self.categories[c.name]))
+        return out
+
+
+@dataclass
+class Projection:
+    """Φ^k (seed 000 eq. 25): PCA fitted on the real table's euclidean encoding."""
+
+    mean: np.ndarray
+    components: np.ndarray  # k × d
+    explained: float
+
+    @classmethod
+    def fit(cls, x_real: np.ndarray, *, variance: float = 0.95, seed: int = 0) -> Projection:
+        from sklearn.decomposition import PCA
+
+        x = x_real.astype(np.float64)
+        pca = PCA(n_components=min(x.shape), svd_solver="covariance_eigh", random_state=seed).fit(x)
+        cum = np.cumsum(pca.explained_variance_ratio_)
+        k = int(np.searchsorted(cum, variance - 1e-12) + 1) if cum[-1] > 0 else 1
+        k = max(1, min(k, len(cum)))
+        return cls(pca.mean_.astype(np.float64), pca.components_[:k].astype(np.float64), float(cum[k - 1]))
+
+    @property
+    def k(self) -> int:
+        return int(self.components.shape[0])
+
+    def transform(self, x: np.ndarray) -> np.ndarray:
+        return np.ascontiguousarray((x.astype(np.float64) - self.mean) @ self.components.T, dtype=np.float32)
+
+
+def joint_codes(frames: list[pl.DataFrame], schema: Schema) -> list[np.ndarray]:
+    """Integer codes per column shared by every frame: equal values (nulls equal) get equal codes."""
+    sizes = [f.height for f in frames]
+    out = [np.empty((n, len(schema.columns)), dtype=np.int32) for n in sizes]
+    for j, c in enumerate(schema.columns):
+        joined = pl.concat([f.get_column(c.name) for f in frames])
+        if c.kind == "numerical":
+            codes = joined.rank("dense").fill_null(0).to_numpy()
+        else:
+            codes = joined.fill_null(MISSING).rank("dense").to_numpy()
+        start = 0
+        for i, n in enumerate(sizes):
+            out[i][:, j] = codes[start : start + n]
+            start += n
+    return out
