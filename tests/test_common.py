@@ -1,0 +1,143 @@
+"""Properties every registered metric must have (style.md: scikit-learn's test_common).
+
+Each metric id needs an entry in EXPECTED, mirroring what docs/metrics.md says it gives at
+synthetic = real and at an independent synthetic table (each column of a disjoint sample shuffled on
+its own). A new metric gets the invariance tests for free and fails here until it is documented.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+import numpy as np
+import polars as pl
+import pytest
+
+import dagster_privacy as dp
+from dagster_privacy.demo import load_demo
+
+N = 400
+KEYS = ["age", "sex", "race", "marital-status"]
+SENSITIVE = ["income", "occupation"]
+
+
+@dataclass(frozen=True)
+class Expect:
+    copy_min: float | None  # value at synthetic = real is at least this (None: not applicable there)
+    indep_max: float | None  # value on an independent synthetic table is at most this
+    order_tol: float = 1e-9  # row-order invariance tolerance (seeded sampling of query rows moves it)
+
+
+EXPECTED: dict[str, Expect] = {
+    "crp": Expect(copy_min=0.999, indep_max=0.02),
+    "dcr": Expect(copy_min=0.999, indep_max=0.95),  # 1/(1+DCR) cannot reach 0 (docs/metrics.md)
+    "mdcr": Expect(copy_min=0.999, indep_max=0.2),
+    "nndr": Expect(copy_min=0.999, indep_max=0.95),  # an independent row scores d1/d2 ≈ 0.6–0.9
+    "authenticity": Expect(copy_min=0.999, indep_max=0.65),  # ≈ 0.5 for a same-size sample
+    "nnaa": Expect(copy_min=0.999, indep_max=0.2),
+}
+
+
+def _parts() -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    df = load_demo()
+    perm = np.random.default_rng(7).permutation(df.height)
+    real, holdout, other = df[perm[:N]], df[perm[N:2 * N]], df[perm[2 * N:3 * N]]
+    rng = np.random.default_rng(8)
+    independent = pl.DataFrame({c: other.get_column(c).to_numpy()[rng.permutation(N)] for c in other.columns},
+                               schema=other.schema)
+    return real, holdout, independent
+
+
+REAL, HOLDOUT, INDEPENDENT = _parts()
+IDS = list(dp.registry())
+
+
+def run(real, synthetic, holdout=HOLDOUT, *, seed=0, **kw) -> dp.Evaluation:
+    return dp.evaluate(real, synthetic, holdout, metrics=IDS, policy="report-only", key_columns=KEYS,
+                       sensitive_columns=SENSITIVE, seed=seed, progress=False, **kw)
+
+
+@pytest.fixture(scope="module")
+def base() -> dp.Evaluation:
+    return run(REAL, INDEPENDENT)
+
+
+@pytest.fixture(scope="module")
+def copy() -> dp.Evaluation:
+    return run(REAL, REAL)
+
+
+@pytest.fixture(scope="module")
+def shuffled_rows() -> dp.Evaluation:
+    rng = np.random.default_rng(11)
+    return run(REAL[rng.permutation(N)], INDEPENDENT[rng.permutation(N)], HOLDOUT[rng.permutation(N)])
+
+
+@pytest.fixture(scope="module")
+def shuffled_columns() -> dp.Evaluation:
+    cols = list(np.random.default_rng(12).permutation(REAL.columns))
+    return run(REAL.select(cols), INDEPENDENT.select(cols[::-1]), HOLDOUT.select(cols))
+
+
+def test_every_metric_is_documented_here() -> None:
+    assert set(IDS) == set(EXPECTED), "add each new metric id to EXPECTED (and to docs/metrics.md)"
+
+
+@pytest.mark.parametrize("mid", IDS)
+def test_value_in_unit_interval_or_not_applicable(base: dp.Evaluation, mid: str) -> None:
+    r = base[mid]
+    assert r.status is not dp.Status.ERROR, r.reason
+    if r.status is dp.Status.NOT_APPLICABLE:
+        assert r.reason
+    else:
+        assert r.value is not None and 0.0 <= r.value <= 1.0
+        if r.ci is not None:
+            assert 0.0 <= r.ci[0] <= r.ci[1] <= 1.0
+
+
+@pytest.mark.parametrize("mid", IDS)
+def test_synthetic_equal_to_real_gives_documented_value(copy: dp.Evaluation, mid: str) -> None:
+    exp, r = EXPECTED[mid], copy[mid]
+    if exp.copy_min is None:
+        assert r.status is dp.Status.NOT_APPLICABLE
+    else:
+        assert r.value is not None and r.value >= exp.copy_min, (mid, r.value, r.reason)
+
+
+@pytest.mark.parametrize("mid", IDS)
+def test_independent_synthetic_gives_documented_value(base: dp.Evaluation, mid: str) -> None:
+    exp, r = EXPECTED[mid], base[mid]
+    if exp.indep_max is None:
+        assert r.status is dp.Status.NOT_APPLICABLE
+    else:
+        assert r.value is not None and r.value <= exp.indep_max, (mid, r.value)
+
+
+@pytest.mark.parametrize("mid", IDS)
+def test_row_order_does_not_matter(base: dp.Evaluation, shuffled_rows: dp.Evaluation, mid: str) -> None:
+    a, b = base[mid], shuffled_rows[mid]
+    assert a.status == b.status
+    if a.value is not None:
+        assert b.value == pytest.approx(a.value, abs=EXPECTED[mid].order_tol)
+
+
+@pytest.mark.parametrize("mid", IDS)
+def test_column_order_does_not_matter(base: dp.Evaluation, shuffled_columns: dp.Evaluation, mid: str) -> None:
+    a, b = base[mid], shuffled_columns[mid]
+    assert a.status == b.status
+    if a.value is not None:
+        assert b.value == pytest.approx(a.value, abs=1e-6)
+
+
+def test_same_seed_gives_identical_json_apart_from_timings(base: dp.Evaluation) -> None:
+    again = run(REAL, INDEPENDENT)
+    first, second = json.loads(base.to_json()), json.loads(again.to_json())
+    first.pop("timings"), second.pop("timings")
+    assert first == second
+
+
+@pytest.mark.parametrize("mid", IDS)
+def test_bad_input_is_one_clear_error(mid: str) -> None:
+    with pytest.raises(dp.TableError, match="lacks column"):
+        dp.evaluate(REAL, INDEPENDENT.drop("age"), HOLDOUT, metrics=[mid], progress=False)
