@@ -1,0 +1,83 @@
+"""The neighbour engine against brute force (scipy), self-exclusion, ties and copies."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.spatial.distance import cdist
+
+from dagster_privacy import neighbors as nb
+from dagster_privacy.neighbors import MixedRows, knn_euclidean, knn_mixed
+
+
+def _brute(q: np.ndarray, r: np.ndarray, k: int, *, metric: str = "euclidean", same: bool = False):
+    d = cdist(q.astype(np.float64), r.astype(np.float64), metric=metric)
+    if same:
+        np.fill_diagonal(d, np.inf)
+    return np.sort(d, axis=1)[:, :k]
+
+
+@pytest.mark.parametrize("k", [1, 2, 3, 5, 7])
+def test_euclidean_matches_brute_force(k: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(nb, "CHUNK_BYTES", 4 * 50 * 8)  # 8-row chunks: exercise chunk boundaries
+    rng = np.random.default_rng(0)
+    q = rng.random((37, 6)).astype(np.float32)
+    r = rng.random((50, 6)).astype(np.float32)
+    nn = knn_euclidean(q, r, k)
+    np.testing.assert_allclose(nn.dist, _brute(q, r, k), atol=1e-6)
+    # the returned indices are the neighbours at those distances
+    exact = np.linalg.norm(q[:, None, :].astype(np.float64) - r[nn.idx].astype(np.float64), axis=2)
+    np.testing.assert_allclose(exact, nn.dist, atol=1e-12)
+
+
+def test_self_exclusion_keeps_duplicates_of_other_rows() -> None:
+    x = np.array([[0.0], [0.0], [1.0], [3.0]], dtype=np.float32)
+    nn = knn_euclidean(x, x, 1, exclude_self=True)
+    # row 0's nearest other row is its duplicate (row 1) at distance 0, not itself
+    assert nn.idx[:, 0].tolist() == [1, 0, 0, 2]
+    assert nn.dist[:, 0].tolist() == [0.0, 0.0, 1.0, 2.0]
+
+
+def test_ties_take_the_lowest_reference_index() -> None:
+    q = np.array([[1.0]], dtype=np.float32)
+    r = np.array([[3.0], [0.0], [2.0], [0.0], [2.0]], dtype=np.float32)  # 0 and 2 both at distance 1
+    nn = knn_euclidean(q, r, 3)
+    assert nn.idx[0].tolist() == [1, 2, 3]
+    assert nn.dist[0].tolist() == [1.0, 1.0, 1.0]
+
+
+def test_identical_row_has_distance_exactly_zero() -> None:
+    rng = np.random.default_rng(1)
+    r = rng.random((200, 30)).astype(np.float32)
+    q = r[[5, 17]].copy()
+    nn = knn_euclidean(q, r, 1)
+    assert nn.idx[:, 0].tolist() == [5, 17]
+    assert nn.dist[:, 0].tolist() == [0.0, 0.0]
+
+
+def test_hamming_matches_brute_force() -> None:
+    rng = np.random.default_rng(2)
+    qc = rng.integers(0, 4, (30, 5)).astype(np.int32)
+    rc = rng.integers(0, 4, (45, 5)).astype(np.int32)
+    rc[:, 4] = rng.integers(0, 2000, 45)  # a wide column: compared by equality, not one-hot
+    qc[:, 4] = rng.integers(0, 2000, 30)
+    empty = np.empty((30, 0), np.float32)
+    nn = knn_mixed(MixedRows(empty, qc), MixedRows(np.empty((45, 0), np.float32), rc), 3)
+    brute = _brute(qc, rc, 3, metric="hamming") * 5  # scipy's hamming is a proportion
+    np.testing.assert_allclose(nn.dist, brute, atol=1e-9)
+
+
+def test_gower_matches_hand_computation() -> None:
+    # two numerical columns already min-max scaled, one categorical; m = 3 columns
+    q = MixedRows(np.array([[0.0, 0.5]], np.float32) / 3, np.array([[1]], np.int32), 1 / 3)
+    r = MixedRows(np.array([[0.25, 0.5], [0.0, 0.0], [1.0, 1.0]], np.float32) / 3,
+                  np.array([[1], [2], [1]], np.int32), 1 / 3)
+    nn = knn_mixed(q, r, 3)
+    # row 0: (0.25 + 0 + 0)/3; row 1: (0 + 0.5 + 1)/3; row 2: (1 + 0.5 + 0)/3
+    assert nn.idx[0].tolist() == [0, 1, 2]
+    np.testing.assert_allclose(nn.dist[0], [0.25 / 3, 1.5 / 3, 1.5 / 3], atol=1e-7)
+
+
+def test_k_larger_than_reference_is_capped() -> None:
+    x = np.eye(3, dtype=np.float32)
+    assert knn_euclidean(x, x, 10, exclude_self=True).k == 2

@@ -1,0 +1,134 @@
+"""Table model (seed 000 Definition 1): kinds, identifiers, missing values, validation, loading."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import duckdb
+import numpy as np
+import polars as pl
+import pytest
+
+import dagster_privacy as dp
+from dagster_privacy import tables as tb
+from dagster_privacy.evaluate import prepare
+
+
+def test_kinds_are_inferred_from_dtype_and_cardinality() -> None:
+    n = 30
+    df = pl.DataFrame({
+        "id": list(range(n)),  # integer unique per row → identifier
+        "name": [f"p{i}" for i in range(n)],  # text unique per row → identifier
+        "age": [20 + i % 7 for i in range(n)],
+        "flag": [i % 2 for i in range(n)],  # two values → binary
+        "sex": ["F", "M"] * (n // 2),
+        "city": ["a", "b", "c"] * (n // 3),
+        "when": [dt.date(2020, 1, 1 + i % 5) for i in range(n)],
+        "score": np.linspace(0, 1, n),  # floats unique per row stay numerical
+        "empty": [None] * n,
+    })
+    schema = tb.infer_schema(df)
+    kinds = {c.name: c.kind for c in schema.columns}
+    assert kinds == {"age": "numerical", "flag": "binary", "sex": "binary", "city": "categorical",
+                     "when": "numerical", "score": "numerical"}
+    assert dict(schema.excluded) == {"id": "identifier: unique per row", "name": "identifier: unique per row",
+                                     "empty": "empty: every value is missing"}
+
+
+def test_overrides_win_and_are_checked() -> None:
+    df = pl.DataFrame({"edu": [1, 2, 3, 4] * 5, "x": ["a", "b", "c", "d"] * 5})
+    schema = tb.infer_schema(df, {"edu": "categorical", "x": "exclude"})
+    assert [(c.name, c.kind) for c in schema.columns] == [("edu", "categorical")]
+    with pytest.raises(tb.TableError, match="cannot be numerical"):
+        tb.infer_schema(df, {"x": "numerical"})
+    with pytest.raises(tb.TableError, match="not a column"):
+        tb.infer_schema(df, {"nope": "categorical"})
+    with pytest.raises(tb.TableError, match="use one of"):
+        tb.infer_schema(df, {"x": "ordinal"})
+
+
+def test_missing_values_never_give_nan() -> None:
+    real = pl.DataFrame({"x": [1.0, None, 3.0, 4.0, 5.0], "c": ["a", None, "b", "a", "c"]})
+    syn = pl.DataFrame({"x": [None, 2.0, 3.0], "c": [None, "a", "b"]})
+    ev = dp.evaluate(real, syn, policy="report-only", progress=False)
+    for r in ev:
+        assert r.status is not dp.Status.ERROR, (r.id, r.reason)
+        assert r.value is not None and np.isfinite(r.value)
+    # (missing, missing) is a copy of real row 1 (missing equals missing), (3, b) of real row 2
+    assert ev["crp"].details["common_rows"] == 2
+
+
+def test_missing_number_adds_an_indicator_dimension() -> None:
+    real = pl.DataFrame({"x": [0.0, None, 10.0, 4.0], "c": ["a", "b", "a", "c"]})
+    ctx, _ = prepare(real, real)
+    x = ctx.euclidean("real")
+    # x scaled (the missing one at the median 4 → .4), its missing indicator, then one-hot of c
+    np.testing.assert_allclose(x, [[0, 0, 1, 0, 0], [0.4, 1, 0, 1, 0], [1, 0, 1, 0, 0], [0.4, 0, 0, 0, 1]],
+                               atol=1e-7)
+
+
+def test_validation_errors_are_one_clear_line() -> None:
+    real = pl.DataFrame({"a": [1, 2, 3], "b": ["x", "y", "z"]})
+    cases = {
+        "lacks column": pl.DataFrame({"a": [1]}),
+        "not in the real table": pl.DataFrame({"a": [1], "b": ["x"], "c": [0]}),
+        "numerical in the real table but text": pl.DataFrame({"a": ["one"], "b": ["x"]}),
+        "is empty": pl.DataFrame({"a": [], "b": []}, schema={"a": pl.Int64, "b": pl.String}),
+    }
+    for needle, syn in cases.items():
+        with pytest.raises(tb.TableError, match=needle) as info:
+            dp.evaluate(real, syn, progress=False)
+        assert "\n" not in str(info.value)
+
+
+def test_unseen_category_is_counted_not_an_error() -> None:
+    real = pl.DataFrame({"c": ["a", "b", "c", "a"], "x": [1, 2, 3, 4]})
+    syn = pl.DataFrame({"c": ["SECRET-NEW", "a"], "x": [1, 2]})
+    ev = dp.evaluate(real, syn, policy="report-only", progress=False)
+    notes = ev.schema_["notes"]
+    assert notes == ["synthetic: categories absent from the real table in c (1 rows)"]
+    assert "SECRET-NEW" not in ev.to_json()
+
+
+def test_load_csv_parquet_duckdb_and_sql(tmp_path) -> None:
+    df = pl.DataFrame({"age": [30, 40, 50], "sex": ["F", "M", "F"]})
+    df.write_csv(tmp_path / "t.csv")
+    df.write_parquet(tmp_path / "t.parquet")
+    con = duckdb.connect(str(tmp_path / "db.duckdb"))
+    con.sql("create table people as select * from read_parquet('" + str(tmp_path / "t.parquet") + "')")
+    con.close()
+    for src in (tmp_path / "t.csv", tmp_path / "t.parquet", f"{tmp_path / 'db.duckdb'}:people",
+                f"{tmp_path / 'db.duckdb'}:select * from people",
+                f"select * from read_csv('{tmp_path / 't.csv'}')"):
+        got = tb.load(src)
+        assert got.sort("age").to_dicts() == df.to_dicts(), src
+    # the DuckDB file is closed again: a read-write connection can open it
+    duckdb.connect(str(tmp_path / "db.duckdb")).close()
+
+
+def test_load_errors_are_one_line_without_values(tmp_path) -> None:
+    with pytest.raises(tb.TableError, match="file not found"):
+        tb.load(tmp_path / "missing.csv", role="real")
+    with pytest.raises(tb.TableError, match="unsupported file type"):
+        (tmp_path / "x.xlsx").write_text("x")
+        tb.load(tmp_path / "x.xlsx")
+    con = duckdb.connect(str(tmp_path / "db.duckdb"))
+    con.sql("create table t as select 'CANARY-42' as v")
+    con.close()
+    with pytest.raises(tb.TableError) as info:
+        tb.load(f"{tmp_path / 'db.duckdb'}:select cast(v as integer) from t")
+    assert "CANARY-42" not in str(info.value) and "\n" not in str(info.value)
+
+
+def test_fingerprint_is_content_not_order() -> None:
+    df = pl.DataFrame({"a": [1, 2, 3], "b": ["x", "y", "z"]})
+    assert tb.fingerprint(df) == tb.fingerprint(df.reverse())
+    assert tb.fingerprint(df) != tb.fingerprint(df.with_columns(pl.lit(9).alias("a")))
+
+
+def test_numbers_as_categories_print_alike_across_dtypes() -> None:
+    real = pl.DataFrame({"edu": [9, 10, 13, 13]})
+    syn = pl.DataFrame({"edu": [9.0, 13.0]})  # floats in the synthetic table, integers in the real one
+    ev = dp.evaluate(real, syn, column_kinds={"edu": "categorical"}, metrics=["crp"], policy="report-only",
+                     progress=False)
+    assert ev["crp"].details["common_rows"] == 2
