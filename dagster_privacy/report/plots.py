@@ -1,0 +1,184 @@
+"""The report's figures, drawn with matplotlib (object API, Agg canvas: no pyplot global state) and
+embedded as base64 PNG. Every figure shows aggregate figures only: metric values, rates, histograms."""
+
+from __future__ import annotations
+
+import base64
+import io
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from matplotlib.patches import Patch
+
+from ..results import Evaluation, MetricResult, Status
+from .distances import DistanceSummary
+
+COLOURS = {"synthetic": "#c0392b", "holdout": "#2e86c1", "train": "#c0392b", "control": "#7f8c8d"}
+STATUS_COLOURS = {Status.PASS: "#1e8449", Status.WARN: "#b9770e", Status.FAIL: "#c0392b",
+                  Status.ERROR: "#7b241c", Status.NOT_APPLICABLE: "#7f8c8d"}
+DPI = 100
+
+
+def _png(fig: Figure) -> str:
+    FigureCanvasAgg(fig)
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=DPI, metadata={"Software": None})
+    return base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def metrics_figure(ev: Evaluation) -> str | None:
+    """Each computed metric: value with its CI, the holdout baseline and the threshold, on [0, 1]."""
+    rows = [r for r in ev.results if r.value is not None]
+    if not rows:
+        return None
+    fig = Figure(figsize=(8.0, 0.42 * len(rows) + 1.3))
+    ax = fig.add_subplot()
+    ys = list(range(len(rows)))[::-1]
+    for y, r in zip(ys, rows, strict=True):
+        colour = STATUS_COLOURS[r.status]
+        if r.ci is not None:
+            ax.plot(r.ci, [y, y], color=colour, lw=2.2, solid_capstyle="butt")
+        ax.plot([r.value], [y], "o", color=colour, ms=7, zorder=3)
+        if r.baseline is not None and 0.0 <= r.baseline <= 1.0:
+            ax.plot([r.baseline], [y], "D", mfc="none", mec="#2e86c1", ms=7, zorder=3)
+        if r.threshold is not None:
+            ax.plot([r.threshold, r.threshold], [y - 0.32, y + 0.32], color="#111111", lw=1.6)
+    ax.set_yticks(ys, [r.id for r in rows])
+    ax.set_xlim(-0.02, 1.02)
+    ax.set_ylim(-0.7, len(rows) - 0.3)
+    ax.set_xlabel("risk value (0 = private, 1 = no privacy)")
+    ax.grid(axis="x", alpha=0.3)
+    handles = [
+        ax.plot([], [], "o", color="#555555", label="value (colour = status)")[0],
+        ax.plot([], [], "-", color="#555555", lw=2.2, label="95 % CI")[0],
+        ax.plot([], [], "D", mfc="none", mec="#2e86c1", label="holdout baseline")[0],
+        ax.plot([], [], "|", color="#111111", ms=12, mew=1.6, label="threshold")[0],
+    ]
+    ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.5 / max(1, len(rows)) - 0.12),
+              ncol=4, frameon=False, fontsize=8)
+    ax.set_title("Each metric against its threshold", fontsize=11)
+    fig.tight_layout()
+    return _png(fig)
+
+
+def distances_figure(summary: DistanceSummary) -> str | None:
+    """Share of rows per distance bin: synthetic→train against holdout→train (same bins)."""
+    if not summary.sides:
+        return None
+    edges = summary.edges
+    fig = Figure(figsize=(8.0, 3.6))
+    ax = fig.add_subplot()
+    for side in ("holdout", "synthetic"):
+        s = summary.sides.get(side)
+        if s is None or s.n == 0:
+            continue
+        share = [c / s.n for c in s.counts]
+        label = (f"{side} → train (n = {s.n:,}; identical to a training row: {s.zero_share:.1%})")
+        ax.stairs(share, edges, color=COLOURS[side], lw=1.8, label=label,
+                  fill=side == "holdout", alpha=0.35 if side == "holdout" else 1.0)
+        med = s.quantiles.get("q50")
+        if med is not None:
+            ax.axvline(med, color=COLOURS[side], ls="--", lw=1.0)
+    ax.set_xlabel(f"distance to the nearest training record ({summary.space} space; dashed = median)")
+    ax.set_ylabel("share of rows")
+    ax.set_xlim(edges[0], edges[-1])
+    ax.legend(loc="upper right", fontsize=8, frameon=False)
+    ax.set_title("Distance to the closest training record: synthetic vs holdout", fontsize=11)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    return _png(fig)
+
+
+@dataclass(frozen=True)
+class AttackRates:
+    """Attack success on the training records against the control (holdout) records."""
+
+    id: str
+    train: float
+    train_ci: tuple[float, float] | None
+    control: float
+    control_ci: tuple[float, float] | None
+
+
+def _rate(details: Mapping[str, Any], key: str) -> tuple[float, tuple[float, float] | None] | None:
+    v = details.get(key)
+    ci = details.get(f"{key}_ci")
+    if isinstance(v, Mapping):
+        ci = v.get("ci", ci)
+        v = next((v[k] for k in ("rate", "value", "center") if isinstance(v.get(k), (int, float))), None)
+    if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(float(v)):
+        return None
+    interval = None
+    if isinstance(ci, Sequence) and len(ci) == 2 and all(isinstance(x, (int, float)) for x in ci):
+        interval = (float(ci[0]), float(ci[1]))
+    return float(v), interval
+
+
+def attack_rates(results: Sequence[MetricResult]) -> list[AttackRates]:
+    """The attack results whose details carry e_train and e_control (seed 004 eq. 8)."""
+    out = []
+    for r in results:
+        t, c = _rate(r.details, "e_train"), _rate(r.details, "e_control")
+        if t is not None and c is not None:
+            out.append(AttackRates(r.id, t[0], t[1], c[0], c[1]))
+    return out
+
+
+def attacks_figure(rates: Sequence[AttackRates]) -> str | None:
+    """Grouped bars: success rate on training vs control records, Wilson 95 % intervals."""
+    if not rates:
+        return None
+    fig = Figure(figsize=(8.0, 0.55 * len(rates) + 1.4))
+    ax = fig.add_subplot()
+    h = 0.36
+    ys = list(range(len(rates)))[::-1]
+    for y, a in zip(ys, rates, strict=True):
+        for off, who, val, ci in ((h / 2, "train", a.train, a.train_ci), (-h / 2, "control", a.control, a.control_ci)):
+            xerr = None if ci is None else [[max(0.0, val - ci[0])], [max(0.0, ci[1] - val)]]
+            ax.barh(y + off, val, height=h, color=COLOURS[who], xerr=xerr, capsize=3,
+                    error_kw={"lw": 1.0, "ecolor": "#222222"})
+    ax.set_yticks(ys, [a.id for a in rates])
+    ax.set_xlim(0.0, 1.0)
+    ax.set_xlabel("attack success rate (95 % Wilson interval)")
+    ax.legend(handles=[Patch(color=COLOURS["train"], label="on training records"),
+                       Patch(color=COLOURS["control"], label="on control (holdout) records")],
+              loc="lower right", fontsize=8, frameon=False)
+    ax.set_title("Attack success: training vs control", fontsize=11)
+    ax.grid(axis="x", alpha=0.3)
+    fig.tight_layout()
+    return _png(fig)
+
+
+def history_figure(history: Sequence[Mapping[str, Any]], metric_ids: Sequence[str]) -> str | None:
+    """Metric values across releases, oldest first; failed points marked with a cross."""
+    points = [h for h in history if h.get("values")]
+    if len(points) < 1:
+        return None
+    ids = [m for m in metric_ids if any(m in h["values"] for h in points)]
+    if not ids:
+        return None
+    fig = Figure(figsize=(8.0, 3.6))
+    ax = fig.add_subplot()
+    xs = list(range(len(points)))
+    for mid in ids:
+        ys = [h["values"].get(mid) for h in points]
+        line = ax.plot([x for x, y in zip(xs, ys, strict=True) if y is not None],
+                       [y for y in ys if y is not None], "o-", lw=1.4, ms=4, label=mid)[0]
+        bad = [(x, y) for x, y, h in zip(xs, ys, points, strict=True)
+               if y is not None and mid in h.get("failed", ())]
+        if bad:
+            ax.plot([b[0] for b in bad], [b[1] for b in bad], "x", color=line.get_color(), ms=10, mew=2)
+    labels = [str(h.get("release", ""))[:14] for h in points]
+    ax.set_xticks(xs, labels, rotation=30, ha="right", fontsize=8)
+    ax.set_ylim(-0.02, 1.02)
+    ax.set_ylabel("risk value")
+    ax.set_xlabel("release (oldest → newest); × = failed its threshold")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8, frameon=False)
+    ax.set_title("Metric history across releases", fontsize=11)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    return _png(fig)

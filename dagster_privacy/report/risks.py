@@ -1,0 +1,68 @@
+"""Each metric's `risk` mapped to the WP29 risk it measures (seed 004 §2.3.1) or to membership /
+re-identification (seed 004 §2.3.2), with the one-line meaning a privacy officer reads."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..results import MetricResult, Status
+
+
+@dataclass(frozen=True)
+class RiskClass:
+    key: str
+    title: str
+    framework: str
+    meaning: str
+
+
+RISKS: tuple[RiskClass, ...] = (
+    RiskClass("singling out", "Singling out", "WP29",
+              "isolating some or all records that identify an individual in the training data"),
+    RiskClass("linkability", "Linkability", "WP29",
+              "linking two records (in one or two data sets) that concern the same person or group"),
+    RiskClass("inference", "Inference", "WP29",
+              "deducing, with significant probability, an attribute of a person from other attributes"),
+    RiskClass("membership", "Membership inference", "adversarial ML (seed 004 §2.3.2)",
+              "telling whether a given person's record was in the training data"),
+    RiskClass("re-identification", "Re-identification (distance / copy proxies)", "identity disclosure proxy",
+              "synthetic records sitting on, or unusually close to, training records; a proxy "
+              "for singling out, not an attack"),
+    RiskClass("distinguishability", "Distinguishability", "proxy",
+              "a classifier telling synthetic from real records; a fidelity figure, not an attack"),
+)
+
+_BY_KEY = {r.key: r for r in RISKS}
+_ORDER = {s: i for i, s in enumerate((Status.ERROR, Status.FAIL, Status.WARN, Status.NOT_APPLICABLE, Status.PASS))}
+
+
+def risk_class(result: MetricResult) -> RiskClass:
+    """The risk class of a result (an unknown risk string becomes its own class, never dropped)."""
+    key = (result.risk or "").strip().lower()
+    if key in _BY_KEY:
+        return _BY_KEY[key]
+    if "single" in key:
+        return _BY_KEY["singling out"]
+    if "link" in key:
+        return _BY_KEY["linkability"]
+    if "member" in key:
+        return _BY_KEY["membership"]
+    if "identif" in key:
+        return _BY_KEY["re-identification"]
+    if "infer" in key:
+        return _BY_KEY["inference"]
+    return RiskClass(key or "unclassified", (key or "unclassified").capitalize(), "—", "not mapped")
+
+
+def worst(statuses: list[Status]) -> Status | None:
+    """The most serious of some statuses (error > fail > warn > not_applicable > pass)."""
+    return min(statuses, key=lambda s: _ORDER[s]) if statuses else None
+
+
+def by_risk(results: list[MetricResult]) -> list[tuple[RiskClass, list[MetricResult]]]:
+    """The results grouped per risk class, the WP29 risks first (also when nothing measured them)."""
+    groups: dict[str, tuple[RiskClass, list[MetricResult]]] = {r.key: (r, []) for r in RISKS}
+    for res in results:
+        rc = risk_class(res)
+        groups.setdefault(rc.key, (rc, []))[1].append(res)
+    return list(groups.values())
