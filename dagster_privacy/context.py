@@ -116,7 +116,7 @@ class EvaluationContext:
         if self._projection is None:
             x = self.euclidean("real")
             t0 = time.perf_counter()
-            self._projection = Projection.fit(x, variance=self.variance, seed=self.seed)
+            self._projection = Projection.fit(x, variance=self.variance)
             self.encode_seconds += time.perf_counter() - t0
         return self._projection
 

@@ -107,15 +107,23 @@ class Projection:
     explained: float
 
     @classmethod
-    def fit(cls, x_real: np.ndarray, *, variance: float = 0.95, seed: int = 0) -> Projection:
-        from sklearn.decomposition import PCA
-
+    def fit(cls, x_real: np.ndarray, *, variance: float = 0.95) -> Projection:
+        """PCA by eigendecomposition of the covariance (numpy/LAPACK ``eigh``; d × d, cheap for
+        d ≪ rows, and without scikit-learn's import cost); signs fixed so the largest loading of each
+        component is positive, which makes the projection deterministic."""
         x = x_real.astype(np.float64)
-        pca = PCA(n_components=min(x.shape), svd_solver="covariance_eigh", random_state=seed).fit(x)
-        cum = np.cumsum(pca.explained_variance_ratio_)
-        k = int(np.searchsorted(cum, variance - 1e-12) + 1) if cum[-1] > 0 else 1
-        k = max(1, min(k, len(cum)))
-        return cls(pca.mean_.astype(np.float64), pca.components_[:k].astype(np.float64), float(cum[k - 1]))
+        mean = x.mean(axis=0)
+        xc = x - mean
+        cov = xc.T @ xc / max(1, x.shape[0] - 1)
+        vals, vecs = np.linalg.eigh(cov)
+        order = np.argsort(vals)[::-1]
+        vals, vecs = np.clip(vals[order], 0.0, None), vecs[:, order]
+        signs = np.sign(vecs[np.argmax(np.abs(vecs), axis=0), np.arange(vecs.shape[1])])
+        vecs = vecs * np.where(signs == 0, 1.0, signs)
+        total = vals.sum()
+        cum = np.cumsum(vals) / total if total > 0 else np.ones_like(vals)
+        k = max(1, min(int(np.searchsorted(cum, variance - 1e-12) + 1), len(vals)))
+        return cls(mean, vecs[:, :k].T.copy(), float(cum[k - 1]))
 
     @property
     def k(self) -> int:
