@@ -1,0 +1,28 @@
+"""The result type: JSON round trip, frame, no in-memory fields in the JSON."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import polars as pl
+
+import dagster_privacy as dp
+from dagster_privacy.results import Evaluation
+
+
+def test_json_round_trip_and_frame() -> None:
+    real = pl.DataFrame({"x": [0, 1, 3, 7, 8], "c": ["a", "b", "a", "c", "b"]})
+    ev = dp.evaluate(real, real[:3], metrics=["crp", "mdcr"], policy="standard", progress=False)
+    text = ev.to_json()
+    doc = json.loads(text)
+    assert "flagged" not in doc["metrics"][0] and "seconds" not in doc["metrics"][0]
+    assert set(doc["timings"]["metrics"]) == {"crp", "mdcr"}
+    back = Evaluation.from_json(text)
+    assert back.to_json() == text
+    assert back["crp"].value == ev["crp"].value and back.verdict is ev.verdict
+    frame = ev.to_frame()
+    assert frame.columns[:3] == ["id", "family", "risk"]
+    assert frame.filter(pl.col("id") == "crp")["value"][0] == ev["crp"].value
+    # flagged stays in memory: the three synthetic rows are copies
+    assert np.array_equal(ev["crp"].flagged, [0, 1, 2])
