@@ -1,3 +1,4 @@
 """The metric families. Importing this package registers every metric (one registry, registry.py)."""
 
 from . import distance, simulation  # noqa: F401  (registration order = report order)
+from . import holdout  # noqa: F401  (holdout-referenced indicators, seed 004 §4.2, seeds 001, 003)
