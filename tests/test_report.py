@@ -1,0 +1,210 @@
+"""The evidence report: sections and figures of a passing and a failing release, no record value
+(a canary planted as a real category), self-contained, rendered by headless Chromium."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+
+import dagster_privacy as dp
+from dagster_privacy.demo import load_demo
+from dagster_privacy.evaluate import prepare, run_metrics
+from dagster_privacy.report import (
+    distance_summary,
+    distances_for,
+    file_sha256,
+    markdown_summary,
+    render_report,
+    write_report,
+)
+from dagster_privacy.report.browser import dump_dom, find_chromium, screenshot
+from dagster_privacy.results import Evaluation, MetricResult, Status
+
+ARTIFACTS = Path(__file__).parent / "artifacts"
+CANARY = "Zq7CanaryOccupation"
+POLICY = {"name": "report-test", "require_signoff": True, "metrics": {
+    "crp": {"threshold": 0.05, "severity": "ERROR"},
+    "dcr": {"threshold": 0.95, "severity": "WARN"},
+    "mdcr": {"threshold": 0.9, "severity": "WARN"},
+}}
+SECTIONS = ("verdict", "metric-table", "wp29-table", "fig-distances", "fig-attacks", "fig-history",
+            "threat-model", "policy-table", "tables-table", "reproducibility", "signoff", "release-id")
+
+
+def _tables() -> dict[str, pl.DataFrame]:
+    df = load_demo().head(1600)
+    train = df[:800].with_columns(
+        pl.when(pl.int_range(pl.len()) < 12).then(pl.lit(CANARY)).otherwise(pl.col("occupation")).alias("occupation"))
+    return {"train": train, "control": df[800:1200], "release": df[1200:1600]}
+
+
+@pytest.fixture(scope="module")
+def tables() -> dict[str, pl.DataFrame]:
+    return _tables()
+
+
+def _evaluate(real: pl.DataFrame, synthetic: pl.DataFrame, holdout: pl.DataFrame):
+    p = dp.load_policy(POLICY)
+    ctx, fp = prepare(real, synthetic, holdout, key_columns=["age", "sex", "occupation"],
+                      sensitive_columns=["income"])
+    ev = run_metrics(ctx, list(p.metrics), p, fingerprints=fp)
+    return ev, distance_summary(ctx), p
+
+
+@pytest.fixture(scope="module")
+def passing(tables):
+    return _evaluate(tables["train"], tables["release"], tables["control"])
+
+
+@pytest.fixture(scope="module")
+def failing(tables):
+    leaky = pl.concat([tables["release"], tables["train"][:300]])  # 300 training rows copied, canaries too
+    return _evaluate(tables["train"], leaky, tables["control"])
+
+
+def test_canary_is_in_the_training_data(tables, failing):
+    assert (tables["train"]["occupation"] == CANARY).sum() == 12
+    ev, dist, _ = failing
+    assert dist.sides["synthetic"].zeros >= 300  # the copies, canary rows among them
+
+
+def _sections(html: str) -> None:
+    for sid in SECTIONS:
+        assert f'id="{sid}"' in html, sid
+
+
+def test_passing_report(passing, tmp_path):
+    ev, dist, p = passing
+    assert ev.verdict is Status.PASS
+    path = tmp_path / "pass.html"
+    sha = write_report(ev, path, release_id="rel-pass", distances=dist, policy=p)
+    html = path.read_text()
+    assert sha == file_sha256(path)
+    _sections(html)
+    assert "Verdict: PASS" in html and "verdict-pass" in html
+    assert "No gating metric blocks this release." in html
+    assert "This policy requires a recorded sign-off." in html
+    for r in ev.results:
+        assert f'id="metric-{r.id}"' in html
+    for t in ev.tables.values():
+        assert t["sha256"] in html
+    # figures: metrics, distances; no attack metric ran, no history yet: said so in words
+    assert html.count('src="data:image/png;base64,') == 2
+    assert "No attack metric with training and control success rates ran" in html
+    assert "No earlier evaluation is recorded" in html
+    assert CANARY not in html
+
+
+def test_failing_report(failing, tmp_path):
+    ev, dist, p = failing
+    assert ev.verdict is Status.FAIL and ev["crp"].status is Status.FAIL
+    history = [{"release": "rel-1", "values": {"crp": 0.0, "dcr": 0.6}, "failed": []},
+               {"release": "rel-2", "values": {"crp": 0.1, "dcr": 0.7}, "failed": ["crp"]}]
+    html = render_report(ev, release_id="rel-3", distances=dist, policy=p, history=history)
+    _sections(html)
+    assert "Verdict: FAIL" in html and "verdict-fail" in html
+    assert re.search(r"Blocking: <code>crp</code>", html)
+    assert '<span class="st st-fail">fail</span>' in html
+    assert "value 0.3" in html  # the reason, with the figure
+    assert html.count('src="data:image/png;base64,') == 3  # metrics, distances, history
+    # the distance table shows the copies as counts, not rows
+    assert re.search(r"synthetic → train</td><td class=num>700</td><td class=num>3\d\d ", html)
+    assert CANARY not in html
+
+
+def test_markdown_summary(failing):
+    ev, _, _ = failing
+    md = markdown_summary(ev, release_id="rel-3", report_path="/r/rel-3.html", report_sha256="ab" * 32)
+    assert md.startswith("### Privacy verdict: **FAIL**")
+    assert "| `crp` |" in md and "**FAIL**" in md and "ab" * 32 in md and "rel-3" in md
+    assert CANARY not in md
+
+
+def test_wp29_mapping_from_each_results_risk(passing):
+    ev, _, _ = passing
+    html = render_report(ev)
+    wp = html.split('id="wp29-table"')[1].split("</table>")[0]
+    for title in ("Singling out", "Linkability", "Inference", "Membership inference"):
+        assert title in wp
+    row = next(r for r in wp.split("<tr>") if r.startswith("<td>Re-identification"))
+    assert "<code>crp</code>" in row and "<code>dcr</code>" in row
+    assert wp.count("not measured") >= 3  # nothing here measured singling out, linkability, inference
+
+
+def test_attack_figure_from_train_and_control_rates(passing):
+    ev, _, _ = passing
+    attack = MetricResult(id="linkability", family="attacks", source="seed 004 §4.3.2", risk="linkability",
+                          value=0.2, ci=(0.1, 0.3), status=Status.PASS, threshold=0.5,
+                          details={"e_train": {"rate": 0.42, "ci": [0.36, 0.48]},
+                                   "e_control": {"rate": 0.25, "ci": [0.2, 0.3]}})
+    inference = MetricResult(id="inference_ml", family="attacks", risk="inference", value=0.0,
+                             status=Status.PASS, details={"e_train": 0.3, "e_train_ci": [0.25, 0.35],
+                                                          "e_control": 0.31, "e_control_ci": [0.26, 0.36]})
+    ev2 = Evaluation(results=[*ev.results, attack, inference], verdict=ev.verdict, tables=ev.tables)
+    html = render_report(ev2)
+    fig = html.split('id="fig-attacks"')[1].split("<h3")[0]
+    assert 'src="data:image/png;base64,' in fig
+    wp = html.split('id="wp29-table"')[1].split("</table>")[0]
+    row = next(r for r in wp.split("<tr>") if r.startswith("<td>Linkability"))
+    assert "<code>linkability</code>" in row
+
+
+def test_report_is_self_contained(failing):
+    ev, dist, p = failing
+    html = render_report(ev, distances=dist, policy=p)
+    assert "<script" not in html.lower()
+    assert "<link" not in html.lower()
+    assert "@import" not in html and "url(" not in html
+    for attr in re.findall(r'(?:src|href)="([^"]*)"', html):
+        assert attr.startswith(("data:image/png;base64,", "#")), attr
+
+
+def test_error_reasons_are_redacted(passing):
+    ev, _, _ = passing
+    bad = MetricResult(id="crp", risk="re-identification", status=Status.ERROR,
+                       reason=f"ValueError: could not convert '{CANARY}' to float")
+    html = render_report(Evaluation(results=[bad], verdict=Status.FAIL))
+    md = markdown_summary(Evaluation(results=[bad], verdict=Status.FAIL))
+    assert CANARY not in html and CANARY not in md
+    assert "could not convert" in html
+
+
+def test_distances_for_reloads_and_checks_fingerprints(tables, failing):
+    ev, dist, _ = failing
+    leaky = pl.concat([tables["release"], tables["train"][:300]])
+    again = distances_for(tables["train"], leaky, tables["control"], expect=ev.tables)
+    assert again.to_dict() == dist.to_dict()
+    with pytest.raises(ValueError, match="synthetic table differs"):
+        distances_for(tables["train"], tables["release"], tables["control"], expect=ev.tables)
+
+
+def _chromium_or_skip() -> None:
+    if find_chromium() is None:
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail("Chromium is required in CI (.ci/run installs Debian's chromium package)")
+        pytest.skip("Chromium not found: install Debian's `chromium` (CI=true makes this a failure)")
+
+
+@pytest.mark.slow
+def test_report_renders_in_headless_chromium(failing):
+    _chromium_or_skip()
+    ev, dist, p = failing
+    ARTIFACTS.mkdir(exist_ok=True)
+    html_path = ARTIFACTS / "report_failing.html"
+    write_report(ev, html_path, release_id="rel-fail", distances=dist, policy=p)
+    dom = dump_dom(html_path)
+    assert 'id="verdict"' in dom and "Verdict: FAIL" in dom and 'id="metric-crp"' in dom
+    png = screenshot(html_path, ARTIFACTS / "report_failing.png", width=1100, height=1400)
+    from matplotlib.image import imread
+
+    img = imread(png)  # floats in [0, 1], RGB(A)
+    assert img.shape[0] == 1400 and img.shape[1] == 1100
+    rgb = (img[..., :3] * 255).round().astype(int)
+    banner = np.all(np.abs(rgb - np.array([0xC0, 0x39, 0x2B])) <= 3, axis=-1)  # the red FAIL banner
+    assert banner.sum() > 20_000
+    assert (rgb.std(axis=(0, 1)) > 10).all()  # not a blank page
