@@ -10,6 +10,7 @@ from .policy import PolicyError as PolicyError
 from .policy import load_policy as load_policy
 from .registry import metric as metric
 from .registry import registry as registry
+from .remediate import remediate as remediate
 from .results import Evaluation as Evaluation
 from .results import MetricResult as MetricResult
 from .results import Severity as Severity
@@ -30,4 +31,5 @@ __all__ = [
     "load_policy",
     "metric",
     "registry",
+    "remediate",
 ]
