@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numpy as np
 
 from ..context import EvaluationContext
+from ..neighbors import chunk_rows, euclidean_chunks
 from ..registry import metric
 from ..results import MetricResult
 
@@ -22,3 +25,365 @@ def crp(ctx: EvaluationContext) -> MetricResult:
     raw = c / (ctx.n("real") + 1e-8)
     return MetricResult(id="crp", value=min(1.0, raw), raw=raw, flagged=np.nonzero(copies)[0],
                         details={"common_rows": c})
+
+
+# ------------------------------------------------------------------ threat model and shared helpers
+
+
+def threat_columns(ctx: EvaluationContext) -> tuple[list[str], list[str]]:
+    """(key columns A_K, sensitive columns A_S) of seed 000 §2.1, with the documented defaults.
+
+    Defaults (docs/metrics.md, "Threat model defaults"): no sensitive column given → the last used
+    column that is not a key; no key column given → every used column that is not sensitive.
+    """
+    names = ctx.schema.names
+    keys, sens = ctx.key_columns, ctx.sensitive_columns
+    if not sens:
+        rest = [c for c in names if c not in set(keys or ())]
+        sens = [rest[-1] if rest else names[-1]]
+    if not keys:
+        keys = [c for c in names if c not in set(sens)]
+    return list(keys), list(sens)
+
+
+def _keys_for(keys: list[str], sensitive: str) -> tuple[str, ...]:
+    """A_K ⊆ A \\ {a_S}: a key column that is also the sensitive one is dropped for that column."""
+    k = tuple(c for c in keys if c != sensitive)
+    if not k:
+        raise ValueError(f"no key column left to infer the sensitive column {sensitive!r}")
+    return k
+
+
+def _by_keys(keys: list[str], sensitive: list[str]) -> dict[tuple[str, ...], list[str]]:
+    """Sensitive columns grouped by their key set, so each key space is searched once."""
+    out: dict[tuple[str, ...], list[str]] = {}
+    for s in sensitive:
+        out.setdefault(_keys_for(keys, s), []).append(s)
+    return out
+
+
+def _col(ctx: EvaluationContext, name: str) -> int:
+    return ctx.schema.names.index(name)
+
+
+def _group_ids(ctx: EvaluationContext, columns: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """One integer per row for its combination of values in `columns`, shared by real and synthetic."""
+    cols = [_col(ctx, c) for c in columns]
+    r, s = ctx.codes("real")[:, cols], ctx.codes("synthetic")[:, cols]
+    _, inv = np.unique(np.vstack([r, s]), axis=0, return_inverse=True)
+    inv = inv.reshape(-1)
+    return inv[: r.shape[0]], inv[r.shape[0]:]
+
+
+def _count_in(sorted_keys: np.ndarray, query: np.ndarray) -> np.ndarray:
+    """How many entries of the sorted array equal each query value."""
+    return np.searchsorted(sorted_keys, query, side="right") - np.searchsorted(sorted_keys, query, side="left")
+
+
+def _sensitive_kind(ctx: EvaluationContext, name: str) -> str:
+    return "numerical" if ctx.schema.kind(name) == "numerical" else "categorical"
+
+
+def _worst(per_column: dict[str, dict], field: str = "value") -> tuple[float, str]:
+    col = max(per_column, key=lambda c: per_column[c][field])
+    return float(per_column[col][field]), col
+
+
+# ----------------------------------------------------------------------------------------- ZCAP
+
+
+@metric("zcap", family="simulation", source="seed 000 §2.1.1", risk="inference")
+def zcap(ctx: EvaluationContext) -> MetricResult:
+    """Categorical Zero CAP: share of key-matching synthetic rows that also hold the real sensitive value.
+
+    Seed 000 §2.1.1, eqs. 3–4: zcap(y) = |C_y| / max(1, |G_y|) with G_y the synthetic rows whose key
+    values equal y's exactly and C_y those of them that also share y's sensitive value; ZCAP = mean over
+    the real rows. Matching is decided on integer codes (a missing value equals only a missing value).
+    Every sensitive column is scored with its own key set A_K \\ {a_S}; value = the worst column.
+    A numerical sensitive column is scored on exact equality of its values (each value a category).
+    """
+    keys, sens = threat_columns(ctx)
+    per: dict[str, dict] = {}
+    for kcols, group in _by_keys(keys, sens).items():
+        g_real, g_syn = _group_ids(ctx, kcols)
+        n_groups = int(max(g_real.max(initial=0), g_syn.max(initial=0))) + 1
+        matches = np.bincount(g_syn, minlength=n_groups)[g_real]  # |G_y|
+        for s in group:
+            v_real, v_syn = ctx.codes("real")[:, _col(ctx, s)], ctx.codes("synthetic")[:, _col(ctx, s)]
+            width = np.int64(max(v_real.max(initial=0), v_syn.max(initial=0))) + 1
+            pair_syn = np.sort(g_syn.astype(np.int64) * width + v_syn)
+            correct = _count_in(pair_syn, g_real.astype(np.int64) * width + v_real)  # |C_y|
+            score = correct / np.maximum(1, matches)
+            per[s] = {"value": float(score.mean()), "kind": _sensitive_kind(ctx, s),
+                      "real_rows_matched": int((matches > 0).sum()), "key_columns": list(kcols)}
+    value, col = _worst(per)
+    return MetricResult(id="zcap", value=value, raw=value,
+                        details={"worst_column": col, "per_column": per, "sensitive_columns": sens})
+
+
+# ----------------------------------------------------------------------------------------- GCAP
+
+#: a sensitive column with more distinct codes than this is compared by equality, not by a product
+_ONEHOT_MAX = 256
+#: a value shared by more than this fraction of all (real, synthetic) pairs is counted by the dense
+#: one-hot product; rarer values by scattering their few matching pairs (cheaper than a product column)
+_DENSE_SHARE = 1.0 / 512
+
+
+def _tied_matches(ties: np.ndarray, v_query: np.ndarray, v_ref: np.ndarray) -> np.ndarray:
+    """Per query row: how many tied reference rows hold the query row's sensitive code.
+
+    Few codes: one float32 product of the tie mask with the references' one-hot codes (exact: counts
+    below 2^24); many codes: an equality test per cell.
+    """
+    width = int(max(v_query.max(initial=0), v_ref.max(initial=0))) + 1
+    if width <= _ONEHOT_MAX:
+        onehot = np.zeros((v_ref.size, width), dtype=np.float32)
+        onehot[np.arange(v_ref.size), v_ref] = 1.0
+        counts = ties.astype(np.float32) @ onehot
+        return counts[np.arange(v_query.size), v_query].astype(np.int64)
+    return (ties & (v_query[:, None] == v_ref[None, :])).sum(axis=1)
+
+
+def hamming_blocks(query: np.ndarray, ref: np.ndarray) -> Iterator[tuple[int, np.ndarray]]:
+    """Yields (start, Hamming distances) per chunk of query rows: float32 blocks of exact integers.
+
+    The same blocks as ``neighbors.mixed_chunks`` in the Hamming space (number of differing codes), but
+    the matches are counted per *value*: a value shared by many (query, reference) pairs is one column of
+    a float32 one-hot product, a rare value (a near-unique number, most values of a numerical column)
+    adds its few matching pairs by a scatter, so a wide numerical column costs its matches, not a
+    product column per distinct value. Codes are shared by both sides (ctx.codes).
+    """
+    n_q, n_r, m = query.shape[0], ref.shape[0], query.shape[1]
+    dense: list[tuple[int, np.ndarray]] = []  # (column, its dense values)
+    sparse: list[tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
+    for j in range(m):
+        width = int(max(query[:, j].max(initial=0), ref[:, j].max(initial=0))) + 1
+        cq = np.bincount(query[:, j], minlength=width)
+        cr = np.bincount(ref[:, j], minlength=width)
+        pairs = cq.astype(np.int64) * cr
+        is_dense = pairs > _DENSE_SHARE * n_q * n_r
+        if is_dense.any():
+            dense.append((j, np.nonzero(is_dense)[0]))
+        rare = (pairs > 0) & ~is_dense
+        if rare.any():
+            order = np.argsort(ref[:, j], kind="stable")
+            sorted_codes = ref[order, j]
+            lo = np.searchsorted(sorted_codes, query[:, j], side="left")
+            hi = np.searchsorted(sorted_codes, query[:, j], side="right")
+            keep = rare[query[:, j]]
+            sparse.append((j, order, np.where(keep, lo, 0), np.where(keep, hi, 0), keep))
+    width = sum(v.size for _, v in dense)
+    oq = np.zeros((n_q, width), dtype=np.float32)
+    orf = np.zeros((n_r, width), dtype=np.float32)
+    off = 0
+    for j, vals in dense:
+        pos = np.full(int(max(query[:, j].max(initial=0), ref[:, j].max(initial=0))) + 1, -1, np.int64)
+        pos[vals] = np.arange(vals.size)
+        for mat, codes in ((oq, query[:, j]), (orf, ref[:, j])):
+            p = pos[codes]
+            hit = np.nonzero(p >= 0)[0]
+            mat[hit, off + p[hit]] = 1.0
+        off += vals.size
+    orf_t = np.ascontiguousarray(orf.T)
+    step = chunk_rows(n_r)
+    buf = np.empty((step, n_r), dtype=np.float32)
+    for s in range(0, n_q, step):
+        e = min(s + step, n_q)
+        b = buf[: e - s]
+        np.matmul(oq[s:e], orf_t, out=b)  # matches on common values
+        flat_b = b.reshape(-1)
+        for _, order, lo, hi, _keep in sparse:  # matches on rare values: scatter their pairs
+            cnt = hi[s:e] - lo[s:e]
+            total = int(cnt.sum())
+            if total == 0:
+                continue
+            rows = np.repeat(np.arange(e - s), cnt)
+            first = np.repeat(np.cumsum(cnt) - cnt, cnt)
+            ref_pos = np.repeat(lo[s:e], cnt) + (np.arange(total) - first)
+            flat_b[rows * n_r + order[ref_pos]] += 1.0  # one pair per (row, ref) per column: no repeats
+        np.subtract(np.float32(m), b, out=b)
+        yield s, b
+
+
+@metric("gcap", family="simulation", source="seed 000 §2.1.2", risk="inference")
+def gcap(ctx: EvaluationContext) -> MetricResult:
+    """Categorical Generalized CAP: the nearest synthetic rows by Hamming distance on the keys vote.
+
+    Seed 000 §2.1.2, eqs. 5–6: for each real row y, G_y = every synthetic row at the minimum Hamming
+    distance d_H(y[A_K], z[A_K]) (all ties: eq. 5 counts sets), C_y = those sharing y's sensitive
+    value; gcap(y) = |C_y| / |G_y|, GCAP = the mean over real rows. Distances come from chunked
+    Hamming blocks on the shared integer codes (exact integers, so ties are exact; ``hamming_blocks``). Every sensitive column is
+    scored; value = the worst. A numerical sensitive column is scored on exact equality of values.
+    """
+    keys, sens = threat_columns(ctx)
+    n_real = ctx.n("real")
+    per: dict[str, dict] = {}
+    for kcols, group in _by_keys(keys, sens).items():
+        q, r = ctx.mixed("hamming", "real", kcols).cat, ctx.mixed("hamming", "synthetic", kcols).cat
+        v_real = {s: ctx.codes("real")[:, _col(ctx, s)].astype(np.int64) for s in group}
+        v_syn = {s: ctx.codes("synthetic")[:, _col(ctx, s)].astype(np.int64) for s in group}
+        correct = {s: np.zeros(n_real, dtype=np.int64) for s in group}
+        n_ties = np.zeros(n_real, dtype=np.int64)
+        d_min = np.zeros(n_real, dtype=np.float64)
+        for start, block in hamming_blocks(q, r):
+            stop = start + block.shape[0]
+            low = block.min(axis=1)
+            ties = block == low[:, None]  # integer distances in float32: equality is exact
+            n_ties[start:stop] = ties.sum(axis=1)
+            d_min[start:stop] = low
+            for s in group:
+                correct[s][start:stop] = _tied_matches(ties, v_real[s][start:stop], v_syn[s])
+        for s in group:
+            score = correct[s] / n_ties
+            per[s] = {"value": float(score.mean()), "kind": _sensitive_kind(ctx, s),
+                      "mean_tied_rows": float(n_ties.mean()), "mean_hamming_distance": float(d_min.mean()),
+                      "key_columns": list(kcols)}
+    value, col = _worst(per)
+    return MetricResult(id="gcap", value=value, raw=value,
+                        details={"worst_column": col, "per_column": per, "sensitive_columns": sens})
+
+
+# ------------------------------------------------------------------------------------------ AIR
+
+#: exact squared-distance slack under which two synthetic rows count as equally near (float64 rounding)
+_TIE_TOL = 1e-9
+#: relative slack of the float32 scores when gathering candidates for the nearest (a superset)
+_F32_SLACK = 2e-6
+#: (real, synthetic) candidate pairs recomputed in float64 at once
+_PAIR_BATCH = 1 << 20
+
+
+def nearest_sets(query: np.ndarray, ref: np.ndarray) -> Iterator[tuple[int, np.ndarray, np.ndarray]]:
+    """Yields (start, rows, refs) per chunk: every reference row at the minimum Euclidean distance.
+
+    The float32 chunked product (``neighbors.euclidean_chunks``) gathers the candidates within a slack
+    of each row's minimum score; their squared distances are then recomputed exactly in float64 and
+    the ones within ``_TIE_TOL`` of the row's exact minimum are kept: ties are counted as a set, as the
+    seed's argmin sets are, and do not depend on row order. ``rows`` are chunk-local, sorted.
+    """
+    q64, r64 = query.astype(np.float64), ref.astype(np.float64)
+    qn = np.einsum("ij,ij->i", q64, q64)
+    rn_max = float(np.einsum("ij,ij->i", r64, r64).max(initial=0.0))
+    dims = max(1, query.shape[1])
+    for start, block in euclidean_chunks(query, ref):
+        stop = start + block.shape[0]
+        local = np.arange(stop - start)
+        first = block.argmin(axis=1)
+        low = block[local, first]
+        thr = low + _F32_SLACK * (1.0 + qn[start:stop] + rn_max)
+        block[local, first] = np.inf  # the runner-up decides whether a row needs a closer look
+        second = block.min(axis=1)
+        block[local, first] = low
+        multi = np.nonzero(second <= thr)[0]
+        single = np.ones(stop - start, dtype=bool)
+        single[multi] = False
+        sub_rows, refs_multi = np.nonzero(block[multi] <= thr[multi, None])
+        rows = np.concatenate([local[single], multi[sub_rows]])
+        refs = np.concatenate([first[single], refs_multi])
+        order = np.argsort(rows, kind="stable")
+        rows, refs = rows[order], refs[order]
+        d2 = np.empty(rows.size, dtype=np.float64)
+        step = max(1, _PAIR_BATCH // dims)
+        for a in range(0, rows.size, step):
+            diff = q64[start + rows[a : a + step]] - r64[refs[a : a + step]]
+            d2[a : a + step] = np.einsum("ij,ij->i", diff, diff)
+        best = np.full(stop - start, np.inf)
+        np.minimum.at(best, rows, d2)
+        keep = d2 <= best[rows] + _TIE_TOL
+        yield start, rows[keep], refs[keep]
+
+
+def _close10(y: np.ndarray, z: np.ndarray) -> np.ndarray:
+    """Eq. 7's match of a continuous value: |y − z| ≤ 0.1·|z| (two missing values match)."""
+    with np.errstate(invalid="ignore"):
+        return (np.abs(y - z) <= 0.1 * np.abs(z)) | (np.isnan(y) & np.isnan(z))
+
+
+def _n_close10(y: np.ndarray, z: np.ndarray) -> np.ndarray:
+    """Per y: #{z ∈ Z : |y − z| ≤ 0.1·|z|}, by binary search on the sorted z.
+
+    For y > 0 the set is z ∈ [y/1.1, y/0.9], for y < 0 z ∈ [y/0.9, y/1.1], for y = 0 only z = 0
+    (the bounds are computed in floating point: a z exactly on a bound may fall either side).
+    """
+    present = np.sort(z[~np.isnan(z)])
+    lo = np.minimum(y / 1.1, y / 0.9)
+    hi = np.maximum(y / 1.1, y / 0.9)
+    out = np.searchsorted(present, hi, side="right") - np.searchsorted(present, lo, side="left")
+    return np.where(np.isnan(y), int(np.isnan(z).sum()), out)
+
+
+def _pattern_weights(ctx: EvaluationContext) -> tuple[np.ndarray, float]:
+    """Per real row, w(y) / (copies of y's pattern) with w of eqs. 10–11.
+
+    P(y) = frequency of y's whole row (all used columns, decided on row hashes) in Y; H(Y) =
+    −Σ_patterns P log P. Summing eq. 9 over the distinct patterns of Y, each pattern's weight is shared
+    by its copies: −P log P / H / (P·|Y|) = −log P / (|Y|·H). The weights of all rows add up to 1.
+    """
+    _, inv, counts = np.unique(ctx.row_hashes("real"), return_inverse=True, return_counts=True)
+    n = ctx.n("real")
+    p = counts / n
+    h = float(-(p * np.log(p)).sum())
+    if h <= 0.0:  # one pattern only: every row carries the same weight
+        return np.full(n, 1.0 / n), 0.0
+    return -np.log(p[inv.reshape(-1)]) / (n * h), h
+
+
+@metric("air", family="simulation", source="seed 000 §2.1.3", risk="inference")
+def air(ctx: EvaluationContext) -> MetricResult:
+    """Attribute Inference Risk: the nearest synthetic rows (Euclidean, keys) guess the sensitive value.
+
+    Seed 000 §2.1.3, eqs. 7–11. Keys in the one-hot + min-max space fitted on the real table; G_y = all
+    synthetic rows at the minimum distance (ties counted as a set, as in GCAP). A pair is correct when
+    the sensitive values are equal (categorical) or |y − z| ≤ 0.1·|z| (numerical, eq. 7). F1 is read per
+    real record, F1(y[a], Z) of eq. 9: TP = correct tied pairs, FP = wrong tied pairs, FN = |M_y| =
+    every synthetic row matching y's sensitive value when y has a wrong pair (else 0);
+    F1 = 2TP / (2TP + FP + FN). AIR_a = Σ_y w(y)·F1(y[a], Z) with the entropy weights of eqs. 10–11
+    (they add up to 1). Every sensitive column is scored; value = the worst. docs/metrics.md.
+    """
+    keys, sens = threat_columns(ctx)
+    weights, entropy = _pattern_weights(ctx)
+    n_real = ctx.n("real")
+    per: dict[str, dict] = {}
+    for kcols, group in _by_keys(keys, sens).items():
+        q = ctx.encoded("euclidean", "real", kcols)
+        r = ctx.encoded("euclidean", "synthetic", kcols)
+        assert isinstance(q, np.ndarray) and isinstance(r, np.ndarray)
+        numeric = {s: _sensitive_kind(ctx, s) == "numerical" for s in group}
+        y_val, z_val = {}, {}
+        for s in group:
+            if numeric[s]:
+                y_val[s] = ctx.table("real").get_column(s).to_numpy().astype(np.float64)
+                z_val[s] = ctx.table("synthetic").get_column(s).to_numpy().astype(np.float64)
+            else:
+                y_val[s] = ctx.codes("real")[:, _col(ctx, s)].astype(np.int64)
+                z_val[s] = ctx.codes("synthetic")[:, _col(ctx, s)].astype(np.int64)
+        tp = {s: np.zeros(n_real, dtype=np.int64) for s in group}
+        n_ties = np.zeros(n_real, dtype=np.int64)
+        for start, rows, refs in nearest_sets(q, r):
+            n = min(n_real - start, int(rows.max(initial=-1)) + 1)
+            n_ties[start : start + n] = np.bincount(rows, minlength=n)
+            for s in group:
+                ys, zs = y_val[s][start + rows], z_val[s][refs]
+                ok = _close10(ys, zs) if numeric[s] else ys == zs
+                tp[s][start : start + n] = np.bincount(rows[ok], minlength=n)
+        for s in group:
+            if numeric[s]:
+                n_match = _n_close10(y_val[s], z_val[s])
+            else:
+                width = int(max(y_val[s].max(initial=0), z_val[s].max(initial=0))) + 1
+                n_match = np.bincount(z_val[s], minlength=width)[y_val[s]]
+            t = tp[s]
+            fp = n_ties - t
+            fn = np.where(fp > 0, n_match, 0)  # |M_y|: only a wrongly matched y has false negatives
+            f1 = np.where(t > 0, 2.0 * t / np.maximum(1, 2 * t + fp + fn), 0.0)
+            tp_all, fp_all, fn_all = int(t.sum()), int(fp.sum()), int(fn.sum())
+            per[s] = {"value": float(np.dot(weights, f1)), "kind": _sensitive_kind(ctx, s),
+                      "unweighted_mean_f1": float(f1.mean()),
+                      "real_rows_all_tied_correct": int((fp == 0).sum()),
+                      "pooled_f1": 2.0 * tp_all / max(1, 2 * tp_all + fp_all + fn_all),
+                      "mean_tied_rows": float(n_ties.mean()), "key_columns": list(kcols)}
+    value, col = _worst(per)
+    return MetricResult(id="air", value=min(1.0, value), raw=value,
+                        details={"worst_column": col, "per_column": per, "sensitive_columns": sens,
+                                 "row_entropy": entropy})
