@@ -1,0 +1,167 @@
+"""The sign-off audit table: every decision appended to its own DuckDB file, never rewritten.
+
+The file is ``DAGSTER_PRIVACY_AUDIT``; by default ``$DAGSTER_HOME/dagster_privacy/audit.duckdb`` (next to
+the Dagster instance that holds the check evaluations), else ``~/.dagster_privacy/audit.duckdb``. It is
+never the database the real data sits in (``DAGSTER_PRIVACY_DATABASE``): that is refused.
+
+This module only ever INSERTs. Each row carries the sha256 of the previous row and of itself (a hash
+chain), so :func:`verify_chain` detects a row changed or removed by anything else.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+AUDIT_ENV = "DAGSTER_PRIVACY_AUDIT"
+DATABASE_ENV = "DAGSTER_PRIVACY_DATABASE"
+TABLE = "signoff_audit"
+GENESIS = "0" * 64
+
+COLUMNS: tuple[tuple[str, str], ...] = (
+    ("seq", "BIGINT NOT NULL PRIMARY KEY"),
+    ("recorded_at", "VARCHAR NOT NULL"),
+    ("release_id", "VARCHAR NOT NULL"),
+    ("decision", "VARCHAR NOT NULL"),
+    ("approver", "VARCHAR NOT NULL"),
+    ("reason", "VARCHAR NOT NULL"),
+    ("report_sha256", "VARCHAR"),
+    ("report_path", "VARCHAR"),
+    ("asset_key", "VARCHAR NOT NULL"),
+    ("synthetic_sha256", "VARCHAR"),
+    ("materialization_storage_id", "BIGINT"),
+    ("evaluation_run_id", "VARCHAR"),
+    ("verdict", "VARCHAR"),
+    ("prev_hash", "VARCHAR NOT NULL"),
+    ("row_hash", "VARCHAR NOT NULL"),
+)
+NAMES = tuple(c for c, _ in COLUMNS)
+
+
+class AuditError(RuntimeError):
+    """The audit table cannot be used (wrong place, locked, or tampered with)."""
+
+
+@dataclass(frozen=True)
+class AuditRow:
+    seq: int
+    recorded_at: str
+    release_id: str
+    decision: str
+    approver: str
+    reason: str
+    report_sha256: str | None
+    report_path: str | None
+    asset_key: str
+    synthetic_sha256: str | None
+    materialization_storage_id: int | None
+    evaluation_run_id: str | None
+    verdict: str | None
+    prev_hash: str
+    row_hash: str
+
+
+def default_audit_path() -> Path:
+    """``DAGSTER_PRIVACY_AUDIT``, else ``$DAGSTER_HOME/dagster_privacy/audit.duckdb``, else
+    ``~/.dagster_privacy/audit.duckdb``."""
+    env = os.environ.get(AUDIT_ENV)
+    if env:
+        return Path(env)
+    home = os.environ.get("DAGSTER_HOME")
+    base = Path(home) / "dagster_privacy" if home else Path.home() / ".dagster_privacy"
+    return base / "audit.duckdb"
+
+
+def _guard(path: Path) -> None:
+    real_db = os.environ.get(DATABASE_ENV)
+    if real_db and os.path.realpath(path) == os.path.realpath(real_db):
+        raise AuditError(f"the audit table must not live in the real data's database ({DATABASE_ENV}); "
+                         f"set {AUDIT_ENV} to a file of its own")
+
+
+def _hash(fields: dict[str, Any]) -> str:
+    body = {k: fields[k] for k in NAMES if k != "row_hash"}
+    return hashlib.sha256(json.dumps(body, sort_keys=True, default=str).encode()).hexdigest()
+
+
+@contextmanager
+def _connect(path: Path, *, read_only: bool, attempts: int = 20) -> Iterator[Any]:
+    import duckdb
+
+    delay = 0.05
+    for i in range(attempts):
+        try:
+            con = duckdb.connect(str(path), read_only=read_only)
+            break
+        except (duckdb.IOException, duckdb.ConnectionException) as exc:  # locked by another writer
+            if i == attempts - 1:
+                raise AuditError(f"the audit table {path} is locked: {type(exc).__name__}") from None
+            time.sleep(delay)
+            delay = min(delay * 2, 1.0)
+    try:
+        yield con
+    finally:
+        con.close()
+
+
+class AuditLog:
+    """Append-only access to the audit table."""
+
+    def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
+        self.path = Path(path) if path is not None else default_audit_path()
+        _guard(self.path)
+
+    def append(self, **fields: Any) -> AuditRow:
+        """Append one decision; returns the stored row (with its sequence number and hashes)."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with _connect(self.path, read_only=False) as con:
+            con.execute(f"create table if not exists {TABLE} ("
+                        + ", ".join(f'"{c}" {t}' for c, t in COLUMNS) + ")").fetchall()
+            con.execute("begin transaction").fetchall()
+            try:
+                last = con.execute(f"select seq, row_hash from {TABLE} order by seq desc limit 1").fetchall()
+                seq, prev = (int(last[0][0]) + 1, str(last[0][1])) if last else (1, GENESIS)
+                row = {k: fields.get(k) for k in NAMES}
+                row.update(seq=seq, prev_hash=prev)
+                row["row_hash"] = _hash(row)
+                con.execute(f"insert into {TABLE} values (" + ", ".join("?" * len(NAMES)) + ")",
+                            [row[k] for k in NAMES]).fetchall()
+                con.execute("commit").fetchall()
+            except BaseException:
+                con.execute("rollback").fetchall()
+                raise
+        return AuditRow(**row)
+
+    def rows(self) -> list[AuditRow]:
+        """Every decision, oldest first (empty when no decision was ever recorded)."""
+        if not self.path.is_file():
+            return []
+        with _connect(self.path, read_only=True) as con:
+            have = con.execute("select count(*) from information_schema.tables where table_name = ?",
+                               [TABLE]).fetchall()[0][0]
+            if not have:
+                return []
+            cols = ", ".join(f'"{c}"' for c in NAMES)
+            data = con.execute(f"select {cols} from {TABLE} order by seq").fetchall()
+        return [AuditRow(**dict(zip(NAMES, r, strict=True))) for r in data]
+
+    def verify_chain(self) -> list[AuditRow]:
+        """The rows, after checking the hash chain; raises AuditError when a row was changed or removed."""
+        rows = self.rows()
+        prev = GENESIS
+        for i, r in enumerate(rows, start=1):
+            d = asdict(r)
+            if r.seq != i or r.prev_hash != prev or _hash(d) != r.row_hash:
+                raise AuditError(f"the audit table {self.path} was altered at row {r.seq}")
+            prev = r.row_hash
+        return rows
+
+    def find(self, *, row_hash: str) -> AuditRow | None:
+        return next((r for r in self.verify_chain() if r.row_hash == row_hash), None)

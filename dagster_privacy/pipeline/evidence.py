@@ -1,0 +1,125 @@
+"""The evidence report written by the privacy check evaluation itself.
+
+An asset downstream of a failed blocking check never runs (dagster-facts §1), and a blocked release is
+exactly the one the officer must read: so the report is written inside the check, by the hook
+``build_privacy_checks(on_evaluation=...)`` calls with the Evaluation. Its path and sha256 go into every
+check result's metadata; the sign-off approves that sha256.
+
+Reports go to ``DAGSTER_PRIVACY_REPORTS``, by default ``$DAGSTER_HOME/dagster_privacy/reports`` (else
+``~/.dagster_privacy/reports``), one file per release and run: ``<release>/<run id>.html``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import dagster as dg
+
+from .. import policy as pol
+from ..registry import registry
+from ..results import Evaluation
+from . import metadata as md
+from .assets import DUCKDB_KEY, RELEASE_KEY
+
+REPORTS_ENV = "DAGSTER_PRIVACY_REPORTS"
+#: metadata keys every privacy check result carries
+REPORT_PATH = "dagster_privacy/report_path"
+REPORT_SHA256 = "dagster_privacy/report_sha256"
+REPORT_SUMMARY = "privacy_report"
+
+
+def default_reports_dir() -> Path:
+    env = os.environ.get(REPORTS_ENV)
+    if env:
+        return Path(env)
+    home = os.environ.get("DAGSTER_HOME")
+    return (Path(home) / "dagster_privacy" if home else Path.home() / ".dagster_privacy") / "reports"
+
+
+def safe_name(text: str) -> str:
+    return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in text)[:120] or "release"
+
+
+def check_history(instance: dg.DagsterInstance, asset: dg.AssetKey, *, metric_ids: Sequence[str] | None = None,
+                  limit: int = 20, exclude_run: str | None = None) -> list[dict[str, Any]]:
+    """Earlier evaluations of the privacy checks on ``asset``, oldest first, one point per run:
+    ``{"release", "run_id", "time", "values": {metric: value}, "failed": [metric, ...]}``."""
+    ids = list(metric_ids) if metric_ids is not None else list(registry())
+    runs: dict[str, dict[str, Any]] = {}
+    for mid in ids:
+        key = dg.AssetCheckKey(asset, mid)
+        for rec in instance.event_log_storage.get_asset_check_execution_history(key, limit=limit):
+            ev = rec.evaluation if rec.event else None
+            if ev is None or not rec.run_id or rec.run_id == exclude_run:
+                continue
+            value = md.recorded(ev.metadata, "value")
+            if md.recorded(ev.metadata, REPORT_SHA256) is None and value is None:
+                continue
+            point = runs.setdefault(rec.run_id, {"run_id": rec.run_id, "time": rec.create_timestamp,
+                                                 "release": md.recorded(ev.metadata, md.RELEASE_ID) or rec.run_id[:8],
+                                                 "values": {}, "failed": []})
+            point["time"] = min(point["time"], rec.create_timestamp)
+            if isinstance(value, (int, float)):
+                point["values"][mid] = float(value)
+            if not ev.passed:
+                point["failed"].append(mid)
+    return sorted(runs.values(), key=lambda p: p["time"])[-limit:]
+
+
+def build_report_hook(
+    *,
+    asset: dg.AssetsDefinition | dg.AssetKey | str,
+    real: str,
+    synthetic: str | None = None,
+    holdout: str | None = None,
+    policy: pol.Policy | str | Path | Mapping[str, Any] | None = None,
+    resource_key: str = DUCKDB_KEY,
+    release_resource_key: str = RELEASE_KEY,
+    reports_dir: str | os.PathLike[str] | None = None,
+    history_limit: int = 20,
+):
+    """The ``on_evaluation`` hook of ``build_privacy_checks``: writes the HTML report and returns the
+    metadata (path, sha256, Markdown summary) attached to every check result.
+
+    The distance figure needs the tables: the hook reads them again through the read-only resource and
+    refuses them if their fingerprints differ from the evaluated ones (the figure is then left out, and
+    the report says so). Any other error raises, and the checks fail closed.
+    """
+    key = dg.AssetKey.from_coercible_or_definition(asset)
+    synthetic_source = synthetic or key.path[-1]
+    p = pol.load_policy(policy) if policy is not None else None
+
+    def hook(ev: Evaluation, context: dg.AssetCheckExecutionContext) -> dict[str, Any]:
+        from ..report import distances_for, markdown_summary, write_report
+
+        rel = getattr(context.resources, release_resource_key)
+        release = rel.resolve(ev.tables["synthetic"]["sha256"], dict(context.run.tags))
+        distances = None
+        try:
+            db = getattr(context.resources, resource_key)
+            tm = p.threat_model if p is not None else pol.ThreatModel()
+            distances = distances_for(db.read(real, role="real"), db.read(synthetic_source, role="synthetic"),
+                                      db.read(holdout, role="holdout") if holdout else None,
+                                      column_kinds=tm.column_kinds, source_index_column=tm.source_index_column,
+                                      seed=ev.seed, expect=ev.tables)
+        except Exception as exc:  # a figure left out, said so in the report; never a gate decision
+            from ..tables import redact
+
+            context.log.warning(f"report: distance figure left out ({type(exc).__name__}: {redact(str(exc))})")
+        history = check_history(context.instance, key, metric_ids=ev.ids, limit=history_limit,
+                                exclude_run=context.run_id)
+        base = Path(reports_dir) if reports_dir is not None else default_reports_dir()
+        path = (base / safe_name(release) / f"{context.run_id}.html").resolve()
+        sha = write_report(ev, path, release_id=release, history=history, distances=distances, policy=p)
+        context.log.info(f"privacy report of release {release}: {path} (sha256 {sha})")
+        return {
+            REPORT_PATH: dg.MetadataValue.path(str(path)),
+            REPORT_SHA256: dg.MetadataValue.text(sha),
+            REPORT_SUMMARY: dg.MetadataValue.md(markdown_summary(ev, release_id=release, report_path=str(path),
+                                                                 report_sha256=sha)),
+        }
+
+    return hook

@@ -1,0 +1,231 @@
+"""Publication: ``published_release`` re-verifies, then writes the release atomically to its own target.
+
+Blocking checks act only inside one run (dagster-facts §1, §3): a later run that selects only
+``published_release`` would materialize it regardless of check state. So the asset verifies by itself,
+before writing anything, that
+
+1. the latest evaluation of every required check exists (not PLANNED) and passed;
+2. each targeted the latest materialization of the synthetic asset (storage id);
+3. the content it is about to publish is the content that was evaluated: it reads the synthetic table,
+   recomputes its fingerprint and compares it with the one the checks and the materialization recorded.
+
+Anything else raises ``dg.Failure`` and nothing is written. The target (a DuckDB file, a Parquet file or a
+directory of Parquet files) is separate from the real data and is written atomically: to a temporary file
+next to it, then ``os.replace`` — a failure leaves the previous publication untouched.
+"""
+
+
+import json
+import os
+import shutil
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import dagster as dg
+import polars as pl
+from pydantic import Field
+
+from ..tables import fingerprint
+from . import metadata as md
+from .assets import DUCKDB_KEY, PUBLISH_KEY
+from .resources import ReadOnlyDuckDB, quote_ident
+
+
+class PublicationRefused(Exception):
+    """Publication re-verification failed; the message says why (no record values)."""
+
+
+class PublishTarget(dg.ConfigurableResource):
+    """Where releases are published: ``*.duckdb`` (table ``table``, plus a ``publications`` log),
+    ``*.parquet`` (one file, the latest release), or a directory (``<release id>.parquet`` per release)."""
+
+    path: str = Field(description="publication target, separate from the real data")
+    table: str = Field(default="release", description="table name in a DuckDB target")
+
+    def kind(self) -> str:
+        p = self.path.lower()
+        return "duckdb" if p.endswith(".duckdb") else "parquet" if p.endswith((".parquet", ".pq")) else "directory"
+
+    def guard(self, database: str | None) -> None:
+        """Refuse a target that is the real data's database (or missing)."""
+        if not self.path:
+            raise PublicationRefused("no publication target configured (DAGSTER_PRIVACY_PUBLISH_TARGET)")
+        if database and os.path.realpath(self.path) == os.path.realpath(database):
+            raise PublicationRefused("the publication target is the database holding the real data; "
+                                     "publish to a separate file or directory")
+
+    def publish(self, df: pl.DataFrame, *, release_id: str, sha256: str) -> str:
+        """Write ``df`` atomically; returns the path written."""
+        kind = self.kind()
+        target = Path(self.path)
+        if kind == "directory":
+            target.mkdir(parents=True, exist_ok=True)
+            safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in release_id)
+            target = target / f"{safe}.parquet"
+        else:
+            target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(f".{target.name}.{uuid.uuid4().hex}.tmp")
+        info = {"release_id": release_id, "sha256": sha256, "rows": df.height,
+                "published_at": datetime.now(UTC).isoformat(timespec="seconds")}
+        try:
+            if kind == "duckdb":
+                _write_duckdb(tmp, target, df, self.table, info)
+            else:
+                import pyarrow.parquet as pq
+
+                table = df.to_arrow()
+                meta = {**(table.schema.metadata or {}), b"dagster_privacy": json.dumps(info).encode()}
+                pq.write_table(table.replace_schema_metadata(meta), tmp)
+            os.replace(tmp, target)
+        finally:
+            tmp.unlink(missing_ok=True)
+        return str(target)
+
+
+def _write_duckdb(tmp: Path, target: Path, df: pl.DataFrame, table: str, info: dict[str, Any]) -> None:
+    import duckdb
+
+    if target.exists():
+        shutil.copyfile(target, tmp)  # keep the publications log and other tables
+    con = duckdb.connect(str(tmp))
+    try:
+        con.register("release_frame", df.to_arrow())
+        con.execute(f"create or replace table {quote_ident(table)} as select * from release_frame")
+        con.unregister("release_frame")
+        con.execute("create table if not exists publications (release_id varchar, sha256 varchar, rows bigint, "
+                    "published_at varchar)")
+        con.execute("insert into publications values (?, ?, ?, ?)",
+                    [info["release_id"], info["sha256"], info["rows"], info["published_at"]]).fetchall()
+        con.execute("checkpoint").fetchall()
+    finally:
+        con.close()
+
+
+@dataclass(frozen=True)
+class Verified:
+    release_id: str
+    sha256: str
+    checks: list[dict[str, Any]]
+
+
+def verify_release(instance: dg.DagsterInstance, *, asset: dg.AssetKey, required: Sequence[dg.AssetCheckKey],
+                   sha256: str) -> Verified:
+    """Re-verify a release from the instance's records; raises ``PublicationRefused`` with the reasons."""
+    if not required:
+        raise PublicationRefused("no required check guards this release")
+    latest = instance.fetch_materializations(asset, limit=1).records
+    if not latest:
+        raise PublicationRefused(f"{asset.to_user_string()} has never been materialized")
+    mat = latest[0]
+    mat_meta = mat.asset_materialization.metadata if mat.asset_materialization else {}
+    mat_fp = md.recorded(mat_meta, md.FINGERPRINT)
+    problems: list[str] = []
+    if mat_fp is not None and mat_fp != sha256:
+        problems.append(f"the {asset.to_user_string()} table changed after its latest materialization "
+                        f"(fingerprint {sha256[:12]} ≠ recorded {mat_fp[:12]}); re-materialize it")
+    rows: list[dict[str, Any]] = []
+    fingerprints_seen = 0
+    release_ids: list[str] = []
+    for key in required:
+        rec = instance.get_latest_asset_check_evaluation_record(key)
+        ev = rec.evaluation if rec else None
+        row = {"check": key.name, "passed": bool(ev and ev.passed), "current": False, "content": None}
+        if ev is None:
+            problems.append(f"{key.name}: no evaluation recorded" + (" (planned or never run)" if rec else ""))
+        else:
+            tmd = ev.target_materialization_data
+            row["current"] = bool(tmd and tmd.storage_id == mat.storage_id)
+            if not ev.passed:
+                problems.append(f"{key.name}: its latest evaluation failed")
+            if not row["current"]:
+                problems.append(f"{key.name}: its latest evaluation targets an older materialization "
+                                f"of {asset.to_user_string()}")
+            fp = md.recorded(ev.metadata, md.FINGERPRINT)
+            if fp is not None:
+                fingerprints_seen += 1
+                row["content"] = fp == sha256
+                if fp != sha256:
+                    problems.append(f"{key.name}: evaluated other content (fingerprint {fp[:12]} ≠ {sha256[:12]})")
+            rid = md.recorded(ev.metadata, md.RELEASE_ID)
+            if rid:
+                release_ids.append(str(rid))
+        rows.append(row)
+    if not fingerprints_seen and not problems:
+        problems.append("no required check recorded the fingerprint of the content it evaluated")
+    if problems:
+        raise PublicationRefused("; ".join(problems))
+    release = release_ids[0] if release_ids else md.recorded(mat_meta, md.RELEASE_ID) or f"sha256:{sha256[:16]}"
+    return Verified(release_id=str(release), sha256=sha256, checks=rows)
+
+
+def build_published_release(
+    *,
+    synthetic_asset: dg.AssetsDefinition | dg.AssetKey | str = "synthetic_table",
+    synthetic: str = "synthetic",
+    required_checks: Sequence[str | dg.AssetCheckKey],
+    key: str = "published_release",
+    group_name: str = "privacy_release",
+    resource_key: str = DUCKDB_KEY,
+    publish_resource_key: str = PUBLISH_KEY,
+    automation_condition: dg.AutomationCondition | None = None,
+) -> dg.AssetsDefinition:
+    """The gated publication asset downstream of the synthetic table.
+
+    ``required_checks``: check names on the synthetic asset (or full keys) whose latest evaluation must
+    have passed on this very content; add e.g. ``privacy_signoff`` to require a human sign-off.
+    Default automation: ``eager() & all_deps_blocking_checks_passed()`` (it schedules, it does not
+    enforce: the body re-verifies).
+    """
+    syn_key = dg.AssetKey.from_coercible_or_definition(synthetic_asset)
+    required = [k if isinstance(k, dg.AssetCheckKey) else dg.AssetCheckKey(syn_key, k) for k in required_checks]
+    if not required:
+        raise dg.DagsterInvalidDefinitionError("published_release needs at least one required check")
+    condition = automation_condition or (dg.AutomationCondition.eager()
+                                         & dg.AutomationCondition.all_deps_blocking_checks_passed())
+
+    @dg.asset(
+        name=key, deps=[syn_key], group_name=group_name, kinds={"duckdb"},
+        required_resource_keys={resource_key, publish_resource_key},
+        automation_condition=condition,
+        description="The synthetic release, published only after re-verifying that every required privacy "
+                    "check passed on the latest materialization and on this very content. Required: "
+                    + ", ".join(k.name for k in required),
+        metadata={"required_checks": ", ".join(k.name for k in required)},
+    )
+    def _published(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
+        db: ReadOnlyDuckDB = getattr(context.resources, resource_key)
+        target: PublishTarget = getattr(context.resources, publish_resource_key)
+        refusal = None
+        try:
+            target.guard(db.database)
+            df = db.read(synthetic, role="synthetic")
+            sha = fingerprint(df)
+            verified = verify_release(context.instance, asset=syn_key, required=required, sha256=sha)
+        except Exception as exc:  # refusal or unreadable table: nothing is written
+            from ..tables import redact
+
+            refusal = str(exc) if isinstance(exc, PublicationRefused) else f"{type(exc).__name__}: {redact(str(exc))}"
+        if refusal is not None:
+            context.log.error(f"publication refused: {refusal}")
+            raise dg.Failure(description=f"publication refused: {refusal}",
+                             metadata={"refused": dg.MetadataValue.text(refusal)})
+        path = target.publish(df, release_id=verified.release_id, sha256=verified.sha256)
+        context.log.info(f"published release {verified.release_id} ({df.height} rows) to {path}")
+        return dg.MaterializeResult(metadata={
+            md.RELEASE_ID: dg.MetadataValue.text(verified.release_id),
+            md.FINGERPRINT: dg.MetadataValue.text(verified.sha256),
+            "dagster/row_count": dg.MetadataValue.int(df.height),
+            "target": dg.MetadataValue.path(path),
+            "verified_checks": dg.MetadataValue.table(
+                [dg.TableRecord({"check": r["check"], "passed": r["passed"], "current": r["current"],
+                                 "same_content": r["content"]}) for r in verified.checks],
+                schema=dg.TableSchema(columns=[dg.TableColumn("check", "string"), dg.TableColumn("passed", "bool"),
+                                               dg.TableColumn("current", "bool"),
+                                               dg.TableColumn("same_content", "bool")])),
+        })
+
+    return _published

@@ -1,0 +1,137 @@
+"""``build_release_definitions``: the whole release pipeline as one ``dg.Definitions``.
+
+The reference code location (``definitions.py`` at the repository root, over ``assets/`` and ``checks/``)
+and the installed demo both build on these factories.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import dagster as dg
+
+from .. import policy as pol
+from .assets import DUCKDB_KEY, PUBLISH_KEY, RELEASE_KEY, build_table_asset
+from .automation import build_checks_job, build_checks_schedule, build_new_release_sensor, build_release_job
+from .checks import EvaluationHook, build_privacy_checks, required_check_names
+from .publish import PublishTarget, build_published_release
+from .resources import PrivacyRelease, ReadOnlyDuckDB
+from .schema_gate import build_schema_gate_check
+
+DATABASE_ENV = "DAGSTER_PRIVACY_DATABASE"
+POLICY_ENV = "DAGSTER_PRIVACY_POLICY"
+PUBLISH_TARGET_ENV = "DAGSTER_PRIVACY_PUBLISH_TARGET"
+#: where `dagster-privacy demo` writes its embedded DuckDB, publication and instance (relative to cwd)
+DEMO_DIR = Path(".dagster_privacy") / "demo"
+
+ASSETS = ("real_table", "holdout_table", "synthetic_table", "published_release")
+
+
+@dataclass(frozen=True)
+class ReleaseSettings:
+    """What a release pipeline reads, checks and where it publishes."""
+
+    database: str
+    policy: str | Path | pol.Policy | Mapping[str, Any]
+    publish_target: str
+    real: str = "real"
+    synthetic: str = "synthetic"
+    holdout: str | None = "holdout"
+    schema_gate: bool = True
+    required_checks: tuple[str, ...] = field(default_factory=tuple)  # extra names publication requires
+    checks_cron: str = "0 3 * * *"
+    release_id: str = ""
+
+    @classmethod
+    def from_env(cls, *, default_policy: str | Path = "standard", **overrides: Any) -> ReleaseSettings:
+        """``DAGSTER_PRIVACY_DATABASE`` (default: the demo's DuckDB file), ``DAGSTER_PRIVACY_POLICY``
+        (default: ``default_policy``), ``DAGSTER_PRIVACY_PUBLISH_TARGET`` (default: next to the demo)."""
+        return cls(
+            database=os.environ.get(DATABASE_ENV) or str(DEMO_DIR / "release.duckdb"),
+            policy=os.environ.get(POLICY_ENV) or default_policy,
+            publish_target=os.environ.get(PUBLISH_TARGET_ENV) or str(DEMO_DIR / "published.duckdb"),
+            **overrides,
+        )
+
+    def with_(self, **changes: Any) -> ReleaseSettings:
+        return replace(self, **changes)
+
+    def loaded_policy(self) -> pol.Policy:
+        return pol.load_policy(self.policy)
+
+
+def build_release_assets(*, settings: ReleaseSettings) -> list[dg.AssetsDefinition]:
+    """``real_table``, ``holdout_table`` (when there is a holdout), ``synthetic_table``, ``published_release``."""
+    out = [build_table_asset(key="real_table", source=settings.real, role="real",
+                             description="The training table the generator saw (read-only; never published).")]
+    if settings.holdout:
+        out.append(build_table_asset(key="holdout_table", source=settings.holdout, role="holdout",
+                                     description="Records of the same population the generator never saw."))
+    out.append(build_table_asset(key="synthetic_table", source=settings.synthetic, role="synthetic",
+                                 release_resource_key=RELEASE_KEY,
+                                 description="The synthetic release under test (staging: not yet published)."))
+    required = required_check_names(settings.loaded_policy(), schema_gate=settings.schema_gate,
+                                    extra=settings.required_checks)
+    out.append(build_published_release(synthetic_asset="synthetic_table", synthetic=settings.synthetic,
+                                       required_checks=required))
+    return out
+
+
+def build_release_checks(*, settings: ReleaseSettings, on_evaluation: EvaluationHook | None = None,
+                         ) -> list[dg.AssetChecksDefinition]:
+    """The privacy checks (one per policy metric) and the schema gate on ``synthetic_table``."""
+    deps: list[str] = ["real_table"] + (["holdout_table"] if settings.holdout else [])
+    checks = list(build_privacy_checks(asset="synthetic_table", policy=settings.loaded_policy(), real=settings.real,
+                                       synthetic=settings.synthetic, holdout=settings.holdout,
+                                       additional_deps=deps, on_evaluation=on_evaluation))
+    if settings.schema_gate:
+        checks += build_schema_gate_check(asset="synthetic_table", real=settings.real, synthetic=settings.synthetic,
+                                          policy=settings.loaded_policy(), additional_deps=["real_table"])
+    return checks
+
+
+def build_release_resources(*, settings: ReleaseSettings) -> dict[str, Any]:
+    return {
+        DUCKDB_KEY: ReadOnlyDuckDB(database=settings.database),
+        RELEASE_KEY: PrivacyRelease(release_id=settings.release_id),
+        PUBLISH_KEY: PublishTarget(path=settings.publish_target),
+    }
+
+
+def build_release_definitions(
+    *,
+    settings: ReleaseSettings | None = None,
+    assets: Sequence[dg.AssetsDefinition] | None = None,
+    checks: Sequence[dg.AssetChecksDefinition] | None = None,
+    extra_checks: Sequence[dg.AssetChecksDefinition] = (),
+    on_evaluation: EvaluationHook | None = None,
+    **settings_kwargs: Any,
+) -> dg.Definitions:
+    """The release pipeline: table assets, privacy checks, schema gate, gated publication, a release
+    job, a checks-only job with its schedule, and a new-release sensor.
+
+    Give ``settings`` or its fields (``database=``, ``policy=``, ``publish_target=``, …). ``assets`` and
+    ``checks`` default to :func:`build_release_assets` / :func:`build_release_checks`; ``extra_checks``
+    (e.g. a human sign-off) are added, and their names belong in ``settings.required_checks``.
+    """
+    if settings is None:
+        settings = ReleaseSettings(**settings_kwargs)
+    elif settings_kwargs:
+        settings = settings.with_(**settings_kwargs)
+    assets = list(assets) if assets is not None else build_release_assets(settings=settings)
+    checks = list(checks) if checks is not None else build_release_checks(settings=settings,
+                                                                           on_evaluation=on_evaluation)
+    release_job = build_release_job(assets=[a.key.to_user_string() for a in assets])
+    checks_job = build_checks_job()
+    return dg.Definitions(
+        assets=assets,
+        asset_checks=[*checks, *extra_checks],
+        jobs=[release_job, checks_job],
+        schedules=[build_checks_schedule(job=checks_job, cron_schedule=settings.checks_cron)],
+        sensors=[build_new_release_sensor(job=release_job, synthetic=settings.synthetic)],
+        resources=build_release_resources(settings=settings),
+    )

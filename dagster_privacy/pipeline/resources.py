@@ -1,0 +1,108 @@
+"""Read-only DuckDB access for the pipeline, and the release settings a run carries.
+
+Unlike ``dagster_duckdb.DuckDBResource`` (read-write, not closed when the body raises, dagster-facts §6),
+:class:`ReadOnlyDuckDB` opens every connection ``read_only=True`` and closes it in ``finally``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING
+
+import dagster as dg
+from pydantic import Field
+
+from ..tables import TableError, redact
+
+if TYPE_CHECKING:  # pragma: no cover
+    import duckdb
+    import polars as pl
+
+#: environment variable naming the release under test (architecture.md "The Dagster side")
+RELEASE_ID_ENV = "DAGSTER_PRIVACY_RELEASE_ID"
+#: run tag a sensor or a user may set instead of run config
+RELEASE_ID_TAG = "dagster_privacy/release_id"
+
+_SQL = re.compile(r"^\s*(select|with|from|table|values|pivot|unpivot|summarize|describe)\b", re.IGNORECASE)
+
+
+def is_query(source: str) -> bool:
+    """True when ``source`` is SQL text rather than a table name."""
+    return bool(_SQL.match(source))
+
+
+def quote_ident(name: str) -> str:
+    """A (possibly schema-qualified) table name quoted for DuckDB."""
+    return ".".join('"' + part.replace('"', '""') + '"' for part in name.split("."))
+
+
+def source_query(source: str) -> str:
+    """The SQL that reads ``source``: a query as it is, a table name as ``select *``."""
+    source = source.strip()
+    if not source:
+        raise TableError("empty table source: give a table name or a query")
+    return source if is_query(source) else f"select * from {quote_ident(source)}"
+
+
+class ReadOnlyDuckDB(dg.ConfigurableResource):
+    """DuckDB, read-only: every connection is opened with ``read_only=True`` and always closed.
+
+    ``database`` is a DuckDB file; empty means an in-memory database, for sources that are queries over
+    Parquet or CSV files (``select * from read_parquet('release/*.parquet')``).
+    """
+
+    database: str = Field(default="", description="DuckDB file; empty: in-memory (queries over files)")
+
+    @contextmanager
+    def get_connection(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        import duckdb
+
+        if self.database and not os.path.isfile(self.database):
+            raise TableError(f"DuckDB file not found: {self.database}")
+        con = duckdb.connect(self.database or ":memory:", read_only=bool(self.database))
+        try:
+            yield con
+        finally:
+            con.close()
+
+    def read(self, source: str, *, role: str = "input") -> pl.DataFrame:
+        """One table or query as a polars frame (via Arrow). Errors become a one-line ``TableError``
+        without quoted literals (a DuckDB message may quote a record's value)."""
+        failure = None
+        try:
+            with self.get_connection() as con:
+                return con.sql(source_query(source)).pl()
+        except TableError:
+            raise
+        except Exception as exc:  # duckdb errors: one line, quoted literals removed
+            failure = f"cannot read the {role} table ({type(exc).__name__}): {redact(str(exc))}"
+        raise TableError(failure)  # outside the except block: no chained exception carries the original
+
+
+class PrivacyRelease(dg.ConfigurableResource):
+    """Which release a run evaluates or publishes.
+
+    ``release_id`` (set here, or per run: ``resources: {privacy_release: {config: {release_id: v2}}}``)
+    wins over the ``dagster_privacy/release_id`` run tag, which wins over ``DAGSTER_PRIVACY_RELEASE_ID``;
+    without any of them the release id is the synthetic table's content fingerprint.
+    """
+
+    release_id: str = Field(default="", description="release id; empty: run tag, env, else the fingerprint")
+
+    def resolve(self, fingerprint: str, tags: dict[str, str] | None = None) -> str:
+        return release_id(self.release_id, tags=tags, fingerprint=fingerprint)
+
+
+def release_id(configured: str | None, *, tags: dict[str, str] | None = None, fingerprint: str) -> str:
+    """Run config, else the run tag, else ``DAGSTER_PRIVACY_RELEASE_ID``, else ``sha256:<16 hex>``."""
+    for candidate in (configured, (tags or {}).get(RELEASE_ID_TAG), os.environ.get(RELEASE_ID_ENV)):
+        if candidate and candidate.strip():
+            return candidate.strip()
+    return f"sha256:{fingerprint[:16]}"
+
+
+__all__ = ["PrivacyRelease", "ReadOnlyDuckDB", "RELEASE_ID_ENV", "RELEASE_ID_TAG", "is_query",
+           "quote_ident", "release_id", "source_query"]

@@ -1,0 +1,196 @@
+"""The schema gate: a blocking check, run with Great Expectations 1.x directly (dagster-ge needs GX < 1).
+
+The synthetic table must be compatible with the real one: the same columns, compatible types,
+categories within the real table's domain, and no nulls where the real table (or the caller) forbids
+them. GX is imported lazily (≈ 3 s) and run with ``partial_unexpected_count: 0``, so its results carry
+counts but no row values; the check records only counts and a per-expectation table (type, column,
+success, counts) — never GX's own result objects, whose expectation configuration repeats the real
+category domain (``value_set``) verbatim.
+"""
+
+
+import os
+from collections.abc import Sequence
+from typing import Any, Literal
+
+import dagster as dg
+import polars as pl
+
+from .. import policy as pol
+from ..tables import TableError, infer_schema, redact
+from . import metadata as md
+from .assets import DUCKDB_KEY, RELEASE_KEY
+from .checks import PolicyLike
+from .resources import PrivacyRelease, ReadOnlyDuckDB
+
+NUMERIC_TYPES = ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float16", "float32",
+                 "float64", "Int8", "Int16", "Int32", "Int64", "UInt8", "UInt16", "UInt32", "UInt64", "Float32",
+                 "Float64"]
+BOOL_TYPES = ["bool", "boolean"]
+TIME_TYPES = [f"datetime64[{u}]" for u in ("s", "ms", "us", "ns")]
+#: result format that carries counts and no row values (dagster-facts §7)
+RESULT_FORMAT = {"result_format": "SUMMARY", "partial_unexpected_count": 0}
+
+
+def _family(dtype: pl.DataType) -> str:
+    if dtype == pl.Boolean:
+        return "bool"
+    if dtype.is_temporal():
+        return "time"
+    if dtype.is_numeric():
+        return "number"
+    return "text"
+
+
+def _to_pandas(df: pl.DataFrame) -> Any:
+    """pandas frame for GX: text columns as Python objects, so GX checks each value's type
+    (GX 1.24 cannot match pandas 3's ``str`` dtype by name)."""
+    pdf = df.to_pandas()
+    for name, dtype in df.schema.items():
+        if _family(dtype) == "text":
+            pdf[name] = pdf[name].astype(object).where(pdf[name].notna(), None)
+    return pdf
+
+
+def schema_expectations(real: pl.DataFrame, *, column_kinds: dict[str, str] | None = None,
+                        not_null: Sequence[str] | Literal["real"] | None = "real") -> list[Any]:
+    """The expectations the synthetic table must meet, derived from the real table."""
+    import great_expectations.expectations as gxe
+
+    schema = infer_schema(real, column_kinds)
+    categorical = set(schema.of_kind("categorical", "binary"))
+    no_nulls = ([c for c in real.columns if real.get_column(c).null_count() == 0] if not_null == "real"
+                else list(not_null or []))
+    exps: list[Any] = [gxe.ExpectTableColumnsToMatchSet(column_set=list(real.columns), exact_match=True)]
+    for name, dtype in real.schema.items():
+        fam = _family(dtype)
+        types = {"number": NUMERIC_TYPES, "bool": BOOL_TYPES, "time": TIME_TYPES, "text": ["str"]}[fam]
+        exps.append(gxe.ExpectColumnValuesToBeInTypeList(column=name, type_list=types))
+        if name in categorical:
+            domain = real.get_column(name).drop_nulls().unique().to_list()
+            exps.append(gxe.ExpectColumnValuesToBeInSet(column=name, value_set=domain))
+        if name in no_nulls:
+            exps.append(gxe.ExpectColumnValuesToNotBeNull(column=name))
+    return exps
+
+
+def run_schema_gate(real: pl.DataFrame, synthetic: pl.DataFrame, *, column_kinds: dict[str, str] | None = None,
+                    not_null: Sequence[str] | Literal["real"] | None = "real") -> tuple[bool, list[dict[str, Any]]]:
+    """Validate ``synthetic`` against ``real`` with GX; returns (success, one row of counts per expectation).
+
+    Rows hold the expectation type, the column name, success and counts — no values.
+    """
+    os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
+    import great_expectations as gx
+    from great_expectations.data_context.types.base import ProgressBarsConfig
+
+    ctx = gx.get_context(mode="ephemeral")
+    ctx.variables.progress_bars = ProgressBarsConfig(globally=False)
+    batch = (ctx.data_sources.add_pandas("privacy").add_dataframe_asset("synthetic")
+             .add_batch_definition_whole_dataframe("all"))
+    present = set(synthetic.columns)
+    exps = [e for e in schema_expectations(real, column_kinds=column_kinds, not_null=not_null)
+            if getattr(e, "column", None) is None or e.column in present]
+    suite = ctx.suites.add(gx.ExpectationSuite(name="schema_gate", expectations=exps))
+    vd = ctx.validation_definitions.add(gx.ValidationDefinition(name="schema_gate", data=batch, suite=suite))
+    res = vd.run(batch_parameters={"dataframe": _to_pandas(synthetic)}, result_format=RESULT_FORMAT)
+    rows: list[dict[str, Any]] = []
+    for r in res.results:
+        cfg = r.expectation_config
+        out = r.result or {}
+        raised = bool(r.exception_info and r.exception_info.get("raised_exception"))
+        row = {"expectation": cfg.type, "column": cfg.kwargs.get("column") or "(table)", "success": bool(r.success),
+               "element_count": out.get("element_count"), "unexpected_count": out.get("unexpected_count"),
+               "missing_count": out.get("missing_count"), "error": raised}
+        if cfg.type == "expect_table_columns_to_match_set":
+            row["missing_columns"] = sorted(set(real.columns) - present)
+            row["extra_columns"] = sorted(present - set(real.columns))
+        rows.append(row)
+    missing = [c for c in real.columns if c not in present]
+    for c in missing:  # column expectations on absent columns are dropped above: count them as failed
+        rows.append({"expectation": "column_present", "column": c, "success": False, "element_count": None,
+                     "unexpected_count": None, "missing_count": None, "error": False})
+    success = bool(res.success) and not missing
+    return success, rows
+
+
+def _table(rows: list[dict[str, Any]]) -> dg.MetadataValue:
+    schema = dg.TableSchema(columns=[
+        dg.TableColumn("expectation", "string"), dg.TableColumn("column", "string"),
+        dg.TableColumn("success", "bool"), dg.TableColumn("element_count", "int"),
+        dg.TableColumn("unexpected_count", "int"), dg.TableColumn("missing_count", "int")])
+    records = [dg.TableRecord({"expectation": r["expectation"], "column": r["column"], "success": r["success"],
+                               "element_count": r["element_count"], "unexpected_count": r["unexpected_count"],
+                               "missing_count": r["missing_count"]}) for r in rows]
+    return dg.MetadataValue.table(records, schema=schema)
+
+
+def build_schema_gate_check(
+    *,
+    asset: dg.AssetsDefinition | dg.AssetKey | str,
+    real: str,
+    synthetic: str | None = None,
+    policy: PolicyLike | None = None,
+    not_null: Sequence[str] | Literal["real"] | None = "real",
+    name: str = "schema_gate",
+    resource_key: str = DUCKDB_KEY,
+    release_resource_key: str = RELEASE_KEY,
+    additional_deps: Sequence[dg.AssetsDefinition | dg.AssetKey | str] = (),
+) -> Sequence[dg.AssetChecksDefinition]:
+    """A blocking ERROR check: the synthetic table is schema-compatible with the real one (GX 1.x).
+
+    ``not_null``: columns that must hold no null; ``"real"`` = every column without nulls in the real
+    table; None = no null constraint. Column kinds come from ``policy``'s threat model. Fails closed.
+    """
+    key = dg.AssetKey.from_coercible_or_definition(asset)
+    synthetic_source = synthetic or key.path[-1]
+    kinds = dict(pol.load_policy(policy).threat_model.column_kinds) if policy is not None else {}
+
+    @dg.asset_check(asset=key, name=name, blocking=True, required_resource_keys={resource_key, release_resource_key},
+                    additional_deps=list(additional_deps) or None,
+                    description="The synthetic table's columns, types, categories and nulls are compatible "
+                                "with the real table (Great Expectations 1.x; counts only).")
+    def _schema_gate(context: dg.AssetCheckExecutionContext) -> dg.AssetCheckResult:
+        from ..tables import fingerprint
+
+        release = fp = None
+        try:
+            db: ReadOnlyDuckDB = getattr(context.resources, resource_key)
+            rel: PrivacyRelease = getattr(context.resources, release_resource_key)
+            real_df = db.read(real, role="real")
+            syn_df = db.read(synthetic_source, role="synthetic")
+            fp = fingerprint(syn_df)
+            release = rel.resolve(fp, dict(context.run.tags))
+            ok, rows = run_schema_gate(real_df, syn_df, column_kinds=kinds, not_null=not_null)
+            failed = [r for r in rows if not r["success"]]
+            unexpected = sum(int(r["unexpected_count"] or 0) for r in rows)
+            lines = [f"**Schema gate** on release `{release}`: **{'passed' if ok else 'failed'}** — "
+                     f"{len(rows) - len(failed)}/{len(rows)} expectations met, {unexpected} unexpected values."]
+            lines += [f"- `{r['expectation']}` on `{r['column']}`: {r['unexpected_count'] or 0} unexpected"
+                      + (" (raised)" if r["error"] else "") for r in failed[:20]]
+            colset = next((r for r in rows if r["expectation"] == "expect_table_columns_to_match_set"), None)
+            return dg.AssetCheckResult(passed=ok, severity=dg.AssetCheckSeverity.ERROR, metadata={
+                "expectations": dg.MetadataValue.int(len(rows)),
+                "failed_expectations": dg.MetadataValue.int(len(failed)),
+                "unexpected_values": dg.MetadataValue.int(unexpected),
+                "rows": dg.MetadataValue.int(syn_df.height),
+                "missing_columns": md.json(colset["missing_columns"] if colset else []),
+                "extra_columns": md.json(colset["extra_columns"] if colset else []),
+                "results": _table(rows),
+                md.FINGERPRINT: dg.MetadataValue.text(fp),
+                md.RELEASE_ID: dg.MetadataValue.text(release),
+                "summary": dg.MetadataValue.md("\n".join(lines)),
+            }, description=f"{len(failed)} of {len(rows)} expectations failed" if failed else "schema compatible")
+        except Exception as exc:  # fail closed
+            reason = f"{type(exc).__name__}: {redact(str(exc))}"
+        from .checks import failure_metadata
+
+        context.log.error(f"schema gate failed closed: {reason}")
+        return dg.AssetCheckResult(passed=False, severity=dg.AssetCheckSeverity.ERROR,
+                                   metadata=failure_metadata(reason, release=release, fingerprint=fp),
+                                   description=f"schema gate failed: {reason}")
+
+    return [_schema_gate]
+
+
+__all__ = ["TableError", "build_schema_gate_check", "run_schema_gate", "schema_expectations"]

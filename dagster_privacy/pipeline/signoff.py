@@ -1,0 +1,285 @@
+"""Recorded human sign-off: the blocking ``privacy_signoff`` check, the decision API and CLI, and the
+verification publication runs.
+
+- ``build_signoff_check(asset=...)``: a blocking check that always fails ("awaiting sign-off") when it
+  runs; defined only when the policy has ``require_signoff: true``. Every run that evaluates the
+  release therefore leaves it blocked until a person decides.
+- ``record_signoff(...)`` / ``dagster-privacy signoff``: appends the decision to the audit table, then
+  records a runless ``AssetCheckEvaluation`` of ``privacy_signoff`` against the latest synthetic
+  materialization (``target_materialization_data``, dagster-facts §5) carrying approver, time,
+  decision, reason and the sha256 of the report approved. A rejection is a failed evaluation.
+- ``verify_signoff(...)``: what ``published_release`` requires — the latest sign-off approves, targets
+  the latest materialization, approves the report of the current evaluation (a new evaluation
+  invalidates an older approval) and is in the audit table.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import click
+import dagster as dg
+from dagster._core.definitions.asset_checks.asset_check_evaluation import (
+    AssetCheckEvaluationTargetMaterializationData,
+)
+
+from ..registry import registry
+from . import metadata as md
+from .audit import AuditError, AuditLog
+from .evidence import REPORT_PATH, REPORT_SHA256
+
+SIGNOFF_CHECK = "privacy_signoff"
+DECISIONS = ("approve", "reject")
+DEFAULT_ASSET = "synthetic_table"
+
+
+class SignoffError(Exception):
+    """A sign-off that cannot be recorded, or one that does not allow publication; one line, no values."""
+
+
+def _key(asset: dg.AssetsDefinition | dg.AssetKey | str) -> dg.AssetKey:
+    return dg.AssetKey.from_coercible_or_definition(asset)
+
+
+def _command(release: str | None) -> str:
+    return (f"dagster-privacy signoff --release {release or '<release id>'} --decision approve|reject "
+            "--by NAME --reason TEXT")
+
+
+def build_signoff_check(*, asset: dg.AssetsDefinition | dg.AssetKey | str = DEFAULT_ASSET,
+                        name: str = SIGNOFF_CHECK) -> dg.AssetChecksDefinition:
+    """The blocking ``privacy_signoff`` check: fails, awaiting a person's recorded decision."""
+    key = _key(asset)
+
+    @dg.asset_check(asset=key, name=name, blocking=True,
+                    description="Human sign-off of the privacy report: fails until a privacy officer records "
+                                "an approval of this release's report (dagster-privacy signoff).")
+    def _signoff(context: dg.AssetCheckExecutionContext) -> dg.AssetCheckResult:
+        latest = context.instance.fetch_materializations(key, limit=1).records
+        meta = latest[0].asset_materialization.metadata if latest and latest[0].asset_materialization else {}
+        release = md.recorded(meta, md.RELEASE_ID)
+        out: dict[str, Any] = {
+            "decision": md.text("awaiting sign-off"),
+            "how": dg.MetadataValue.md(f"Read the privacy report (path and sha256 in the privacy checks' "
+                                       f"metadata), then run\n\n`{_command(release)}`"),
+        }
+        if release:
+            out[md.RELEASE_ID] = dg.MetadataValue.text(str(release))
+        return dg.AssetCheckResult(passed=False, severity=dg.AssetCheckSeverity.ERROR, metadata=out,
+                                   description="awaiting sign-off")
+
+    return _signoff
+
+
+# ------------------------------------------------------------------------------------ the evaluation
+
+
+@dataclass(frozen=True)
+class CurrentEvaluation:
+    """The latest privacy check evaluation of the asset (the one with the report)."""
+
+    release_id: str | None
+    report_path: str | None
+    report_sha256: str
+    synthetic_sha256: str | None
+    run_id: str
+    target_storage_id: int | None
+    verdict: str | None
+
+
+def current_evaluation(instance: dg.DagsterInstance, asset: dg.AssetsDefinition | dg.AssetKey | str = DEFAULT_ASSET
+                       ) -> CurrentEvaluation:
+    """The latest privacy check evaluation (over every registered metric id) and its report."""
+    key = _key(asset)
+    keys = [dg.AssetCheckKey(key, m) for m in registry()]
+    recs = instance.event_log_storage.get_latest_asset_check_execution_by_key(keys)
+    done = [r for r in recs.values() if r.event is not None and r.evaluation is not None]
+    if not done:
+        raise SignoffError(f"no privacy check evaluation is recorded for {key.to_user_string()}")
+    latest = max(done, key=lambda r: r.id)
+    ev = latest.evaluation
+    sha = md.recorded(ev.metadata, REPORT_SHA256)
+    if not sha:
+        raise SignoffError(f"the latest privacy evaluation of {key.to_user_string()} (run {latest.run_id[:8]}) "
+                           "wrote no report: it failed before one could be written; fix it and run the checks again")
+    tmd = ev.target_materialization_data
+    return CurrentEvaluation(
+        release_id=md.recorded(ev.metadata, md.RELEASE_ID), report_path=md.recorded(ev.metadata, REPORT_PATH),
+        report_sha256=str(sha), synthetic_sha256=md.recorded(ev.metadata, md.FINGERPRINT), run_id=latest.run_id,
+        target_storage_id=tmd.storage_id if tmd else None, verdict=md.recorded(ev.metadata, "verdict"))
+
+
+# ------------------------------------------------------------------------------------ recording
+
+
+@dataclass(frozen=True)
+class SignoffRecord:
+    release_id: str
+    decision: str
+    approver: str
+    reason: str
+    signed_at: str
+    report_sha256: str
+    report_path: str | None
+    storage_id: int
+    audit_seq: int
+    audit_path: str
+    audit_row_hash: str
+
+
+def _latest_materialization(instance: dg.DagsterInstance, key: dg.AssetKey) -> Any:
+    latest = instance.fetch_materializations(key, limit=1).records
+    if not latest:
+        raise SignoffError(f"{key.to_user_string()} has never been materialized")
+    return latest[0]
+
+
+def record_signoff(
+    *,
+    release: str,
+    decision: str,
+    by: str,
+    reason: str,
+    instance: dg.DagsterInstance | None = None,
+    asset: dg.AssetsDefinition | dg.AssetKey | str = DEFAULT_ASSET,
+    report_sha256: str | None = None,
+    audit: AuditLog | str | Path | None = None,
+    now: dt.datetime | None = None,
+) -> SignoffRecord:
+    """Record a decision on the release of the latest evaluation; returns what was recorded.
+
+    Refused (``SignoffError``) when the release is not the one the latest evaluation judged, when that
+    evaluation is not of the latest materialization, when the report file on disk no longer has the
+    recorded sha256, or when ``report_sha256`` (the hash of the report the officer read) differs.
+    The decision is appended to the audit table first; then the runless check evaluation is recorded.
+    """
+    decision = decision.strip().lower()
+    if decision not in DECISIONS:
+        raise SignoffError(f"decision must be one of {', '.join(DECISIONS)}")
+    if not by.strip() or not reason.strip():
+        raise SignoffError("a sign-off needs the name of who decides (--by) and a reason (--reason)")
+    instance = instance or dg.DagsterInstance.get()
+    key = _key(asset)
+    cur = current_evaluation(instance, key)
+    if cur.release_id != release:
+        raise SignoffError(f"release {release!r} is not the release of the latest privacy evaluation of "
+                           f"{key.to_user_string()} ({cur.release_id!r})")
+    mat = _latest_materialization(instance, key)
+    if cur.target_storage_id != mat.storage_id:
+        raise SignoffError(f"the latest privacy evaluation is of an older materialization of "
+                           f"{key.to_user_string()}: run the privacy checks again, then sign off")
+    if report_sha256 and report_sha256.strip().lower() != cur.report_sha256:
+        raise SignoffError(f"the report you read (sha256 {report_sha256[:12]}…) is not the current evaluation's "
+                           f"report ({cur.report_sha256[:12]}…)")
+    if cur.report_path and Path(cur.report_path).is_file():
+        from ..report import file_sha256
+
+        if file_sha256(cur.report_path) != cur.report_sha256:
+            raise SignoffError(f"the report file {cur.report_path} changed after the evaluation wrote it")
+    log = audit if isinstance(audit, AuditLog) else AuditLog(audit)
+    signed_at = (now or dt.datetime.now(dt.UTC)).astimezone(dt.UTC).isoformat(timespec="seconds")
+    row = log.append(recorded_at=signed_at, release_id=release, decision=decision, approver=by.strip(),
+                     reason=reason.strip(), report_sha256=cur.report_sha256, report_path=cur.report_path,
+                     asset_key=key.to_user_string(), synthetic_sha256=cur.synthetic_sha256,
+                     materialization_storage_id=mat.storage_id, evaluation_run_id=cur.run_id, verdict=cur.verdict)
+    meta: dict[str, Any] = {
+        "decision": dg.MetadataValue.text(decision),
+        "approver": dg.MetadataValue.text(by.strip()),
+        "signed_at": dg.MetadataValue.text(signed_at),
+        "reason": dg.MetadataValue.text(reason.strip()),
+        REPORT_SHA256: dg.MetadataValue.text(cur.report_sha256),
+        md.RELEASE_ID: dg.MetadataValue.text(release),
+        "evaluation_run_id": dg.MetadataValue.text(cur.run_id),
+        "audit_path": dg.MetadataValue.path(str(log.path)),
+        "audit_seq": dg.MetadataValue.int(row.seq),
+        "audit_row_hash": dg.MetadataValue.text(row.row_hash),
+    }
+    if cur.report_path:
+        meta[REPORT_PATH] = dg.MetadataValue.path(cur.report_path)
+    if cur.synthetic_sha256:
+        meta[md.FINGERPRINT] = dg.MetadataValue.text(cur.synthetic_sha256)
+    instance.report_runless_asset_event(dg.AssetCheckEvaluation(
+        asset_key=key, check_name=SIGNOFF_CHECK, passed=decision == "approve",
+        severity=dg.AssetCheckSeverity.ERROR, metadata=meta,
+        description=f"{decision} by {by.strip()}: {reason.strip()}",
+        target_materialization_data=AssetCheckEvaluationTargetMaterializationData(
+            storage_id=mat.storage_id, run_id=mat.run_id, timestamp=mat.timestamp)))
+    return SignoffRecord(release, decision, by.strip(), reason.strip(), signed_at, cur.report_sha256, cur.report_path,
+                         mat.storage_id, row.seq, str(log.path), row.row_hash)
+
+
+# ------------------------------------------------------------------------------------ verification
+
+
+def verify_signoff(instance: dg.DagsterInstance, asset: dg.AssetsDefinition | dg.AssetKey | str = DEFAULT_ASSET,
+                   *, audit: AuditLog | str | Path | None = None) -> dict[str, Any]:
+    """Raise ``SignoffError`` unless an approving, audited sign-off of the current evaluation's report
+    exists for the latest materialization; returns the approval's figures for the publication metadata."""
+    key = _key(asset)
+    rec = instance.get_latest_asset_check_evaluation_record(dg.AssetCheckKey(key, SIGNOFF_CHECK))
+    ev = rec.evaluation if rec else None
+    if ev is None:
+        raise SignoffError("awaiting sign-off: no decision recorded (" + _command(None) + ")")
+    decision = md.recorded(ev.metadata, "decision")
+    if decision != "approve" or not ev.passed:
+        who = md.recorded(ev.metadata, "approver")
+        raise SignoffError(f"the latest sign-off is '{decision or 'awaiting sign-off'}'"
+                           + (f" by {who}" if who else "") + ": the release stays blocked")
+    mat = _latest_materialization(instance, key)
+    tmd = ev.target_materialization_data
+    if tmd is None or tmd.storage_id != mat.storage_id:
+        raise SignoffError("the approval is of an older materialization of the synthetic table")
+    cur = current_evaluation(instance, key)
+    approved = md.recorded(ev.metadata, REPORT_SHA256)
+    if approved != cur.report_sha256:
+        raise SignoffError(f"the approval is of report {str(approved)[:12]}…, the current evaluation's report is "
+                           f"{cur.report_sha256[:12]}… (a new evaluation needs a new sign-off)")
+    if md.recorded(ev.metadata, md.RELEASE_ID) != cur.release_id:
+        raise SignoffError("the approval is of another release than the current evaluation's")
+    log = audit if isinstance(audit, AuditLog) else AuditLog(audit)
+    try:
+        row = log.find(row_hash=str(md.recorded(ev.metadata, "audit_row_hash")))
+    except AuditError as exc:
+        raise SignoffError(str(exc)) from None
+    if row is None or row.decision != "approve" or row.report_sha256 != approved or row.release_id != cur.release_id:
+        raise SignoffError(f"the approval is not in the audit table {log.path}")
+    return {"release_id": cur.release_id, "approver": row.approver, "signed_at": row.recorded_at,
+            "report_sha256": row.report_sha256, "audit_seq": row.seq}
+
+
+# ------------------------------------------------------------------------------------ CLI
+
+
+@click.command("signoff")
+@click.option("--release", required=True, help="the release id (as in the report and the check metadata)")
+@click.option("--decision", required=True, type=click.Choice(DECISIONS), help="approve or reject")
+@click.option("--by", "by", required=True, help="who decides (name or id of the privacy officer)")
+@click.option("--reason", required=True, help="why: recorded with the decision")
+@click.option("--asset", default=DEFAULT_ASSET, show_default=True, help="the synthetic table asset")
+@click.option("--report-sha256", default=None, help="sha256 of the report you read (checked if given)")
+@click.option("--audit", "audit_path", default=None,
+              help="audit DuckDB file [default: $DAGSTER_PRIVACY_AUDIT, else $DAGSTER_HOME/dagster_privacy/audit.duckdb]")
+def signoff_command(release: str, decision: str, by: str, reason: str, asset: str, report_sha256: str | None,
+                    audit_path: str | None) -> None:
+    """Record a privacy officer's decision on a release (in the Dagster instance at $DAGSTER_HOME)."""
+    from ..cli import UsageFailure
+
+    try:
+        instance = dg.DagsterInstance.get()
+    except Exception as exc:
+        raise UsageFailure(f"no Dagster instance ({type(exc).__name__}): set DAGSTER_HOME to the instance "
+                           "the privacy checks ran in") from None
+    try:
+        with instance:
+            rec = record_signoff(release=release, decision=decision, by=by, reason=reason, instance=instance,
+                                 asset=dg.AssetKey.from_user_string(asset), report_sha256=report_sha256,
+                                 audit=audit_path)
+    except (SignoffError, AuditError) as exc:
+        raise UsageFailure(f"sign-off not recorded: {exc}") from None
+    click.echo(f"{rec.decision} of release {rec.release_id} by {rec.approver} recorded at {rec.signed_at}")
+    click.echo(f"  report sha256 {rec.report_sha256}" + (f" ({rec.report_path})" if rec.report_path else ""))
+    click.echo(f"  privacy_signoff evaluation against {asset} materialization {rec.storage_id}; "
+               f"audit row #{rec.audit_seq} in {rec.audit_path}")
