@@ -36,6 +36,12 @@ EXPECTED: dict[str, Expect] = {
     "nndr": Expect(copy_min=0.999, indep_max=0.95),  # an independent row scores d1/d2 ≈ 0.6–0.9
     "authenticity": Expect(copy_min=0.999, indep_max=0.65),  # ≈ 0.5 for a same-size sample
     "nnaa": Expect(copy_min=0.999, indep_max=0.2),
+    "ims": Expect(copy_min=0.999, indep_max=0.02),
+    "dcr_percentile": Expect(copy_min=0.999, indep_max=0.1),
+    "knn_percentile": Expect(copy_min=0.01, indep_max=0.1),  # k = 5 means dilute a copy (docs/metrics.md)
+    "dcr_holdout_diff": Expect(copy_min=0.999, indep_max=0.1),
+    "nndr_holdout_diff": Expect(copy_min=0.999, indep_max=0.1),
+    "proximity_ratio_score": Expect(copy_min=0.89, indep_max=0.2),  # at most 1 − α = 0.9
 }
 
 
