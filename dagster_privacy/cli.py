@@ -114,18 +114,15 @@ def finish(ev: Evaluation, *, json_out: str | None = None, report_out: str | Non
 
 
 @cli.command()
-def demo() -> None:
-    """Evaluate a leaky release of the shipped demo data (UCI Adult subset, CC BY 4.0)."""
-    from .calibration import leaky_split
-    from .demo import CITATION, load_demo
-    from .evaluate import evaluate as run
+@click.option("--workdir", type=click.Path(file_okay=False), default=None,
+              help="where the embedded DuckDB, publication and Dagster instance go (default .dagster_privacy/demo)")
+def demo(workdir: str | None) -> None:
+    """The demo release: the Dagster pipeline on the shipped demo data (UCI Adult subset, CC BY 4.0);
+    v1 (clean) is published, v2 (30 % of the training rows copied) is blocked. Exit 1 otherwise."""
+    from .pipeline.demo import DEMO_DIR, run_demo
 
-    split = leaky_split(load_demo(), 0.3, seed=0)
-    click.echo(f"demo data: {CITATION}", err=True)
-    click.echo(f"release = {split.release.height} unseen rows + {split.leaked.size} training rows copied "
-               f"(30 %); training {split.train.height} rows, holdout {split.control.height} rows", err=True)
-    ev = run(split.train, split.synthetic, split.control, policy="standard", progress=True)
-    finish(ev)
+    outcome = run_demo(Path(workdir) if workdir else DEMO_DIR, echo=click.echo)
+    sys.exit(0 if outcome.as_expected else 1)
 
 
 @cli.command("metrics")
