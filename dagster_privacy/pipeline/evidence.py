@@ -52,8 +52,8 @@ def check_history(instance: dg.DagsterInstance, asset: dg.AssetKey, *, metric_id
     for mid in ids:
         key = dg.AssetCheckKey(asset, mid)
         for rec in instance.event_log_storage.get_asset_check_execution_history(key, limit=limit):
-            ev = rec.evaluation if rec.event else None
-            if ev is None or not rec.run_id or rec.run_id == exclude_run:
+            ev = rec.evaluation if rec.event is not None else None
+            if not isinstance(ev, dg.AssetCheckEvaluation) or not rec.run_id or rec.run_id == exclude_run:
                 continue
             value = md.recorded(ev.metadata, "value")
             if md.recorded(ev.metadata, REPORT_SHA256) is None and value is None:
@@ -110,9 +110,9 @@ def build_report_hook(
 
             context.log.warning(f"report: distance figure left out ({type(exc).__name__}: {redact(str(exc))})")
         history = check_history(context.instance, key, metric_ids=ev.ids, limit=history_limit,
-                                exclude_run=context.run_id)
+                                exclude_run=context.run.run_id)
         base = Path(reports_dir) if reports_dir is not None else default_reports_dir()
-        path = (base / safe_name(release) / f"{context.run_id}.html").resolve()
+        path = (base / safe_name(release) / f"{context.run.run_id}.html").resolve()
         sha = write_report(ev, path, release_id=release, history=history, distances=distances, policy=p)
         context.log.info(f"privacy report of release {release}: {path} (sha256 {sha})")
         return {

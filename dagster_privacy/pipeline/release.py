@@ -85,12 +85,21 @@ def build_release_checks(*, settings: ReleaseSettings, on_evaluation: Evaluation
                          ) -> list[dg.AssetChecksDefinition]:
     """The privacy checks (one per policy metric) and the schema gate on ``synthetic_table``."""
     deps: list[str] = ["real_table"] + (["holdout_table"] if settings.holdout else [])
+    if on_evaluation is None:  # the HTML evidence report, written by the check itself (evidence.py)
+        from .evidence import build_report_hook
+
+        on_evaluation = build_report_hook(asset="synthetic_table", real=settings.real, synthetic=settings.synthetic,
+                                          holdout=settings.holdout, policy=settings.loaded_policy())
     checks = list(build_privacy_checks(asset="synthetic_table", policy=settings.loaded_policy(), real=settings.real,
                                        synthetic=settings.synthetic, holdout=settings.holdout,
                                        additional_deps=deps, on_evaluation=on_evaluation))
     if settings.schema_gate:
         checks += build_schema_gate_check(asset="synthetic_table", real=settings.real, synthetic=settings.synthetic,
                                           policy=settings.loaded_policy(), additional_deps=["real_table"])
+    if settings.loaded_policy().require_signoff:  # blocking, fails until a person approves (signoff.py)
+        from .signoff import build_signoff_check
+
+        checks.append(build_signoff_check(asset="synthetic_table"))
     return checks
 
 

@@ -30,14 +30,21 @@ from ..registry import registry
 from . import metadata as md
 from .audit import AuditError, AuditLog
 from .evidence import REPORT_PATH, REPORT_SHA256
+from .publish import PublicationRefused
 
 SIGNOFF_CHECK = "privacy_signoff"
 DECISIONS = ("approve", "reject")
 DEFAULT_ASSET = "synthetic_table"
 
 
-class SignoffError(Exception):
+class SignoffError(PublicationRefused):
     """A sign-off that cannot be recorded, or one that does not allow publication; one line, no values."""
+
+
+def evaluation_of(rec: Any) -> dg.AssetCheckEvaluation | None:
+    """The evaluation of a check record; None while it is only planned (or has no event)."""
+    ev = rec.evaluation if rec is not None and rec.event is not None else None
+    return ev if isinstance(ev, dg.AssetCheckEvaluation) else None
 
 
 def _key(asset: dg.AssetsDefinition | dg.AssetKey | str) -> dg.AssetKey:
@@ -57,7 +64,7 @@ def build_signoff_check(*, asset: dg.AssetsDefinition | dg.AssetKey | str = DEFA
     @dg.asset_check(asset=key, name=name, blocking=True,
                     description="Human sign-off of the privacy report: fails until a privacy officer records "
                                 "an approval of this release's report (dagster-privacy signoff).")
-    def _signoff(context: dg.AssetCheckExecutionContext) -> dg.AssetCheckResult:
+    def _signoff(context) -> dg.AssetCheckResult:  # no annotation: a string under __future__ annotations
         latest = context.instance.fetch_materializations(key, limit=1).records
         meta = latest[0].asset_materialization.metadata if latest and latest[0].asset_materialization else {}
         release = md.recorded(meta, md.RELEASE_ID)
@@ -96,11 +103,13 @@ def current_evaluation(instance: dg.DagsterInstance, asset: dg.AssetsDefinition 
     key = _key(asset)
     keys = [dg.AssetCheckKey(key, m) for m in registry()]
     recs = instance.event_log_storage.get_latest_asset_check_execution_by_key(keys)
-    done = [r for r in recs.values() if r.event is not None and r.evaluation is not None]
-    if not done:
+    if not recs:
         raise SignoffError(f"no privacy check evaluation is recorded for {key.to_user_string()}")
-    latest = max(done, key=lambda r: r.id)
-    ev = latest.evaluation
+    latest = max(recs.values(), key=lambda r: r.id)
+    ev = evaluation_of(latest)
+    if ev is None:
+        raise SignoffError(f"the latest privacy evaluation of {key.to_user_string()} (run {latest.run_id[:8]}) "
+                           "has not completed")
     sha = md.recorded(ev.metadata, REPORT_SHA256)
     if not sha:
         raise SignoffError(f"the latest privacy evaluation of {key.to_user_string()} (run {latest.run_id[:8]}) "
@@ -220,7 +229,7 @@ def verify_signoff(instance: dg.DagsterInstance, asset: dg.AssetsDefinition | dg
     exists for the latest materialization; returns the approval's figures for the publication metadata."""
     key = _key(asset)
     rec = instance.get_latest_asset_check_evaluation_record(dg.AssetCheckKey(key, SIGNOFF_CHECK))
-    ev = rec.evaluation if rec else None
+    ev = evaluation_of(rec)
     if ev is None:
         raise SignoffError("awaiting sign-off: no decision recorded (" + _command(None) + ")")
     decision = md.recorded(ev.metadata, "decision")
