@@ -1,1 +1,14 @@
-"""The reference code location's checks, built from the default release policy (policy.yaml)."""
+"""The reference code location's checks, built from the default release policy (policy.yaml).
+
+``DAGSTER_PRIVACY_POLICY`` overrides the policy; ``DAGSTER_PRIVACY_DATABASE`` and
+``DAGSTER_PRIVACY_PUBLISH_TARGET`` say where the tables are and where releases go.
+"""
+
+from pathlib import Path
+
+from dagster_privacy.pipeline import ReleaseSettings, build_release_checks
+
+DEFAULT_POLICY = Path(__file__).with_name("policy.yaml")
+
+settings = ReleaseSettings.from_env(default_policy=DEFAULT_POLICY)
+checks = build_release_checks(settings=settings)
