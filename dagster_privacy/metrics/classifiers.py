@@ -1,0 +1,98 @@
+"""Classifier metrics of seed 000 §2.2.3 and §2.2.11: can a model tell real rows from synthetic ones?
+
+Both train on the real rows (label 1) and the synthetic rows (label 0) in the one-hot + min-max space
+fitted on the real table, with seeds drawn from the context (results do not depend on metric order).
+Neither can see a release that copies the real table: identical rows cannot be told apart, so both
+score 0 (private) at synthetic = real — read them next to crp, dcr or identifiability (docs/metrics.md).
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from ..context import EvaluationContext
+from ..registry import metric
+from ..results import MetricResult
+
+
+def _clip(x: float) -> float:
+    return float(min(1.0, max(0.0, x)))
+
+
+def _labelled(ctx: EvaluationContext) -> tuple[np.ndarray, np.ndarray]:
+    """D of seed 000 §2.2.3 / §2.2.11: real rows labelled 1, synthetic rows labelled 0."""
+    x = np.vstack([ctx.euclidean("real"), ctx.euclidean("synthetic")])
+    y = np.concatenate([np.ones(ctx.n("real"), dtype=np.int8), np.zeros(ctx.n("synthetic"), dtype=np.int8)])
+    return x, y
+
+
+def _seed(ctx: EvaluationContext, name: str) -> int:
+    return int(ctx.rng(name).integers(0, 2**31 - 1))
+
+
+@metric("detection_mlp", family="classifiers", source="seed 000 §2.2.3", risk="distinguishability")
+def detection_mlp(ctx: EvaluationContext, *, folds: int = 3, hidden: int = 32, epochs: int = 10
+                  ) -> MetricResult:
+    """DetectionMLP: mean k-fold ROC AUC of a one-hidden-layer MLP telling real rows from synthetic rows.
+
+    Seed 000 §2.2.3: raw = the mean AUC over ``folds`` stratified folds (0.5 = indistinguishable).
+    value = clip(2·AUC − 1, 0, 1) (the Gini coefficient): 0 at chance, 1 when every real row outranks
+    every synthetic row; an AUC below 0.5 is chance too. scikit-learn MLPClassifier, ``hidden`` ReLU
+    units, Adam, batch 256, ``epochs`` passes, seeded; the fold split is stratified and seeded.
+    """
+    from sklearn.exceptions import ConvergenceWarning
+    from sklearn.metrics import roc_auc_score
+    from sklearn.model_selection import StratifiedKFold
+    from sklearn.neural_network import MLPClassifier
+
+    x, y = _labelled(ctx)
+    if min(ctx.n("real"), ctx.n("synthetic")) < folds:
+        raise ValueError(f"D-MLP needs at least {folds} real and {folds} synthetic rows")
+    seed = _seed(ctx, "detection_mlp")
+    aucs = []
+    for train, test in StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed).split(x, y):
+        model = MLPClassifier(hidden_layer_sizes=(hidden,), batch_size=256, max_iter=epochs,
+                              learning_rate_init=1e-3, random_state=seed)
+        with warnings.catch_warnings():  # a fixed number of epochs is the setting, not a failure
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            model.fit(x[train], y[train])
+        aucs.append(float(roc_auc_score(y[test], model.predict_proba(x[test])[:, 1])))
+    auc = float(np.mean(aucs))
+    return MetricResult(id="detection_mlp", value=_clip(2.0 * auc - 1.0), raw=auc,
+                        details={"fold_auc": aucs, "gini": 2.0 * auc - 1.0})
+
+
+@metric("mir", family="classifiers", source="seed 000 §2.2.11", risk="membership")
+def mir(ctx: EvaluationContext, *, test_share: float = 0.3, n_estimators: int = 100, threads: int = 1
+        ) -> MetricResult:
+    """Membership Inference Risk: recall of a LightGBM real-vs-synthetic classifier on held-out real rows.
+
+    Seed 000 §2.2.11: D = real (1) ∪ synthetic (0), a seeded stratified split (``test_share`` held out),
+    LightGBM trained on the rest; raw = recall = held-out real rows labelled real / held-out real rows.
+    Recall alone rewards a model that calls every row real, so value = clip(recall − FPR, 0, 1)
+    (Youden's J; FPR = held-out synthetic rows labelled real): 0 at chance, 1 at perfect separation.
+    LightGBM: ``n_estimators`` trees, 31 leaves, learning rate 0.1, balanced class weights, seeded,
+    deterministic, verbose −1, ``threads`` OpenMP threads (1 by default: on a shared 2-core machine two
+    busy-waiting OpenMP threads measured 8–15× slower than one; docs/metrics.md).
+    """
+    import lightgbm as lgb
+    from sklearn.model_selection import train_test_split
+
+    x, y = _labelled(ctx)
+    seed = _seed(ctx, "mir")
+    x_tr, x_te, y_tr, y_te = train_test_split(x, y, test_size=test_share, stratify=y, random_state=seed)
+    model = lgb.LGBMClassifier(n_estimators=n_estimators, num_leaves=31, learning_rate=0.1,
+                               class_weight="balanced", random_state=seed, n_jobs=threads, verbose=-1,
+                               deterministic=True, force_row_wise=True)
+    model.fit(x_tr, y_tr)
+    pred = model.predict(x_te)
+    real, syn = y_te == 1, y_te == 0
+    recall = float((pred[real] == 1).mean())
+    fpr = float((pred[syn] == 1).mean())
+    return MetricResult(id="mir", value=_clip(recall - fpr), raw=recall,
+                        sizes={"real": ctx.n("real"), "synthetic": ctx.n("synthetic"),
+                               "queries": int(y_te.size)},
+                        details={"recall": recall, "false_positive_rate": fpr, "youden_j": recall - fpr,
+                                 "held_out_real": int(real.sum()), "held_out_synthetic": int(syn.sum())})
