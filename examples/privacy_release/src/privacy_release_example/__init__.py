@@ -1,0 +1,1 @@
+"""Example dg project: dagster_privacy's PrivacyChecksComponent declared in defs.yaml."""
