@@ -19,14 +19,44 @@ from .tables import TableError as TableError
 
 __version__ = "0.1.0"
 
+#: the Dagster side, imported on first use so that ``import dagster_privacy`` (and the CLI) stays light
+_PIPELINE = {
+    "build_privacy_checks": "checks",
+    "build_schema_gate_check": "schema_gate",
+    "build_published_release": "publish",
+    "build_release_definitions": "release",
+    "build_release_assets": "release",
+    "build_release_checks": "release",
+    "ReleaseSettings": "release",
+    "ReadOnlyDuckDB": "resources",
+    "PrivacyChecksComponent": "component",
+}
+
+
+def __getattr__(name: str):  # PEP 562
+    if name in _PIPELINE:
+        import importlib
+
+        return getattr(importlib.import_module(f".pipeline.{_PIPELINE[name]}", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 __all__ = [
     "Evaluation",
+    "PrivacyChecksComponent",
+    "ReadOnlyDuckDB",
+    "ReleaseSettings",
     "MetricResult",
     "Policy",
     "PolicyError",
     "Severity",
     "Status",
     "TableError",
+    "build_privacy_checks",
+    "build_published_release",
+    "build_release_assets",
+    "build_release_checks",
+    "build_release_definitions",
+    "build_schema_gate_check",
     "evaluate",
     "load_policy",
     "metric",
