@@ -8,6 +8,7 @@ score 0 (private) at synthetic = real — read them next to crp, dcr or identifi
 
 from __future__ import annotations
 
+import math
 import warnings
 
 import numpy as np
@@ -16,16 +17,28 @@ from ..context import EvaluationContext
 from ..registry import metric
 from ..results import MetricResult
 
+_BATCH = 256  # MLP mini-batch size
+
 
 def _clip(x: float) -> float:
     return float(min(1.0, max(0.0, x)))
 
 
 def _labelled(ctx: EvaluationContext) -> tuple[np.ndarray, np.ndarray]:
-    """D of seed 000 §2.2.3 / §2.2.11: real rows labelled 1, synthetic rows labelled 0."""
-    x = np.vstack([ctx.euclidean("real"), ctx.euclidean("synthetic")])
+    """D of seed 000 §2.2.3 / §2.2.11: real rows labelled 1, synthetic rows labelled 0, in a canonical order.
+
+    Features are the one-hot + min-max dimensions ordered by column name, rows ordered by label and a
+    hash of their values over the columns sorted by name: the data a model sees, and so its seeded
+    fit, do not depend on the order of the input rows or columns (identical rows are interchangeable).
+    """
+    names = sorted(ctx.schema.names)
+    labels = ctx.encoder.euclidean_labels()
+    dims = sorted(range(len(labels)), key=lambda d: (labels[d], d))
+    x = np.vstack([ctx.euclidean("real"), ctx.euclidean("synthetic")])[:, dims]
     y = np.concatenate([np.ones(ctx.n("real"), dtype=np.int8), np.zeros(ctx.n("synthetic"), dtype=np.int8)])
-    return x, y
+    h = np.concatenate([ctx.table(role).select(names).hash_rows(seed=0).to_numpy() for role in ("real", "synthetic")])
+    order = np.lexsort((h, y))
+    return np.ascontiguousarray(x[order]), y[order]
 
 
 def _seed(ctx: EvaluationContext, name: str) -> int:
@@ -33,14 +46,16 @@ def _seed(ctx: EvaluationContext, name: str) -> int:
 
 
 @metric("detection_mlp", family="classifiers", source="seed 000 §2.2.3", risk="distinguishability")
-def detection_mlp(ctx: EvaluationContext, *, folds: int = 3, hidden: int = 32, epochs: int = 10
-                  ) -> MetricResult:
+def detection_mlp(ctx: EvaluationContext, *, folds: int = 3, hidden: int = 32, epochs: int = 10,
+                  min_steps: int = 400) -> MetricResult:
     """DetectionMLP: mean k-fold ROC AUC of a one-hidden-layer MLP telling real rows from synthetic rows.
 
     Seed 000 §2.2.3: raw = the mean AUC over ``folds`` stratified folds (0.5 = indistinguishable).
     value = clip(2·AUC − 1, 0, 1) (the Gini coefficient): 0 at chance, 1 when every real row outranks
     every synthetic row; an AUC below 0.5 is chance too. scikit-learn MLPClassifier, ``hidden`` ReLU
-    units, Adam, batch 256, ``epochs`` passes, seeded; the fold split is stratified and seeded.
+    units, Adam, batch 256, seeded, ``epochs`` passes over the training rows or more, so that at least
+    ``min_steps`` mini-batch steps are taken (a small table is not left underfit); the fold split is
+    stratified and seeded.
     """
     from sklearn.exceptions import ConvergenceWarning
     from sklearn.metrics import roc_auc_score
@@ -51,9 +66,11 @@ def detection_mlp(ctx: EvaluationContext, *, folds: int = 3, hidden: int = 32, e
     if min(ctx.n("real"), ctx.n("synthetic")) < folds:
         raise ValueError(f"D-MLP needs at least {folds} real and {folds} synthetic rows")
     seed = _seed(ctx, "detection_mlp")
+    n_train = y.size - y.size // folds
+    passes = max(epochs, math.ceil(min_steps * _BATCH / max(1, n_train)))
     aucs = []
     for train, test in StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed).split(x, y):
-        model = MLPClassifier(hidden_layer_sizes=(hidden,), batch_size=256, max_iter=epochs,
+        model = MLPClassifier(hidden_layer_sizes=(hidden,), batch_size=_BATCH, max_iter=passes,
                               learning_rate_init=1e-3, random_state=seed)
         with warnings.catch_warnings():  # a fixed number of epochs is the setting, not a failure
             warnings.simplefilter("ignore", ConvergenceWarning)
@@ -61,7 +78,7 @@ def detection_mlp(ctx: EvaluationContext, *, folds: int = 3, hidden: int = 32, e
         aucs.append(float(roc_auc_score(y[test], model.predict_proba(x[test])[:, 1])))
     auc = float(np.mean(aucs))
     return MetricResult(id="detection_mlp", value=_clip(2.0 * auc - 1.0), raw=auc,
-                        details={"fold_auc": aucs, "gini": 2.0 * auc - 1.0})
+                        details={"fold_auc": aucs, "gini": 2.0 * auc - 1.0, "epochs": passes})
 
 
 @metric("mir", family="classifiers", source="seed 000 §2.2.11", risk="membership")
