@@ -15,6 +15,7 @@ import click
 
 from .policy import PolicyError
 from .results import Evaluation, Status
+from .signoff import signoff_command
 from .tables import TableError
 
 
@@ -94,10 +95,15 @@ def evaluate(real: str, synthetic: str, holdout: str | None, metric_ids: tuple[s
              key_columns=split_list(key_columns), sensitive_columns=split_list(sensitive_columns),
              column_kinds=parse_kinds(column_kind), source_index_column=source_index_column, seed=seed,
              progress=True)
-    finish(ev, json_out=json_out, report_out=report_out)
+    report = None
+    if report_out:  # the report's distance figure reads the tables again (report/distances.py)
+        report = {"tables": (real, synthetic, holdout), "policy": policy, "column_kinds": parse_kinds(column_kind),
+                  "source_index_column": source_index_column}
+    finish(ev, json_out=json_out, report_out=report_out, report=report)
 
 
-def finish(ev: Evaluation, *, json_out: str | None = None, report_out: str | None = None) -> None:
+def finish(ev: Evaluation, *, json_out: str | None = None, report_out: str | None = None,
+           report: dict | None = None) -> None:
     """Print the table, write the outputs, exit with the verdict's code."""
     print_table(ev)
     if json_out:
@@ -105,10 +111,13 @@ def finish(ev: Evaluation, *, json_out: str | None = None, report_out: str | Non
         click.echo(f"JSON written to {json_out}", err=True)
     if report_out:
         try:
-            from .report import write_report
+            from .report import write_report, write_report_for
         except ImportError as exc:
             raise UsageFailure(f"the HTML report is not available: {exc}") from None
-        write_report(ev, report_out)
+        if report:
+            write_report_for(ev, report_out, **report)
+        else:
+            write_report(ev, report_out)
         click.echo(f"report written to {report_out}", err=True)
     sys.exit(1 if ev.verdict is Status.FAIL else 0)
 
@@ -140,6 +149,9 @@ def list_metrics() -> None:
         params = ", ".join(f"{k}={v!r}" for k, v in s.params.items())
         t.add_row(s.id, s.family, s.source, s.risk, ",".join(s.needs), params)
     Console(width=max(120, Console().width)).print(t)
+
+
+cli.add_command(signoff_command)  # dagster-privacy signoff (signoff.py; imports Dagster only when run)
 
 
 def main(argv: Sequence[str] | None = None) -> None:

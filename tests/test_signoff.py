@@ -24,10 +24,10 @@ from dagster_privacy.pipeline.signoff import (
     SignoffError,
     current_evaluation,
     record_signoff,
-    signoff_command,
     verify_signoff,
 )
 from dagster_privacy.report import file_sha256
+from dagster_privacy.signoff import signoff_command
 
 CANARY = "Zq7CanarySignoffOcc"
 POLICY = {"name": "signoff-test", "require_signoff": True, "metrics": {

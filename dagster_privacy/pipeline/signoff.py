@@ -4,7 +4,7 @@ verification publication runs.
 - ``build_signoff_check(asset=...)``: a blocking check that always fails ("awaiting sign-off") when it
   runs; defined only when the policy has ``require_signoff: true``. Every run that evaluates the
   release therefore leaves it blocked until a person decides.
-- ``record_signoff(...)`` / ``dagster-privacy signoff``: appends the decision to the audit table, then
+- ``record_signoff(...)`` (``dagster-privacy signoff``, ``dagster_privacy/signoff.py``): appends the decision to the audit table, then
   records a runless ``AssetCheckEvaluation`` of ``privacy_signoff`` against the latest synthetic
   materialization (``target_materialization_data``, dagster-facts §5) carrying approver, time,
   decision, reason and the sha256 of the report approved. A rejection is a failed evaluation.
@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import click
 import dagster as dg
 from dagster._core.definitions.asset_checks.asset_check_evaluation import (
     AssetCheckEvaluationTargetMaterializationData,
@@ -257,38 +256,3 @@ def verify_signoff(instance: dg.DagsterInstance, asset: dg.AssetsDefinition | dg
         raise SignoffError(f"the approval is not in the audit table {log.path}")
     return {"release_id": cur.release_id, "approver": row.approver, "signed_at": row.recorded_at,
             "report_sha256": row.report_sha256, "audit_seq": row.seq}
-
-
-# ------------------------------------------------------------------------------------ CLI
-
-
-@click.command("signoff")
-@click.option("--release", required=True, help="the release id (as in the report and the check metadata)")
-@click.option("--decision", required=True, type=click.Choice(DECISIONS), help="approve or reject")
-@click.option("--by", "by", required=True, help="who decides (name or id of the privacy officer)")
-@click.option("--reason", required=True, help="why: recorded with the decision")
-@click.option("--asset", default=DEFAULT_ASSET, show_default=True, help="the synthetic table asset")
-@click.option("--report-sha256", default=None, help="sha256 of the report you read (checked if given)")
-@click.option("--audit", "audit_path", default=None,
-              help="audit DuckDB file [default: $DAGSTER_PRIVACY_AUDIT, else $DAGSTER_HOME/dagster_privacy/audit.duckdb]")
-def signoff_command(release: str, decision: str, by: str, reason: str, asset: str, report_sha256: str | None,
-                    audit_path: str | None) -> None:
-    """Record a privacy officer's decision on a release (in the Dagster instance at $DAGSTER_HOME)."""
-    from ..cli import UsageFailure
-
-    try:
-        instance = dg.DagsterInstance.get()
-    except Exception as exc:
-        raise UsageFailure(f"no Dagster instance ({type(exc).__name__}): set DAGSTER_HOME to the instance "
-                           "the privacy checks ran in") from None
-    try:
-        with instance:
-            rec = record_signoff(release=release, decision=decision, by=by, reason=reason, instance=instance,
-                                 asset=dg.AssetKey.from_user_string(asset), report_sha256=report_sha256,
-                                 audit=audit_path)
-    except (SignoffError, AuditError) as exc:
-        raise UsageFailure(f"sign-off not recorded: {exc}") from None
-    click.echo(f"{rec.decision} of release {rec.release_id} by {rec.approver} recorded at {rec.signed_at}")
-    click.echo(f"  report sha256 {rec.report_sha256}" + (f" ({rec.report_path})" if rec.report_path else ""))
-    click.echo(f"  privacy_signoff evaluation against {asset} materialization {rec.storage_id}; "
-               f"audit row #{rec.audit_seq} in {rec.audit_path}")

@@ -7,6 +7,7 @@ from .distances import summarize as summarize
 from .html import file_sha256 as file_sha256
 from .html import render_report as render_report
 from .html import write_report as write_report
+from .html import write_report_for as write_report_for
 from .markdown import markdown_summary as markdown_summary
 from .risks import RISKS as RISKS
 from .risks import risk_class as risk_class
@@ -22,4 +23,5 @@ __all__ = [
     "risk_class",
     "summarize",
     "write_report",
+    "write_report_for",
 ]

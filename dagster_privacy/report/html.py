@@ -340,6 +340,28 @@ def write_report(ev: Evaluation, path: str | os.PathLike[str], *, release_id: st
     return hashlib.sha256(data).hexdigest()
 
 
+def write_report_for(ev: Evaluation, path: str | os.PathLike[str], *, tables: Sequence[Any], policy: Any = None,
+                     column_kinds: Mapping[str, str] | None = None, source_index_column: str | None = None,
+                     release_id: str | None = None) -> str:
+    """Write the report of an evaluation of ``tables`` = (real, synthetic, holdout): reads them again
+    for the distance figure (left out, and said so, if they are not the tables evaluated)."""
+    from ..policy import load_policy
+    from ..tables import TableError
+    from .distances import distances_for
+
+    p = load_policy(policy) if policy is not None else None
+    tm = p.threat_model if p is not None else None
+    kinds = {**(tm.column_kinds if tm else {}), **(column_kinds or {})}
+    real, synthetic, holdout = (list(tables) + [None])[:3]
+    try:
+        dist = distances_for(real, synthetic, holdout, column_kinds=kinds,
+                             source_index_column=source_index_column or (tm.source_index_column if tm else None),
+                             seed=ev.seed, expect=ev.tables)
+    except (TableError, ValueError):
+        dist = None
+    return write_report(ev, path, release_id=release_id, distances=dist, policy=p)
+
+
 def file_sha256(path: str | os.PathLike[str]) -> str:
     """The sha256 of a written report (what a sign-off approves)."""
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()

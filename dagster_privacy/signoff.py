@@ -1,0 +1,49 @@
+"""``dagster-privacy signoff``: record a privacy officer's decision on a release.
+
+The command imports Dagster only when it runs (the other commands start without it); the logic lives
+in ``dagster_privacy.pipeline.signoff`` (``record_signoff``, ``verify_signoff``) and
+``dagster_privacy.pipeline.audit`` (the append-only audit table).
+"""
+
+from __future__ import annotations
+
+import click
+
+DECISIONS = ("approve", "reject")
+
+
+@click.command("signoff")
+@click.option("--release", required=True, help="the release id (as in the report and the check metadata)")
+@click.option("--decision", required=True, type=click.Choice(DECISIONS), help="approve or reject")
+@click.option("--by", "by", required=True, help="who decides (name or id of the privacy officer)")
+@click.option("--reason", required=True, help="why: recorded with the decision")
+@click.option("--asset", default="synthetic_table", show_default=True, help="the synthetic table asset")
+@click.option("--report-sha256", default=None, help="sha256 of the report you read (checked when given)")
+@click.option("--audit", "audit_path", default=None,
+              help="audit DuckDB file [default: $DAGSTER_PRIVACY_AUDIT, else "
+                   "$DAGSTER_HOME/dagster_privacy/audit.duckdb]")
+def signoff_command(release: str, decision: str, by: str, reason: str, asset: str, report_sha256: str | None,
+                    audit_path: str | None) -> None:
+    """Record a decision on a release, in the Dagster instance at $DAGSTER_HOME and the audit table."""
+    import dagster as dg
+
+    from .cli import UsageFailure
+    from .pipeline.audit import AuditError
+    from .pipeline.signoff import SignoffError, record_signoff
+
+    try:
+        instance = dg.DagsterInstance.get()
+    except Exception as exc:
+        raise UsageFailure(f"no Dagster instance ({type(exc).__name__}): set DAGSTER_HOME to the instance "
+                           "the privacy checks ran in") from None
+    try:
+        with instance:
+            rec = record_signoff(release=release, decision=decision, by=by, reason=reason, instance=instance,
+                                 asset=dg.AssetKey.from_user_string(asset), report_sha256=report_sha256,
+                                 audit=audit_path)
+    except (SignoffError, AuditError) as exc:
+        raise UsageFailure(f"sign-off not recorded: {exc}") from None
+    click.echo(f"{rec.decision} of release {rec.release_id} by {rec.approver} recorded at {rec.signed_at}")
+    click.echo(f"  report sha256 {rec.report_sha256}" + (f" ({rec.report_path})" if rec.report_path else ""))
+    click.echo(f"  privacy_signoff evaluation against {asset} materialization {rec.storage_id}; "
+               f"audit row #{rec.audit_seq} in {rec.audit_path}")
