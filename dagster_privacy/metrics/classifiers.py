@@ -70,7 +70,7 @@ def detection_mlp(ctx: EvaluationContext, *, folds: int = 3, hidden: int = 32, e
     passes = max(epochs, math.ceil(min_steps * _BATCH / max(1, n_train)))
     aucs = []
     for train, test in StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed).split(x, y):
-        model = MLPClassifier(hidden_layer_sizes=(hidden,), batch_size=_BATCH, max_iter=passes,
+        model = MLPClassifier(hidden_layer_sizes=(hidden,), batch_size=min(_BATCH, train.size), max_iter=passes,
                               learning_rate_init=1e-3, random_state=seed)
         with warnings.catch_warnings():  # a fixed number of epochs is the setting, not a failure
             warnings.simplefilter("ignore", ConvergenceWarning)
