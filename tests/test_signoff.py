@@ -130,7 +130,7 @@ def test_release_waits_for_signoff_and_the_check_writes_the_report(env: Env):
         verify_signoff(env.instance, SYN, audit=env.audit)
     refused = env.publish()
     assert not refused.success and not _published(refused)
-    assert "privacy_signoff" in _failure(refused)
+    assert "awaiting sign-off" in _failure(refused)
 
 
 def test_signoff_refuses_wrong_release_and_wrong_report(env: Env):
@@ -173,12 +173,15 @@ def test_a_new_evaluation_invalidates_the_approval(env: Env):
 def test_rejection_keeps_another_release_blocked(env: Env):
     res = env.release("v2", "leaky")
     assert not _published(res)
+    with pytest.raises(SignoffError, match="failed its gates"):
+        env.sign("v2", "approve")
     rec = env.sign("v2", "reject", reason="copies of training records (crp fails)")
     assert rec.decision == "reject"
     with pytest.raises(SignoffError, match="'reject' by Dana Officer"):
         verify_signoff(env.instance, SYN, audit=env.audit)
     refused = env.publish()
     assert not refused.success and not _published(refused)
+    assert "'reject' by Dana Officer" in _failure(refused)
 
 
 def test_audit_table_keeps_every_decision_and_detects_tampering(env: Env):

@@ -179,6 +179,9 @@ def record_signoff(
     if cur.target_storage_id != mat.storage_id:
         raise SignoffError(f"the latest privacy evaluation is of an older materialization of "
                            f"{key.to_user_string()}: run the privacy checks again, then sign off")
+    if decision == "approve" and cur.verdict == "fail":
+        raise SignoffError(f"the latest privacy evaluation of release {release!r} failed its gates: publication "
+                           "stays blocked whatever the decision (reject it, or fix the release and evaluate again)")
     if report_sha256 and report_sha256.strip().lower() != cur.report_sha256:
         raise SignoffError(f"the report you read (sha256 {report_sha256[:12]}…) is not the current evaluation's "
                            f"report ({cur.report_sha256[:12]}…)")
