@@ -118,6 +118,7 @@ def build_release_definitions(
     checks: Sequence[dg.AssetChecksDefinition] | None = None,
     extra_checks: Sequence[dg.AssetChecksDefinition] = (),
     on_evaluation: EvaluationHook | None = None,
+    executor: dg.ExecutorDefinition | None = dg.in_process_executor,
     **settings_kwargs: Any,
 ) -> dg.Definitions:
     """The release pipeline: table assets, privacy checks, schema gate, gated publication, a release
@@ -126,6 +127,8 @@ def build_release_definitions(
     Give ``settings`` or its fields (``database=``, ``policy=``, ``publish_target=``, …). ``assets`` and
     ``checks`` default to :func:`build_release_assets` / :func:`build_release_checks`; ``extra_checks``
     (e.g. a human sign-off) are added, and their names belong in ``settings.required_checks``.
+    ``executor``: in-process by default — the steps share only read-only DuckDB files, and one process
+    imports the engine once instead of once per step; None keeps Dagster's multiprocess default.
     """
     if settings is None:
         settings = ReleaseSettings(**settings_kwargs)
@@ -143,4 +146,5 @@ def build_release_definitions(
         schedules=[build_checks_schedule(job=checks_job, cron_schedule=settings.checks_cron)],
         sensors=[build_new_release_sensor(job=release_job, synthetic=settings.synthetic)],
         resources=build_release_resources(settings=settings),
+        executor=executor,
     )
