@@ -4,7 +4,7 @@ Query rows are processed in chunks so memory stays O(chunk × reference + rows �
 always whole: only a caller may choose to query fewer rows, never to search fewer references.
 
 Euclidean: per chunk one float32 BLAS product gives ‖r‖² − 2 q·r (the row constant ‖q‖² does not change
-the order); the k smallest are selected by repeated ``argmin`` (k ≤ 4) or ``argpartition``; the chosen
+the order); the k smallest are selected by ``argmin`` (k = 1) or a blocked two-stage selection; the chosen
 neighbours' distances are then recomputed exactly in float64 from the encoded rows, so an identical
 row is at distance exactly 0. Ties: among equal float32 scores the lowest reference index is taken;
 the k neighbours are returned by exact distance, then index.
@@ -24,6 +24,7 @@ import numpy as np
 
 CHUNK_BYTES = 64 * 2**20  # one chunk's distance block
 ONEHOT_MAX_CODES = 512  # wider categorical columns are compared by equality instead
+BLOCK = 64  # columns per block in the k ≥ 2 selection
 
 
 @dataclass(frozen=True)
@@ -87,13 +88,18 @@ def _onehot_plan(q: MixedRows, r: MixedRows) -> tuple[np.ndarray | None, np.ndar
     return onehot(q), onehot(r), wide
 
 
-def euclidean_chunks(query: np.ndarray, ref: np.ndarray, *, exclude_self: bool = False
-                     ) -> Iterator[tuple[int, np.ndarray]]:
-    """Yields (start, scores) with scores = ‖r‖² − 2 q·r per chunk (float32; + ‖q‖² = squared distance)."""
-    ref_t2 = np.ascontiguousarray(ref.T * np.float32(-2.0))
-    rn = np.einsum("ij,ij->i", ref, ref, dtype=np.float32)
-    step = chunk_rows(ref.shape[0])
-    buf = np.empty((step, ref.shape[0]), dtype=np.float32)
+def _euclidean_blocks(query: np.ndarray, ref: np.ndarray, *, exclude_self: bool = False, pad: int = 1
+                      ) -> Iterator[tuple[int, np.ndarray]]:
+    """(start, scores) per chunk, scores = ‖r‖² − 2 q·r in float32, width rounded up to a multiple of
+    ``pad`` with +inf columns (padding references: zero vectors of infinite norm)."""
+    n_ref = ref.shape[0]
+    width = -(-n_ref // pad) * pad
+    ref_t2 = np.zeros((ref.shape[1], width), dtype=np.float32)
+    ref_t2[:, :n_ref] = ref.T * np.float32(-2.0)
+    rn = np.full(width, np.inf, dtype=np.float32)
+    rn[:n_ref] = np.einsum("ij,ij->i", ref, ref, dtype=np.float32)
+    step = chunk_rows(width)
+    buf = np.empty((step, width), dtype=np.float32)
     for s in range(0, query.shape[0], step):
         q = query[s : s + step]
         b = buf[: q.shape[0]]
@@ -105,16 +111,28 @@ def euclidean_chunks(query: np.ndarray, ref: np.ndarray, *, exclude_self: bool =
         yield s, b
 
 
-def mixed_chunks(query: MixedRows, ref: MixedRows, *, exclude_self: bool = False
-                 ) -> Iterator[tuple[int, np.ndarray]]:
-    """Yields (start, distances) of the mixed space per chunk (float32)."""
+def euclidean_chunks(query: np.ndarray, ref: np.ndarray, *, exclude_self: bool = False
+                     ) -> Iterator[tuple[int, np.ndarray]]:
+    """Yields (start, scores) with scores = ‖r‖² − 2 q·r per chunk (float32; + ‖q‖² = squared distance)."""
+    n_ref = ref.shape[0]
+    for s, b in _euclidean_blocks(query, ref, exclude_self=exclude_self):
+        yield s, b[:, :n_ref]
+
+
+def _mixed_blocks(query: MixedRows, ref: MixedRows, *, exclude_self: bool = False, pad: int = 1
+                  ) -> Iterator[tuple[int, np.ndarray]]:
+    """(start, distances) of the mixed space per chunk (float32), width padded with +inf as above."""
     oq, orf, wide = _onehot_plan(query, ref)
     orf_t = None if orf is None else np.ascontiguousarray(orf.T)
     n_cat = query.cat.shape[1]
     w = np.float32(query.cat_weight)
-    step = chunk_rows(ref.n)
-    buf = np.empty((step, ref.n), dtype=np.float32)
-    tmp = np.empty((step, ref.n), dtype=np.float32)
+    n_ref = ref.n
+    width = -(-n_ref // pad) * pad
+    step = chunk_rows(width)
+    full = np.empty((step, width), dtype=np.float32)
+    full[:, n_ref:] = np.inf
+    buf = full[:, :n_ref]
+    tmp = np.empty((step, n_ref), dtype=np.float32)
     for s in range(0, query.n, step):
         e = min(s + step, query.n)
         b = buf[: e - s]
@@ -133,28 +151,46 @@ def mixed_chunks(query: MixedRows, ref: MixedRows, *, exclude_self: bool = False
         if exclude_self:
             rows = np.arange(e - s)
             b[rows, s + rows] = np.inf
-        yield s, b
+        yield s, full[: e - s]
+
+
+def mixed_chunks(query: MixedRows, ref: MixedRows, *, exclude_self: bool = False
+                 ) -> Iterator[tuple[int, np.ndarray]]:
+    """Yields (start, distances) of the mixed space per chunk (float32)."""
+    for s, b in _mixed_blocks(query, ref, exclude_self=exclude_self):
+        yield s, b[:, : ref.n]
 
 
 def _select(block: np.ndarray, k: int) -> np.ndarray:
-    """Indices of the k smallest per row, smallest first (ties: lowest index)."""
-    if k <= 4:
-        out = np.empty((block.shape[0], k), dtype=np.int64)
-        rows = np.arange(block.shape[0])
-        saved = []
-        for j in range(k):
-            a = block.argmin(axis=1)
-            out[:, j] = a
-            if j < k - 1:
-                saved.append((a, block[rows, a].copy()))
-                block[rows, a] = np.inf
-        for a, v in saved:  # leave the block as it was
-            block[rows, a] = v
-        return out
-    part = np.argpartition(block, k - 1, axis=1)[:, :k]
-    vals = np.take_along_axis(block, part, axis=1)
-    order = np.lexsort((part, vals), axis=1)
-    return np.take_along_axis(part, order, axis=1)
+    """Indices of the k smallest per row, in (value, index) order: ties go to the lowest index.
+
+    k = 1 is one ``argmin`` pass. For k ≥ 2 the row is cut into blocks of BLOCK columns (the width is
+    a multiple of BLOCK, padded with +inf): one pass takes each block's minimum, the k blocks with the
+    smallest (minimum, block index) are kept, and the k smallest are chosen among their k·BLOCK
+    entries. Exact: a block holding one of the k smallest entries has its minimum before that entry,
+    so it is among the first k blocks. Selection then costs about one pass over the scores instead of
+    k passes or a full ``argpartition``.
+    """
+    rows = block.shape[0]
+    if k == 1:
+        return block.argmin(axis=1)[:, None].astype(np.int64)
+    n_blocks = block.shape[1] // BLOCK
+    if block.shape[1] % BLOCK or n_blocks <= k:
+        return _lex_smallest(block, np.broadcast_to(np.arange(block.shape[1]), block.shape), k)
+    cube = block.reshape(rows, n_blocks, BLOCK)
+    minima = cube.min(axis=2)
+    best = np.argsort(minima, axis=1, kind="stable")[:, :k]  # (min, block index) order
+    best.sort(axis=1)  # candidates in index order
+    r = np.arange(rows)[:, None]
+    cand = cube[r, best].reshape(rows, k * BLOCK)
+    cand_idx = (best[:, :, None] * BLOCK + np.arange(BLOCK)).reshape(rows, k * BLOCK)
+    return _lex_smallest(cand, cand_idx, k)
+
+
+def _lex_smallest(values: np.ndarray, index: np.ndarray, k: int) -> np.ndarray:
+    """The k smallest entries per row by (value, index), returned as their indices."""
+    order = np.lexsort((index, values), axis=1)[:, :k]
+    return np.take_along_axis(np.asarray(index), order, axis=1).astype(np.int64)
 
 
 def _finish(dist: np.ndarray, idx: np.ndarray, t0: float) -> Neighbors:
@@ -168,7 +204,7 @@ def knn_euclidean(query: np.ndarray, ref: np.ndarray, k: int, *, exclude_self: b
     t0 = time.perf_counter()
     k = _check_k(k, ref.shape[0] - (1 if exclude_self else 0))
     idx = np.empty((query.shape[0], k), dtype=np.int64)
-    for s, block in euclidean_chunks(query, ref, exclude_self=exclude_self):
+    for s, block in _euclidean_blocks(query, ref, exclude_self=exclude_self, pad=BLOCK):
         idx[s : s + block.shape[0]] = _select(block, k)
     q64 = query.astype(np.float64)
     dist = np.empty(idx.shape, dtype=np.float64)
@@ -183,7 +219,7 @@ def knn_mixed(query: MixedRows, ref: MixedRows, k: int, *, exclude_self: bool = 
     t0 = time.perf_counter()
     k = _check_k(k, ref.n - (1 if exclude_self else 0))
     idx = np.empty((query.n, k), dtype=np.int64)
-    for s, block in mixed_chunks(query, ref, exclude_self=exclude_self):
+    for s, block in _mixed_blocks(query, ref, exclude_self=exclude_self, pad=BLOCK):
         idx[s : s + block.shape[0]] = _select(block, k)
     dist = np.empty(idx.shape, dtype=np.float64)
     w = query.cat_weight

@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
@@ -79,6 +80,24 @@ class Policy(BaseModel):
 # --------------------------------------------------------------------------------------------- loading
 
 
+class _Loader(yaml.SafeLoader):
+    """YAML 1.2 booleans: only true/false. YAML 1.1 also reads on/off/yes/no as booleans, which would
+    turn the policy key ``on: ci_upper`` into ``True: ci_upper``."""
+
+
+_Loader.yaml_implicit_resolvers = {
+    k: [(tag, rx) for tag, rx in v if tag != "tag:yaml.org,2002:bool"]
+    for k, v in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+_Loader.add_implicit_resolver("tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"),
+                              list("tTfF"))
+
+
+def read_yaml(text: str) -> Any:
+    """Parse policy YAML (YAML 1.2 booleans)."""
+    return yaml.load(text, Loader=_Loader)  # noqa: S506 - a SafeLoader subclass
+
+
 def _line_of(node: yaml.Node | None, loc: tuple[Any, ...]) -> int | None:
     """The 1-based line of the YAML node a pydantic error location points at."""
     line = None if node is None else node.start_mark.line + 1
@@ -100,7 +119,7 @@ def _preset_data(name: str) -> dict[str, Any]:
     path = PRESETS_DIR / f"{name}.yaml"
     if name not in PRESET_NAMES or not path.is_file():
         raise PolicyError(f"unknown policy preset {name!r}: use one of {', '.join(PRESET_NAMES)} or a YAML file")
-    return yaml.safe_load(path.read_text()) or {}
+    return read_yaml(path.read_text()) or {}
 
 
 def _merge(base: dict[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
@@ -152,8 +171,8 @@ def load_policy(policy: str | Path | Policy | Mapping[str, Any] | None = "standa
         raise PolicyError(f"policy {text!r} is neither a preset ({', '.join(PRESET_NAMES)}) nor a file")
     source = path.read_text()
     try:
-        node = yaml.compose(source)
-        data = yaml.safe_load(source) or {}
+        node = yaml.compose(source, Loader=_Loader)
+        data = read_yaml(source) or {}
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = f", line {mark.line + 1}" if mark else ""

@@ -81,3 +81,27 @@ def test_gower_matches_hand_computation() -> None:
 def test_k_larger_than_reference_is_capped() -> None:
     x = np.eye(3, dtype=np.float32)
     assert knn_euclidean(x, x, 10, exclude_self=True).k == 2
+
+
+@pytest.mark.parametrize("k", [2, 5, 9])
+def test_blocked_selection_is_exact_with_many_ties(k: int) -> None:
+    # integer grid points: many references at equal distances; lowest index wins every tie
+    rng = np.random.default_rng(4)
+    r = rng.integers(0, 4, (1000, 3)).astype(np.float32)
+    q = rng.integers(0, 4, (120, 3)).astype(np.float32)
+    nn = knn_euclidean(q, r, k)
+    d = cdist(q.astype(np.float64), r.astype(np.float64))
+    order = np.lexsort((np.broadcast_to(np.arange(1000), d.shape), d), axis=1)[:, :k]
+    np.testing.assert_array_equal(nn.idx, order)
+    np.testing.assert_allclose(nn.dist, np.take_along_axis(d, order, 1), atol=1e-12)
+
+
+def test_blocked_selection_in_the_mixed_space_with_self_exclusion() -> None:
+    rng = np.random.default_rng(5)
+    codes = rng.integers(0, 3, (700, 4)).astype(np.int32)
+    rows = MixedRows(np.empty((700, 0), np.float32), codes)
+    nn = knn_mixed(rows, rows, 4, exclude_self=True)
+    d = cdist(codes, codes, metric="hamming") * 4
+    np.fill_diagonal(d, np.inf)
+    order = np.lexsort((np.broadcast_to(np.arange(700), d.shape), d), axis=1)[:, :4]
+    np.testing.assert_array_equal(nn.idx, order)

@@ -100,3 +100,10 @@ def test_an_exception_inside_a_metric_becomes_an_error_result_with_its_reason() 
     assert r.reason == "RuntimeError: division went wrong at value '…'"
     assert ev["crp"].value == pytest.approx(1.0)  # the others still ran
     assert ev.verdict is Status.FAIL  # not_in_policy → ERROR severity by default: fail closed
+
+
+def test_unquoted_on_key_is_a_string_key(tmp_path) -> None:
+    f = tmp_path / "p.yaml"
+    f.write_text("metrics:\n  crp: {threshold: 0.1, on: ci_upper}\n  dcr:\n    on: value\n    optional: true\n")
+    p = dp.load_policy(f)
+    assert p.metrics["crp"].on == "ci_upper" and p.metrics["dcr"].optional is True
