@@ -1,7 +1,8 @@
 """The sign-off audit table: every decision appended to its own DuckDB file, never rewritten.
 
 The file is ``DAGSTER_PRIVACY_AUDIT``; by default ``$DAGSTER_HOME/dagster_privacy/audit.duckdb`` (next to
-the Dagster instance that holds the check evaluations), else ``~/.dagster_privacy/audit.duckdb``. It is
+the Dagster instance that holds the check evaluations: the instance's own directory when there is one),
+else ``~/.dagster_privacy/audit.duckdb``. It is
 never the database the real data sits in (``DAGSTER_PRIVACY_DATABASE``): that is refused.
 
 This module only ever INSERTs. Each row carries the sha256 of the previous row and of itself (a hash
@@ -68,13 +69,14 @@ class AuditRow:
     row_hash: str
 
 
-def default_audit_path() -> Path:
-    """``DAGSTER_PRIVACY_AUDIT``, else ``$DAGSTER_HOME/dagster_privacy/audit.duckdb``, else
-    ``~/.dagster_privacy/audit.duckdb``."""
+def default_audit_path(instance: Any = None) -> Path:
+    """``DAGSTER_PRIVACY_AUDIT``, else ``<instance directory>/dagster_privacy/audit.duckdb`` (the
+    instance's own directory, else ``$DAGSTER_HOME``), else ``~/.dagster_privacy/audit.duckdb``."""
     env = os.environ.get(AUDIT_ENV)
     if env:
         return Path(env)
-    home = os.environ.get("DAGSTER_HOME")
+    root = getattr(instance, "root_directory", None) if instance is not None else None
+    home = root or os.environ.get("DAGSTER_HOME")
     base = Path(home) / "dagster_privacy" if home else Path.home() / ".dagster_privacy"
     return base / "audit.duckdb"
 
@@ -114,8 +116,8 @@ def _connect(path: Path, *, read_only: bool, attempts: int = 20) -> Iterator[Any
 class AuditLog:
     """Append-only access to the audit table."""
 
-    def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
-        self.path = Path(path) if path is not None else default_audit_path()
+    def __init__(self, path: str | os.PathLike[str] | None = None, *, instance: Any = None) -> None:
+        self.path = Path(path) if path is not None else default_audit_path(instance)
         _guard(self.path)
 
     def append(self, **fields: Any) -> AuditRow:

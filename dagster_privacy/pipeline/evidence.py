@@ -5,8 +5,9 @@ exactly the one the officer must read: so the report is written inside the check
 ``build_privacy_checks(on_evaluation=...)`` calls with the Evaluation. Its path and sha256 go into every
 check result's metadata; the sign-off approves that sha256.
 
-Reports go to ``DAGSTER_PRIVACY_REPORTS``, by default ``$DAGSTER_HOME/dagster_privacy/reports`` (else
-``~/.dagster_privacy/reports``), one file per release and run: ``<release>/<run id>.html``.
+Reports go to ``DAGSTER_PRIVACY_REPORTS``, by default ``<instance directory>/dagster_privacy/reports``
+(``$DAGSTER_HOME/dagster_privacy/reports`` for a persistent instance), one file per release and run:
+``<release>/<run id>.html``.
 """
 
 from __future__ import annotations
@@ -31,12 +32,18 @@ REPORT_SHA256 = "dagster_privacy/report_sha256"
 REPORT_SUMMARY = "privacy_report"
 
 
-def default_reports_dir() -> Path:
+def instance_dir(instance: dg.DagsterInstance | None = None) -> Path:
+    """``<instance root>/dagster_privacy`` (the instance's directory, else ``$DAGSTER_HOME``), else
+    ``~/.dagster_privacy``: governance files live next to the instance that records the decisions."""
+    root = getattr(instance, "root_directory", None) if instance is not None else None
+    home = root or os.environ.get("DAGSTER_HOME")
+    return Path(home) / "dagster_privacy" if home else Path.home() / ".dagster_privacy"
+
+
+def default_reports_dir(instance: dg.DagsterInstance | None = None) -> Path:
+    """``DAGSTER_PRIVACY_REPORTS``, else ``<instance dir>/dagster_privacy/reports``."""
     env = os.environ.get(REPORTS_ENV)
-    if env:
-        return Path(env)
-    home = os.environ.get("DAGSTER_HOME")
-    return (Path(home) / "dagster_privacy" if home else Path.home() / ".dagster_privacy") / "reports"
+    return Path(env) if env else instance_dir(instance) / "reports"
 
 
 def safe_name(text: str) -> str:
@@ -111,7 +118,7 @@ def build_report_hook(
             context.log.warning(f"report: distance figure left out ({type(exc).__name__}: {redact(str(exc))})")
         history = check_history(context.instance, key, metric_ids=ev.ids, limit=history_limit,
                                 exclude_run=context.run.run_id)
-        base = Path(reports_dir) if reports_dir is not None else default_reports_dir()
+        base = Path(reports_dir) if reports_dir is not None else default_reports_dir(context.instance)
         path = (base / safe_name(release) / f"{context.run.run_id}.html").resolve()
         sha = write_report(ev, path, release_id=release, history=history, distances=distances, policy=p)
         context.log.info(f"privacy report of release {release}: {path} (sha256 {sha})")

@@ -190,7 +190,7 @@ def record_signoff(
 
         if file_sha256(cur.report_path) != cur.report_sha256:
             raise SignoffError(f"the report file {cur.report_path} changed after the evaluation wrote it")
-    log = audit if isinstance(audit, AuditLog) else AuditLog(audit)
+    log = audit if isinstance(audit, AuditLog) else AuditLog(audit, instance=instance)
     signed_at = (now or dt.datetime.now(dt.UTC)).astimezone(dt.UTC).isoformat(timespec="seconds")
     row = log.append(recorded_at=signed_at, release_id=release, decision=decision, approver=by.strip(),
                      reason=reason.strip(), report_sha256=cur.report_sha256, report_path=cur.report_path,
@@ -250,7 +250,7 @@ def verify_signoff(instance: dg.DagsterInstance, asset: dg.AssetsDefinition | dg
                            f"{cur.report_sha256[:12]}… (a new evaluation needs a new sign-off)")
     if md.recorded(ev.metadata, md.RELEASE_ID) != cur.release_id:
         raise SignoffError("the approval is of another release than the current evaluation's")
-    log = audit if isinstance(audit, AuditLog) else AuditLog(audit)
+    log = audit if isinstance(audit, AuditLog) else AuditLog(audit, instance=instance)
     try:
         row = log.find(row_hash=str(md.recorded(ev.metadata, "audit_row_hash")))
     except AuditError as exc:
