@@ -1,0 +1,145 @@
+"""Shared pieces of the attack family: target sampling, rates with intervals, the control-baseline risk.
+
+Every attack of seed 004 §4.3 is scored twice, against training records (e_train) and against control
+(holdout) records the generator never saw (e_control), and reported as E of eq. 8 (§5.3.2). The helpers
+here keep the two sides on equal footing (the same number of target records per side) and make every
+random choice depend on the seed and on record content only, never on row or column order.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ...context import EvaluationContext
+from ...results import MetricResult
+from ...stats import Rate, bonferroni, control_risk, wilson
+
+CONFIDENCE = 0.95
+_M1 = np.uint64(0xBF58476D1CE4E5B9)
+_M2 = np.uint64(0x94D049BB133111EB)
+
+
+def mix64(x: np.ndarray) -> np.ndarray:
+    """splitmix64 finaliser: a well-spread 64-bit hash of 64-bit integers (wraps on purpose)."""
+    z = x.astype(np.uint64, copy=True)
+    with np.errstate(over="ignore"):
+        z ^= z >> np.uint64(30)
+        z *= _M1
+        z ^= z >> np.uint64(27)
+        z *= _M2
+        z ^= z >> np.uint64(31)
+    return z
+
+
+def salt(ctx: EvaluationContext, name: str) -> np.uint64:
+    """A 64-bit salt drawn from the metric's own seeded generator."""
+    return np.uint64(ctx.rng(name).integers(0, 2**63 - 1, dtype=np.int64))
+
+
+def content_order(ctx: EvaluationContext, role: str, name: str) -> np.ndarray:
+    """All rows of a table in a seeded order that depends on their content only.
+
+    Rows are ranked by a salted hash of their row hash, so the same records are chosen whatever the row
+    order of the input (identical rows tie and are interchangeable); ties are broken by position.
+    """
+    key = mix64(ctx.row_hashes(role).astype(np.uint64) ^ salt(ctx, f"{name}:{role}"))
+    return np.lexsort((np.arange(key.size), key))
+
+
+def sample_targets(ctx: EvaluationContext, role: str, n: int, name: str) -> np.ndarray:
+    """n target rows of one side, chosen by content_order (a seeded sample without replacement)."""
+    return content_order(ctx, role, name)[:n]
+
+
+def hash_order(ctx: EvaluationContext, role: str) -> np.ndarray:
+    """Rows sorted by their row hash: the reference order that makes 'lowest index' ties order-free."""
+    return np.argsort(ctx.row_hashes(role), kind="stable")
+
+
+def canonical_columns(ctx: EvaluationContext, columns: Sequence[str] | None = None) -> list[str]:
+    """Columns in name order: random column choices must not depend on the input's column order."""
+    return sorted(ctx.schema.names if columns is None else columns)
+
+
+def n_targets(ctx: EvaluationContext, n_attacks: int, *, control_rows: int | None = None) -> int:
+    """Targets per side: n_attacks, fewer only when a side has fewer rows (both sides the same)."""
+    ctl = ctx.n("holdout") if control_rows is None else control_rows
+    return int(max(0, min(int(n_attacks), ctx.n("real"), ctl)))
+
+
+def rate(successes: float, n: int, confidence: float = CONFIDENCE) -> Rate:
+    """Wilson rate; successes may be fractional (an average of probabilities, which is conservative)."""
+    return wilson(successes, n, confidence)  # type: ignore[arg-type]
+
+
+def rate_dict(r: Rate, successes: float | None = None) -> dict[str, Any]:
+    s = r.value * r.n if successes is None else successes
+    return {"rate": r.value, "center": r.center, "ci": [r.low, r.high],
+            "successes": float(s) if not float(s).is_integer() else int(s), "n": r.n}
+
+
+def measured(value: float, error: float, n: int) -> Rate:
+    """A figure that is not a binomial rate (NRMSE, an average TCAP) with a symmetric error."""
+    return Rate(0, n, value, value, value - error, value + error)
+
+
+@dataclass
+class Side:
+    """One attack scored on training and control targets (and the naive guess, where defined)."""
+
+    train: Rate
+    control: Rate
+    naive: Rate | None = None
+    e_star: float = 1.0
+    train_successes: float | None = None
+    control_successes: float | None = None
+
+    def risk(self) -> tuple[float, tuple[float, float]]:
+        return control_risk(self.train, self.control, self.e_star)
+
+    def details(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"e_train": rate_dict(self.train, self.train_successes),
+                               "e_control": rate_dict(self.control, self.control_successes)}
+        if self.naive is not None:
+            out["e_naive"] = rate_dict(self.naive)
+        if self.e_star != 1.0:
+            out["e_star"] = self.e_star
+        E, ci = self.risk()
+        out["risk"] = E
+        out["risk_ci"] = list(ci)
+        return out
+
+
+def family_confidence(m: int) -> float:
+    """Per-interval confidence so that m intervals hold simultaneously at 95 % (Bonferroni)."""
+    return bonferroni(CONFIDENCE, m)
+
+
+def worst_of(metric_id: str, parts: dict[str, dict[str, Any]], *, label: str, sizes: dict[str, int],
+             extra: dict[str, Any] | None = None, flagged: np.ndarray | None = None) -> MetricResult:
+    """value = the largest E over the parts (columns, predicate sizes), with its simultaneous interval."""
+    ok = {k: v for k, v in parts.items() if v.get("risk") is not None}
+    if not ok:
+        reasons = sorted({str(v.get("reason")) for v in parts.values() if v.get("reason")})
+        return MetricResult.not_applicable(metric_id, "; ".join(reasons) or "nothing to attack", sizes=sizes,
+                                           details={"per_" + label: parts, **(extra or {})})
+    worst = max(ok, key=lambda k: (ok[k]["risk"], ok[k]["risk_ci"][1], str(k)))
+    w = ok[worst]
+    details: dict[str, Any] = {
+        label: worst, "n_" + label + "s": len(ok), "confidence_per_" + label: family_confidence(len(ok)),
+        "e_train": w["e_train"], "e_control": w["e_control"],
+        **({"e_naive": w["e_naive"]} if "e_naive" in w else {}),
+        "n_attacks": w.get("n_attacks"), **(extra or {}), "per_" + label: parts,
+    }
+    return MetricResult(id=metric_id, value=w["risk"], ci=(w["risk_ci"][0], w["risk_ci"][1]),
+                        raw=w["e_train"]["rate"], baseline=w["e_control"]["rate"], sizes=sizes,
+                        details=details, flagged=flagged)
+
+
+def finite(x: float) -> float:
+    return x if math.isfinite(x) else 0.0

@@ -1,0 +1,142 @@
+"""Gower rows of target records and of the whole synthetic table, and the chunked reductions the
+linkability and inference attacks need (seed 004 §4.3.2–4.3.3).
+
+Gower distance (unnormalised, the 1/m factor changes no order): Σ_numerical |Δ| / real range +
+Σ_categorical [codes differ]. The categorical part of a block is one float32 matrix product of one-hot
+codes (mismatches = q − matches, exact for integers); numerical parts are added column by column.
+Query rows are processed in chunks against the *whole* synthetic table (memory O(chunk × n_synthetic)).
+The synthetic rows are searched in row-hash order, so "lowest index among equal distances" is a
+content-defined tie rule that does not depend on the input's row order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...context import EvaluationContext
+from ...neighbors import CHUNK_BYTES, ONEHOT_MAX_CODES
+
+
+@dataclass(frozen=True)
+class Rows:
+    """Selected rows of one table on selected columns: scaled numbers and integer codes."""
+
+    num: np.ndarray  # (n, p) float32, min-max scaled with the real range (missing at the real median)
+    cat: np.ndarray  # (n, q) int32 codes shared by all tables
+    num_cols: tuple[str, ...]
+    cat_cols: tuple[str, ...]
+
+    @property
+    def n(self) -> int:
+        return int(max(self.num.shape[0], self.cat.shape[0]))
+
+
+def rows(ctx: EvaluationContext, role: str, index: np.ndarray | None, columns: Sequence[str]) -> Rows:
+    names = ctx.schema.names
+    num_cols = tuple(c for c in columns if ctx.schema.kind(c) == "numerical")
+    cat_cols = tuple(c for c in columns if ctx.schema.kind(c) != "numerical")
+    table = ctx.table(role)
+    codes = ctx.codes(role)
+    sel = slice(None) if index is None else index
+    n = table.height if index is None else len(index)
+    num = (np.column_stack([ctx.encoder.scaled(table, c)[sel] for c in num_cols]).astype(np.float32)
+           if num_cols else np.empty((n, 0), np.float32))
+    cat = (np.ascontiguousarray(codes[sel][:, [names.index(c) for c in cat_cols]])
+           if cat_cols else np.empty((n, 0), np.int32))
+    return Rows(num, cat, num_cols, cat_cols)
+
+
+def _onehot(q: np.ndarray, r: np.ndarray) -> tuple[np.ndarray, np.ndarray, list[int]]:
+    """One-hot (float32) of the narrow categorical columns of both sides; indices of the wide ones."""
+    narrow, wide, offsets, width = [], [], [], 0
+    for j in range(q.shape[1]):
+        hi = int(max(q[:, j].max(initial=0), r[:, j].max(initial=0))) + 1
+        if hi <= ONEHOT_MAX_CODES:
+            narrow.append(j)
+            offsets.append(width)
+            width += hi
+        else:
+            wide.append(j)
+
+    def enc(x: np.ndarray) -> np.ndarray:
+        m = np.zeros((x.shape[0], width), dtype=np.float32)
+        for j, off in zip(narrow, offsets, strict=True):
+            m[np.arange(x.shape[0]), off + x[:, j]] = 1.0
+        return m
+
+    return enc(q), np.ascontiguousarray(enc(r).T), wide
+
+
+def _step(n_ref: int, budget: int = 8 * 2**20) -> int:
+    """Query rows per chunk: one float32 block of ~8 MB (stays in cache far better than a huge one)."""
+    return int(max(8, min(2048, budget // max(1, n_ref * 4))))
+
+
+def _base_block(q: Rows, r: Rows, s: int, e: int, oq: np.ndarray, ort: np.ndarray, wide: list[int],
+                out: np.ndarray, tmp: np.ndarray) -> None:
+    """out = Gower distance of query rows s:e to every reference row; tmp is scratch of the same shape."""
+    out.fill(np.float32(q.cat.shape[1]))
+    if oq.shape[1]:
+        np.matmul(oq[s:e], ort, out=tmp)  # matching categories, counted exactly (small integers)
+        out -= tmp
+    for j in wide:
+        np.equal(q.cat[s:e, j][:, None], r.cat[None, :, j], out=tmp, casting="unsafe")
+        out -= tmp
+    for j in range(q.num.shape[1]):
+        np.subtract(q.num[s:e, j][:, None], r.num[None, :, j], out=tmp)
+        np.abs(tmp, out=tmp)
+        out += tmp
+
+
+def blocks(q: Rows, r: Rows) -> Iterator[tuple[int, np.ndarray]]:
+    """(start, Gower distances of a chunk of query rows to all reference rows), float32."""
+    oq, ort, wide = _onehot(q.cat, r.cat)
+    step = _step(r.n)
+    buf = np.empty((step, r.n), dtype=np.float32)
+    tmp = np.empty((step, r.n), dtype=np.float32)
+    for s in range(0, q.n, step):
+        e = min(s + step, q.n)
+        b = buf[: e - s]
+        _base_block(q, r, s, e, oq, ort, wide, b, tmp[: e - s])
+        yield s, b
+
+
+def leave_one_out_nearest(q: Rows, r: Rows, drop: Sequence[str]) -> np.ndarray:
+    """For each query row and each column c of ``drop``: the nearest reference row on all the other
+    columns (first among equal distances). One full block per chunk, its numerical terms kept; each
+    dropped column's term is then subtracted (numbers) or its match added back (categories: argmin of
+    full − 1 + [equal] is argmin of full + [equal]) before an argmin."""
+    oq, ort, wide = _onehot(q.cat, r.cat)
+    out = np.empty((q.n, len(drop)), dtype=np.int64)
+    dropped_num = [q.num_cols.index(c) for c in drop if c in q.num_cols]
+    step = _step(r.n)
+    full = np.empty((step, r.n), dtype=np.float32)
+    tmp = np.empty((step, r.n), dtype=np.float32)
+    terms = {j: np.empty((step, r.n), dtype=np.float32) for j in dropped_num}
+    for s in range(0, q.n, step):
+        e = min(s + step, q.n)
+        b, t = full[: e - s], tmp[: e - s]
+        b.fill(np.float32(q.cat.shape[1]))
+        if oq.shape[1]:
+            np.matmul(oq[s:e], ort, out=t)
+            b -= t
+        for j in wide:
+            np.equal(q.cat[s:e, j][:, None], r.cat[None, :, j], out=t, casting="unsafe")
+            b -= t
+        for j in range(q.num.shape[1]):
+            tj = terms[j][: e - s] if j in terms else t
+            np.subtract(q.num[s:e, j][:, None], r.num[None, :, j], out=tj)
+            np.abs(tj, out=tj)
+            b += tj
+        for i, c in enumerate(drop):
+            if c in q.num_cols:
+                np.subtract(b, terms[q.num_cols.index(c)][: e - s], out=t)
+            else:
+                j = q.cat_cols.index(c)
+                np.equal(q.cat[s:e, j][:, None], r.cat[None, :, j], out=t, casting="unsafe")
+                t += b
+            out[s:e, i] = t.argmin(axis=1)
+    return out

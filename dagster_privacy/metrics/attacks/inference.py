@@ -1,0 +1,327 @@
+"""Attribute-inference attacks (seed 004 §4.3.3, §6.2.3, §5.3.2): distance-based, ML-based, GTCAP.
+
+The attacker knows every column of a target record but one secret and uses the synthetic table to
+guess it; each attack runs on the same number of training and control targets and reports E (eq. 8)
+per secret column; ``value`` = the worst column, its interval Bonferroni-adjusted over the columns.
+Secret columns: the threat model's sensitive columns, else every column.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+from scipy.stats import norm
+
+from ...context import EvaluationContext
+from ...registry import metric
+from ...results import MetricResult
+from . import _gower
+from ._common import (
+    Side,
+    canonical_columns,
+    family_confidence,
+    hash_order,
+    measured,
+    n_targets,
+    rate,
+    sample_targets,
+    worst_of,
+)
+
+
+def _secrets(ctx: EvaluationContext) -> list[str]:
+    return canonical_columns(ctx, ctx.sensitive_columns)
+
+
+def _targets(ctx: EvaluationContext, n: int, name: str) -> tuple[np.ndarray, np.ndarray]:
+    return sample_targets(ctx, "real", n, name), sample_targets(ctx, "holdout", n, name)
+
+
+def _sizes(ctx: EvaluationContext, n: int) -> dict[str, int]:
+    return {"real": ctx.n("real"), "synthetic": ctx.n("synthetic"), "holdout": ctx.n("holdout"), "queries": n}
+
+
+def _values(ctx: EvaluationContext, role: str, column: str) -> np.ndarray:
+    return ctx.table(role).get_column(column).to_numpy().astype(np.float64)
+
+
+def _correct(ctx: EvaluationContext, column: str, guess_role: str, guess_idx: np.ndarray, role: str,
+             idx: np.ndarray, tolerance: float) -> np.ndarray:
+    """Whether each guess (a synthetic record's value) equals the target's secret: categories and, with
+    tolerance 0, numbers by their shared integer codes; numbers otherwise within tolerance × real range
+    (missing equals missing only)."""
+    j = ctx.schema.names.index(column)
+    g_code = ctx.codes(guess_role)[guess_idx, j]
+    t_code = ctx.codes(role)[idx, j]
+    if ctx.schema.kind(column) != "numerical" or tolerance <= 0:
+        return g_code == t_code
+    g = _values(ctx, guess_role, column)[guess_idx]
+    t = _values(ctx, role, column)[idx]
+    both_missing = np.isnan(g) & np.isnan(t)
+    with np.errstate(invalid="ignore"):
+        close = np.abs(g - t) <= tolerance * ctx.encoder.num_range[column] * (1 + 1e-12)
+    return both_missing | close
+
+
+def _naive_rate(ctx: EvaluationContext, column: str, idx: np.ndarray, tolerance: float) -> float:
+    """Expected accuracy of guessing a uniformly random synthetic record's value (exact, no draw)."""
+    j = ctx.schema.names.index(column)
+    syn_codes = ctx.codes("synthetic")[:, j]
+    t_codes = ctx.codes("real")[idx, j]
+    n_syn = syn_codes.size
+    if ctx.schema.kind(column) != "numerical" or tolerance <= 0:
+        counts = np.bincount(syn_codes, minlength=int(max(syn_codes.max(), t_codes.max())) + 1)
+        return float(counts[t_codes].sum() / n_syn / max(1, t_codes.size))
+    s = np.sort(_values(ctx, "synthetic", column))
+    s_present = s[~np.isnan(s)]
+    t = _values(ctx, "real", column)[idx]
+    tol = tolerance * ctx.encoder.num_range[column] * (1 + 1e-12)
+    hits = np.searchsorted(s_present, t + tol, side="right") - np.searchsorted(s_present, t - tol, side="left")
+    hits = np.where(np.isnan(t), n_syn - s_present.size, hits)
+    return float(hits.sum() / n_syn / max(1, t.size))
+
+
+# --------------------------------------------------------------------------------- distance-based
+
+
+@metric("inference_distance", family="attacks", source="seed 004 §4.3.3, §5.3.2, §6.2.3", risk="inference",
+        needs=("real", "synthetic", "holdout"))
+def inference_distance(ctx: EvaluationContext, *, n_attacks: int = 2000, tolerance: float = 0.05
+                       ) -> MetricResult:
+    """Distance-based attribute inference (seed 004 §4.3.3): the nearest synthetic record's secret.
+
+    For each secret column, the guess is the secret of the nearest synthetic record on all other
+    columns (Gower; among equal distances the record first in row-hash order). Correct: equal category;
+    a number within ``tolerance`` × the real column's range (0 = exact). e_naive = a random synthetic
+    record's value. value = the worst column's E (eq. 8), interval simultaneous (Bonferroni) over columns.
+    """
+    secrets = _secrets(ctx)
+    n = n_targets(ctx, n_attacks)
+    if n == 0 or len(ctx.schema.names) < 2:
+        return MetricResult.not_applicable("inference_distance", "needs at least two columns and one target")
+    t_idx, c_idx = _targets(ctx, n, "inference_distance")
+    order = hash_order(ctx, "synthetic")
+    cols = canonical_columns(ctx)
+    q = _gower.rows(ctx, "real", t_idx, cols)
+    qc = _gower.rows(ctx, "holdout", c_idx, cols)
+    r = _gower.rows(ctx, "synthetic", order, cols)
+    both = _gower.Rows(np.concatenate([q.num, qc.num]), np.concatenate([q.cat, qc.cat]), q.num_cols, q.cat_cols)
+    nearest = order[_gower.leave_one_out_nearest(both, r, secrets)]
+    conf = family_confidence(len(secrets))
+    parts: dict[str, dict[str, Any]] = {}
+    flagged: list[np.ndarray] = []
+    for i, s in enumerate(secrets):
+        ok_t = _correct(ctx, s, "synthetic", nearest[:n, i], "real", t_idx, tolerance)
+        ok_c = _correct(ctx, s, "synthetic", nearest[n:, i], "holdout", c_idx, tolerance)
+        side = Side(rate(int(ok_t.sum()), n, conf), rate(int(ok_c.sum()), n, conf),
+                    naive=rate(_naive_rate(ctx, s, t_idx, tolerance) * n, n, conf))
+        parts[s] = {**side.details(), "n_attacks": n}
+        flagged.append(nearest[:n, i][ok_t])
+    return worst_of("inference_distance", parts, label="column", sizes=_sizes(ctx, n),
+                    extra={"tolerance": tolerance},
+                    flagged=np.unique(np.concatenate(flagged)) if flagged else None)
+
+
+# --------------------------------------------------------------------------------------- ML-based
+
+
+def _features(ctx: EvaluationContext, role: str, idx: np.ndarray | None, columns: list[str]) -> np.ndarray:
+    """Numbers as floats (missing = nan), categories as their shared integer codes."""
+    names = ctx.schema.names
+    codes = ctx.codes(role)
+    sel = slice(None) if idx is None else idx
+    out = []
+    for c in columns:
+        if ctx.schema.kind(c) == "numerical":
+            out.append(_values(ctx, role, c)[sel])
+        else:
+            out.append(codes[sel, names.index(c)].astype(np.float64))
+    return np.column_stack(out) if out else np.empty((0, 0))
+
+
+def _lgbm_params(seed: int, n_estimators: int) -> dict[str, Any]:
+    return {"n_estimators": n_estimators, "learning_rate": 0.1, "num_leaves": 31, "min_child_samples": 20,
+            "max_bin": 63, "random_state": seed, "deterministic": True, "force_col_wise": True,
+            "n_jobs": 2, "verbosity": -1}
+
+
+def _nrmse_side(y: np.ndarray, pred: np.ndarray, spread: float, confidence: float) -> tuple[Any, float]:
+    """NRMSE = 1 − RMSE/range (seed 004 eq. 10) with a delta-method error (z · se(RMSE)/range)."""
+    se = (y - pred) ** 2
+    mse = float(se.mean())
+    rmse = math.sqrt(mse)
+    z = float(norm.ppf(0.5 + confidence / 2.0))
+    sd_mse = float(se.std(ddof=1)) / math.sqrt(se.size) if se.size > 1 else 0.0
+    err = z * (sd_mse / (2 * rmse) if rmse > 0 else sd_mse) / spread
+    return measured(1.0 - rmse / spread, err, se.size), rmse
+
+
+@metric("inference_ml", family="attacks", source="seed 004 §4.3.3, §5.3.2, §6.2.3 eq. 10", risk="inference",
+        needs=("real", "synthetic", "holdout"))
+def inference_ml(ctx: EvaluationContext, *, n_attacks: int = 2000, n_estimators: int = 50) -> MetricResult:
+    """ML-based attribute inference (seed 004 §4.3.3, §6.2.3): LightGBM trained on the synthetic table.
+
+    Per secret column: a LightGBM classifier (categorical/binary secret; score = accuracy) or regressor
+    (numerical; score = NRMSE = 1 − RMSE/range, eq. 10, range of the real column) on all other columns,
+    fitted on every synthetic row, scored on training and control targets. e_naive: the synthetic
+    majority class / mean. value = the worst column's E (eq. 8, e* = 1), Bonferroni over columns.
+    """
+    import lightgbm as lgb
+
+    secrets = _secrets(ctx)
+    n = n_targets(ctx, n_attacks)
+    if n == 0 or len(ctx.schema.names) < 2:
+        return MetricResult.not_applicable("inference_ml", "needs at least two columns and one target")
+    t_idx, c_idx = _targets(ctx, n, "inference_ml")
+    order = hash_order(ctx, "synthetic")  # fit on rows in content order: the model ignores row order
+    cols = canonical_columns(ctx)
+    names = ctx.schema.names
+    conf = family_confidence(len(secrets))
+    parts: dict[str, dict[str, Any]] = {}
+    for s in secrets:
+        aux = [c for c in cols if c != s]
+        cat_idx = [i for i, c in enumerate(aux) if ctx.schema.kind(c) != "numerical"]
+        x_syn = _features(ctx, "synthetic", order, aux)
+        x_t = _features(ctx, "real", t_idx, aux)
+        x_c = _features(ctx, "holdout", c_idx, aux)
+        if ctx.schema.kind(s) == "numerical":
+            y_syn = _values(ctx, "synthetic", s)[order]
+            y_t, y_c = _values(ctx, "real", s)[t_idx], _values(ctx, "holdout", s)[c_idx]
+            keep = ~np.isnan(y_syn)
+            mt, mc = ~np.isnan(y_t), ~np.isnan(y_c)
+            if keep.sum() < 2 or mt.sum() == 0 or mc.sum() == 0:
+                parts[s] = {"risk": None, "reason": f"{s}: too few non-missing values"}
+                continue
+            if np.ptp(y_syn[keep]) == 0:
+                p_t, p_c = np.full(mt.sum(), y_syn[keep][0]), np.full(mc.sum(), y_syn[keep][0])
+            else:
+                model = lgb.LGBMRegressor(**_lgbm_params(ctx.seed, n_estimators))
+                model.fit(x_syn[keep], y_syn[keep], categorical_feature=cat_idx or "auto")
+                p_t, p_c = model.predict(x_t[mt]), model.predict(x_c[mc])
+            spread = ctx.encoder.num_range[s]
+            r_t, _ = _nrmse_side(y_t[mt], p_t, spread, conf)
+            r_c, _ = _nrmse_side(y_c[mc], p_c, spread, conf)
+            r_n, _ = _nrmse_side(y_t[mt], np.full(mt.sum(), y_syn[keep].mean()), spread, conf)
+            side = Side(r_t, r_c, naive=r_n)
+            parts[s] = {**side.details(), "n_attacks": int(mt.sum()), "task": "regression", "score": "NRMSE"}
+        else:
+            j = names.index(s)
+            y_syn = ctx.codes("synthetic")[order, j]
+            y_t, y_c = ctx.codes("real")[t_idx, j], ctx.codes("holdout")[c_idx, j]
+            classes, counts = np.unique(y_syn, return_counts=True)
+            if classes.size < 2:
+                p_t, p_c = np.full(n, classes[0]), np.full(n, classes[0])
+            else:
+                model = lgb.LGBMClassifier(**_lgbm_params(ctx.seed, n_estimators))
+                model.fit(x_syn, y_syn, categorical_feature=cat_idx or "auto")
+                p_t, p_c = model.predict(x_t), model.predict(x_c)
+            mode = classes[counts.argmax()]
+            side = Side(rate(int((p_t == y_t).sum()), n, conf), rate(int((p_c == y_c).sum()), n, conf),
+                        naive=rate(int((y_t == mode).sum()), n, conf))
+            parts[s] = {**side.details(), "n_attacks": n, "task": "classification", "score": "accuracy"}
+    return worst_of("inference_ml", parts, label="column", sizes=_sizes(ctx, n),
+                    extra={"model": "lightgbm", "n_estimators": n_estimators})
+
+
+# ------------------------------------------------------------------------------------------ GTCAP
+
+
+def _tcap(ctx: EvaluationContext, role: str, idx: np.ndarray, target: str, radius: float,
+          syn_key: dict[str, np.ndarray], cols: list[str]) -> tuple[float, int]:
+    """Σ over synthetic records with a match in D (the targets) of TCAP (eq. 7), and how many match."""
+    aux = [c for c in cols if c != target]
+    cat = [c for c in aux if ctx.schema.kind(c) != "numerical"]
+    num = [c for c in aux if ctx.schema.kind(c) == "numerical"]
+    names = ctx.schema.names
+    n_syn = ctx.n("synthetic")
+    d_codes = ctx.codes(role)[idx]
+    s_codes = ctx.codes("synthetic")
+    ci = [names.index(c) for c in cat]
+    # join on the categorical quasi-identifiers (exact codes): sort D by its categorical key
+    if ci:
+        key_all = np.unique(np.concatenate([s_codes[:, ci], d_codes[:, ci]]), axis=0, return_inverse=True)[1].ravel()
+        k_syn, k_d = key_all[:n_syn], key_all[n_syn:]
+    else:
+        k_syn, k_d = np.zeros(n_syn, np.int64), np.zeros(len(idx), np.int64)
+    d_order = np.argsort(k_d, kind="stable")
+    k_sorted = k_d[d_order]
+    lo = np.searchsorted(k_sorted, k_syn, side="left")
+    hi = np.searchsorted(k_sorted, k_syn, side="right")
+    sizes = hi - lo
+    num_syn = syn_key["num"][:, [cols.index(c) for c in num]] if num else None
+    table = ctx.table(role)
+    num_d = np.column_stack([ctx.encoder.scaled(table, c)[idx] for c in num]) if num else None
+    t_num = ctx.schema.kind(target) == "numerical"
+    tj = names.index(target)
+    if t_num:
+        t_syn = ctx.encoder.scaled(ctx.table("synthetic"), target)
+        t_d = ctx.encoder.scaled(table, target)[idx]
+    else:
+        t_syn, t_d = s_codes[:, tj], d_codes[:, tj]
+    denom = np.zeros(n_syn, dtype=np.int64)
+    numer = np.zeros(n_syn, dtype=np.int64)
+    budget = 1 << 22
+    cum = np.cumsum(sizes)
+    start = 0
+    while start < n_syn:
+        base = cum[start - 1] if start else 0
+        stop = max(int(np.searchsorted(cum, base + budget, side="right")), start + 1)
+        sz = sizes[start:stop]
+        total = int(sz.sum())
+        if total:
+            srow = np.repeat(np.arange(start, stop), sz)
+            pos = np.arange(total) - np.repeat(np.cumsum(sz) - sz - lo[start:stop], sz)
+            drow = d_order[pos]
+            if num:
+                assert num_syn is not None and num_d is not None
+                diff = num_syn[srow] - num_d[drow]
+                inside = np.einsum("ij,ij->i", diff, diff) <= radius * radius * (1 + 1e-9)
+                srow, drow = srow[inside], drow[inside]
+            same_t = (np.abs(t_syn[srow] - t_d[drow]) <= radius * (1 + 1e-9)) if t_num else t_syn[srow] == t_d[drow]
+            denom += np.bincount(srow, minlength=n_syn)
+            numer += np.bincount(srow[same_t], minlength=n_syn)
+        start = stop
+    has = denom > 0
+    return float((numer[has] / denom[has]).sum()), int(has.sum())
+
+
+@metric("gtcap", family="attacks", source="seed 004 §4.3.3 eq. 7, §5.3.2, §6.2.3", risk="inference",
+        needs=("real", "synthetic", "holdout"))
+def gtcap(ctx: EvaluationContext, *, n_attacks: int = 2000, radius: float = 0.1) -> MetricResult:
+    """GTCAP (seed 004 §4.3.3 eq. 7, §6.2.3): correct attribution probability of synthetic equivalence classes.
+
+    Targets t = the sensitive columns (every column when none is given); quasi-identifiers A = all other
+    columns. For each synthetic record d̂, TCAP = share of the target records D matching d̂ on A that
+    also match it on t (eq. 7); categories match when equal, numbers (min-max scaled with the real
+    range) when the numerical part of A lies in a Euclidean sphere of ``radius`` around d̂ and a
+    numerical t within ``radius``. e = mean TCAP over the synthetic records with at least one match in D
+    (the others are counted in details), D = n_attacks training or control records. value = worst E.
+    """
+    secrets = _secrets(ctx)
+    n = n_targets(ctx, n_attacks)
+    if n == 0 or len(ctx.schema.names) < 2:
+        return MetricResult.not_applicable("gtcap", "needs at least two columns and one target")
+    t_idx, c_idx = _targets(ctx, n, "gtcap")
+    cols = canonical_columns(ctx)
+    syn = ctx.table("synthetic")
+    syn_num = np.column_stack([ctx.encoder.scaled(syn, c) if ctx.schema.kind(c) == "numerical"
+                               else np.zeros(syn.height) for c in cols])
+    conf = family_confidence(len(secrets))
+    parts: dict[str, dict[str, Any]] = {}
+    n_syn = ctx.n("synthetic")
+    for s in secrets:
+        sum_t, m_t = _tcap(ctx, "real", t_idx, s, radius, {"num": syn_num}, cols)
+        sum_c, m_c = _tcap(ctx, "holdout", c_idx, s, radius, {"num": syn_num}, cols)
+        info = {"matched_train": m_t, "matched_control": m_c, "unmatched_train": n_syn - m_t,
+                "unmatched_control": n_syn - m_c}
+        if m_t == 0 or m_c == 0:
+            parts[s] = {"risk": None, **info,
+                        "reason": f"{s}: no synthetic record matches a {'training' if m_t == 0 else 'control'} "
+                                  "target on the quasi-identifiers"}
+            continue
+        side = Side(rate(sum_t, m_t, conf), rate(sum_c, m_c, conf), train_successes=sum_t,
+                    control_successes=sum_c)
+        parts[s] = {**side.details(), **info, "n_attacks": n}
+    return worst_of("gtcap", parts, label="column", sizes=_sizes(ctx, n), extra={"radius": radius})

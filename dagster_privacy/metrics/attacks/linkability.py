@@ -1,0 +1,104 @@
+"""Linkability attack (seed 004 §4.3.2, §5.3.2): re-link the two halves of a record through the synthetic table.
+
+The columns are split into two disjoint sets A1, A2. For each target record, the k nearest synthetic
+records (Gower distance, seed 004 §4.3.2) of its A1 half and of its A2 half are found; the attack
+succeeds when the two neighbour sets intersect. Neighbour sets include every synthetic record tied
+with the k-th nearest (docs/metrics.md, "Attacks"): a verbatim copy of the target is at distance 0 in
+both halves and is therefore in both sets even when many other synthetic records tie with it on one
+half — the reference implementation instead keeps one arbitrary record among the ties, so a verbatim
+copy is found only by luck. Targets: the same number of training and control records (E of eq. 8).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ...context import EvaluationContext
+from ...registry import metric
+from ...results import MetricResult
+from . import _gower
+from ._common import Side, canonical_columns, hash_order, n_targets, rate, sample_targets
+
+TIE_TOLERANCE = 1e-5  # Gower units (unnormalised): float32 noise, far below any real difference
+
+
+def default_split(ctx: EvaluationContext) -> tuple[list[str], list[str]]:
+    """Columns in name order, dealt alternately into A1 and A2 (order-free, both halves mixed)."""
+    cols = canonical_columns(ctx)
+    return cols[0::2], cols[1::2]
+
+
+def _kth(block: np.ndarray, kk: int) -> np.ndarray:
+    """The (kk+1)-th smallest distance per row (a plain minimum for k = 1)."""
+    return block.min(axis=1) if kk == 0 else np.partition(block, kk, axis=1)[:, kk]
+
+
+def _linked(ctx: EvaluationContext, role: str, index: np.ndarray, a1: Sequence[str], a2: Sequence[str],
+            syn_order: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per target: whether the tie-inclusive k-NN sets of its two halves intersect; and one linking
+    synthetic row (−1 when none)."""
+    q1 = _gower.rows(ctx, role, index, a1)
+    q2 = _gower.rows(ctx, role, index, a2)
+    r1 = _gower.rows(ctx, "synthetic", syn_order, a1)
+    r2 = _gower.rows(ctx, "synthetic", syn_order, a2)
+    success = np.zeros(len(index), dtype=bool)
+    link = np.full(len(index), -1, dtype=np.int64)
+    kk = min(k, r1.n) - 1
+    for (s, d1), (_, d2) in zip(_gower.blocks(q1, r1), _gower.blocks(q2, r2), strict=True):
+        t1 = _kth(d1, kk) + TIE_TOLERANCE
+        t2 = _kth(d2, kk) + TIE_TOLERANCE
+        both = (d1 <= t1[:, None]) & (d2 <= t2[:, None])
+        hit = both.any(axis=1)
+        e = s + d1.shape[0]
+        success[s:e] = hit
+        first = both.argmax(axis=1)
+        link[s:e] = np.where(hit, syn_order[first], -1)
+    return success, link
+
+
+@metric("linkability", family="attacks", source="seed 004 §4.3.2, §5.3.2", risk="linkability",
+        needs=("real", "synthetic", "holdout"))
+def linkability(ctx: EvaluationContext, *, n_attacks: int = 2000, k: int = 1,
+                columns: list[list[str]] | None = None) -> MetricResult:
+    """Linkability (seed 004 §4.3.2): the two halves of a record share a synthetic Gower neighbour.
+
+    ``columns`` = [A1, A2] (disjoint); default: the columns in name order dealt alternately. Neighbour
+    sets are tie-inclusive (every synthetic record at the k-th smallest distance, within 1e-5). Targets:
+    n_attacks training and n_attacks control records (fewer only when a side has fewer). e_naive: two
+    random k-sets of synthetic records intersect (exact probability). value = E of eq. 8 (e* = 1).
+    """
+    a1, a2 = (list(columns[0]), list(columns[1])) if columns else default_split(ctx)
+    names = set(ctx.schema.names)
+    unknown = [c for c in (*a1, *a2) if c not in names]
+    if unknown:
+        return MetricResult.not_applicable("linkability", f"unknown column(s) in the split: {', '.join(unknown)}")
+    if set(a1) & set(a2):
+        return MetricResult.not_applicable("linkability", "the two column sets overlap")
+    if not a1 or not a2:
+        return MetricResult.not_applicable("linkability", "needs at least two columns (one per half)")
+    if k < 1:
+        return MetricResult.not_applicable("linkability", "k must be at least 1")
+    n = n_targets(ctx, n_attacks)
+    sizes = {"real": ctx.n("real"), "synthetic": ctx.n("synthetic"), "holdout": ctx.n("holdout"), "queries": n}
+    if n == 0:
+        return MetricResult.not_applicable("linkability", "no target record", sizes=sizes)
+    order = hash_order(ctx, "synthetic")
+    t_idx = sample_targets(ctx, "real", n, "linkability")
+    c_idx = sample_targets(ctx, "holdout", n, "linkability")
+    ok_t, link_t = _linked(ctx, "real", t_idx, a1, a2, order, k)
+    ok_c, _ = _linked(ctx, "holdout", c_idx, a1, a2, order, k)
+    n_syn = ctx.n("synthetic")
+    kk = min(k, n_syn)
+    # two independent uniform k-subsets of the synthetic rows intersect with probability 1 − C(N−k, k)/C(N, k)
+    p_naive = 1.0 - float(np.exp(np.sum(np.log(np.arange(n_syn - 2 * kk + 1, n_syn - kk + 1, dtype=np.float64))
+                                        - np.log(np.arange(n_syn - kk + 1, n_syn + 1, dtype=np.float64))))) \
+        if 2 * kk <= n_syn else 1.0
+    side = Side(rate(int(ok_t.sum()), n), rate(int(ok_c.sum()), n), naive=rate(p_naive * n, n))
+    E, ci = side.risk()
+    details: dict[str, Any] = {**side.details(), "n_attacks": n, "k": k, "columns": [sorted(a1), sorted(a2)],
+                               "tie_tolerance": TIE_TOLERANCE}
+    return MetricResult(id="linkability", value=E, ci=ci, raw=side.train.value, baseline=side.control.value,
+                        sizes=sizes, details=details, flagged=np.unique(link_t[ok_t]))
