@@ -223,6 +223,7 @@ def test_audit_never_in_the_real_database(tmp_path, monkeypatch):
     monkeypatch.delenv("DAGSTER_PRIVACY_AUDIT", raising=False)
     monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
     assert default_audit_path() == tmp_path / "home" / "dagster_privacy" / "audit.duckdb"
+    (tmp_path / "inst").mkdir()
     with dg.instance_for_test(temp_dir=str(tmp_path / "inst")) as inst:  # the instance's own directory wins
         assert default_audit_path(inst) == tmp_path / "inst" / "dagster_privacy" / "audit.duckdb"
 
