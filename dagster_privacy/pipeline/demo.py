@@ -205,4 +205,4 @@ def _print_release(o: ReleaseOutcome, echo: Callable[[str], None]) -> None:
         thr = "" if c["threshold"] is None else f" threshold {c['threshold']:g}"
         state = "passed" if c["passed"] else ("FAILED" if c["severity"] == "ERROR" else "warned")
         why = f" — {c['reason']}" if c["reason"] and not c["passed"] else ""
-        echo(f"  {c['check']:<14} {state:<7} {c['severity']:<5}{fig}{thr}{why}")
+        echo(f"  {c['check']:<18} {state:<7} {c['severity']:<5}{fig}{thr}{why}")
