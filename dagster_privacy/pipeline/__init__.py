@@ -11,6 +11,7 @@ from .automation import build_new_release_sensor as build_new_release_sensor
 from .automation import build_release_job as build_release_job
 from .checks import build_privacy_checks as build_privacy_checks
 from .checks import required_check_names as required_check_names
+from .evidence import build_report_hook as build_report_hook
 from .publish import PublicationRefused as PublicationRefused
 from .publish import PublishTarget as PublishTarget
 from .publish import build_published_release as build_published_release
@@ -23,6 +24,9 @@ from .release import build_release_resources as build_release_resources
 from .resources import PrivacyRelease as PrivacyRelease
 from .resources import ReadOnlyDuckDB as ReadOnlyDuckDB
 from .schema_gate import build_schema_gate_check as build_schema_gate_check
+from .signoff import build_signoff_check as build_signoff_check
+from .signoff import record_signoff as record_signoff
+from .signoff import verify_signoff as verify_signoff
 
 __all__ = [
     "PrivacyRelease",
@@ -40,8 +44,12 @@ __all__ = [
     "build_release_definitions",
     "build_release_job",
     "build_release_resources",
+    "build_report_hook",
     "build_schema_gate_check",
+    "build_signoff_check",
     "build_table_asset",
     "required_check_names",
+    "record_signoff",
     "verify_release",
+    "verify_signoff",
 ]
