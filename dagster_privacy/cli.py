@@ -13,6 +13,7 @@ from pathlib import Path
 
 import click
 
+from .calibration_cli import calibrate_command
 from .policy import PolicyError
 from .results import Evaluation, Status
 from .signoff import signoff_command
@@ -152,6 +153,7 @@ def list_metrics() -> None:
 
 
 cli.add_command(signoff_command)  # dagster-privacy signoff (signoff.py; imports Dagster only when run)
+cli.add_command(calibrate_command)  # dagster-privacy calibrate (calibration_cli.py)
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -1,0 +1,151 @@
+"""`dagster-privacy calibrate`: the leaky risk model on the user's table, printed and written to --out.
+
+The response table goes to stdout; progress and the list of written files go to stderr. Bad input
+exits 2 with one line (cli.main). The command is registered in cli.py by one line.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import click
+
+from .calibration import DEFAULT_FRACTIONS, DEFAULT_LEAK_LEVEL, Calibration, CalibrationError
+
+
+def _f(x: float | None, digits: int = 3) -> str:
+    return "—" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{digits}f}"
+
+
+def _floats(values: Sequence[str] | None, what: str) -> list[float] | None:
+    from .cli import UsageFailure, split_list
+
+    items = split_list(values)
+    if items is None:
+        return None
+    try:
+        return [float(v) for v in items]
+    except ValueError:
+        raise UsageFailure(f"{what} takes numbers, e.g. 0,0.05,0.2,1") from None
+
+
+def print_calibration(cal: Calibration, *, title: str | None = None) -> None:
+    """The seed-004-Table-2-style response table (and the outlier table, if any) on stdout."""
+    from rich.console import Console
+    from rich.table import Table
+
+    s = cal.sweep
+    leak = cal.leak_level
+    leak_label = (f"{leak:.0%} leak" if s.model == "leaky" else f"{s.parameter}={leak:g}") if leak is not None else None
+    t = Table(title=title or "response to inserted risk", title_justify="left")
+    cols = ["metric", "gate", "no risk", *([leak_label] if leak_label else []), "max risk", "stdev",
+            "monotone", "responds", "threshold", "note"]
+    for c in cols:
+        t.add_column(c, overflow="fold", no_wrap=c in ("metric", "threshold"))
+    thr = cal.thresholds or {}
+    for r in cal.responses:
+        th = thr.get(r.id)
+        if th is None:
+            threshold, note = "—", r.flag or ""
+        elif th.calibrated:
+            threshold = f"{_f(th.previous)} → {_f(th.threshold, 4)}"
+            note = r.flag or ("separates" if th.separates else "[yellow]overlaps no risk: clean may fail[/]")
+        else:
+            threshold, note = f"{_f(th.previous)} (kept)", r.flag or th.note
+        if r.flag:
+            note = f"[red]FLAG[/] {note}"
+        row = [r.id, s.gate_on.get(r.id, "value"), _f(r.no_risk), *([_f(r.at_leak)] if leak_label else []),
+               _f(r.max_risk), _f(r.stdev, 4), _yes(r.monotone, r.no_risk is not None),
+               _yes(r.responds, r.no_risk is not None), threshold, note]
+        t.add_row(*row)
+    console = Console(width=max(150, Console().width))
+    console.print(t)
+    flagged = cal.flagged
+    console.print(f"{len(flagged)} of {len(cal.responses)} metrics flagged"
+                  + (f": {', '.join(r.id for r in flagged)}" if flagged else ""))
+    for o in cal.outliers:
+        ot = Table(title=f"without the {o.fraction:.0%} most outlying rows (LOF, {o.removed} rows removed): "
+                         "change against the full table", title_justify="left")
+        for c in ("metric", "no risk", "Δ no risk", *([leak_label, f"Δ {leak_label}"] if leak_label else []),
+                  "max risk", "Δ max risk"):
+            ot.add_column(c)
+        base = {r.id: r for r in cal.responses}
+        for r in o.responses:
+            b = base[r.id]
+            ot.add_row(r.id, _f(r.no_risk), _d(r.no_risk, b.no_risk),
+                       *([_f(r.at_leak), _d(r.at_leak, b.at_leak)] if leak_label else []),
+                       _f(r.max_risk), _d(r.max_risk, b.max_risk))
+        console.print(ot)
+
+
+def _yes(flag: bool, known: bool) -> str:
+    if not known:
+        return "—"
+    return "yes" if flag else "[red]no[/]"
+
+
+def _d(a: float | None, b: float | None) -> str:
+    return "—" if a is None or b is None else f"{a - b:+.3f}"
+
+
+@click.command("calibrate")
+@click.option("--real", default=None, help="the table to calibrate on: CSV, Parquet or FILE.duckdb:TABLE")
+@click.option("--demo", is_flag=True, help="calibrate on the shipped demo data (UCI Adult subset) instead")
+@click.option("--policy", default="standard", show_default=True,
+              help="preset name or policy YAML: its metrics are calibrated, its thresholds the starting point")
+@click.option("--metrics", "metric_ids", multiple=True, help="only these metric ids (comma-separated)")
+@click.option("--fractions", multiple=True,
+              help=f"leak fractions f in [0, 1] (default {','.join(f'{v:g}' for v in DEFAULT_FRACTIONS)}); "
+                   "0 and the leak level are always added")
+@click.option("--repeats", type=click.IntRange(min=1), default=3, show_default=True, help="seeded repeats")
+@click.option("--leak-level", type=click.FloatRange(0, 1, min_open=True), default=DEFAULT_LEAK_LEVEL,
+              show_default=True, help="the leak a calibrated threshold must catch")
+@click.option("--confidence", type=click.FloatRange(0.5, 1, min_open=True, max_open=True), default=0.95,
+              show_default=True, help="probability that the leak exceeds the threshold")
+@click.option("--outliers", multiple=True,
+              help="also repeat without these fractions of outliers (LOF), e.g. 0.01,0.05 (seed 004 §5.2.1)")
+@click.option("--seed", type=int, default=None, help="first seed (default: the policy's)")
+@click.option("--key-columns", multiple=True, help="quasi-identifiers the attacker knows")
+@click.option("--sensitive-columns", multiple=True, help="attributes the attacker wants to infer")
+@click.option("--column-kind", multiple=True, help="COLUMN=numerical|categorical|binary|exclude")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False), default=".", show_default=True,
+              help="directory for the plots, tables and calibrated policy")
+def calibrate_command(real: str | None, demo: bool, policy: str, metric_ids: tuple[str, ...],
+                      fractions: tuple[str, ...], repeats: int, leak_level: float, confidence: float,
+                      outliers: tuple[str, ...], seed: int | None, key_columns: tuple[str, ...],
+                      sensitive_columns: tuple[str, ...], column_kind: tuple[str, ...], out_dir: str) -> None:
+    """Insert known risk (seed 004 §5.1.1 leaky model) and see which metrics respond; fit thresholds."""
+    import time
+
+    from .calibration import calibrate
+    from .cli import UsageFailure, parse_kinds, split_list
+
+    if demo == (real is not None):
+        raise UsageFailure("give exactly one of --real INPUT and --demo")
+    source: object = real
+    name = real or "demo data"
+    if demo:
+        from .demo import CITATION, load_demo
+
+        source = load_demo()
+        click.echo(f"demo data: {CITATION}", err=True)
+    t0 = time.perf_counter()
+    try:
+        cal = calibrate(source, policy=policy, metrics=split_list(metric_ids),
+                        fractions=_floats(fractions, "--fractions") or DEFAULT_FRACTIONS, repeats=repeats,
+                        seed=seed, leak_level=leak_level, confidence=confidence,
+                        outliers=_floats(outliers, "--outliers") or (),
+                        key_columns=split_list(key_columns), sensitive_columns=split_list(sensitive_columns),
+                        column_kinds=parse_kinds(column_kind), progress=True)
+    except CalibrationError as exc:
+        raise UsageFailure(str(exc)) from None
+    s = cal.sweep
+    title = (f"Leaky risk model (seed 004 §5.1.1) on {name}: {cal.table['rows']} rows → training "
+             f"{s.sizes.get('real')}, control {s.sizes.get('holdout')}; f ∈ {{{', '.join(f'{v:g}' for v in s.levels)}}}; "
+             f"{len(s.seeds)} repeat(s); policy {cal.policy.name}")
+    print_calibration(cal, title=title)
+    paths = cal.write(out_dir)
+    for what, p in paths.items():
+        click.echo(f"{what}: {p}", err=True)
+    click.echo(f"calibration took {time.perf_counter() - t0:.1f} s", err=True)
