@@ -43,6 +43,14 @@ EXPECTED: dict[str, Expect] = {
     "dcr_holdout_diff": Expect(copy_min=0.999, indep_max=0.1),
     "nndr_holdout_diff": Expect(copy_min=0.999, indep_max=0.1),
     "proximity_ratio_score": Expect(copy_min=0.89, indep_max=0.2),  # at most 1 − α = 0.9
+    # attacks (seed 004 §4.3): E of eq. 8; content-keyed target samples make them row-order free
+    "singling_out_univariate": Expect(copy_min=0.9, indep_max=0.15, order_tol=1e-6),
+    "singling_out_multivariate": Expect(copy_min=0.9, indep_max=0.15, order_tol=1e-6),
+    "linkability": Expect(copy_min=0.9, indep_max=0.1, order_tol=1e-6),
+    "inference_distance": Expect(copy_min=0.9, indep_max=0.2, order_tol=1e-6),
+    "inference_ml": Expect(copy_min=0.5, indep_max=0.25, order_tol=1e-6),
+    "gtcap": Expect(copy_min=0.8, indep_max=0.3, order_tol=1e-6),
+    "domias": Expect(copy_min=0.3, indep_max=0.2, order_tol=1e-6),  # KDE on Φ^k: a copy is one kernel
     # seed 000 §2.1–2.2 (docs/metrics.md). CAP family with 4 coarse keys: at a copy a real row shares its
     # key values with others holding other sensitive values, and an independent table still guesses
     # at the chance agreement Σ p² of the sensitive column (≈ 0.63 for income).

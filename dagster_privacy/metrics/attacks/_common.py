@@ -41,13 +41,24 @@ def salt(ctx: EvaluationContext, name: str) -> np.uint64:
     return np.uint64(ctx.rng(name).integers(0, 2**63 - 1, dtype=np.int64))
 
 
+def content_key(ctx: EvaluationContext, role: str) -> np.ndarray:
+    """A 64-bit key per row from its integer codes taken in column-name order: equal records, equal
+    keys, whatever the input's row or column order (row hashes depend on the column order)."""
+    names = ctx.schema.names
+    codes = ctx.codes(role)
+    h = np.zeros(codes.shape[0], dtype=np.uint64)
+    for c in sorted(names):
+        h = mix64(h ^ (codes[:, names.index(c)].astype(np.uint64) + np.uint64(0x9E3779B97F4A7C15)))
+    return h
+
+
 def content_order(ctx: EvaluationContext, role: str, name: str) -> np.ndarray:
     """All rows of a table in a seeded order that depends on their content only.
 
-    Rows are ranked by a salted hash of their row hash, so the same records are chosen whatever the row
-    order of the input (identical rows tie and are interchangeable); ties are broken by position.
+    Rows are ranked by a salted hash of their content key, so the same records are chosen whatever the
+    row or column order of the input (identical rows tie and are interchangeable); ties by position.
     """
-    key = mix64(ctx.row_hashes(role).astype(np.uint64) ^ salt(ctx, f"{name}:{role}"))
+    key = mix64(content_key(ctx, role) ^ salt(ctx, f"{name}:{role}"))
     return np.lexsort((np.arange(key.size), key))
 
 
@@ -57,8 +68,8 @@ def sample_targets(ctx: EvaluationContext, role: str, n: int, name: str) -> np.n
 
 
 def hash_order(ctx: EvaluationContext, role: str) -> np.ndarray:
-    """Rows sorted by their row hash: the reference order that makes 'lowest index' ties order-free."""
-    return np.argsort(ctx.row_hashes(role), kind="stable")
+    """Rows sorted by content key: the reference order that makes 'lowest index' ties order-free."""
+    return np.argsort(content_key(ctx, role), kind="stable")
 
 
 def canonical_columns(ctx: EvaluationContext, columns: Sequence[str] | None = None) -> list[str]:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...context import EvaluationContext
-from ...neighbors import CHUNK_BYTES, ONEHOT_MAX_CODES
+from ...neighbors import ONEHOT_MAX_CODES
 
 
 @dataclass(frozen=True)
