@@ -204,11 +204,17 @@ def build_published_release(
             target.guard(db.database)
             df = db.read(synthetic, role="synthetic")
             sha = fingerprint(df)
+            problems = []
             if any(k.name == "privacy_signoff" for k in required):  # approval of this very report (signoff.py)
-                from .signoff import verify_signoff
+                from .signoff import signoff_problem
 
-                verify_signoff(context.instance, syn_key)
-            verified = verify_release(context.instance, asset=syn_key, required=required, sha256=sha)
+                problems += [p for p in [signoff_problem(context.instance, syn_key)] if p]
+            try:
+                verified = verify_release(context.instance, asset=syn_key, required=required, sha256=sha)
+            except PublicationRefused as exc:
+                problems.append(str(exc))
+            if problems:
+                raise PublicationRefused("; ".join(problems))
         except Exception as exc:  # refusal or unreadable table: nothing is written
             from ..tables import redact
 

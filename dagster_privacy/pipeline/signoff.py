@@ -259,3 +259,14 @@ def verify_signoff(instance: dg.DagsterInstance, asset: dg.AssetsDefinition | dg
         raise SignoffError(f"the approval is not in the audit table {log.path}")
     return {"release_id": cur.release_id, "approver": row.approver, "signed_at": row.recorded_at,
             "report_sha256": row.report_sha256, "audit_seq": row.seq}
+
+
+def signoff_problem(instance: dg.DagsterInstance, asset: dg.AssetsDefinition | dg.AssetKey | str = DEFAULT_ASSET,
+                    ) -> str | None:
+    """Why publication must wait for the sign-off, or None when an audited approval of the current
+    report exists (``verify_signoff`` without raising)."""
+    try:
+        verify_signoff(instance, asset)
+    except SignoffError as exc:
+        return str(exc)
+    return None
