@@ -208,3 +208,25 @@ def test_report_renders_in_headless_chromium(failing):
     banner = np.all(np.abs(rgb - np.array([0xC0, 0x39, 0x2B])) <= 3, axis=-1)  # the red FAIL banner
     assert banner.sum() > 20_000
     assert (rgb.std(axis=(0, 1)) > 10).all()  # not a blank page
+
+
+def test_cli_evaluate_writes_the_report_with_the_distance_figure(tables, tmp_path):
+    from click.testing import CliRunner
+
+    from dagster_privacy.cli import cli
+
+    paths = {}
+    for name, df in (("train", tables["train"]), ("control", tables["control"]),
+                     ("leaky", pl.concat([tables["release"], tables["train"][:300]]))):
+        paths[name] = tmp_path / f"{name}.csv"
+        df.write_csv(paths[name])
+    out = tmp_path / "report.html"
+    res = CliRunner().invoke(cli, ["evaluate", "--real", str(paths["train"]), "--synthetic", str(paths["leaky"]),
+                                   "--holdout", str(paths["control"]), "--metrics", "crp,dcr",
+                                   "--report", str(out)])
+    assert res.exit_code == 1, res.output  # crp fails: verdict fail
+    html = out.read_text()
+    assert "Verdict: FAIL" in html
+    fig = html.split('id="fig-distances"')[1].split("<h3")[0]
+    assert 'src="data:image/png;base64,' in fig
+    assert CANARY not in html
