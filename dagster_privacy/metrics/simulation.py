@@ -130,19 +130,22 @@ _ONEHOT_MAX = 256
 _DENSE_SHARE = 1.0 / 512
 
 
-def _tied_matches(ties: np.ndarray, v_query: np.ndarray, v_ref: np.ndarray) -> np.ndarray:
-    """Per query row: how many tied reference rows hold the query row's sensitive code.
+def _tied_matches(ties: np.ndarray, v_query: np.ndarray, v_ref: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per query row: (number of tied reference rows, how many of them hold the row's sensitive code).
 
-    Few codes: one float32 product of the tie mask with the references' one-hot codes (exact: counts
-    below 2^24); many codes: an equality test per cell.
+    Few codes: one float32 product of the tie mask with the references' one-hot codes plus a column of
+    ones (exact: counts below 2^24), which gives both counts in one pass; many codes: an equality test
+    per cell.
     """
     width = int(max(v_query.max(initial=0), v_ref.max(initial=0))) + 1
     if width <= _ONEHOT_MAX:
-        onehot = np.zeros((v_ref.size, width), dtype=np.float32)
+        onehot = np.zeros((v_ref.size, width + 1), dtype=np.float32)
         onehot[np.arange(v_ref.size), v_ref] = 1.0
+        onehot[:, width] = 1.0
         counts = ties.astype(np.float32) @ onehot
-        return counts[np.arange(v_query.size), v_query].astype(np.int64)
-    return (ties & (v_query[:, None] == v_ref[None, :])).sum(axis=1)
+        return (counts[:, width].astype(np.int64),
+                counts[np.arange(v_query.size), v_query].astype(np.int64))
+    return ties.sum(axis=1), (ties & (v_query[:, None] == v_ref[None, :])).sum(axis=1)
 
 
 def hamming_blocks(query: np.ndarray, ref: np.ndarray) -> Iterator[tuple[int, np.ndarray]]:
@@ -230,10 +233,9 @@ def gcap(ctx: EvaluationContext) -> MetricResult:
             stop = start + block.shape[0]
             low = block.min(axis=1)
             ties = block == low[:, None]  # integer distances in float32: equality is exact
-            n_ties[start:stop] = ties.sum(axis=1)
             d_min[start:stop] = low
             for s in group:
-                correct[s][start:stop] = _tied_matches(ties, v_real[s][start:stop], v_syn[s])
+                n_ties[start:stop], correct[s][start:stop] = _tied_matches(ties, v_real[s][start:stop], v_syn[s])
         for s in group:
             score = correct[s] / n_ties
             per[s] = {"value": float(score.mean()), "kind": _sensitive_kind(ctx, s),
