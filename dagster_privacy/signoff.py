@@ -1,4 +1,5 @@
-"""``dagster-privacy signoff``: record a privacy officer's decision on a release.
+"""``dagster-privacy signoff``: record a privacy officer's decision on a release;
+``python -m dagster_privacy.signoff [AUDIT.duckdb]``: list every decision of the audit table.
 
 The command imports Dagster only when it runs (the other commands start without it); the logic lives
 in ``dagster_privacy.pipeline.signoff`` (``record_signoff``, ``verify_signoff``) and
@@ -47,3 +48,9 @@ def signoff_command(release: str, decision: str, by: str, reason: str, asset: st
     click.echo(f"  report sha256 {rec.report_sha256}" + (f" ({rec.report_path})" if rec.report_path else ""))
     click.echo(f"  privacy_signoff evaluation against {asset} materialization {rec.storage_id}; "
                f"audit row #{rec.audit_seq} in {rec.audit_path}")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    from .pipeline.audit import main
+
+    raise SystemExit(main())

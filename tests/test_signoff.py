@@ -184,7 +184,12 @@ def test_rejection_keeps_another_release_blocked(env: Env):
     assert "'reject' by Dana Officer" in _failure(refused)
 
 
-def test_audit_table_keeps_every_decision_and_detects_tampering(env: Env):
+def test_audit_table_keeps_every_decision_and_detects_tampering(env: Env, capsys):
+    from dagster_privacy.pipeline.audit import main
+
+    assert main([str(env.audit.path)]) == 0
+    listing = capsys.readouterr().out
+    assert "2 decision(s), hash chain intact" in listing and "release v2: REJECT by Dana Officer" in listing
     rows = env.audit.verify_chain()
     assert [(r.seq, r.release_id, r.decision) for r in rows] == [(1, "v1", "approve"), (2, "v2", "reject")]
     assert rows[1].prev_hash == rows[0].row_hash
@@ -198,6 +203,7 @@ def test_audit_table_keeps_every_decision_and_detects_tampering(env: Env):
         con.close()
     with pytest.raises(AuditError, match="altered at row 2"):
         AuditLog(copy).verify_chain()
+    assert main([str(copy)]) == 1
 
 
 def test_cli_records_a_decision(env: Env, monkeypatch):

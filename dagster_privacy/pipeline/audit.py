@@ -170,7 +170,7 @@ class AuditLog:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m dagster_privacy.pipeline.audit [FILE]``: print every decision after checking the chain."""
+    """``python -m dagster_privacy.signoff [FILE]``: print every decision after checking the chain."""
     import sys
 
     args = sys.argv[1:] if argv is None else argv
@@ -186,7 +186,3 @@ def main(argv: list[str] | None = None) -> int:
               f"{r.reason} (report sha256 {(r.report_sha256 or '')[:16]}…, materialization "
               f"{r.materialization_storage_id}, verdict {r.verdict})")
     return 0
-
-
-if __name__ == "__main__":  # pragma: no cover
-    raise SystemExit(main())
