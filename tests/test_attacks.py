@@ -1,0 +1,238 @@
+"""Attack simulations (seed 004 §4.3, §5.3.2): known answers, response to inserted risk, degenerate inputs."""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+import pytest
+from scipy.stats import gaussian_kde
+
+import dagster_privacy as dp
+from dagster_privacy.calibration import leaky_split
+from dagster_privacy.demo import load_demo
+from dagster_privacy.evaluate import prepare
+from dagster_privacy.metrics.attacks.domias import KDE, auc_delong
+from dagster_privacy.metrics.attacks.linkability import linkability
+from dagster_privacy.metrics.attacks.singling_out import (
+    BitIndex,
+    CodeTable,
+    Predicates,
+    _equal_footing,
+)
+
+IDS = ["singling_out_univariate", "singling_out_multivariate", "linkability", "inference_distance",
+       "inference_ml", "gtcap", "domias"]
+SENSITIVE = ["income", "occupation", "age"]
+FAST = {"singling_out_multivariate": {"min_cols": 3, "max_cols": 5, "n_attacks": 500},
+        "singling_out_univariate": {"n_attacks": 500}, "linkability": {"n_attacks": 500},
+        "inference_distance": {"n_attacks": 500}, "inference_ml": {"n_attacks": 500, "n_estimators": 15},
+        "gtcap": {"n_attacks": 500}, "domias": {"n_attacks": 500}}
+
+
+def _policy() -> dict:
+    return {"preset": "report-only", "metrics": {m: {"params": FAST[m]} for m in IDS}}
+
+
+def run(real, synthetic, holdout, *, ids=IDS, sensitive=SENSITIVE, policy=None, **kw) -> dp.Evaluation:
+    return dp.evaluate(real, synthetic, holdout, metrics=ids, policy=policy or _policy(),
+                       sensitive_columns=sensitive, progress=False, **kw)
+
+
+DEMO = load_demo()
+BASE = DEMO[np.random.default_rng(3).permutation(DEMO.height)[:2400]]
+
+
+@pytest.fixture(scope="module")
+def splits() -> dict[float, object]:
+    return {f: leaky_split(BASE, f, seed=0) for f in (0.0, 0.5, 1.0)}
+
+
+@pytest.fixture(scope="module")
+def evaluations(splits) -> dict[float, dp.Evaluation]:
+    return {f: run(s.train, s.synthetic, s.control) for f, s in splits.items()}
+
+
+# ------------------------------------------------------------------------------------ known answers
+
+
+def test_equal_footing_is_the_hypergeometric_probability() -> None:
+    # P(exactly one of c matching records lands in a random 2-subset of 4): c=1 → 2/4, c=2 → 2·2/6
+    got = _equal_footing(np.array([0, 1, 2, 3]), 4, 2)
+    assert got == pytest.approx([0.0, 0.5, 4 / 6, 3 / 6])
+    assert list(_equal_footing(np.array([0, 1, 2]), 5, 5)) == [0.0, 1.0, 0.0]  # same size: plain success
+
+
+def _brute(codes: np.ndarray, p: Predicates) -> np.ndarray:
+    out = []
+    for i in range(p.n):
+        ok = np.ones(codes.shape[0], dtype=bool)
+        for k in range(p.col.shape[1]):
+            v = codes[:, p.col[i, k]]
+            ok &= ((v >= p.lo[i, k]) & (v <= p.hi[i, k])) ^ p.neg[i, k]
+        out.append(int(ok.sum()))
+    return np.array(out)
+
+
+@pytest.mark.parametrize("k", [1, 2, 4])
+def test_predicate_counts_match_brute_force(k: int) -> None:
+    rng = np.random.default_rng(k)
+    codes = rng.integers(0, 6, (300, 5)).astype(np.int32)
+    n = 400
+    col = np.argsort(rng.random((n, 5)), axis=1)[:, :k]
+    a, b = rng.integers(0, 7, (n, k)), rng.integers(0, 7, (n, k))
+    p = Predicates(col.astype(np.int64), np.minimum(a, b).astype(np.int32), np.maximum(a, b).astype(np.int32),
+                   rng.random((n, k)) < 0.3)
+    expected = _brute(codes, p)
+    assert (CodeTable(codes).count(p)[0] == expected).all()
+    bits = BitIndex(codes, np.random.default_rng(0), prefix_words=(1,))
+    assert (bits.count(p) == expected).all()
+    assert (bits.count(p, prefix=0) <= expected).all()  # a sampled prefix is a lower bound
+
+
+def test_singling_out_known_answer() -> None:
+    real = pl.DataFrame({"a": ["x"] * 9 + ["rare"], "b": ["p", "q"] * 5})
+    control = pl.DataFrame({"a": ["x"] * 10, "b": ["p", "q"] * 5})
+    syn = pl.DataFrame({"a": ["x", "x", "rare", "x"], "b": ["p", "q", "p", "p"]})
+    r = run(real, syn, control, ids=["singling_out_univariate"], sensitive=None)["singling_out_univariate"]
+    # distinct synthetic profiles (x,p), (x,q), (rare,p): a == rare and b == q isolate one of them;
+    # a == rare isolates one training record and no control record, b == q matches five of each
+    assert r.details["n_available"] == 2 and r.details["n_attacks"] == 2
+    assert r.details["e_train"]["rate"] == 0.5 and r.details["e_control"]["rate"] == 0.0
+    assert r.details["equal_footing"]["m"] == 10  # equal sizes: no correction
+    assert r.value > 0.0
+
+
+def test_linkability_ties_let_a_verbatim_copy_link() -> None:
+    # A1 = (a,) ties with every synthetic row; A2 = (b,) is unique: the copy is in both tie sets
+    # (b has one repeated value so that it is not taken for an identifier column)
+    real = pl.DataFrame({"a": ["s"] * 40, "b": [f"v{i}" for i in range(39)] + ["v0"], "c": ["z"] * 40})
+    syn = real.clone()
+    control = pl.DataFrame({"a": ["s"] * 40, "b": [f"w{i}" for i in range(39)] + ["w0"], "c": ["z"] * 40})
+    ev = run(real, syn, control, ids=["linkability"], sensitive=None,
+             policy={"preset": "report-only", "metrics": {"linkability": {"params": {"columns": [["a"], ["b"]]}}}})
+    r = ev["linkability"]
+    assert r.details["e_train"]["rate"] == 1.0  # every target links through its own copy
+    # a control record ties with all 40 rows on both halves (b matches no one: all at distance 1)
+    assert r.details["e_control"]["rate"] == 1.0 and r.value == 0.0
+    ctx, _ = prepare(real, syn, control)
+    naive = linkability(ctx, columns=[["a"], ["b"]])
+    assert naive.details["e_naive"]["rate"] == pytest.approx(1 / 40)  # two random 1-sets meet: 1/N
+
+
+def test_inference_distance_tolerance_known_answer() -> None:
+    # (k1, k2) is unique per record, neither column alone is (no identifier column is dropped)
+    keys = {"k1": [f"c{i // 2}" for i in range(30)], "k2": [str(i % 2) for i in range(30)]}
+    real = pl.DataFrame({**keys, "x": np.arange(30, dtype=float) * 10})
+    syn = real.with_columns(pl.col("x") + 2.0)  # every secret off by 2 = 2/290 of the real range
+    control = pl.DataFrame({"k1": [f"d{i // 2}" for i in range(30)], "k2": keys["k2"],
+                            "x": np.arange(30, dtype=float) * 10})
+    pol = {"preset": "report-only", "metrics": {"inference_distance": {"params": {"tolerance": 0.01}}}}
+    r = run(real, syn, control, ids=["inference_distance"], sensitive=["x"], policy=pol)["inference_distance"]
+    assert r.details["e_train"]["rate"] == 1.0  # within 0.01 × 290
+    pol["metrics"]["inference_distance"]["params"]["tolerance"] = 0.0
+    r0 = run(real, syn, control, ids=["inference_distance"], sensitive=["x"], policy=pol)["inference_distance"]
+    assert r0.details["e_train"]["rate"] == 0.0  # exact matching
+
+
+def test_kde_matches_scipy_and_auc_known_answers() -> None:
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(200, 3))
+    pts = rng.normal(size=(20, 3))
+    assert KDE(x).log_density(pts) == pytest.approx(gaussian_kde(x.T).logpdf(pts.T), abs=1e-3)
+    assert auc_delong(np.array([3.0, 4.0]), np.array([1.0, 2.0]))[0] == 1.0
+    assert auc_delong(np.array([1.0, 2.0]), np.array([1.0, 2.0]))[0] == 0.5
+
+
+def test_gtcap_known_answer() -> None:
+    # quasi-identifier q, target t: synthetic (q=a, t=1) matches training records a/1, a/1, a/2 → 2/3
+    real = pl.DataFrame({"q": ["a", "a", "a", "b"], "t": ["1", "1", "2", "2"]})
+    control = pl.DataFrame({"q": ["a", "a", "b", "b"], "t": ["2", "2", "2", "1"]})
+    syn = pl.DataFrame({"q": ["a"], "t": ["1"]})
+    r = run(real, syn, control, ids=["gtcap"], sensitive=["t"])["gtcap"]
+    assert r.details["e_train"]["rate"] == pytest.approx(2 / 3)
+    assert r.details["e_control"]["rate"] == 0.0
+    assert r.details["per_column"]["t"]["matched_train"] == 1
+
+
+# -------------------------------------------------------------------------- response to inserted risk
+
+
+@pytest.mark.parametrize("mid", IDS)
+def test_clean_release_is_within_its_interval_of_zero(evaluations, mid: str) -> None:
+    r = evaluations[0.0][mid]
+    assert r.status is not dp.Status.ERROR, r.reason
+    assert r.ci is not None and r.ci[0] == 0.0, (mid, r.value, r.ci)
+
+
+@pytest.mark.parametrize("mid", IDS)
+def test_risk_rises_with_the_leak(evaluations, mid: str) -> None:
+    e = [evaluations[f][mid].value for f in (0.0, 0.5, 1.0)]
+    assert e[0] < e[1] < e[2], (mid, e)
+
+
+@pytest.mark.parametrize("mid", [m for m in IDS if m not in ("domias", "gtcap", "inference_ml")])
+def test_synthetic_equal_to_training_gives_high_risk(mid: str) -> None:
+    s = leaky_split(BASE[:1600], 0.0, seed=1)
+    control = s.control.vstack(s.release)  # as many control records as training records
+    r = run(s.train, s.train, control, ids=[mid])[mid]
+    assert r.value is not None and r.value >= 0.9, (mid, r.value)
+
+
+def test_equal_footing_keeps_a_clean_release_at_zero_with_unequal_sizes(splits) -> None:
+    s = splits[0.0]  # train 1200 vs control 600: the plain training success rate is inflated
+    r = run(s.train, s.synthetic, s.control, ids=["singling_out_univariate"])["singling_out_univariate"]
+    ef = r.details["equal_footing"]
+    assert ef["m"] == s.control.height and ef["e_star"] == pytest.approx(s.control.height / s.train.height)
+    assert r.ci[0] == 0.0
+
+
+# ---------------------------------------------------------------------------------- degenerate inputs
+
+
+def test_fewer_control_rows_than_attacks_caps_the_targets(splits) -> None:
+    s = splits[0.5]
+    ev = run(s.train, s.synthetic, s.control[:25])
+    for mid in ("linkability", "inference_distance", "inference_ml", "gtcap"):
+        assert ev[mid].status is not dp.Status.ERROR, ev[mid].reason
+        assert ev[mid].sizes["queries"] == 25
+    assert ev["domias"].details["n_reference"] == 12  # half the holdout is the reference set
+    assert ev["domias"].details["n_members"] == ev["domias"].details["n_non_members"] == 13
+
+
+def test_no_isolating_predicate_is_not_applicable_with_reason() -> None:
+    # distinct synthetic profiles (x,p), (x,q), (y,p), (y,q): every single value matches two of them
+    row = {"a": ["x", "x", "y", "y"], "b": ["p", "q", "p", "q"]}
+    real = pl.DataFrame({k: v * 10 for k, v in row.items()})
+    syn = pl.DataFrame({k: v * 5 for k, v in row.items()})
+    ev = run(real, syn, real, ids=["singling_out_univariate", "singling_out_multivariate"], sensitive=None)
+    for mid in ("singling_out_univariate", "singling_out_multivariate"):
+        assert ev[mid].status is dp.Status.NOT_APPLICABLE and ev[mid].reason, mid
+
+
+def test_single_valued_column_and_odd_names_give_results(splits) -> None:
+    s = splits[0.5]
+    rename = {"age": "age (years)", "income": "income>50K?", "sex": "if", "race": "race-*/+"}
+    t, syn, c = (df.rename(rename).with_columns(pl.lit("same").alias("constant col"))
+                 for df in (s.train, s.synthetic, s.control))
+    ev = run(t, syn, c, sensitive=["income>50K?", "constant col", "age (years)"])
+    for mid in IDS:
+        assert ev[mid].status in (dp.Status.PASS, dp.Status.WARN, dp.Status.FAIL), (mid, ev[mid].reason)
+    assert "constant col" in ev["inference_distance"].details["per_column"]
+
+
+def test_synthetic_equal_to_original_and_control_equal_to_training() -> None:
+    s = leaky_split(BASE[:800], 0.0, seed=2)
+    ev = run(s.train, s.train, s.train)  # nothing separates training from control: E = 0, no crash
+    for mid in IDS:
+        r = ev[mid]
+        assert r.status is not dp.Status.ERROR, (mid, r.reason)
+        if r.value is not None and mid != "domias":
+            assert r.value == pytest.approx(0.0, abs=1e-9), (mid, r.value)
+
+
+def test_deterministic_for_a_seed(splits) -> None:
+    s = splits[0.5]
+    a = run(s.train, s.synthetic, s.control, seed=5)
+    b = run(s.train, s.synthetic, s.control, seed=5)
+    assert [r.value for r in a] == [r.value for r in b]
+    assert a["linkability"].details == b["linkability"].details
