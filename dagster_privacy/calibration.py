@@ -623,7 +623,9 @@ class Calibration:
         data = self.policy.model_dump(mode="json")
         for mid, t in (self.thresholds or {}).items():
             if t.calibrated:
-                data["metrics"][mid]["threshold"] = t.threshold
+                # a swept metric the policy does not name gets the entry the engine would apply to it
+                entry = data["metrics"].setdefault(mid, self.policy.entry(mid).model_dump(mode="json"))
+                entry["threshold"] = t.threshold
         data["name"] = "calibrated"
         data["preset"] = None
         return pol.Policy.model_validate(data)
@@ -739,6 +741,9 @@ def calibrate(
         raise tb.TableError("the real table needs at least 8 rows to split into training, control and release")
     levels = _levels(fractions, (0.0, leak_level))
     seeds = _seeds(repeats, setup.policy.seed if seed is None else int(seed))
+    xs = sorted({float(x) for x in outliers if x > 0})
+    if any(not x < 0.5 for x in xs):  # checked before the sweep: bad input fails fast
+        raise CalibrationError("outlier fractions must be below 0.5")
     sweep = _leaky_sweep(df, levels, seeds, setup, progress=progress)
     li = _level_index(levels, leak_level)
     resp = responses(sweep, leak_index=li)
@@ -746,10 +751,7 @@ def calibrate(
     cal = Calibration(sweep, resp, correlation(sweep), setup.policy,
                       thresholds(sweep, resp, setup.policy, clean_index=0, leak_index=li, confidence=confidence),
                       leak_level, confidence, _table_info(df))
-    xs = sorted({float(x) for x in outliers if x > 0})
     if xs:
-        if any(x >= 0.5 for x in xs):
-            raise CalibrationError("outlier fractions must be below 0.5")
         scores = outlier_scores(df, column_kinds=setup.column_kinds)
         order = np.argsort(-scores, kind="stable")  # most outlying first
         for x in xs:

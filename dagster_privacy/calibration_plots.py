@@ -33,6 +33,17 @@ def _x(cal: Calibration) -> tuple[np.ndarray, list[str]]:
     return np.arange(len(levels), dtype=float), [str(v) for v in levels]
 
 
+def _thin(x: np.ndarray, labels: list[str]) -> list[str]:
+    """Blank the labels of ticks too close to the previous labelled one (0 and 0.05 would overlap)."""
+    span = float(x.max() - x.min()) or 1.0
+    out, last = [], -math.inf
+    for xi, lab in zip(x, labels, strict=True):
+        keep = (xi - last) / span >= 0.09
+        out.append(lab if keep else "")
+        last = xi if keep else last
+    return out
+
+
 def plot_responses(cal: Calibration, path: str | Path) -> Path:
     """One small panel per metric: every repeat (dots), the mean (line), the calibrated threshold
     (dashed) and the leak level (dotted); a flagged metric's title is red and says why."""
@@ -62,8 +73,8 @@ def plot_responses(cal: Calibration, path: str | Path) -> Path:
         title = mid + (" — flagged" if r.flag else "")
         ax.set_title(title, fontsize=9, color="tab:red" if r.flag else "black")
         ax.set_ylim(-0.03, 1.03)
-        ax.set_xticks(x if len(x) <= 8 else x[:: math.ceil(len(x) / 8)])
-        ax.set_xticklabels(ticks if len(x) <= 8 else ticks[:: math.ceil(len(x) / 8)], fontsize=7)
+        ax.set_xticks(x)
+        ax.set_xticklabels(_thin(x, ticks), fontsize=7)
         ax.tick_params(axis="y", labelsize=7)
         ax.grid(alpha=0.3)
     for m in range(n, rows * cols):
