@@ -157,24 +157,27 @@ def render_report(
 
     # -- per-metric table
     w('<h2 id="metrics">Metrics</h2>')
-    w("<p>Values are risks in [0, 1]: 0 = private, 1 = no privacy. The baseline is the same figure "
-      "measured on the holdout (records the generator never saw) where the metric defines one; the "
-      "interval is a 95 % confidence interval. A metric fails when its value (or its CI upper bound, "
-      "where the policy says so) exceeds its threshold; ERROR metrics gate publication, WARN metrics inform.</p>")
+    w("<p>Values are risks in [0, 1]: 0 = private, 1 = no privacy; the interval is a 95 % confidence "
+      "interval of the value. <i>raw</i> is the formula's own figure (for an attack, its success rate on "
+      "training records) and <i>baseline</i> the same figure measured on the holdout — records the "
+      "generator never saw — where the metric defines one: compare raw with baseline. A metric fails when "
+      "its value (or its CI upper bound, where the policy says so) exceeds its threshold; ERROR metrics "
+      "gate publication, WARN metrics inform.</p>")
     w('<table id="metric-table"><thead><tr><th>metric</th><th>risk (WP29 / other)</th><th>value</th>'
-      "<th>baseline</th><th>95 % CI</th><th>threshold</th><th>severity</th><th>status</th><th>source</th>"
-      "<th>rows used</th><th>note</th></tr></thead><tbody>")
+      "<th>95 % CI</th><th>raw</th><th>baseline</th><th>threshold</th><th>severity</th><th>status</th>"
+      "<th>source</th><th>rows used</th><th>note</th></tr></thead><tbody>")
     for r in ev.results:
         sizes = ", ".join(f"{k} {n:,}" for k, n in r.sizes.items())
         w(f'<tr id="metric-{escape(r.id)}"><td><code>{escape(r.id)}</code></td>'
-          f"<td>{escape(risk_class(r).title)}</td><td class=num>{_f(r.value)}</td>"
-          f"<td class=num>{_f(r.baseline)}</td><td class=num>{_ci(r)}</td><td>{escape(_threshold(r))}</td>"
+          f"<td>{escape(risk_class(r).title)}</td><td class=num>{_f(r.value)}</td><td class=num>{_ci(r)}</td>"
+          f"<td class=num>{_f(r.raw, '.4g')}</td><td class=num>{_f(r.baseline, '.4g')}</td>"
+          f"<td>{escape(_threshold(r))}</td>"
           f"<td>{escape(r.severity.value)}</td><td>{_status(r.status)}</td><td>{escape(r.source)}</td>"
           f"<td>{escape(sizes)}</td><td>{_reason(r)}</td></tr>")
     w("</tbody></table>")
     w(_img(plots.metrics_figure(ev), "metric values against thresholds",
-           "Figure 1. Each metric's value (dot, coloured by status) with its 95 % interval, the holdout "
-           "baseline where defined and the policy threshold.", "No metric produced a value."))
+           "Figure 1. Each metric's value (dot, coloured by status) with its 95 % interval and the policy "
+           "threshold (tick).", "No metric produced a value."))
 
     # -- WP29 mapping
     w('<h2 id="wp29">Risks measured (WP29 and others)</h2>')

@@ -18,7 +18,7 @@ def _row(r: MetricResult) -> str:
     ci = "—" if r.ci is None else f"[{r.ci[0]:.3f}, {r.ci[1]:.3f}]"
     thr = "—" if r.threshold is None else f"{r.threshold:g}" + (" (CI upper)" if r.on == "ci_upper" else "")
     note = redact(r.reason).replace("|", "/") if r.reason else ""
-    return (f"| `{r.id}` | {risk_class(r).title} | {_f(r.value)} | {_f(r.baseline)} | {ci} | {thr} | "
+    return (f"| `{r.id}` | {risk_class(r).title} | {_f(r.value)} | {ci} | {_f(r.raw)} | {_f(r.baseline)} | {thr} | "
             f"{r.severity.value} | {ICONS[r.status]} | {note} |")
 
 
@@ -30,8 +30,8 @@ def markdown_summary(ev: Evaluation, *, release_id: str | None = None, report_pa
              f"release `{release}` · policy `{ev.policy.get('name', '?')}` · seed {ev.seed}", ""]
     if report_path:
         lines += [f"Report: `{report_path}`" + (f" (sha256 `{report_sha256}`)" if report_sha256 else ""), ""]
-    lines += ["| metric | risk | value | baseline | 95 % CI | threshold | severity | status | note |",
-              "|---|---|---|---|---|---|---|---|---|"]
+    lines += ["| metric | risk | value | 95 % CI | raw | baseline | threshold | severity | status | note |",
+              "|---|---|---|---|---|---|---|---|---|---|"]
     lines += [_row(r) for r in ev.results]
     tables = ", ".join(f"{role} {t.get('rows', 0):,} rows" for role, t in ev.tables.items())
     if tables:

@@ -26,12 +26,13 @@ DPI = 100
 def _png(fig: Figure) -> str:
     FigureCanvasAgg(fig)
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=DPI, metadata={"Software": None})
+    fig.savefig(buf, format="png", dpi=DPI, metadata={"Software": None}, bbox_inches="tight", pad_inches=0.12)
     return base64.b64encode(buf.getvalue()).decode("ascii")
 
 
 def metrics_figure(ev: Evaluation) -> str | None:
-    """Each computed metric: value with its CI, the holdout baseline and the threshold, on [0, 1]."""
+    """Each computed metric: value with its CI and the threshold, on [0, 1] (baselines are on the raw
+    formula's scale, not the value's: they are in the table, not here)."""
     rows = [r for r in ev.results if r.value is not None]
     if not rows:
         return None
@@ -43,8 +44,6 @@ def metrics_figure(ev: Evaluation) -> str | None:
         if r.ci is not None:
             ax.plot(r.ci, [y, y], color=colour, lw=2.2, solid_capstyle="butt")
         ax.plot([r.value], [y], "o", color=colour, ms=7, zorder=3)
-        if r.baseline is not None and 0.0 <= r.baseline <= 1.0:
-            ax.plot([r.baseline], [y], "D", mfc="none", mec="#2e86c1", ms=7, zorder=3)
         if r.threshold is not None:
             ax.plot([r.threshold, r.threshold], [y - 0.32, y + 0.32], color="#111111", lw=1.6)
     ax.set_yticks(ys, [r.id for r in rows])
@@ -55,11 +54,10 @@ def metrics_figure(ev: Evaluation) -> str | None:
     handles = [
         ax.plot([], [], "o", color="#555555", label="value (colour = status)")[0],
         ax.plot([], [], "-", color="#555555", lw=2.2, label="95 % CI")[0],
-        ax.plot([], [], "D", mfc="none", mec="#2e86c1", label="holdout baseline")[0],
         ax.plot([], [], "|", color="#111111", ms=12, mew=1.6, label="threshold")[0],
     ]
     ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.5 / max(1, len(rows)) - 0.12),
-              ncol=4, frameon=False, fontsize=8)
+              ncol=3, frameon=False, fontsize=8)
     ax.set_title("Each metric against its threshold", fontsize=11)
     fig.tight_layout()
     return _png(fig)
@@ -146,7 +144,8 @@ def attacks_figure(rates: Sequence[AttackRates]) -> str | None:
     ax.set_xlabel("attack success rate (95 % Wilson interval)")
     ax.legend(handles=[Patch(color=COLOURS["train"], label="on training records"),
                        Patch(color=COLOURS["control"], label="on control (holdout) records")],
-              loc="lower right", fontsize=8, frameon=False)
+              loc="upper center", bbox_to_anchor=(0.5, -0.16 - 0.5 / (len(rates) + 1.4)), ncol=2, fontsize=8,
+              frameon=False)
     ax.set_title("Attack success: training vs control", fontsize=11)
     ax.grid(axis="x", alpha=0.3)
     fig.tight_layout()
