@@ -193,7 +193,7 @@ def test_audit_table_keeps_every_decision_and_detects_tampering(env: Env, capsys
     rows = env.audit.verify_chain()
     assert [(r.seq, r.release_id, r.decision) for r in rows] == [(1, "v1", "approve"), (2, "v2", "reject")]
     assert rows[1].prev_hash == rows[0].row_hash
-    assert all(r.report_sha256 and r.approver == "Dana Officer" for r in rows)
+    assert all(r.report_sha256 and r.approver == "Dana Officer" and r.os_user for r in rows)
     copy = env.root / "tampered.duckdb"
     copy.write_bytes(env.audit.path.read_bytes())
     con = duckdb.connect(str(copy))

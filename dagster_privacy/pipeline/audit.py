@@ -32,6 +32,7 @@ COLUMNS: tuple[tuple[str, str], ...] = (
     ("release_id", "VARCHAR NOT NULL"),
     ("decision", "VARCHAR NOT NULL"),
     ("approver", "VARCHAR NOT NULL"),
+    ("os_user", "VARCHAR"),
     ("reason", "VARCHAR NOT NULL"),
     ("report_sha256", "VARCHAR"),
     ("report_path", "VARCHAR"),
@@ -57,6 +58,7 @@ class AuditRow:
     release_id: str
     decision: str
     approver: str
+    os_user: str | None
     reason: str
     report_sha256: str | None
     report_path: str | None

@@ -24,6 +24,7 @@ from ..registry import registry
 from ..results import Evaluation
 from . import metadata as md
 from .assets import DUCKDB_KEY, RELEASE_KEY
+from .checks import EvaluationHook
 
 REPORTS_ENV = "DAGSTER_PRIVACY_REPORTS"
 #: metadata keys every privacy check result carries
@@ -87,7 +88,7 @@ def build_report_hook(
     release_resource_key: str = RELEASE_KEY,
     reports_dir: str | os.PathLike[str] | None = None,
     history_limit: int = 20,
-):
+) -> EvaluationHook:
     """The ``on_evaluation`` hook of ``build_privacy_checks``: writes the HTML report and returns the
     metadata (path, sha256, Markdown summary) attached to every check result.
 
