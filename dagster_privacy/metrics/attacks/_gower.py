@@ -91,10 +91,10 @@ def _base_block(q: Rows, r: Rows, s: int, e: int, oq: np.ndarray, ort: np.ndarra
         out += tmp
 
 
-def blocks(q: Rows, r: Rows) -> Iterator[tuple[int, np.ndarray]]:
+def blocks(q: Rows, r: Rows, step: int | None = None) -> Iterator[tuple[int, np.ndarray]]:
     """(start, Gower distances of a chunk of query rows to all reference rows), float32."""
     oq, ort, wide = _onehot(q.cat, r.cat)
-    step = _step(r.n)
+    step = step or _step(r.n)
     buf = np.empty((step, r.n), dtype=np.float32)
     tmp = np.empty((step, r.n), dtype=np.float32)
     for s in range(0, q.n, step):

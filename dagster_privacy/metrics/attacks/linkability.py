@@ -31,31 +31,68 @@ def default_split(ctx: EvaluationContext) -> tuple[list[str], list[str]]:
     return cols[0::2], cols[1::2]
 
 
-def _kth(block: np.ndarray, kk: int) -> np.ndarray:
-    """The (kk+1)-th smallest distance per row (a plain minimum for k = 1)."""
-    return block.min(axis=1) if kk == 0 else np.partition(block, kk, axis=1)[:, kk]
+class Profiles:
+    """The distinct synthetic profiles on one half's columns, and the synthetic rows of each.
+
+    Rows with the same profile are at the same distance from any target, so distances are computed
+    once per profile (on Adult, anonymeter's first half has far fewer profiles than rows)."""
+
+    def __init__(self, ctx: EvaluationContext, columns: Sequence[str], syn_order: np.ndarray) -> None:
+        names = ctx.schema.names
+        codes = ctx.codes("synthetic")[syn_order][:, [names.index(c) for c in columns]]
+        _, first, inverse = np.unique(codes, axis=0, return_index=True, return_inverse=True)
+        self.of_row = inverse.ravel()  # profile of each (content-ordered) synthetic row
+        self.rows = _gower.rows(ctx, "synthetic", syn_order[first], columns)
+        self.size = np.bincount(self.of_row, minlength=first.size)
+        self.members = np.argsort(self.of_row, kind="stable")  # rows grouped by profile, in order
+        self.start = np.cumsum(self.size) - self.size
+
+    def within(self, block: np.ndarray, k: int) -> np.ndarray:
+        """Profiles within the tie-inclusive k nearest rows: distance ≤ the k-th smallest row distance."""
+        if k == 1:
+            kth = block.min(axis=1)
+        else:
+            kk = min(k, block.shape[1])
+            part = np.argpartition(block, kk - 1, axis=1)[:, :kk]
+            vals = np.take_along_axis(block, part, axis=1)
+            order = np.argsort(vals, axis=1, kind="stable")
+            vals = np.take_along_axis(vals, order, axis=1)
+            cum = np.cumsum(self.size[np.take_along_axis(part, order, axis=1)], axis=1)
+            at = np.minimum((cum < k).sum(axis=1), kk - 1)  # first profile reaching k rows
+            kth = vals[np.arange(vals.shape[0]), at]
+        return block <= (kth + TIE_TOLERANCE)[:, None]
+
+    def expand(self, targets: np.ndarray, profiles: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(target, synthetic row) pairs for (target, profile) pairs."""
+        sizes = self.size[profiles]
+        t = np.repeat(targets, sizes)
+        pos = np.arange(int(sizes.sum())) - np.repeat(np.cumsum(sizes) - sizes - self.start[profiles], sizes)
+        return t, self.members[pos]
 
 
 def _linked(ctx: EvaluationContext, role: str, index: np.ndarray, a1: Sequence[str], a2: Sequence[str],
             syn_order: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """Per target: whether the tie-inclusive k-NN sets of its two halves intersect; and one linking
-    synthetic row (−1 when none)."""
+    """Per target: whether the tie-inclusive k-NN sets of its two halves share a synthetic row; and one
+    linking synthetic row (−1 when none). The intersection is found from the side whose tie sets hold
+    fewer rows: its (target, row) pairs are checked against the other side's tie sets."""
+    h1, h2 = Profiles(ctx, a1, syn_order), Profiles(ctx, a2, syn_order)
     q1 = _gower.rows(ctx, role, index, a1)
     q2 = _gower.rows(ctx, role, index, a2)
-    r1 = _gower.rows(ctx, "synthetic", syn_order, a1)
-    r2 = _gower.rows(ctx, "synthetic", syn_order, a2)
     success = np.zeros(len(index), dtype=bool)
     link = np.full(len(index), -1, dtype=np.int64)
-    kk = min(k, r1.n) - 1
-    for (s, d1), (_, d2) in zip(_gower.blocks(q1, r1), _gower.blocks(q2, r2), strict=True):
-        t1 = _kth(d1, kk) + TIE_TOLERANCE
-        t2 = _kth(d2, kk) + TIE_TOLERANCE
-        both = (d1 <= t1[:, None]) & (d2 <= t2[:, None])
-        hit = both.any(axis=1)
-        e = s + d1.shape[0]
-        success[s:e] = hit
-        first = both.argmax(axis=1)
-        link[s:e] = np.where(hit, syn_order[first], -1)
+    step = _gower._step(max(h1.rows.n, h2.rows.n))
+    for (s, d1), (_, d2) in zip(_gower.blocks(q1, h1.rows, step), _gower.blocks(q2, h2.rows, step), strict=True):
+        p1, p2 = h1.within(d1, k), h2.within(d2, k)
+        # expand the side whose tie sets cover fewer synthetic rows
+        n1 = int((p1 @ h1.size).sum())
+        n2 = int((p2 @ h2.size).sum())
+        small, other, other_mask = (h1, h2, p2) if n1 <= n2 else (h2, h1, p1)
+        t, prof = np.nonzero(p1 if small is h1 else p2)
+        t_rows, syn_rows = small.expand(t, prof)
+        ok = other_mask[t_rows, other.of_row[syn_rows]]
+        hit_t = t_rows[ok]
+        success[s + hit_t] = True
+        link[s + hit_t] = syn_order[syn_rows[ok]]
     return success, link
 
 
