@@ -53,7 +53,8 @@ def test_missing_values_never_give_nan() -> None:
     ev = dp.evaluate(real, syn, policy="report-only", progress=False)
     for r in ev:
         assert r.status is not dp.Status.ERROR, (r.id, r.reason)
-        assert r.value is not None and np.isfinite(r.value)
+        if r.status is not dp.Status.NOT_APPLICABLE:  # hidden_rate: no source mapping given
+            assert r.value is not None and np.isfinite(r.value), r.id
     # (missing, missing) is a copy of real row 1 (missing equals missing), (3, b) of real row 2
     assert ev["crp"].details["common_rows"] == 2
 
