@@ -618,6 +618,36 @@ class Calibration:
         return pl.DataFrame(rows, schema_overrides={k: pl.Float64 for k in (
             "no_risk", "at_leak", "max_risk", "stdev_max_risk", "previous_threshold", "calibrated_threshold")})
 
+    def to_markdown(self) -> str:
+        """The response table as Markdown (Dagster metadata, summaries): figures and metric ids only."""
+
+        def f(x: float | None, d: int = 3) -> str:
+            return "—" if x is None else f"{x:.{d}f}"
+
+        leak = self.leak_level
+        s = self.sweep
+        head = ["metric", "gate", "no risk", *([f"at {s.parameter} = {leak:g}"] if leak is not None else []),
+                "max risk", "stdev", "monotone", "responds", "threshold", "note"]
+        lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        thr = self.thresholds or {}
+        for r in self.responses:
+            t = thr.get(r.id)
+            if t is None:
+                th, note = "—", r.flag or ""
+            elif t.calibrated:
+                th, note = f"{f(t.previous)} → {f(t.threshold, 4)}", r.flag or (
+                    "separates" if t.separates else "overlaps no risk")
+            else:
+                th, note = f"{f(t.previous)} (kept)", r.flag or t.note
+            known = r.no_risk is not None
+            cells = [f"`{r.id}`", s.gate_on.get(r.id, "value"), f(r.no_risk),
+                     *([f(r.at_leak)] if leak is not None else []), f(r.max_risk), f(r.stdev, 4),
+                     ("yes" if r.monotone else "**no**") if known else "—",
+                     ("yes" if r.responds else "**no**") if known else "—", th,
+                     ("**flag**: " + note if r.flag else note).replace("|", "/")]
+            lines.append("| " + " | ".join(cells) + " |")
+        return "\n".join(lines) + "\n"
+
     def calibrated_policy(self) -> pol.Policy:
         """The input policy with every calibrated threshold replaced (load_policy of the YAML equals it)."""
         data = self.policy.model_dump(mode="json")

@@ -244,3 +244,46 @@ def test_cli_bad_input_exits_2_with_one_line(args, tmp_path, capsys):
     assert exc.value.code == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("dagster-privacy: error:") and "\n" not in err, err
+
+
+# ------------------------------------------------------------------------------------ Dagster job
+
+
+def test_dagster_calibration_job_runs_on_demand_and_is_not_part_of_the_release(tmp_path):
+    import dagster as dg
+    import duckdb
+
+    from dagster_privacy.pipeline import build_release_definitions
+    from dagster_privacy.pipeline.calibration_job import CALIBRATION_JOB, CALIBRATION_OP
+
+    real = _subset(400)
+    db = tmp_path / "release.duckdb"
+    con = duckdb.connect(str(db))
+    try:
+        con.register("frame", real.to_arrow())
+        con.execute('create table "real" as select * from frame')
+    finally:
+        con.close()
+    policy = {"seed": 0, "metrics": {"crp": {"threshold": 0.05}, "dcr": {"threshold": 0.9, "severity": "WARN"}}}
+    defs = build_release_definitions(database=str(db), policy=policy, publish_target=str(tmp_path / "pub.duckdb"))
+    job = defs.resolve_job_def(CALIBRATION_JOB)
+    # not an asset: no asset selection (release job, `--select '*'`, sensor, schedule) reaches it
+    assert all("calibration" not in k.to_user_string() for k in defs.resolve_asset_graph().get_all_asset_keys())
+    for other in ("privacy_release_job", "privacy_checks_job"):
+        assert CALIBRATION_OP not in {n.name for n in defs.resolve_job_def(other).nodes}
+    inst = dg.DagsterInstance.ephemeral()
+    res = job.execute_in_process(instance=inst, run_config={"ops": {CALIBRATION_OP: {"config": {
+        "fractions": [0.0, 1.0], "repeats": 1, "out_dir": str(tmp_path / "cal")}}}})
+    assert res.success
+    [obs] = [e.event_specific_data.asset_observation for e in res.all_events
+             if e.event_type_value == "ASSET_OBSERVATION"]
+    assert obs.asset_key == dg.AssetKey("real_table")
+    meta = obs.metadata
+    assert "| `crp` |" in meta["calibration/response"].value and meta["calibration/thresholds"].value["crp"] < 0.05
+    assert meta["calibration/plot"].value.startswith("![response to inserted risk](data:image/png;base64,")
+    assert dp.load_policy(meta["calibration/policy_path"].value).metrics["crp"].threshold < 0.05
+    from dagster._serdes import serialize_value
+
+    stored = "".join(serialize_value(e) for r in inst.get_runs() for e in inst.all_logs(r.run_id))
+    for value in ("Never-married", "Exec-managerial", "United-States"):
+        assert value not in stored  # figures only in the event log

@@ -17,6 +17,7 @@ import dagster as dg
 from .. import policy as pol
 from .assets import DUCKDB_KEY, PUBLISH_KEY, RELEASE_KEY, build_table_asset
 from .automation import build_checks_job, build_checks_schedule, build_new_release_sensor, build_release_job
+from .calibration_job import build_calibration_job
 from .checks import EvaluationHook, build_privacy_checks, required_check_names
 from .publish import PublishTarget, build_published_release
 from .resources import PrivacyRelease, ReadOnlyDuckDB
@@ -142,7 +143,7 @@ def build_release_definitions(
     return dg.Definitions(
         assets=assets,
         asset_checks=[*checks, *extra_checks],
-        jobs=[release_job, checks_job],
+        jobs=[release_job, checks_job, build_calibration_job(settings=settings)],  # calibration: on demand only
         schedules=[build_checks_schedule(job=checks_job, cron_schedule=settings.checks_cron)],
         sensors=[build_new_release_sensor(job=release_job, synthetic=settings.synthetic)],
         resources=build_release_resources(settings=settings),
