@@ -63,6 +63,11 @@ MIN_DROP = 0.005
 Generator = Callable[..., Any]
 
 
+def level_label(v: Any) -> str:
+    """A level for messages: numbers as %g, anything else (a generator's parameter) as text."""
+    return f"{v:g}" if isinstance(v, (int, float)) else str(v)
+
+
 class CalibrationError(ValueError):
     """Calibration cannot run (bad fractions, a generator that raised …): one line, no record values."""
 
@@ -458,8 +463,8 @@ def responses(sweep: Sweep, *, leak_index: int | None = None) -> list[Response]:
             flags.append(f"does not respond: change {delta:+.4f} from no risk to max risk")
         if not monotone:
             i = int(np.argmin(diffs))
-            flags.append(f"non-monotone: drops {-diffs[i]:.4f} from {sweep.parameter} = {sweep.levels[i]:g} "
-                         f"to {sweep.levels[i + 1]:g}")
+            flags.append(f"non-monotone: drops {-diffs[i]:.4f} from {sweep.parameter} = {level_label(sweep.levels[i])} "
+                         f"to {level_label(sweep.levels[i + 1])}")
         out.append(Response(
             mid, float(means[0]), None if leak_index is None else float(means[leak_index]), float(means[-1]),
             float(sds[-1]), [float(v) for v in means], [float(v) for v in sds], monotone, responds,
@@ -513,7 +518,7 @@ def thresholds(sweep: Sweep, resp: Sequence[Response], policy: pol.Policy, *, cl
             clean_high = float(np.nanmean(g[clean_index]) + z * per[clean_index])
             leak_low = float(np.nanmean(g[leak_index]) - z * per[leak_index])
         level = sweep.levels[leak_index]
-        what = f"{level:.0%} leak" if sweep.model == "leaky" else f"{sweep.parameter} = {level:g}"
+        what = f"{level:.0%} leak" if sweep.model == "leaky" else f"{sweep.parameter} = {level_label(level)}"
         if clean_high < leak_low:
             t = (clean_high + leak_low) / 2.0
             sep, note = True, f"calibrated: no risk ≤ {clean_high:.4f}, {what} ≥ {leak_low:.4f}"
@@ -626,7 +631,7 @@ class Calibration:
 
         leak = self.leak_level
         s = self.sweep
-        head = ["metric", "gate", "no risk", *([f"at {s.parameter} = {leak:g}"] if leak is not None else []),
+        head = ["metric", "gate", "no risk", *([f"at {s.parameter} = {level_label(leak)}"] if leak is not None else []),
                 "max risk", "stdev", "monotone", "responds", "threshold", "note"]
         lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
         thr = self.thresholds or {}
@@ -667,14 +672,19 @@ class Calibration:
         p = self.calibrated_policy()
         thr = self.thresholds or {}
         s = self.sweep
+        levels = ", ".join(level_label(v) for v in s.levels)
+        if s.model == "leaky":
+            model = f"seed 004 §5.1.1 leaky risk model, leak fractions {levels}"
+            caught = f"a {self.leak_level or 0:.0%} leak"
+        else:
+            model = f"seed 004 §5.1.2-5.1.3 generator sweep ({self.generator}), {s.parameter} = {levels}"
+            caught = f"a release generated at {s.parameter} = {level_label(self.leak_level)}"
         lines = [
-            "# Calibrated by `dagster-privacy calibrate`: seed 004 §5.1.1 leaky risk model on a table of "
-            f"{self.table.get('rows', '?')} rows",
-            f"# (sha256 {self.table.get('sha256', '?')[:16]}…), leak fractions "
-            f"{', '.join(f'{v:g}' for v in s.levels)}, {len(s.seeds)} repeat(s), seeds {s.seeds[0]}…{s.seeds[-1]}.",
-            f"# A calibrated threshold is exceeded by a {self.leak_level or 0:.0%} leak with probability "
-            f"≈ {self.confidence:.0%} on this data",
-            "# (docs/calibration.md). Metrics that do not respond keep the input policy's threshold.",
+            f"# Calibrated by dagster_privacy.calibration: {model};",
+            f"# a table of {self.table.get('rows', '?')} rows (sha256 {str(self.table.get('sha256', '?'))[:16]}…), "
+            f"{len(s.seeds)} repeat(s), seeds {s.seeds[0]}…{s.seeds[-1]}.",
+            f"# A calibrated threshold is exceeded by {caught} with probability ≈ {self.confidence:.0%} on this",
+            "# data (docs/calibration.md). Metrics that do not respond keep the input policy's threshold.",
             f"name: {p.name}",
             f"seed: {p.seed}",
         ]
@@ -929,6 +939,7 @@ def per_column_sampler(train: pl.DataFrame, noise: float, *, seed: int = 0) -> p
 
 __all__ = [
     "DEFAULT_FRACTIONS",
+    "level_label",
     "DEFAULT_LEAK_LEVEL",
     "Calibration",
     "CalibrationError",

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 import click
 
-from .calibration import DEFAULT_FRACTIONS, DEFAULT_LEAK_LEVEL, Calibration, CalibrationError
+from .calibration import DEFAULT_FRACTIONS, DEFAULT_LEAK_LEVEL, Calibration, CalibrationError, level_label
 
 
 def _f(x: float | None, digits: int = 3) -> str:
@@ -37,7 +37,7 @@ def print_calibration(cal: Calibration, *, title: str | None = None) -> None:
 
     s = cal.sweep
     leak = cal.leak_level
-    leak_label = (f"{leak:.0%} leak" if s.model == "leaky" else f"{s.parameter}={leak:g}") if leak is not None else None
+    leak_label = (f"{leak:.0%} leak" if s.model == "leaky" else f"{s.parameter}={level_label(leak)}") if leak is not None else None
     t = Table(title=title or "response to inserted risk", title_justify="left")
     cols = ["metric", "gate", "no risk", *([leak_label] if leak_label else []), "max risk", "stdev",
             "monotone", "responds", "threshold", "note"]

@@ -164,7 +164,7 @@ def test_calibrated_thresholds_separate_no_leak_from_a_5_percent_leak():
 # ------------------------------------------------------------------------------ generator hook
 
 
-def test_generator_sweep_with_the_example_sampler():
+def test_generator_sweep_with_the_example_sampler(tmp_path):
     df = _subset(600)
     seen = []
 
@@ -179,6 +179,9 @@ def test_generator_sweep_with_the_example_sampler():
     assert crp.monotone and crp.responds and crp.max_risk > 0.5  # noise 0: bootstrap copies of train
     assert cal.thresholds["crp"].calibrated and cal.sweep.levels == [1.0, 0.5, 0.0]
     assert cb.per_column_sampler(df, 0.3, seed=1).equals(cb.per_column_sampler(df, 0.3, seed=1))
+    paths = cal.write(tmp_path)  # the same outputs as the leaky model
+    assert paths["plot"].is_file() and "generator sweep (gen), noise = 1, 0.5, 0" in paths["policy"].read_text()
+    assert dp.load_policy(paths["policy"]).metrics["crp"].threshold == cal.thresholds["crp"].threshold
 
     def broken(train, p):
         raise RuntimeError("boom at 'secret value'")
