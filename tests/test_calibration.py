@@ -268,7 +268,8 @@ def test_dagster_calibration_job_runs_on_demand_and_is_not_part_of_the_release(t
     finally:
         con.close()
     policy = {"seed": 0, "metrics": {"crp": {"threshold": 0.05}, "dcr": {"threshold": 0.9, "severity": "WARN"}}}
-    defs = build_release_definitions(database=str(db), policy=policy, publish_target=str(tmp_path / "pub.duckdb"))
+    defs = build_release_definitions(database=str(db), policy=policy, publish_target=str(tmp_path / "pub.duckdb"),
+                                     schema_gate=False)
     job = defs.resolve_job_def(CALIBRATION_JOB)
     # not an asset: no asset selection (release job, `--select '*'`, sensor, schedule) reaches it
     assert all("calibration" not in k.to_user_string() for k in defs.resolve_asset_graph().get_all_asset_keys())
