@@ -84,14 +84,35 @@ def print_battery(results: dict[str, Any], secs: dict[str, float], load: float) 
           f"peak memory {peak_mb():.0f} MB")
 
 
-def reference(d: Path, out: Path) -> dict[str, Any]:
+def reference(d: Path, out: Path, reuse: bool = False) -> dict[str, Any]:
     js = out / f"anonymeter_{d.name}.json"
+    if reuse and js.exists():
+        print(f"reusing {js}")
+        return json.loads(js.read_text())
     cmd = [str(SHARED / "tools" / "anonymeter_ref.sh"), "--train", str(d / "train.csv"), "--control",
            str(d / "control.csv"), "--synthetic", str(d / "synthetic.csv"), "--n-attacks", "2000",
            "--link-neighbors", "1", "--json", str(js)]
     print("running:", " ".join(cmd), flush=True)
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
     return json.loads(js.read_text())
+
+
+def at95(rate: dict[str, Any] | None) -> dict[str, Any] | None:
+    """Our rate with its plain 95 % Wilson interval (per-column details carry Bonferroni intervals)."""
+    if rate is None:
+        return None
+    from dagster_privacy.stats import wilson
+
+    w = wilson(rate["successes"], rate["n"])
+    return {"center": w.center, "ci": [w.low, w.high], "error": w.error}
+
+
+def z_diff(a: dict[str, Any] | None, b: dict[str, Any] | None) -> str:
+    """Two-sample z of the difference (the two tools attack different random samples of targets)."""
+    if a is None or b is None:
+        return "  -  "
+    se = ((a["error"] / 1.96) ** 2 + (b["error"] / 1.96) ** 2) ** 0.5
+    return f"{(a['center'] - b['value']) / se:+5.2f}" if se > 0 else "  -  "
 
 
 def _ours(rate: dict[str, Any] | None) -> str:
@@ -106,28 +127,31 @@ def _ref(rate: dict[str, Any] | None) -> str:
 
 
 def overlap(a: dict[str, Any] | None, b: dict[str, Any] | None) -> str:
-    """'yes' when each point estimate lies within the other's 95 % interval."""
+    """Whether each point estimate lies within the other's 95 % interval: 'both', 'one' or 'no'."""
     if a is None or b is None:
         return "-"
     va, (la, ha) = a["center"], a["ci"]
     vb, lb, hb = b["value"], b["value"] - b["error"], b["value"] + b["error"]
-    return "yes" if (lb <= va <= hb and la <= vb <= ha) else "NO"
+    n = int(lb <= va <= hb) + int(la <= vb <= ha)
+    return ("no", "one", "both")[n]
 
 
-def vs_anonymeter(d: Path, out: Path) -> None:
-    ref = reference(d, out)
+def vs_anonymeter(d: Path, out: Path, reuse: bool = False) -> None:
+    ref = reference(d, out, reuse)
     by = {r["attack"]: r for r in ref["results"]}
     ours, secs, load = battery(d, MATCH_REFERENCE, IDS[:4])
     print(f"\nside by side on {d} (ours with the reference's settings; e = success rate on training "
-          f"records, Wilson centre and 95 % CI)")
-    print(f"{'attack':<30} {'e_train ours':<26} {'e_train anonymeter':<26} {'within':<6} "
+          f"records, Wilson centre and 95 % CI; within = each centre in the other's CI (both/one/no); "
+          f"z = difference / its two-sample standard error: the tools attack different random targets)")
+    print(f"{'attack':<30} {'e_train ours':<26} {'e_train anonymeter':<26} {'within':<6} {'z':>5} "
           f"{'risk ours':<25} {'risk anonymeter':<25} {'s ours':>7} {'s ref':>7} {'speed':>6}")
 
     def line(name: str, o_rate: Any, r: dict[str, Any], o_risk: float | None, o_ci: Any, s_o: float) -> None:
         rr = f"{r['risk']:.4f} {fmt_ci(r['ci'])}" if r.get("risk") is not None else "error"
         orisk = f"{o_risk:.4f} {fmt_ci(o_ci)}" if o_risk is not None else "n/a"
-        print(f"{name:<30} {_ours(o_rate):<26} {_ref(r.get('attack_rate')):<26} "
-              f"{overlap(o_rate, r.get('attack_rate')):<6} {orisk:<25} {rr:<25} {s_o:7.2f} "
+        o95, ra = at95(o_rate), r.get("attack_rate")
+        print(f"{name:<30} {_ours(o95):<26} {_ref(ra):<26} "
+              f"{overlap(o95, ra):<6} {z_diff(o95, ra):>5} {orisk:<25} {rr:<25} {s_o:7.2f} "
               f"{r['seconds']:7.2f} {r['seconds'] / max(s_o, 1e-9):5.0f}x")
 
     so_u, so_m, ln = ours["singling_out_univariate"], ours["singling_out_multivariate"], ours["linkability"]
@@ -160,11 +184,12 @@ def main() -> None:
     ap.add_argument("--fraction", type=float, default=0.2)
     ap.add_argument("--fractions", default=None, help="comma list: run the battery at each leak fraction")
     ap.add_argument("--vs-anonymeter", action="store_true")
+    ap.add_argument("--reuse-reference", action="store_true", help="reuse a reference JSON already in --out-dir")
     a = ap.parse_args()
     out = a.out_dir or Path(tempfile.mkdtemp(prefix="bench_attacks_"))
     out.mkdir(parents=True, exist_ok=True)
     if a.vs_anonymeter:
-        vs_anonymeter(splits(out, a.fraction, a.data), out)
+        vs_anonymeter(splits(out, a.fraction, a.data), out, a.reuse_reference)
         return
     for f in [float(x) for x in a.fractions.split(",")] if a.fractions else [a.fraction]:
         d = splits(out, f, a.data)

@@ -67,7 +67,8 @@ def _onehot(q: np.ndarray, r: np.ndarray) -> tuple[np.ndarray, np.ndarray, list[
             m[np.arange(x.shape[0]), off + x[:, j]] = 1.0
         return m
 
-    return enc(q), np.ascontiguousarray(enc(r).T), wide
+    # the reference side negated: one product gives −(matching categories), no extra pass
+    return enc(q), np.ascontiguousarray(-enc(r).T), wide
 
 
 def _step(n_ref: int, budget: int = 8 * 2**20) -> int:
@@ -78,10 +79,11 @@ def _step(n_ref: int, budget: int = 8 * 2**20) -> int:
 def _base_block(q: Rows, r: Rows, s: int, e: int, oq: np.ndarray, ort: np.ndarray, wide: list[int],
                 out: np.ndarray, tmp: np.ndarray) -> None:
     """out = Gower distance of query rows s:e to every reference row; tmp is scratch of the same shape."""
-    out.fill(np.float32(q.cat.shape[1]))
     if oq.shape[1]:
-        np.matmul(oq[s:e], ort, out=tmp)  # matching categories, counted exactly (small integers)
-        out -= tmp
+        np.matmul(oq[s:e], ort, out=out)  # −(matching categories), exact (small integers)
+        out += np.float32(q.cat.shape[1])
+    else:
+        out.fill(np.float32(q.cat.shape[1]))
     for j in wide:
         np.equal(q.cat[s:e, j][:, None], r.cat[None, :, j], out=tmp, casting="unsafe")
         out -= tmp
@@ -119,10 +121,11 @@ def leave_one_out_nearest(q: Rows, r: Rows, drop: Sequence[str]) -> np.ndarray:
     for s in range(0, q.n, step):
         e = min(s + step, q.n)
         b, t = full[: e - s], tmp[: e - s]
-        b.fill(np.float32(q.cat.shape[1]))
         if oq.shape[1]:
-            np.matmul(oq[s:e], ort, out=t)
-            b -= t
+            np.matmul(oq[s:e], ort, out=b)  # −(matching categories)
+            b += np.float32(q.cat.shape[1])
+        else:
+            b.fill(np.float32(q.cat.shape[1]))
         for j in wide:
             np.equal(q.cat[s:e, j][:, None], r.cat[None, :, j], out=t, casting="unsafe")
             b -= t

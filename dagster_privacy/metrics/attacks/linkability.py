@@ -70,24 +70,42 @@ class Profiles:
         return t, self.members[pos]
 
 
-def _linked(ctx: EvaluationContext, role: str, index: np.ndarray, a1: Sequence[str], a2: Sequence[str],
-            syn_order: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """Per target: whether the tie-inclusive k-NN sets of its two halves share a synthetic row; and one
-    linking synthetic row (−1 when none). The intersection is found from the side whose tie sets hold
-    fewer rows: its (target, row) pairs are checked against the other side's tie sets."""
+def _pairs(mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(row, column) of the True cells: argmax for rows with one (the usual case), nonzero for the rest."""
+    count = np.count_nonzero(mask, axis=1)
+    single = np.nonzero(count == 1)[0]
+    t, c = [single], [mask[single].argmax(axis=1)]
+    multi = np.nonzero(count > 1)[0]
+    if multi.size:
+        mt, mc = np.nonzero(mask[multi])
+        t.append(multi[mt])
+        c.append(mc)
+    return np.concatenate(t), np.concatenate(c)
+
+
+def _stack(ctx: EvaluationContext, sides: Sequence[tuple[str, np.ndarray]], columns: Sequence[str]) -> _gower.Rows:
+    parts = [_gower.rows(ctx, role, index, columns) for role, index in sides]
+    return _gower.Rows(np.concatenate([p.num for p in parts]), np.concatenate([p.cat for p in parts]),
+                       parts[0].num_cols, parts[0].cat_cols)
+
+
+def _linked(ctx: EvaluationContext, sides: Sequence[tuple[str, np.ndarray]], a1: Sequence[str],
+            a2: Sequence[str], syn_order: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per target (the sides' targets stacked): whether the tie-inclusive k-NN sets of its two halves
+    share a synthetic row; and one linking synthetic row (−1 when none). The intersection is found from
+    the side whose tie sets cover fewer rows: its (target, row) pairs are checked against the other's."""
     h1, h2 = Profiles(ctx, a1, syn_order), Profiles(ctx, a2, syn_order)
-    q1 = _gower.rows(ctx, role, index, a1)
-    q2 = _gower.rows(ctx, role, index, a2)
-    success = np.zeros(len(index), dtype=bool)
-    link = np.full(len(index), -1, dtype=np.int64)
+    q1, q2 = _stack(ctx, sides, a1), _stack(ctx, sides, a2)
+    success = np.zeros(q1.n, dtype=bool)
+    link = np.full(q1.n, -1, dtype=np.int64)
     step = _gower._step(max(h1.rows.n, h2.rows.n))
     for (s, d1), (_, d2) in zip(_gower.blocks(q1, h1.rows, step), _gower.blocks(q2, h2.rows, step), strict=True):
         p1, p2 = h1.within(d1, k), h2.within(d2, k)
-        # expand the side whose tie sets cover fewer synthetic rows
-        n1 = int((p1 @ h1.size).sum())
-        n2 = int((p2 @ h2.size).sum())
+        # rows each side's tie sets cover (estimated with the mean profile size: it only picks the side)
+        n1 = np.count_nonzero(p1) * h1.size.mean()
+        n2 = np.count_nonzero(p2) * h2.size.mean()
         small, other, other_mask = (h1, h2, p2) if n1 <= n2 else (h2, h1, p1)
-        t, prof = np.nonzero(p1 if small is h1 else p2)
+        t, prof = _pairs(p1 if small is h1 else p2)
         t_rows, syn_rows = small.expand(t, prof)
         ok = other_mask[t_rows, other.of_row[syn_rows]]
         hit_t = t_rows[ok]
@@ -125,8 +143,8 @@ def linkability(ctx: EvaluationContext, *, n_attacks: int = 2000, k: int = 1,
     order = hash_order(ctx, "synthetic")
     t_idx = sample_targets(ctx, "real", n, "linkability")
     c_idx = sample_targets(ctx, "holdout", n, "linkability")
-    ok_t, link_t = _linked(ctx, "real", t_idx, a1, a2, order, k)
-    ok_c, _ = _linked(ctx, "holdout", c_idx, a1, a2, order, k)
+    ok, link = _linked(ctx, [("real", t_idx), ("holdout", c_idx)], a1, a2, order, k)
+    ok_t, ok_c, link_t = ok[:n], ok[n:], link[:n]
     n_syn = ctx.n("synthetic")
     kk = min(k, n_syn)
     # two independent uniform k-subsets of the synthetic rows intersect with probability 1 − C(N−k, k)/C(N, k)
