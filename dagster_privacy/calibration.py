@@ -460,7 +460,8 @@ def responses(sweep: Sweep, *, leak_index: int | None = None) -> list[Response]:
         responds = delta > max(MIN_RESPONSE, 2.0 * pooled)
         flags = []
         if not responds:
-            flags.append(f"does not respond: change {delta:+.4f} from no risk to max risk")
+            flags.append(f"does not respond: change {delta:+.4f} from no risk to max risk "
+                         f"(needs > {max(MIN_RESPONSE, 2.0 * pooled):.4f}: max(0.01, 2 × noise))")
         if not monotone:
             i = int(np.argmin(diffs))
             flags.append(f"non-monotone: drops {-diffs[i]:.4f} from {sweep.parameter} = {level_label(sweep.levels[i])} "
@@ -519,6 +520,12 @@ def thresholds(sweep: Sweep, resp: Sequence[Response], policy: pol.Policy, *, cl
             leak_low = float(np.nanmean(g[leak_index]) - z * per[leak_index])
         level = sweep.levels[leak_index]
         what = f"{level:.0%} leak" if sweep.model == "leaky" else f"{sweep.parameter} = {level_label(level)}"
+        with _quiet():
+            moved = float(np.nanmean(g[leak_index]) - np.nanmean(g[clean_index]))
+        if not moved > 0:  # the figure does not move at this level: no threshold can catch it
+            out[mid] = Threshold(mid, on, prev, prev, False, False, None, None,
+                                 f"kept: no response at {what} (change {moved:+.4f}); responds only to larger risk")
+            continue
         if clean_high < leak_low:
             t = (clean_high + leak_low) / 2.0
             sep, note = True, f"calibrated: no risk ≤ {clean_high:.4f}, {what} ≥ {leak_low:.4f}"

@@ -64,10 +64,11 @@ def print_calibration(cal: Calibration, *, title: str | None = None) -> None:
     flagged = cal.flagged
     console.print(f"{len(flagged)} of {len(cal.responses)} metrics flagged"
                   + (f": {', '.join(r.id for r in flagged)}" if flagged else ""))
-    overlap = [t.id for t in thr.values() if t.calibrated and not t.separates]
+    by_id = {r.id: r for r in cal.responses}
+    overlap = [t.id for t in thr.values() if not t.separates and not by_id[t.id].flag]
     if overlap:
         console.print(f"{len(overlap)} metric(s) cannot tell {leak_label or 'the leak'} from no risk on this data "
-                      f"(calibrated to catch the leak; clean releases may fail): {', '.join(overlap)}")
+                      f"(calibrated to catch the leak, clean releases may fail; or kept): {', '.join(overlap)}")
     for o in cal.outliers:
         ot = Table(title=f"without the {o.fraction:.0%} most outlying rows (LOF, {o.removed} rows removed): "
                          "change against the full table", title_justify="left")

@@ -80,7 +80,8 @@ def test_flags_flat_and_non_monotone_metrics():
     linear = f[:, None] + rng.normal(0, 0.002, (4, 3))
     flat = 0.5 + rng.normal(0, 0.002, (4, 3))
     bump = np.array([0.1, 0.6, 0.2, 0.9])[:, None] + np.zeros((4, 3))
-    sw = _sweep(np.stack([linear, flat, bump], axis=2), ["linear", "flat", "bump"])
+    late = np.array([0.0, 0.0, 0.4, 1.0])[:, None] + np.zeros((4, 3))  # blind to a 5 % leak
+    sw = _sweep(np.stack([linear, flat, bump, late], axis=2), ["linear", "flat", "bump", "late"])
     resp = {r.id: r for r in cb.responses(sw, leak_index=1)}
     assert resp["linear"].monotone and resp["linear"].responds and resp["linear"].flag is None
     assert not resp["flat"].responds and "does not respond" in resp["flat"].flag
@@ -89,11 +90,13 @@ def test_flags_flat_and_non_monotone_metrics():
     assert corr[0, 0] == pytest.approx(1.0) and corr[0, 2] > 0.5
     # a flagged metric keeps the policy's threshold; a responding one is calibrated between the two
     pol = dp.load_policy({"metrics": {"crp": {"threshold": 0.3}}})
-    sw.metrics = ["crp", "dcr", "mdcr"]
+    sw.metrics = ["crp", "dcr", "mdcr", "nnaa"]
     resp = cb.responses(sw, leak_index=1)
     thr = cb.thresholds(sw, resp, pol, clean_index=0, leak_index=1)
     assert thr["crp"].calibrated and thr["crp"].separates and 0.0 < thr["crp"].threshold < 0.05
     assert not thr["dcr"].calibrated and thr["dcr"].threshold is None  # flat: nothing to calibrate
+    # responds, but not at the leak level: no threshold can catch that leak, the policy's is kept
+    assert resp[3].responds and not thr["nnaa"].calibrated and "no response at 5% leak" in thr["nnaa"].note
 
 
 def test_undefined_correlation_and_missing_metric_are_not_zero():
