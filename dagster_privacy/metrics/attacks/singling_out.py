@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy.stats import hypergeom
+from scipy.special import gammaln
 
 from ...context import EvaluationContext
 from ...registry import metric
@@ -250,9 +250,17 @@ class Target:
 
     def __init__(self, codes: np.ndarray, rng: np.random.Generator) -> None:
         self.rows = CodeTable(codes)
-        self.bits = BitIndex(self.rows.codes, rng)
+        self._rng = rng
+        self._bits: BitIndex | None = None
         self.n = self.rows.n
         self.d = self.rows.d
+
+    @property
+    def bits(self) -> BitIndex:
+        """Built on first use (single-condition predicates never need it)."""
+        if self._bits is None:
+            self._bits = BitIndex(self.rows.codes, self._rng)
+        return self._bits
 
     @property
     def codes(self) -> np.ndarray:
@@ -320,28 +328,29 @@ def _prepare(ctx: EvaluationContext) -> Prepared:
     for j, name in enumerate(names):
         if numerical[j]:
             values[:, j] = table.get_column(name).to_numpy().astype(np.float64)[first]
-    rng = np.random.default_rng([int(salt(ctx, "singling_out:bits")) % (2**32)])
-    return Prepared(cols, numerical, Target(syn_u, rng), inverse.ravel(), values,
-                    Target(ctx.codes("real"), rng), Target(ctx.codes("holdout"), rng))
+    seed = int(salt(ctx, "singling_out:bits")) % (2**32)
+    return Prepared(cols, numerical, Target(syn_u, np.random.default_rng([seed, 0])), inverse.ravel(), values,
+                    Target(ctx.codes("real"), np.random.default_rng([seed, 1])),
+                    Target(ctx.codes("holdout"), np.random.default_rng([seed, 2])))
 
 
 def _univariate_candidates(pr: Prepared) -> Predicates:
     """Rare-attribute predicates (anonymeter's univariate attack): per column, a missing value that
     occurs once, ``x ≤ min`` and ``x ≥ max`` of numerical columns, and every value that occurs once."""
-    out: list[tuple[int, int, int]] = []
+    out: list[np.ndarray] = []
     syn = pr.syn
     for j in pr.cols:
-        codes = syn.codes[:, j]
-        values, counts = np.unique(codes, return_counts=True)
+        values, counts = np.unique(syn.codes[:, j], return_counts=True)
+        rare = values[counts == 1].astype(np.int64)
         if pr.numerical[j]:
             present = values[values > 0]
             if present.size:
-                out.append((j, 1, int(present.min())))
-                out.append((j, int(present.max()), int(BIG)))
-        out.extend((j, int(v), int(v)) for v in values[counts == 1])
-    if not out:
+                out.append(np.array([[j, 1, int(present.min())], [j, int(present.max()), int(BIG)]]))
+        out.append(np.column_stack([np.full(rare.size, j, np.int64), rare, rare]))
+    arr = np.concatenate(out).astype(np.int64) if out else np.zeros((0, 3), np.int64)
+    if arr.shape[0] == 0:
         return _empty(1)
-    arr = np.unique(np.array(out, dtype=np.int64), axis=0)  # de-duplicated, canonical order
+    arr = np.unique(arr, axis=0)  # de-duplicated, canonical order
     P = arr.shape[0]
     return Predicates(arr[:, :1], arr[:, 1:2].astype(np.int32), arr[:, 2:3].astype(np.int32),
                       np.zeros((P, 1), dtype=bool))
@@ -433,7 +442,13 @@ def _equal_footing(counts: np.ndarray, n_side: int, m: int) -> np.ndarray:
     """P(the predicate isolates exactly one record of a random m-subset of the side's n_side records)."""
     if m >= n_side:
         return (counts == 1).astype(np.float64)
-    return hypergeom.pmf(1, n_side, counts, m)
+    c = counts.astype(np.float64)
+    ok = (c >= 1) & (n_side - c >= m - 1)
+    cc = np.where(ok, c, 1.0)
+    # c · C(N − c, m − 1) / C(N, m), in logs
+    log_h = (np.log(cc) + gammaln(n_side - cc + 1) - gammaln(m) - gammaln(n_side - cc - m + 2)
+             - gammaln(n_side + 1) + gammaln(m + 1) + gammaln(n_side - m + 1))
+    return np.where(ok, np.exp(log_h), 0.0)
 
 
 def _score(pr: Prepared, preds: Predicates, naive: Predicates, confidence: float) -> dict[str, Any]:
