@@ -142,7 +142,7 @@ def _features(ctx: EvaluationContext, role: str, idx: np.ndarray | None, columns
 
 
 def _lgbm_params(seed: int, n_estimators: int) -> dict[str, Any]:
-    return {"n_estimators": n_estimators, "learning_rate": 0.15, "num_leaves": 31, "min_child_samples": 20,
+    return {"n_estimators": n_estimators, "learning_rate": 0.2, "num_leaves": 15, "min_child_samples": 20,
             "max_bin": 63, "random_state": seed, "deterministic": True, "force_col_wise": True,
             "n_jobs": 1, "verbosity": -1}
 
@@ -160,16 +160,15 @@ def _nrmse_side(y: np.ndarray, pred: np.ndarray, spread: float, confidence: floa
 
 @metric("inference_ml", family="attacks", source="seed 004 §4.3.3, §5.3.2, §6.2.3 eq. 10", risk="inference",
         needs=("real", "synthetic", "holdout"))
-def inference_ml(ctx: EvaluationContext, *, n_attacks: int = 2000, n_estimators: int = 30,
-                 min_class_rows: int = 20) -> MetricResult:
+def inference_ml(ctx: EvaluationContext, *, n_attacks: int = 2000, n_estimators: int = 20,
+                 min_class_rows: int = 50) -> MetricResult:
     """ML-based attribute inference (seed 004 §4.3.3, §6.2.3): LightGBM trained on the synthetic table.
 
     Per secret column: a LightGBM classifier (categorical/binary secret; score = accuracy) or regressor
     (numerical; score = NRMSE = 1 − RMSE/range, eq. 10, range of the real column) on all other columns,
     fitted on every synthetic row, scored on training and control targets. Classes with fewer than
-    ``min_class_rows`` synthetic rows (LightGBM's minimum leaf size) share one "rare" label, which never
-    counts as a correct guess (a class per tree round costs time and such a class gets no leaf of its
-    own). e_naive: the synthetic majority class / mean. value = the worst column's E (eq. 8, e* = 1), Bonferroni over columns.
+    ``min_class_rows`` synthetic rows share one "rare" label, which never counts as a correct guess (a
+    multi-class model grows one tree per class per round, and so few rows hardly get a leaf of their own). e_naive: the synthetic majority class / mean. value = the worst column's E (eq. 8, e* = 1), Bonferroni over columns.
     """
     import lightgbm as lgb
 
