@@ -927,7 +927,7 @@ def per_column_sampler(train: pl.DataFrame, noise: float, *, seed: int = 0) -> p
     Each synthetic row starts as a copy of a training row drawn with replacement; each cell is then,
     with probability ``noise``, replaced by an independent draw from that column's training values.
     ``noise = 1`` samples every column on its own (the marginals only: no row survives beyond chance);
-    ``noise = 0`` copies training rows (maximum risk). Sweep it as ``params=[1.0, 0.5, 0.2, 0.0]``
+    ``noise = 0`` copies training rows (maximum risk). Sweep it as ``params=[1.0, 0.1, 0.0]``
     (increasing risk). Seeded: the same arguments give the same table.
     """
     if not 0.0 <= noise <= 1.0:

@@ -175,15 +175,15 @@ def test_generator_sweep_with_the_example_sampler(tmp_path):
         seen.append(seed)
         return cb.per_column_sampler(train, noise, seed=seed)
 
-    cal = cb.sweep_generator(df, gen, [1.0, 0.5, 0.0], parameter="noise", metrics=["crp", "ims", "dcr"],
-                             repeats=2, seed=7, threshold_at=0.5, progress=False)
+    cal = cb.sweep_generator(df, gen, [1.0, 0.1, 0.0], parameter="noise", metrics=["crp", "ims", "dcr"],
+                             repeats=2, seed=7, threshold_at=0.1, progress=False)
     assert sorted(set(seen)) == [7, 8]
     crp = cal.response("crp")
     assert crp.monotone and crp.responds and crp.max_risk > 0.5  # noise 0: bootstrap copies of train
-    assert cal.thresholds["crp"].calibrated and cal.sweep.levels == [1.0, 0.5, 0.0]
+    assert cal.thresholds["crp"].calibrated and cal.sweep.levels == [1.0, 0.1, 0.0]
     assert cb.per_column_sampler(df, 0.3, seed=1).equals(cb.per_column_sampler(df, 0.3, seed=1))
     paths = cal.write(tmp_path)  # the same outputs as the leaky model
-    assert paths["plot"].is_file() and "generator sweep (gen), noise = 1, 0.5, 0" in paths["policy"].read_text()
+    assert paths["plot"].is_file() and "generator sweep (gen), noise = 1, 0.1, 0" in paths["policy"].read_text()
     assert dp.load_policy(paths["policy"]).metrics["crp"].threshold == cal.thresholds["crp"].threshold
 
     def broken(train, p):
