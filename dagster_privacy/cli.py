@@ -96,15 +96,11 @@ def evaluate(real: str, synthetic: str, holdout: str | None, metric_ids: tuple[s
              key_columns=split_list(key_columns), sensitive_columns=split_list(sensitive_columns),
              column_kinds=parse_kinds(column_kind), source_index_column=source_index_column, seed=seed,
              progress=True)
-    report = None
-    if report_out:  # the report's distance figure reads the tables again (report/distances.py)
-        report = {"tables": (real, synthetic, holdout), "policy": policy, "column_kinds": parse_kinds(column_kind),
-                  "source_index_column": source_index_column}
-    finish(ev, json_out=json_out, report_out=report_out, report=report)
+    finish(ev, json_out=json_out, report_out=report_out, policy=policy)
 
 
 def finish(ev: Evaluation, *, json_out: str | None = None, report_out: str | None = None,
-           report: dict | None = None) -> None:
+           policy: str | None = None) -> None:
     """Print the table, write the outputs, exit with the verdict's code."""
     print_table(ev)
     if json_out:
@@ -112,13 +108,12 @@ def finish(ev: Evaluation, *, json_out: str | None = None, report_out: str | Non
         click.echo(f"JSON written to {json_out}", err=True)
     if report_out:
         try:
-            from .report import write_report, write_report_for
+            from .report import write_report
         except ImportError as exc:
             raise UsageFailure(f"the HTML report is not available: {exc}") from None
-        if report:
-            write_report_for(ev, report_out, **report)
-        else:
-            write_report(ev, report_out)
+        from .policy import load_policy
+
+        write_report(ev, report_out, policy=load_policy(policy) if policy else None)
         click.echo(f"report written to {report_out}", err=True)
     sys.exit(1 if ev.verdict is Status.FAIL else 0)
 

@@ -15,6 +15,7 @@ from . import policy as pol
 from . import registry as reg
 from . import tables as tb
 from .context import EvaluationContext
+from .distances import distance_summary
 from .results import Evaluation, MetricResult, Status
 
 VERSIONED = ("dagster_privacy", "numpy", "polars", "duckdb", "scikit-learn", "scipy", "lightgbm")
@@ -161,6 +162,7 @@ def run_metrics(ctx: EvaluationContext, ids: Sequence[str], p: pol.Policy, *,
         tables=fingerprints or {},
         schema=ctx.schema.to_json(),
         versions=versions(),
+        distances=distance_summary(ctx).to_dict(),
         timings={"total": time.perf_counter() - t0, "encode": ctx.encode_seconds,
                  "metrics": {r.id: r.seconds for r in results}, "queries": dict(ctx.query_seconds)},
     )

@@ -98,6 +98,8 @@ class Evaluation(BaseModel):
     tables: dict[str, dict[str, Any]] = Field(default_factory=dict, description="rows, columns, sha256")
     schema_: dict[str, Any] = Field(default_factory=dict, alias="schema")
     versions: dict[str, str] = Field(default_factory=dict)
+    distances: dict[str, Any] = Field(default_factory=dict,
+                                      description="histograms of synthetic→real and holdout→real NN distances")
     timings: dict[str, Any] = Field(default_factory=dict)
 
     def __getitem__(self, metric_id: str) -> MetricResult:
@@ -124,6 +126,7 @@ class Evaluation(BaseModel):
             "schema": self.schema_,
             "versions": self.versions,
             "metrics": [r.to_dict() for r in self.results],
+            "distances": self.distances,
             "timings": self.timings,
         })
 
@@ -141,7 +144,8 @@ class Evaluation(BaseModel):
         return cls(results=results, verdict=Status(d["verdict"]), seed=d.get("seed", 0),
                    policy=d.get("policy", {}), threat_model=d.get("threat_model", {}),
                    tables=d.get("tables", {}), schema=d.get("schema", {}),
-                   versions=d.get("versions", {}), timings=d.get("timings", {}))
+                   versions=d.get("versions", {}), distances=d.get("distances", {}),
+                   timings=d.get("timings", {}))
 
     def to_frame(self):  # -> polars.DataFrame
         import polars as pl

@@ -61,8 +61,7 @@ class Env:
                                      "synthetic": self.frames["clean"]})
         settings = ReleaseSettings(database=str(self.database), policy=POLICY, publish_target=str(self.target),
                                    schema_gate=False)
-        hook = build_report_hook(asset="synthetic_table", real="real", synthetic="synthetic", holdout="holdout",
-                                 policy=POLICY, reports_dir=self.reports)
+        hook = build_report_hook(asset="synthetic_table", policy=POLICY, reports_dir=self.reports)
         self.defs = build_release_definitions(settings=settings, on_evaluation=hook)
         self.instance = dg.DagsterInstance.from_config(str(self.home))
 

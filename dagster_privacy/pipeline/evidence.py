@@ -23,7 +23,7 @@ from .. import policy as pol
 from ..registry import registry
 from ..results import Evaluation
 from . import metadata as md
-from .assets import DUCKDB_KEY, RELEASE_KEY
+from .assets import RELEASE_KEY
 from .checks import EvaluationHook
 
 REPORTS_ENV = "DAGSTER_PRIVACY_REPORTS"
@@ -80,11 +80,7 @@ def check_history(instance: dg.DagsterInstance, asset: dg.AssetKey, *, metric_id
 def build_report_hook(
     *,
     asset: dg.AssetsDefinition | dg.AssetKey | str,
-    real: str,
-    synthetic: str | None = None,
-    holdout: str | None = None,
     policy: pol.Policy | str | Path | Mapping[str, Any] | None = None,
-    resource_key: str = DUCKDB_KEY,
     release_resource_key: str = RELEASE_KEY,
     reports_dir: str | os.PathLike[str] | None = None,
     history_limit: int = 20,
@@ -92,36 +88,22 @@ def build_report_hook(
     """The ``on_evaluation`` hook of ``build_privacy_checks``: writes the HTML report and returns the
     metadata (path, sha256, Markdown summary) attached to every check result.
 
-    The distance figure needs the tables: the hook reads them again through the read-only resource and
-    refuses them if their fingerprints differ from the evaluated ones (the figure is then left out, and
-    the report says so). Any other error raises, and the checks fail closed.
+    The distance figure comes from the evaluation itself (``Evaluation.distances``, drawn from the
+    context's cached neighbour queries). Any error raises, and the checks fail closed.
     """
     key = dg.AssetKey.from_coercible_or_definition(asset)
-    synthetic_source = synthetic or key.path[-1]
     p = pol.load_policy(policy) if policy is not None else None
 
     def hook(ev: Evaluation, context: dg.AssetCheckExecutionContext) -> dict[str, Any]:
-        from ..report import distances_for, markdown_summary, write_report
+        from ..report import markdown_summary, write_report
 
         rel = getattr(context.resources, release_resource_key)
         release = rel.resolve(ev.tables["synthetic"]["sha256"], dict(context.run.tags))
-        distances = None
-        try:
-            db = getattr(context.resources, resource_key)
-            tm = p.threat_model if p is not None else pol.ThreatModel()
-            distances = distances_for(db.read(real, role="real"), db.read(synthetic_source, role="synthetic"),
-                                      db.read(holdout, role="holdout") if holdout else None,
-                                      column_kinds=tm.column_kinds, source_index_column=tm.source_index_column,
-                                      seed=ev.seed, expect=ev.tables)
-        except Exception as exc:  # a figure left out, said so in the report; never a gate decision
-            from ..tables import redact
-
-            context.log.warning(f"report: distance figure left out ({type(exc).__name__}: {redact(str(exc))})")
         history = check_history(context.instance, key, metric_ids=ev.ids, limit=history_limit,
                                 exclude_run=context.run.run_id)
         base = Path(reports_dir) if reports_dir is not None else default_reports_dir(context.instance)
         path = (base / safe_name(release) / f"{context.run.run_id}.html").resolve()
-        sha = write_report(ev, path, release_id=release, history=history, distances=distances, policy=p)
+        sha = write_report(ev, path, release_id=release, history=history, policy=p)
         context.log.info(f"privacy report of release {release}: {path} (sha256 {sha})")
         return {
             REPORT_PATH: dg.MetadataValue.path(str(path)),

@@ -89,8 +89,7 @@ def build_release_checks(*, settings: ReleaseSettings, on_evaluation: Evaluation
     if on_evaluation is None:  # the HTML evidence report, written by the check itself (evidence.py)
         from .evidence import build_report_hook
 
-        on_evaluation = build_report_hook(asset="synthetic_table", real=settings.real, synthetic=settings.synthetic,
-                                          holdout=settings.holdout, policy=settings.loaded_policy())
+        on_evaluation = build_report_hook(asset="synthetic_table", policy=settings.loaded_policy())
     checks = list(build_privacy_checks(asset="synthetic_table", policy=settings.loaded_policy(), real=settings.real,
                                        synthetic=settings.synthetic, holdout=settings.holdout,
                                        additional_deps=deps, on_evaluation=on_evaluation))

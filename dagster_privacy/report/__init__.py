@@ -1,13 +1,11 @@
 """The evidence report: one self-contained HTML file per evaluation, and a Markdown summary."""
 
-from .distances import DistanceSummary as DistanceSummary
-from .distances import distance_summary as distance_summary
-from .distances import distances_for as distances_for
-from .distances import summarize as summarize
+from ..distances import DistanceSummary as DistanceSummary
+from ..distances import distance_summary as distance_summary
+from ..distances import summarize as summarize
 from .html import file_sha256 as file_sha256
 from .html import render_report as render_report
 from .html import write_report as write_report
-from .html import write_report_for as write_report_for
 from .markdown import markdown_summary as markdown_summary
 from .risks import RISKS as RISKS
 from .risks import risk_class as risk_class
@@ -16,12 +14,10 @@ __all__ = [
     "RISKS",
     "DistanceSummary",
     "distance_summary",
-    "distances_for",
     "file_sha256",
     "markdown_summary",
     "render_report",
     "risk_class",
     "summarize",
     "write_report",
-    "write_report_for",
 ]

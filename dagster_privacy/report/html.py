@@ -19,10 +19,10 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from ..distances import DistanceSummary
 from ..results import Evaluation, MetricResult, Status
 from ..tables import redact
 from . import plots
-from .distances import DistanceSummary
 from .risks import by_risk, risk_class, worst
 
 FORMAT = "dagster-privacy/report/1"
@@ -118,9 +118,11 @@ def render_report(
 
     ``release_id`` defaults to the synthetic table's fingerprint. ``history`` = earlier releases,
     oldest first: ``{"release": id, "values": {metric: value}, "failed": [metric, ...]}`` (this
-    evaluation is appended). ``distances`` = a DistanceSummary (or its dict) from the evaluation's
-    context. ``policy`` = the Policy, to show its sign-off requirement and optional metrics.
+    evaluation is appended). ``distances`` = a DistanceSummary (or its dict); by default the one the
+    evaluation carries. ``policy`` = the Policy, to show its sign-off requirement and optional metrics.
     """
+    if distances is None and ev.distances:
+        distances = ev.distances
     if isinstance(distances, Mapping):
         distances = DistanceSummary.from_dict(distances)
     release = release_id or ev.tables.get("synthetic", {}).get("sha256") or "unknown"
@@ -341,28 +343,6 @@ def write_report(ev: Evaluation, path: str | os.PathLike[str], *, release_id: st
         Path(tmp).unlink(missing_ok=True)
         raise
     return hashlib.sha256(data).hexdigest()
-
-
-def write_report_for(ev: Evaluation, path: str | os.PathLike[str], *, tables: Sequence[Any], policy: Any = None,
-                     column_kinds: Mapping[str, str] | None = None, source_index_column: str | None = None,
-                     release_id: str | None = None) -> str:
-    """Write the report of an evaluation of ``tables`` = (real, synthetic, holdout): reads them again
-    for the distance figure (left out, and said so, if they are not the tables evaluated)."""
-    from ..policy import load_policy
-    from ..tables import TableError
-    from .distances import distances_for
-
-    p = load_policy(policy) if policy is not None else None
-    tm = p.threat_model if p is not None else None
-    kinds = {**(tm.column_kinds if tm else {}), **(column_kinds or {})}
-    real, synthetic, holdout = (list(tables) + [None])[:3]
-    try:
-        dist = distances_for(real, synthetic, holdout, column_kinds=kinds,
-                             source_index_column=source_index_column or (tm.source_index_column if tm else None),
-                             seed=ev.seed, expect=ev.tables)
-    except (TableError, ValueError):
-        dist = None
-    return write_report(ev, path, release_id=release_id, distances=dist, policy=p)
 
 
 def file_sha256(path: str | os.PathLike[str]) -> str:

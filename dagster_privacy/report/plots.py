@@ -14,8 +14,8 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
+from ..distances import DistanceSummary
 from ..results import Evaluation, MetricResult, Status
-from .distances import DistanceSummary
 
 COLOURS = {"synthetic": "#c0392b", "holdout": "#2e86c1", "train": "#c0392b", "control": "#7f8c8d"}
 STATUS_COLOURS = {Status.PASS: "#1e8449", Status.WARN: "#b9770e", Status.FAIL: "#c0392b",

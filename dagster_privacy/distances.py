@@ -1,9 +1,10 @@
-"""Nearest-record distance distributions for the report: synthetic→train against holdout→train.
+"""Nearest-record distance distributions: synthetic→train against holdout→train (for the report).
 
 Only figures leave this module: a shared histogram (bin edges and counts), a few quantiles and the
 count of rows at distance exactly 0 (an identical record, decided on row hashes). No row, no value.
 The distances come from the evaluation context's cached neighbour queries (one-hot + min-max
-euclidean space fitted on the training table), so a context the metrics already used costs nothing.
+euclidean space fitted on the training table), so a context the metrics already used costs nothing;
+``run_metrics`` stores the summary in ``Evaluation.distances`` and the report draws it from there.
 """
 
 from __future__ import annotations
@@ -85,23 +86,3 @@ def distance_summary(ctx: Any, *, bins: int = 40) -> DistanceSummary:
         dist[side] = ctx.neighbors(SPACE, side, "real", 1).dist[:, 0]
         zeros[side] = int(ctx.copies_of(side, "real").sum())
     return summarize(dist, zeros=zeros, bins=bins)
-
-
-def distances_for(real: Any, synthetic: Any, holdout: Any = None, *, column_kinds: Mapping[str, str] | None = None,
-                  source_index_column: str | None = None, seed: int = 0,
-                  expect: Mapping[str, Mapping[str, Any]] | None = None) -> DistanceSummary:
-    """Load the tables again (as ``evaluate`` does) and summarise their distances.
-
-    ``expect`` = an Evaluation's ``tables``: the fingerprints must match, else ValueError (the report
-    would otherwise show figures of other data than the ones evaluated).
-    """
-    from ..evaluate import prepare
-
-    ctx, fingerprints = prepare(real, synthetic, holdout, column_kinds=column_kinds,
-                                source_index_column=source_index_column, seed=seed)
-    if expect:
-        for role, fp in fingerprints.items():
-            want = expect.get(role, {}).get("sha256")
-            if want and want != fp["sha256"]:
-                raise ValueError(f"the {role} table differs from the one evaluated")
-    return distance_summary(ctx)
