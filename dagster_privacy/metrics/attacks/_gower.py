@@ -20,6 +20,15 @@ from ...context import EvaluationContext
 from ...neighbors import ONEHOT_MAX_CODES
 
 
+def one_blas_thread():  # noqa: ANN201 - a threadpoolctl context manager
+    """BLAS on one thread inside the chunked loops: the products there are thin (tens of columns), and
+    idle BLAS workers spin between them, taking the core the elementwise passes need (measured 3×
+    slower on a 2-core machine with one other busy process)."""
+    from threadpoolctl import threadpool_limits
+
+    return threadpool_limits(limits=1, user_api="blas")
+
+
 @dataclass(frozen=True)
 class Rows:
     """Selected rows of one table on selected columns: scaled numbers and integer codes."""
@@ -99,11 +108,12 @@ def blocks(q: Rows, r: Rows, step: int | None = None) -> Iterator[tuple[int, np.
     step = step or _step(r.n)
     buf = np.empty((step, r.n), dtype=np.float32)
     tmp = np.empty((step, r.n), dtype=np.float32)
-    for s in range(0, q.n, step):
-        e = min(s + step, q.n)
-        b = buf[: e - s]
-        _base_block(q, r, s, e, oq, ort, wide, b, tmp[: e - s])
-        yield s, b
+    with one_blas_thread():  # held across the yields: the consumer's own work is elementwise
+        for s in range(0, q.n, step):
+            e = min(s + step, q.n)
+            b = buf[: e - s]
+            _base_block(q, r, s, e, oq, ort, wide, b, tmp[: e - s])
+            yield s, b
 
 
 def leave_one_out_nearest(q: Rows, r: Rows, drop: Sequence[str]) -> np.ndarray:
@@ -118,6 +128,13 @@ def leave_one_out_nearest(q: Rows, r: Rows, drop: Sequence[str]) -> np.ndarray:
     full = np.empty((step, r.n), dtype=np.float32)
     tmp = np.empty((step, r.n), dtype=np.float32)
     terms = {j: np.empty((step, r.n), dtype=np.float32) for j in dropped_num}
+    with one_blas_thread():
+        _loo_chunks(q, r, drop, oq, ort, wide, step, full, tmp, terms, out)
+    return out
+
+
+def _loo_chunks(q: Rows, r: Rows, drop: Sequence[str], oq: np.ndarray, ort: np.ndarray, wide: list[int],
+                step: int, full: np.ndarray, tmp: np.ndarray, terms: dict[int, np.ndarray], out: np.ndarray) -> None:
     for s in range(0, q.n, step):
         e = min(s + step, q.n)
         b, t = full[: e - s], tmp[: e - s]
@@ -142,4 +159,3 @@ def leave_one_out_nearest(q: Rows, r: Rows, drop: Sequence[str]) -> np.ndarray:
                 np.equal(q.cat[s:e, j][:, None], r.cat[None, :, j], out=t, casting="unsafe")
                 t += b
             out[s:e, i] = t.argmin(axis=1)
-    return out

@@ -21,6 +21,7 @@ from ...neighbors import euclidean_chunks
 from ...registry import metric
 from ...results import MetricResult
 from ._common import content_order, n_targets
+from ._gower import one_blas_thread
 
 
 class KDE:
@@ -42,6 +43,11 @@ class KDE:
         q = np.ascontiguousarray((np.asarray(points, np.float64) @ self.whiten).astype(np.float32))
         qn = np.einsum("ij,ij->i", q, q, dtype=np.float32)
         out = np.empty(q.shape[0])
+        with one_blas_thread():
+            self._reduce(q, qn, out)
+        return out + self.log_norm
+
+    def _reduce(self, q: np.ndarray, qn: np.ndarray, out: np.ndarray) -> None:
         for s, block in euclidean_chunks(q, self.data):
             e = s + block.shape[0]
             # log Σ exp(−d²/2), shifted by the nearest point (in place: the block is the scratch)
@@ -52,7 +58,6 @@ class KDE:
             block *= np.float32(-0.5)
             np.exp(block, out=block)
             out[s:e] = -0.5 * m.astype(np.float64) + np.log(block.sum(axis=1, dtype=np.float64))
-        return out + self.log_norm
 
 
 def auc_delong(members: np.ndarray, others: np.ndarray, confidence: float = 0.95
