@@ -142,7 +142,7 @@ def _features(ctx: EvaluationContext, role: str, idx: np.ndarray | None, columns
 
 
 def _lgbm_params(seed: int, n_estimators: int) -> dict[str, Any]:
-    return {"n_estimators": n_estimators, "learning_rate": 0.2, "num_leaves": 15, "min_child_samples": 20,
+    return {"n_estimators": n_estimators, "learning_rate": 0.15, "num_leaves": 31, "min_child_samples": 20,
             "max_bin": 63, "random_state": seed, "deterministic": True, "force_col_wise": True,
             "n_jobs": 1, "verbosity": -1}
 
@@ -160,7 +160,7 @@ def _nrmse_side(y: np.ndarray, pred: np.ndarray, spread: float, confidence: floa
 
 @metric("inference_ml", family="attacks", source="seed 004 §4.3.3, §5.3.2, §6.2.3 eq. 10", risk="inference",
         needs=("real", "synthetic", "holdout"))
-def inference_ml(ctx: EvaluationContext, *, n_attacks: int = 2000, n_estimators: int = 20,
+def inference_ml(ctx: EvaluationContext, *, n_attacks: int = 2000, n_estimators: int = 30,
                  min_class_rows: int = 50) -> MetricResult:
     """ML-based attribute inference (seed 004 §4.3.3, §6.2.3): LightGBM trained on the synthetic table.
 
