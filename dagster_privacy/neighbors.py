@@ -4,7 +4,7 @@ Query rows are processed in chunks so memory stays O(chunk × reference + rows �
 always whole: only a caller may choose to query fewer rows, never to search fewer references.
 
 Euclidean: per chunk one float32 BLAS product gives ‖r‖² − 2 q·r (the row constant ‖q‖² does not change
-the order); the k smallest are selected by ``argmin`` (k = 1) or a blocked two-stage selection; the chosen
+the order); the k smallest are selected by repeated ``argmin`` (k ≤ 4) or a blocked two-stage selection; the chosen
 neighbours' distances are then recomputed exactly in float64 from the encoded rows, so an identical
 row is at distance exactly 0. Ties: among equal float32 scores the lowest reference index is taken;
 the k neighbours are returned by exact distance, then index.
@@ -24,7 +24,7 @@ import numpy as np
 
 CHUNK_BYTES = 64 * 2**20  # one chunk's distance block
 ONEHOT_MAX_CODES = 512  # wider categorical columns are compared by equality instead
-BLOCK = 64  # columns per block in the k ≥ 2 selection
+BLOCK = 128  # columns per block in the k ≥ 5 selection
 
 
 @dataclass(frozen=True)
@@ -164,16 +164,28 @@ def mixed_chunks(query: MixedRows, ref: MixedRows, *, exclude_self: bool = False
 def _select(block: np.ndarray, k: int) -> np.ndarray:
     """Indices of the k smallest per row, in (value, index) order: ties go to the lowest index.
 
-    k = 1 is one ``argmin`` pass. For k ≥ 2 the row is cut into blocks of BLOCK columns (the width is
-    a multiple of BLOCK, padded with +inf): one pass takes each block's minimum, the k blocks with the
-    smallest (minimum, block index) are kept, and the k smallest are chosen among their k·BLOCK
+    k ≤ 4: repeated ``argmin`` (each pass takes the first, i.e. lowest-index, minimum; the chosen entry
+    is masked and restored afterwards). k ≥ 5: the row is cut into blocks of BLOCK columns (the width
+    is a multiple of BLOCK, padded with +inf); one pass takes each block's minimum, the k blocks with
+    the smallest (minimum, block index) are kept, and the k smallest are chosen among their k·BLOCK
     entries. Exact: a block holding one of the k smallest entries has its minimum before that entry,
-    so it is among the first k blocks. Selection then costs about one pass over the scores instead of
-    k passes or a full ``argpartition``.
+    so it is among the first k blocks. Either way selection costs a few passes over the scores, not a
+    full ``argpartition`` or sort.
     """
     rows = block.shape[0]
-    if k == 1:
-        return block.argmin(axis=1)[:, None].astype(np.int64)
+    if k <= 4:
+        out = np.empty((rows, k), dtype=np.int64)
+        r = np.arange(rows)
+        saved = []
+        for j in range(k):
+            a = block.argmin(axis=1)
+            out[:, j] = a
+            if j < k - 1:
+                saved.append((a, block[r, a].copy()))
+                block[r, a] = np.inf
+        for a, v in saved:
+            block[r, a] = v
+        return out
     n_blocks = block.shape[1] // BLOCK
     if block.shape[1] % BLOCK or n_blocks <= k:
         return _lex_smallest(block, np.broadcast_to(np.arange(block.shape[1]), block.shape), k)
@@ -181,16 +193,27 @@ def _select(block: np.ndarray, k: int) -> np.ndarray:
     minima = cube.min(axis=2)
     best = np.argsort(minima, axis=1, kind="stable")[:, :k]  # (min, block index) order
     best.sort(axis=1)  # candidates in index order
-    r = np.arange(rows)[:, None]
-    cand = cube[r, best].reshape(rows, k * BLOCK)
+    cand = cube[np.arange(rows)[:, None], best].reshape(rows, k * BLOCK)
     cand_idx = (best[:, :, None] * BLOCK + np.arange(BLOCK)).reshape(rows, k * BLOCK)
     return _lex_smallest(cand, cand_idx, k)
 
 
 def _lex_smallest(values: np.ndarray, index: np.ndarray, k: int) -> np.ndarray:
-    """The k smallest entries per row by (value, index), returned as their indices."""
-    order = np.lexsort((index, values), axis=1)[:, :k]
-    return np.take_along_axis(np.asarray(index), order, axis=1).astype(np.int64)
+    """The k smallest entries per row by (value, index); ``index`` ascends along each row.
+
+    A partition finds the k-th value; everything below it is taken, and of the entries equal to it
+    the first ones (lowest index) until k are taken; only those k are then sorted."""
+    rows = values.shape[0]
+    kth = np.partition(values, k - 1, axis=1)[:, k - 1 : k]
+    lt = values < kth
+    eq = values == kth
+    need = k - lt.sum(axis=1, keepdims=True)
+    sel = lt | (eq & (np.cumsum(eq, axis=1) <= need))
+    cols = np.nonzero(sel)[1].reshape(rows, k)
+    vals = np.take_along_axis(values, cols, axis=1)
+    idx = np.take_along_axis(np.asarray(index), cols, axis=1)
+    order = np.lexsort((idx, vals), axis=1)
+    return np.take_along_axis(idx, order, axis=1).astype(np.int64)
 
 
 def _finish(dist: np.ndarray, idx: np.ndarray, t0: float) -> Neighbors:
