@@ -63,6 +63,7 @@ class EvaluationContext:
         self._codes: dict[str, np.ndarray] | None = None
         self._hashes: dict[str, np.ndarray] = {}
         self._nn: dict[tuple, Neighbors] = {}
+        self._plan: dict[tuple, int] = {}
         #: seconds spent per neighbour query (space:columns:query→reference, k)
         self.query_seconds: dict[str, float] = {}
         self.encode_seconds = 0.0
@@ -177,6 +178,15 @@ class EvaluationContext:
 
     # -- neighbour queries -------------------------------------------------------------------------
 
+    def plan(self, queries: Sequence[tuple[str, str, str, int]]) -> None:
+        """Announce queries (space, query, reference, k): each is then computed once, at the largest k
+        announced, however small the first request (a k = 1 request after a k = 5 one costs nothing;
+        the other way round it would cost a second query)."""
+        for space, query, reference, k in queries:
+            if self.has(query) and self.has(reference):
+                key = (space, None, query, reference)
+                self._plan[key] = max(self._plan.get(key, 0), int(k))
+
     def neighbors(self, space: Space, query: str, reference: str, k: int = 1,
                   *, columns: Sequence[str] | None = None) -> Neighbors:
         """The k nearest `reference` rows of every `query` row, computed once and cached."""
@@ -185,6 +195,7 @@ class EvaluationContext:
         cached = self._nn.get(key)
         if cached is not None and cached.k >= k:
             return cached.first(k)
+        want = max(k, self._plan.get(key, 0))
         same = query == reference
         q = self.encoded(space, query, cols)
         r = q if same else self.encoded(space, reference, cols)
@@ -192,9 +203,9 @@ class EvaluationContext:
             self._on_query(f"{space} {query}→{reference}")
         if isinstance(q, MixedRows):
             assert isinstance(r, MixedRows)
-            nn = knn_mixed(q, r, k, exclude_self=same)
+            nn = knn_mixed(q, r, want, exclude_self=same)
         else:
-            nn = knn_euclidean(q, r, k, exclude_self=same)  # type: ignore[arg-type]
+            nn = knn_euclidean(q, r, want, exclude_self=same)  # type: ignore[arg-type]
         if cols is None:
             nn = self._pin_copies(nn, query, reference)
         self._nn[key] = nn

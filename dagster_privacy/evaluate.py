@@ -141,6 +141,7 @@ def run_metrics(ctx: EvaluationContext, ids: Sequence[str], p: pol.Policy, *,
     t0 = time.perf_counter() if started is None else started
     specs = reg.registry()
     results: list[MetricResult] = []
+    ctx.plan([q for mid in ids for q in specs[mid].queries])
     bar = _progress(progress, len(ids))
     try:
         for mid in ids:

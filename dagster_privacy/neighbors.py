@@ -63,11 +63,18 @@ class MixedRows:
         return int(max(self.num.shape[0], self.cat.shape[0]))
 
 
-def _onehot_plan(q: MixedRows, r: MixedRows) -> tuple[np.ndarray | None, np.ndarray | None, list[int]]:
-    """One-hot matrices for the narrow categorical columns; the indices of the wide ones."""
-    narrow, wide = [], []
-    offsets = []
-    width = 0
+@dataclass(frozen=True)
+class MixedPlan:
+    """One-hot codes of the narrow categorical columns (the reference side negated and scaled by the
+    categorical weight, so one product gives −w·(matching categories)) and the indices of the wide ones."""
+
+    onehot_q: np.ndarray  # (n_query, width) float32
+    onehot_r_t: np.ndarray  # (width, n_reference) float32
+    wide: list[int]
+
+
+def mixed_plan(q: MixedRows, r: MixedRows) -> MixedPlan:
+    narrow, wide, offsets, width = [], [], [], 0
     for j in range(q.cat.shape[1]):
         hi = int(max(q.cat[:, j].max(initial=0), r.cat[:, j].max(initial=0))) + 1
         if hi <= ONEHOT_MAX_CODES:
@@ -76,8 +83,6 @@ def _onehot_plan(q: MixedRows, r: MixedRows) -> tuple[np.ndarray | None, np.ndar
             width += hi
         else:
             wide.append(j)
-    if not narrow:
-        return None, None, wide
 
     def onehot(rows: MixedRows) -> np.ndarray:
         m = np.zeros((rows.cat.shape[0], width), dtype=np.float32)
@@ -85,7 +90,30 @@ def _onehot_plan(q: MixedRows, r: MixedRows) -> tuple[np.ndarray | None, np.ndar
             m[np.arange(rows.cat.shape[0]), off + rows.cat[:, j]] = 1.0
         return m
 
-    return onehot(q), onehot(r), wide
+    return MixedPlan(onehot(q), np.ascontiguousarray(onehot(r).T * np.float32(-q.cat_weight)), wide)
+
+
+def mixed_block(q: MixedRows, r: MixedRows, s: int, e: int, plan: MixedPlan, out: np.ndarray,
+                tmp: np.ndarray, *, terms: dict[int, np.ndarray] | None = None) -> None:
+    """out = mixed distances of query rows s:e to every reference row (float32); ``tmp`` is scratch of
+    the same shape; ``terms[j]``, when given, receives numerical column j's |Δ| (callers that need the
+    distance without one column subtract it)."""
+    w = np.float32(q.cat_weight)
+    if plan.onehot_q.shape[1]:
+        np.matmul(plan.onehot_q[s:e], plan.onehot_r_t, out=out)  # −w·(matching categories)
+        out += w * q.cat.shape[1]
+    else:
+        out.fill(w * q.cat.shape[1])
+    for j in plan.wide:
+        np.equal(q.cat[s:e, j][:, None], r.cat[None, :, j], out=tmp, casting="unsafe")
+        if w != 1:
+            tmp *= w
+        out -= tmp
+    for j in range(q.num.shape[1]):
+        t = terms[j] if terms is not None and j in terms else tmp
+        np.subtract(q.num[s:e, j][:, None], r.num[None, :, j], out=t)
+        np.abs(t, out=t)
+        out += t
 
 
 def _euclidean_blocks(query: np.ndarray, ref: np.ndarray, *, exclude_self: bool = False, pad: int = 1
@@ -122,32 +150,17 @@ def euclidean_chunks(query: np.ndarray, ref: np.ndarray, *, exclude_self: bool =
 def _mixed_blocks(query: MixedRows, ref: MixedRows, *, exclude_self: bool = False, pad: int = 1
                   ) -> Iterator[tuple[int, np.ndarray]]:
     """(start, distances) of the mixed space per chunk (float32), width padded with +inf as above."""
-    oq, orf, wide = _onehot_plan(query, ref)
-    orf_t = None if orf is None else np.ascontiguousarray(orf.T)
-    n_cat = query.cat.shape[1]
-    w = np.float32(query.cat_weight)
+    plan = mixed_plan(query, ref)
     n_ref = ref.n
     width = -(-n_ref // pad) * pad
     step = chunk_rows(width)
     full = np.empty((step, width), dtype=np.float32)
     full[:, n_ref:] = np.inf
-    buf = full[:, :n_ref]
     tmp = np.empty((step, n_ref), dtype=np.float32)
     for s in range(0, query.n, step):
         e = min(s + step, query.n)
-        b = buf[: e - s]
-        t = tmp[: e - s]
-        b.fill(w * n_cat)
-        if oq is not None and orf_t is not None:
-            np.matmul(oq[s:e], orf_t, out=t)
-            t *= w
-            b -= t
-        for j in wide:
-            b -= w * (query.cat[s:e, j][:, None] == ref.cat[None, :, j])
-        for j in range(query.num.shape[1]):
-            np.subtract(query.num[s:e, j][:, None], ref.num[None, :, j], out=t)
-            np.abs(t, out=t)
-            b += t
+        b = full[: e - s, :n_ref]
+        mixed_block(query, ref, s, e, plan, b, tmp[: e - s])
         if exclude_self:
             rows = np.arange(e - s)
             b[rows, s + rows] = np.inf

@@ -23,6 +23,9 @@ class MetricSpec:
     needs: tuple[str, ...]
     func: MetricFn
     params: dict[str, Any] = field(default_factory=dict)
+    #: neighbour queries (space, query side, reference side, k) the metric asks the context for; the
+    #: evaluation computes each once with the largest k any selected metric declares
+    queries: tuple[tuple[str, str, str, int], ...] = ()
 
     @property
     def summary(self) -> str:
@@ -35,9 +38,10 @@ _REGISTRY: dict[str, MetricSpec] = {}
 FAMILIES = ("simulation", "distance", "classifiers", "holdout", "attacks")
 
 
-def metric(id: str, *, family: str, source: str, risk: str,
-           needs: Sequence[str] = ("real", "synthetic")) -> Callable[[MetricFn], MetricFn]:
-    """Register a metric. Its keyword-only parameters with defaults are its parameters."""
+def metric(id: str, *, family: str, source: str, risk: str, needs: Sequence[str] = ("real", "synthetic"),
+           queries: Sequence[tuple[str, str, str, int]] = ()) -> Callable[[MetricFn], MetricFn]:
+    """Register a metric. Its keyword-only parameters with defaults are its parameters; ``queries``
+    declares its shared neighbour queries so the context can compute each once at the largest k."""
 
     def register(func: MetricFn) -> MetricFn:
         if id in _REGISTRY:
@@ -47,7 +51,7 @@ def metric(id: str, *, family: str, source: str, risk: str,
             for name, p in inspect.signature(func).parameters.items()
             if p.kind is inspect.Parameter.KEYWORD_ONLY and p.default is not inspect.Parameter.empty
         }
-        _REGISTRY[id] = MetricSpec(id, family, source, risk, tuple(needs), func, params)
+        _REGISTRY[id] = MetricSpec(id, family, source, risk, tuple(needs), func, params, tuple(queries))
         return func
 
     return register

@@ -48,6 +48,12 @@ def _round(d: np.ndarray) -> np.ndarray:
     return np.round(np.asarray(d, dtype=np.float64), DECIMALS)
 
 
+#: the shared euclidean queries of the indicators, declared to the registry so the evaluation computes
+#: each once at SHARED_K even when another family asks for k = 1 first
+QUERIES = tuple((SPACE, q, r, SHARED_K) for q, r in (("synthetic", "real"), ("holdout", "real"),
+                                                     ("real", "synthetic"), ("holdout", "synthetic")))
+
+
 def _nn(ctx: EvaluationContext, query: str, reference: str, k: int) -> Neighbors:
     """A shared query of the euclidean space, asked with at least SHARED_K neighbours (see above)."""
     return ctx.neighbors(SPACE, query, reference, max(k, SHARED_K)).first(k)
@@ -167,7 +173,7 @@ def _percentile_metric(ctx: EvaluationContext, mid: str, k: int, alpha: float) -
 
 
 @metric("dcr_percentile", family="holdout", source="seed 004 §4.2.2", risk="re-identification",
-        needs=("real", "synthetic", "holdout"))
+        needs=("real", "synthetic", "holdout"), queries=QUERIES)
 def dcr_percentile(ctx: EvaluationContext, *, alpha: float = 0.02) -> MetricResult:
     """DCR percentile against a holdout (seed 004 §4.2.2, eqs. 2–4, α = 2 %), normalised per record.
 
@@ -181,7 +187,7 @@ def dcr_percentile(ctx: EvaluationContext, *, alpha: float = 0.02) -> MetricResu
 
 
 @metric("knn_percentile", family="holdout", source="seed 004 §4.2.3", risk="re-identification",
-        needs=("real", "synthetic", "holdout"))
+        needs=("real", "synthetic", "holdout"), queries=QUERIES)
 def knn_percentile(ctx: EvaluationContext, *, k: int = 5, alpha: float = 0.02) -> MetricResult:
     """k-NN percentile against a holdout (seed 004 §4.2.3): dcr_percentile with mean k-NN distances.
 
@@ -229,7 +235,7 @@ def _diff_metric(ctx: EvaluationContext, mid: str, syn: np.ndarray, hold: np.nda
 
 
 @metric("dcr_holdout_diff", family="holdout", source="seed 001 (DCR test)", risk="re-identification",
-        needs=("real", "synthetic", "holdout"))
+        needs=("real", "synthetic", "holdout"), queries=QUERIES)
 def dcr_holdout_diff(ctx: EvaluationContext) -> MetricResult:
     """Diff DCR % of seed 001: mean DCR synthetic→train against mean DCR holdout→train.
 
@@ -258,7 +264,7 @@ def _nndr(ctx: EvaluationContext, query: str) -> np.ndarray:
 
 
 @metric("nndr_holdout_diff", family="holdout", source="seed 001 (NNDR test)", risk="re-identification",
-        needs=("real", "synthetic", "holdout"))
+        needs=("real", "synthetic", "holdout"), queries=QUERIES)
 def nndr_holdout_diff(ctx: EvaluationContext) -> MetricResult:
     """Diff NNDR % of seed 001: mean NNDR synthetic→train against mean NNDR holdout→train.
 
@@ -306,7 +312,8 @@ def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
     return _round(r)
 
 
-@metric("proximity_ratio_score", family="holdout", source="seed 003", risk="re-identification")
+@metric("proximity_ratio_score", family="holdout", source="seed 003", risk="re-identification",
+        queries=((SPACE, "real", "synthetic", SHARED_K),))
 def proximity_ratio_score(ctx: EvaluationContext, *, alpha: float = 0.1, splits: int = 5) -> MetricResult:
     """Privacy score of seed 003 from Train-to-Train and Train-to-Synthetic proximity ratios.
 

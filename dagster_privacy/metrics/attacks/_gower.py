@@ -2,8 +2,8 @@
 linkability and inference attacks need (seed 004 §4.3.2–4.3.3).
 
 Gower distance (unnormalised, the 1/m factor changes no order): Σ_numerical |Δ| / real range +
-Σ_categorical [codes differ]. The categorical part of a block is one float32 matrix product of one-hot
-codes (mismatches = q − matches, exact for integers); numerical parts are added column by column.
+Σ_categorical [codes differ], computed by the engine's mixed-space kernel (``neighbors.mixed_block``:
+one float32 product of one-hot codes for the categorical part, numerical parts column by column).
 Query rows are processed in chunks against the *whole* synthetic table (memory O(chunk × n_synthetic)).
 The synthetic rows are searched in row-hash order, so "lowest index among equal distances" is a
 content-defined tie rule that does not depend on the input's row order.
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...context import EvaluationContext
-from ...neighbors import ONEHOT_MAX_CODES
+from ...neighbors import MixedPlan, MixedRows, mixed_block, mixed_plan
 
 
 def one_blas_thread():  # noqa: ANN201 - a threadpoolctl context manager
@@ -42,6 +42,11 @@ class Rows:
     def n(self) -> int:
         return int(max(self.num.shape[0], self.cat.shape[0]))
 
+    @property
+    def mixed(self) -> MixedRows:
+        """The same rows for the engine's mixed-space kernel (unnormalised Gower: weight 1)."""
+        return MixedRows(self.num, self.cat, 1.0)
+
 
 def rows(ctx: EvaluationContext, role: str, index: np.ndarray | None, columns: Sequence[str]) -> Rows:
     names = ctx.schema.names
@@ -58,53 +63,15 @@ def rows(ctx: EvaluationContext, role: str, index: np.ndarray | None, columns: S
     return Rows(num, cat, num_cols, cat_cols)
 
 
-def _onehot(q: np.ndarray, r: np.ndarray) -> tuple[np.ndarray, np.ndarray, list[int]]:
-    """One-hot (float32) of the narrow categorical columns of both sides; indices of the wide ones."""
-    narrow, wide, offsets, width = [], [], [], 0
-    for j in range(q.shape[1]):
-        hi = int(max(q[:, j].max(initial=0), r[:, j].max(initial=0))) + 1
-        if hi <= ONEHOT_MAX_CODES:
-            narrow.append(j)
-            offsets.append(width)
-            width += hi
-        else:
-            wide.append(j)
-
-    def enc(x: np.ndarray) -> np.ndarray:
-        m = np.zeros((x.shape[0], width), dtype=np.float32)
-        for j, off in zip(narrow, offsets, strict=True):
-            m[np.arange(x.shape[0]), off + x[:, j]] = 1.0
-        return m
-
-    # the reference side negated: one product gives −(matching categories), no extra pass
-    return enc(q), np.ascontiguousarray(-enc(r).T), wide
-
-
 def _step(n_ref: int, budget: int = 8 * 2**20) -> int:
     """Query rows per chunk: one float32 block of ~8 MB (stays in cache far better than a huge one)."""
     return int(max(8, min(2048, budget // max(1, n_ref * 4))))
 
 
-def _base_block(q: Rows, r: Rows, s: int, e: int, oq: np.ndarray, ort: np.ndarray, wide: list[int],
-                out: np.ndarray, tmp: np.ndarray) -> None:
-    """out = Gower distance of query rows s:e to every reference row; tmp is scratch of the same shape."""
-    if oq.shape[1]:
-        np.matmul(oq[s:e], ort, out=out)  # −(matching categories), exact (small integers)
-        out += np.float32(q.cat.shape[1])
-    else:
-        out.fill(np.float32(q.cat.shape[1]))
-    for j in wide:
-        np.equal(q.cat[s:e, j][:, None], r.cat[None, :, j], out=tmp, casting="unsafe")
-        out -= tmp
-    for j in range(q.num.shape[1]):
-        np.subtract(q.num[s:e, j][:, None], r.num[None, :, j], out=tmp)
-        np.abs(tmp, out=tmp)
-        out += tmp
-
-
 def blocks(q: Rows, r: Rows, step: int | None = None) -> Iterator[tuple[int, np.ndarray]]:
     """(start, Gower distances of a chunk of query rows to all reference rows), float32."""
-    oq, ort, wide = _onehot(q.cat, r.cat)
+    mq, mr = q.mixed, r.mixed
+    plan = mixed_plan(mq, mr)
     step = step or _step(r.n)
     buf = np.empty((step, r.n), dtype=np.float32)
     tmp = np.empty((step, r.n), dtype=np.float32)
@@ -112,7 +79,7 @@ def blocks(q: Rows, r: Rows, step: int | None = None) -> Iterator[tuple[int, np.
         for s in range(0, q.n, step):
             e = min(s + step, q.n)
             b = buf[: e - s]
-            _base_block(q, r, s, e, oq, ort, wide, b, tmp[: e - s])
+            mixed_block(mq, mr, s, e, plan, b, tmp[: e - s])
             yield s, b
 
 
@@ -121,7 +88,7 @@ def leave_one_out_nearest(q: Rows, r: Rows, drop: Sequence[str]) -> np.ndarray:
     columns (first among equal distances). One full block per chunk, its numerical terms kept; each
     dropped column's term is then subtracted (numbers) or its match added back (categories: argmin of
     full − 1 + [equal] is argmin of full + [equal]) before an argmin."""
-    oq, ort, wide = _onehot(q.cat, r.cat)
+    plan = mixed_plan(q.mixed, r.mixed)
     out = np.empty((q.n, len(drop)), dtype=np.int64)
     dropped_num = [q.num_cols.index(c) for c in drop if c in q.num_cols]
     step = _step(r.n)
@@ -129,28 +96,17 @@ def leave_one_out_nearest(q: Rows, r: Rows, drop: Sequence[str]) -> np.ndarray:
     tmp = np.empty((step, r.n), dtype=np.float32)
     terms = {j: np.empty((step, r.n), dtype=np.float32) for j in dropped_num}
     with one_blas_thread():
-        _loo_chunks(q, r, drop, oq, ort, wide, step, full, tmp, terms, out)
+        _loo_chunks(q, r, drop, plan, step, full, tmp, terms, out)
     return out
 
 
-def _loo_chunks(q: Rows, r: Rows, drop: Sequence[str], oq: np.ndarray, ort: np.ndarray, wide: list[int],
-                step: int, full: np.ndarray, tmp: np.ndarray, terms: dict[int, np.ndarray], out: np.ndarray) -> None:
+def _loo_chunks(q: Rows, r: Rows, drop: Sequence[str], plan: MixedPlan, step: int, full: np.ndarray,
+                tmp: np.ndarray, terms: dict[int, np.ndarray], out: np.ndarray) -> None:
+    mq, mr = q.mixed, r.mixed
     for s in range(0, q.n, step):
         e = min(s + step, q.n)
         b, t = full[: e - s], tmp[: e - s]
-        if oq.shape[1]:
-            np.matmul(oq[s:e], ort, out=b)  # −(matching categories)
-            b += np.float32(q.cat.shape[1])
-        else:
-            b.fill(np.float32(q.cat.shape[1]))
-        for j in wide:
-            np.equal(q.cat[s:e, j][:, None], r.cat[None, :, j], out=t, casting="unsafe")
-            b -= t
-        for j in range(q.num.shape[1]):
-            tj = terms[j][: e - s] if j in terms else t
-            np.subtract(q.num[s:e, j][:, None], r.num[None, :, j], out=tj)
-            np.abs(tj, out=tj)
-            b += tj
+        mixed_block(mq, mr, s, e, plan, b, t, terms={j: v[: e - s] for j, v in terms.items()})
         for i, c in enumerate(drop):
             if c in q.num_cols:
                 np.subtract(b, terms[q.num_cols.index(c)][: e - s], out=t)

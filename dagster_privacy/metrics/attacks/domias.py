@@ -14,12 +14,12 @@ import math
 from typing import Any
 
 import numpy as np
-from scipy.stats import norm, rankdata
 
 from ...context import EvaluationContext
 from ...neighbors import euclidean_chunks
 from ...registry import metric
 from ...results import MetricResult
+from ...stats import z_score
 from ._common import content_order, n_targets
 from ._gower import one_blas_thread
 
@@ -63,13 +63,15 @@ class KDE:
 def auc_delong(members: np.ndarray, others: np.ndarray, confidence: float = 0.95
                ) -> tuple[float, tuple[float, float]]:
     """ROC AUC (members scored higher = success; ties count half) with DeLong's interval."""
+    from scipy.stats import rankdata  # here: scipy.stats costs a second to import
+
     n1, n0 = members.size, others.size
     ranks = rankdata(np.concatenate([members, others]))
     auc = (ranks[:n1].sum() - n1 * (n1 + 1) / 2) / (n1 * n0)
     v10 = (ranks[:n1] - rankdata(members)) / n0
     v01 = 1.0 - (ranks[n1:] - rankdata(others)) / n1
     var = (v10.var(ddof=1) / n1 if n1 > 1 else 0.0) + (v01.var(ddof=1) / n0 if n0 > 1 else 0.0)
-    z = float(norm.ppf(0.5 + confidence / 2))
+    z = z_score(confidence)
     half = z * math.sqrt(max(var, 0.0))
     return float(auc), (max(0.0, auc - half), min(1.0, auc + half))
 

@@ -12,11 +12,11 @@ import math
 from typing import Any
 
 import numpy as np
-from scipy.stats import norm
 
 from ...context import EvaluationContext
 from ...registry import metric
 from ...results import MetricResult
+from ...stats import z_score
 from . import _gower
 from ._common import (
     Side,
@@ -152,7 +152,7 @@ def _nrmse_side(y: np.ndarray, pred: np.ndarray, spread: float, confidence: floa
     se = (y - pred) ** 2
     mse = float(se.mean())
     rmse = math.sqrt(mse)
-    z = float(norm.ppf(0.5 + confidence / 2.0))
+    z = z_score(confidence)
     sd_mse = float(se.std(ddof=1)) / math.sqrt(se.size) if se.size > 1 else 0.0
     err = z * (sd_mse / (2 * rmse) if rmse > 0 else sd_mse) / spread
     return measured(1.0 - rmse / spread, err, se.size), rmse
