@@ -538,6 +538,22 @@ def thresholds(sweep: Sweep, resp: Sequence[Response], policy: pol.Policy, *, cl
     return out
 
 
+def fmt_figure(x: float | None, digits: int = 3) -> str:
+    """A figure for the response tables: fixed digits, '—' when missing."""
+    return "—" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{digits}f}"
+
+
+def threshold_cells(r: Response, t: Threshold | None) -> tuple[str, str]:
+    """The threshold cell ('0.050 → 0.0253', '0.500 (kept)' or '—') and the note of one metric's row,
+    shared by the printed table and the Markdown one."""
+    if t is None:
+        return "—", r.flag or ""
+    if t.calibrated:
+        return (f"{fmt_figure(t.previous)} → {fmt_figure(t.threshold, 4)}",
+                r.flag or ("separates" if t.separates else "overlaps no risk: clean may fail"))
+    return f"{fmt_figure(t.previous)} (kept)", r.flag or t.note
+
+
 @dataclass
 class OutlierShift:
     """The leaky model repeated without the x % most outlying rows (seed 004 §5.2.1)."""
@@ -633,9 +649,7 @@ class Calibration:
     def to_markdown(self) -> str:
         """The response table as Markdown (Dagster metadata, summaries): figures and metric ids only."""
 
-        def f(x: float | None, d: int = 3) -> str:
-            return "—" if x is None else f"{x:.{d}f}"
-
+        f = fmt_figure
         leak = self.leak_level
         s = self.sweep
         head = ["metric", "gate", "no risk", *([f"at {s.parameter} = {level_label(leak)}"] if leak is not None else []),
@@ -643,14 +657,7 @@ class Calibration:
         lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
         thr = self.thresholds or {}
         for r in self.responses:
-            t = thr.get(r.id)
-            if t is None:
-                th, note = "—", r.flag or ""
-            elif t.calibrated:
-                th, note = f"{f(t.previous)} → {f(t.threshold, 4)}", r.flag or (
-                    "separates" if t.separates else "overlaps no risk")
-            else:
-                th, note = f"{f(t.previous)} (kept)", r.flag or t.note
+            th, note = threshold_cells(r, thr.get(r.id))
             known = r.no_risk is not None
             cells = [f"`{r.id}`", s.gate_on.get(r.id, "value"), f(r.no_risk),
                      *([f(r.at_leak)] if leak is not None else []), f(r.max_risk), f(r.stdev, 4),

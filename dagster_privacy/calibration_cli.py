@@ -6,16 +6,21 @@ exits 2 with one line (cli.main). The command is registered in cli.py by one lin
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 import click
 
-from .calibration import DEFAULT_FRACTIONS, DEFAULT_LEAK_LEVEL, Calibration, CalibrationError, level_label
+from .calibration import (
+    DEFAULT_FRACTIONS,
+    DEFAULT_LEAK_LEVEL,
+    Calibration,
+    CalibrationError,
+    fmt_figure,
+    level_label,
+    threshold_cells,
+)
 
-
-def _f(x: float | None, digits: int = 3) -> str:
-    return "—" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{digits}f}"
+_f = fmt_figure
 
 
 def _floats(values: Sequence[str] | None, what: str) -> list[float] | None:
@@ -45,14 +50,9 @@ def print_calibration(cal: Calibration, *, title: str | None = None) -> None:
         t.add_column(c, overflow="fold", no_wrap=c in ("metric", "threshold"))
     thr = cal.thresholds or {}
     for r in cal.responses:
-        th = thr.get(r.id)
-        if th is None:
-            threshold, note = "—", r.flag or ""
-        elif th.calibrated:
-            threshold = f"{_f(th.previous)} → {_f(th.threshold, 4)}"
-            note = r.flag or ("separates" if th.separates else "[yellow]overlaps no risk: clean may fail[/]")
-        else:
-            threshold, note = f"{_f(th.previous)} (kept)", r.flag or th.note
+        threshold, note = threshold_cells(r, thr.get(r.id))
+        if note.startswith("overlaps"):
+            note = f"[yellow]{note}[/]"
         if r.flag:
             note = f"[red]FLAG[/] {note}"
         row = [r.id, s.gate_on.get(r.id, "value"), _f(r.no_risk), *([_f(r.at_leak)] if leak_label else []),

@@ -27,6 +27,7 @@ from dagster_privacy.pipeline import (
 )
 from dagster_privacy.pipeline import metadata as md
 from dagster_privacy.pipeline.component import PrivacyChecksComponent
+from dagster_privacy.pipeline.demo import write_tables
 from dagster_privacy.pipeline.resources import RELEASE_ID_ENV, RELEASE_ID_TAG
 from dagster_privacy.tables import TableError, fingerprint
 
@@ -64,14 +65,7 @@ def release() -> Release:
 
 
 def write_db(path: Path, **tables: pl.DataFrame) -> Path:
-    con = duckdb.connect(str(path))
-    try:
-        for name, df in tables.items():
-            con.register("frame", df.to_arrow())
-            con.execute(f'create or replace table "{name}" as select * from frame')
-            con.unregister("frame")
-    finally:
-        con.close()
+    write_tables(path, tables)
     return path
 
 
