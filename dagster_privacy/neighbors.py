@@ -10,8 +10,8 @@ row is at distance exactly 0. Ties: among equal float32 scores the lowest refere
 the k neighbours are returned by exact distance, then index.
 
 Mixed (Hamming, Gower): Σ_num w·|q − r| + w_cat · (number of differing categorical codes); the
-matching categorical codes are counted by a float32 product of one-hot codes (exact for integers
-below 2^24), or by equality for a column with many distinct values.
+matching categorical codes are counted by a float32 product of one-hot codes for common values (exact
+for integers below 2^24) and by scattering the few matching pairs of rare values (MixedPlan).
 """
 
 from __future__ import annotations
@@ -23,7 +23,9 @@ from dataclasses import dataclass
 import numpy as np
 
 CHUNK_BYTES = 64 * 2**20  # one chunk's distance block
-ONEHOT_MAX_CODES = 512  # wider categorical columns are compared by equality instead
+#: a categorical value shared by more than this fraction of all (query, reference) pairs is counted by
+#: the one-hot product; rarer values by scattering their few matching pairs (MixedPlan)
+DENSE_SHARE = 1.0 / 512
 BLOCK = 128  # columns per block in the k ≥ 5 selection
 
 
@@ -65,32 +67,51 @@ class MixedRows:
 
 @dataclass(frozen=True)
 class MixedPlan:
-    """One-hot codes of the narrow categorical columns (the reference side negated and scaled by the
-    categorical weight, so one product gives −w·(matching categories)) and the indices of the wide ones."""
+    """How the categorical matches of two sides are counted, per *value*: a value shared by many
+    (query, reference) pairs is one column of a float32 one-hot product (the reference side negated and
+    scaled by the categorical weight, so the product gives −w·matches); a rare value (a near-unique
+    code, most values of a wide column) adds its few matching pairs by a scatter. A wide column then
+    costs its matches, not one product column per distinct value."""
 
     onehot_q: np.ndarray  # (n_query, width) float32
     onehot_r_t: np.ndarray  # (width, n_reference) float32
-    wide: list[int]
+    #: per column with rare values: reference rows sorted by code, and per query row the [lo, hi)
+    #: range of reference rows sharing its (rare) code; empty ranges elsewhere
+    sparse: list[tuple[np.ndarray, np.ndarray, np.ndarray]]
 
 
 def mixed_plan(q: MixedRows, r: MixedRows) -> MixedPlan:
-    narrow, wide, offsets, width = [], [], [], 0
+    n_q, n_r = q.cat.shape[0], r.cat.shape[0]
+    dense: list[tuple[int, np.ndarray]] = []
+    sparse: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
     for j in range(q.cat.shape[1]):
-        hi = int(max(q.cat[:, j].max(initial=0), r.cat[:, j].max(initial=0))) + 1
-        if hi <= ONEHOT_MAX_CODES:
-            narrow.append(j)
-            offsets.append(width)
-            width += hi
-        else:
-            wide.append(j)
-
-    def onehot(rows: MixedRows) -> np.ndarray:
-        m = np.zeros((rows.cat.shape[0], width), dtype=np.float32)
-        for j, off in zip(narrow, offsets, strict=True):
-            m[np.arange(rows.cat.shape[0]), off + rows.cat[:, j]] = 1.0
-        return m
-
-    return MixedPlan(onehot(q), np.ascontiguousarray(onehot(r).T * np.float32(-q.cat_weight)), wide)
+        cq, cr = q.cat[:, j], r.cat[:, j]
+        width = int(max(cq.max(initial=0), cr.max(initial=0))) + 1
+        pairs = np.bincount(cq, minlength=width).astype(np.int64) * np.bincount(cr, minlength=width)
+        is_dense = pairs > DENSE_SHARE * n_q * n_r
+        if is_dense.any():
+            dense.append((j, np.nonzero(is_dense)[0]))
+        rare = (pairs > 0) & ~is_dense
+        if rare.any():
+            order = np.argsort(cr, kind="stable")
+            sorted_codes = cr[order]
+            keep = rare[cq]
+            lo = np.where(keep, np.searchsorted(sorted_codes, cq, side="left"), 0)
+            hi = np.where(keep, np.searchsorted(sorted_codes, cq, side="right"), 0)
+            sparse.append((order, lo, hi))
+    width = sum(v.size for _, v in dense)
+    oq = np.zeros((n_q, width), dtype=np.float32)
+    orf = np.zeros((n_r, width), dtype=np.float32)
+    off = 0
+    for j, vals in dense:
+        pos = np.full(int(max(q.cat[:, j].max(initial=0), r.cat[:, j].max(initial=0))) + 1, -1, np.int64)
+        pos[vals] = np.arange(vals.size)
+        for mat, codes in ((oq, q.cat[:, j]), (orf, r.cat[:, j])):
+            p = pos[codes]
+            hit = np.nonzero(p >= 0)[0]
+            mat[hit, off + p[hit]] = 1.0
+        off += vals.size
+    return MixedPlan(oq, np.ascontiguousarray(orf.T * np.float32(-q.cat_weight)), sparse)
 
 
 def mixed_block(q: MixedRows, r: MixedRows, s: int, e: int, plan: MixedPlan, out: np.ndarray,
@@ -100,15 +121,17 @@ def mixed_block(q: MixedRows, r: MixedRows, s: int, e: int, plan: MixedPlan, out
     distance without one column subtract it)."""
     w = np.float32(q.cat_weight)
     if plan.onehot_q.shape[1]:
-        np.matmul(plan.onehot_q[s:e], plan.onehot_r_t, out=out)  # −w·(matching categories)
+        np.matmul(plan.onehot_q[s:e], plan.onehot_r_t, out=out)  # −w·(matches on common values)
         out += w * q.cat.shape[1]
     else:
         out.fill(w * q.cat.shape[1])
-    for j in plan.wide:
-        np.equal(q.cat[s:e, j][:, None], r.cat[None, :, j], out=tmp, casting="unsafe")
-        if w != 1:
-            tmp *= w
-        out -= tmp
+    for order, lo, hi in plan.sparse:  # matches on rare values: scatter their pairs
+        cnt = hi[s:e] - lo[s:e]
+        total = int(cnt.sum())
+        if total:
+            rows = np.repeat(np.arange(e - s), cnt)
+            first = np.repeat(np.cumsum(cnt) - cnt, cnt)
+            out[rows, order[np.repeat(lo[s:e], cnt) + (np.arange(total) - first)]] -= w  # a pair once per column
     for j in range(q.num.shape[1]):
         t = terms[j] if terms is not None and j in terms else tmp
         np.subtract(q.num[s:e, j][:, None], r.num[None, :, j], out=t)

@@ -16,7 +16,7 @@ from dagster_privacy.calibration import leaky_split
 from dagster_privacy.demo import load_demo
 from dagster_privacy.evaluate import prepare
 from dagster_privacy.metrics.distance import _entropy_weighted
-from dagster_privacy.metrics.simulation import hamming_blocks
+from dagster_privacy.neighbors import MixedRows, mixed_chunks
 
 
 def ev(real, synthetic, ids, **kw) -> dp.Evaluation:
@@ -89,7 +89,9 @@ def test_hamming_blocks_count_differing_codes() -> None:
     rng = np.random.default_rng(0)
     q = np.column_stack([rng.integers(0, k, 300) for k in (2, 7, 90, 400)]).astype(np.int32)
     r = np.column_stack([rng.integers(0, k, 200) for k in (2, 7, 90, 400)]).astype(np.int32)
-    blocks = np.vstack([b.copy() for _, b in hamming_blocks(q, r)])
+    empty = np.empty((0, 0), np.float32)
+    blocks = np.vstack([b.copy() for _, b in mixed_chunks(MixedRows(empty.reshape(300, 0), q),
+                                                          MixedRows(empty.reshape(200, 0), r))])
     expected = (q[:, None, :] != r[None, :, :]).sum(axis=2)  # small enough for the full matrix here
     np.testing.assert_array_equal(blocks, expected)
 

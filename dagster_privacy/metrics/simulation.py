@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import numpy as np
 
 from ..context import EvaluationContext
-from ..neighbors import chunk_rows, euclidean_chunks
+from ..neighbors import MixedRows, euclidean_chunks, mixed_chunks
 from ..registry import metric
 from ..results import MetricResult
 
@@ -125,9 +125,6 @@ def zcap(ctx: EvaluationContext) -> MetricResult:
 
 #: a sensitive column with more distinct codes than this is compared by equality, not by a product
 _ONEHOT_MAX = 256
-#: a value shared by more than this fraction of all (real, synthetic) pairs is counted by the dense
-#: one-hot product; rarer values by scattering their few matching pairs (cheaper than a product column)
-_DENSE_SHARE = 1.0 / 512
 
 
 def _tied_matches(ties: np.ndarray, v_query: np.ndarray, v_ref: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -148,67 +145,6 @@ def _tied_matches(ties: np.ndarray, v_query: np.ndarray, v_ref: np.ndarray) -> t
     return ties.sum(axis=1), (ties & (v_query[:, None] == v_ref[None, :])).sum(axis=1)
 
 
-def hamming_blocks(query: np.ndarray, ref: np.ndarray) -> Iterator[tuple[int, np.ndarray]]:
-    """Yields (start, Hamming distances) per chunk of query rows: float32 blocks of exact integers.
-
-    The same blocks as ``neighbors.mixed_chunks`` in the Hamming space (number of differing codes), but
-    the matches are counted per *value*: a value shared by many (query, reference) pairs is one column of
-    a float32 one-hot product, a rare value (a near-unique number, most values of a numerical column)
-    adds its few matching pairs by a scatter, so a wide numerical column costs its matches, not a
-    product column per distinct value. Codes are shared by both sides (ctx.codes).
-    """
-    n_q, n_r, m = query.shape[0], ref.shape[0], query.shape[1]
-    dense: list[tuple[int, np.ndarray]] = []  # (column, its dense values)
-    sparse: list[tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
-    for j in range(m):
-        width = int(max(query[:, j].max(initial=0), ref[:, j].max(initial=0))) + 1
-        cq = np.bincount(query[:, j], minlength=width)
-        cr = np.bincount(ref[:, j], minlength=width)
-        pairs = cq.astype(np.int64) * cr
-        is_dense = pairs > _DENSE_SHARE * n_q * n_r
-        if is_dense.any():
-            dense.append((j, np.nonzero(is_dense)[0]))
-        rare = (pairs > 0) & ~is_dense
-        if rare.any():
-            order = np.argsort(ref[:, j], kind="stable")
-            sorted_codes = ref[order, j]
-            lo = np.searchsorted(sorted_codes, query[:, j], side="left")
-            hi = np.searchsorted(sorted_codes, query[:, j], side="right")
-            keep = rare[query[:, j]]
-            sparse.append((j, order, np.where(keep, lo, 0), np.where(keep, hi, 0), keep))
-    width = sum(v.size for _, v in dense)
-    oq = np.zeros((n_q, width), dtype=np.float32)
-    orf = np.zeros((n_r, width), dtype=np.float32)
-    off = 0
-    for j, vals in dense:
-        pos = np.full(int(max(query[:, j].max(initial=0), ref[:, j].max(initial=0))) + 1, -1, np.int64)
-        pos[vals] = np.arange(vals.size)
-        for mat, codes in ((oq, query[:, j]), (orf, ref[:, j])):
-            p = pos[codes]
-            hit = np.nonzero(p >= 0)[0]
-            mat[hit, off + p[hit]] = 1.0
-        off += vals.size
-    orf_t = np.ascontiguousarray(orf.T)
-    step = chunk_rows(n_r)
-    buf = np.empty((step, n_r), dtype=np.float32)
-    for s in range(0, n_q, step):
-        e = min(s + step, n_q)
-        b = buf[: e - s]
-        np.matmul(oq[s:e], orf_t, out=b)  # matches on common values
-        flat_b = b.reshape(-1)
-        for _, order, lo, hi, _keep in sparse:  # matches on rare values: scatter their pairs
-            cnt = hi[s:e] - lo[s:e]
-            total = int(cnt.sum())
-            if total == 0:
-                continue
-            rows = np.repeat(np.arange(e - s), cnt)
-            first = np.repeat(np.cumsum(cnt) - cnt, cnt)
-            ref_pos = np.repeat(lo[s:e], cnt) + (np.arange(total) - first)
-            flat_b[rows * n_r + order[ref_pos]] += 1.0  # one pair per (row, ref) per column: no repeats
-        np.subtract(np.float32(m), b, out=b)
-        yield s, b
-
-
 @metric("gcap", family="simulation", source="seed 000 §2.1.2", risk="inference")
 def gcap(ctx: EvaluationContext) -> MetricResult:
     """Categorical Generalized CAP: the nearest synthetic rows by Hamming distance on the keys vote.
@@ -216,7 +152,7 @@ def gcap(ctx: EvaluationContext) -> MetricResult:
     Seed 000 §2.1.2, eqs. 5–6: for each real row y, G_y = every synthetic row at the minimum Hamming
     distance d_H(y[A_K], z[A_K]) (all ties: eq. 5 counts sets), C_y = those sharing y's sensitive
     value; gcap(y) = |C_y| / |G_y|, GCAP = the mean over real rows. Distances come from chunked
-    Hamming blocks on the shared integer codes (exact integers, so ties are exact; ``hamming_blocks``). Every sensitive column is
+    Hamming blocks on the shared integer codes (exact integers, so ties are exact; ``neighbors.mixed_chunks``). Every sensitive column is
     scored; value = the worst. A numerical sensitive column is scored on exact equality of values.
     """
     keys, sens = threat_columns(ctx)
@@ -229,7 +165,8 @@ def gcap(ctx: EvaluationContext) -> MetricResult:
         correct = {s: np.zeros(n_real, dtype=np.int64) for s in group}
         n_ties = np.zeros(n_real, dtype=np.int64)
         d_min = np.zeros(n_real, dtype=np.float64)
-        for start, block in hamming_blocks(q, r):
+        for start, block in mixed_chunks(MixedRows(np.empty((q.shape[0], 0), np.float32), q),
+                                         MixedRows(np.empty((r.shape[0], 0), np.float32), r)):
             stop = start + block.shape[0]
             low = block.min(axis=1)
             ties = block == low[:, None]  # integer distances in float32: equality is exact
