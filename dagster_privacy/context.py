@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 import zlib
 from collections.abc import Callable, Sequence
-from typing import Literal
+from typing import Any, Literal, TypeVar
 
 import numpy as np
 import polars as pl
@@ -22,6 +22,7 @@ from .spaces import Encoder, Projection, joint_codes
 
 Space = Literal["euclidean", "projected", "hamming", "gower"]
 SPACES: tuple[str, ...] = ("euclidean", "projected", "hamming", "gower")
+T = TypeVar("T")
 
 
 class EvaluationContext:
@@ -64,6 +65,7 @@ class EvaluationContext:
         self._hashes: dict[str, np.ndarray] = {}
         self._nn: dict[tuple, Neighbors] = {}
         self._plan: dict[tuple, int] = {}
+        self._shared: dict[str, Any] = {}
         #: seconds spent per neighbour query (space:columns:query→reference, k)
         self.query_seconds: dict[str, float] = {}
         self.encode_seconds = 0.0
@@ -237,6 +239,15 @@ class EvaluationContext:
             idx[i] = [match, *idx[i, rest]]
             dist[i] = [0.0, *dist[i, rest]]
         return Neighbors(dist, idx, nn.seconds)
+
+    def shared(self, label: str, compute: Callable[[], T]) -> T:
+        """A derived result several metrics use (an extreme pair, a weighted space and its queries),
+        computed once per evaluation; its time is booked as shared work under ``label``."""
+        if label not in self._shared:
+            t0 = time.perf_counter()
+            self._shared[label] = compute()
+            self.query_seconds[label] = time.perf_counter() - t0
+        return self._shared[label]
 
     @property
     def spent_seconds(self) -> float:

@@ -8,8 +8,6 @@ of the real table's variance). Choices the seed leaves open are in docs/metrics.
 from __future__ import annotations
 
 import math
-import time
-import weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -133,7 +131,6 @@ class Extremes:
         return np.clip((d - self.d_min) / span, 0.0, 1.0)
 
 
-_EXTREMES: weakref.WeakKeyDictionary[EvaluationContext, Extremes] = weakref.WeakKeyDictionary()
 _EXTREMES_LABEL = "euclidean real×synthetic extreme pair (all pairs)"
 
 
@@ -144,13 +141,13 @@ def extremes(ctx: EvaluationContext) -> Extremes:
     whose row maxima and minima are reduced on the fly. The winning pairs are recomputed exactly in
     float64 (the selection itself is exact up to float32 rounding, ~1e-6 relative). d_min is also the
     smallest exact nearest-neighbour distance of the shared real→synthetic query (the smaller wins).
-    Computed once per evaluation and shared by cvp, dvp and nsnd; its time is booked as a shared query.
+    Computed once per evaluation (``ctx.shared``) for cvp, dvp and nsnd; booked as shared work.
     """
-    cached = _EXTREMES.get(ctx)
-    if cached is not None:
-        return cached
     nn = ctx.neighbors("euclidean", "real", "synthetic", 1)
-    t0 = time.perf_counter()
+    return ctx.shared(_EXTREMES_LABEL, lambda: _extreme_pair(ctx, float(nn.dist[:, 0].min())))
+
+
+def _extreme_pair(ctx: EvaluationContext, nn_min: float) -> Extremes:
     q, r = ctx.euclidean("real"), ctx.euclidean("synthetic")
     qn = np.einsum("ij,ij->i", q, q, dtype=np.float32)
     best_max, arg_max = -np.inf, (0, 0)
@@ -168,10 +165,7 @@ def extremes(ctx: EvaluationContext) -> Extremes:
         diff = q[pair[0]].astype(np.float64) - r[pair[1]].astype(np.float64)
         return float(np.sqrt(diff @ diff))
 
-    ext = Extremes(d_min=min(exact(arg_min), float(nn.dist[:, 0].min())), d_max=exact(arg_max))
-    ctx.query_seconds[_EXTREMES_LABEL] = time.perf_counter() - t0
-    _EXTREMES[ctx] = ext
-    return ext
+    return Extremes(d_min=min(exact(arg_min), nn_min), d_max=exact(arg_max))
 
 
 def _normalised_nn(ctx: EvaluationContext) -> tuple[np.ndarray, Extremes]:
@@ -272,11 +266,11 @@ def identifiability(ctx: EvaluationContext) -> MetricResult:
     synthetic row. raw = value = eq. 23. Exact copies and duplicates are decided on row hashes (the
     weighted space has tiny coordinates, so float32 ties are common): a copy is at distance 0.
     """
-    space = _entropy_weighted(ctx)
-    rr = knn_euclidean(space["real"], space["real"], 1, exclude_self=True)
-    rs = knn_euclidean(space["real"], space["synthetic"], 1)
-    ctx.query_seconds["entropy-weighted real→real k=1"] = rr.seconds
-    ctx.query_seconds["entropy-weighted real→synthetic k=1"] = rs.seconds
+    space = ctx.shared("entropy-weighted space", lambda: _entropy_weighted(ctx))
+    rr = ctx.shared("entropy-weighted real→real k=1",
+                    lambda: knn_euclidean(space["real"], space["real"], 1, exclude_self=True))
+    rs = ctx.shared("entropy-weighted real→synthetic k=1",
+                    lambda: knn_euclidean(space["real"], space["synthetic"], 1))
     d_rr, d_rs = rr.dist[:, 0].copy(), rs.dist[:, 0].copy()
     hashes = ctx.row_hashes("real")
     _, inv, counts = np.unique(hashes, return_inverse=True, return_counts=True)
