@@ -508,7 +508,7 @@ def singling_out_univariate(ctx: EvaluationContext, *, n_attacks: int = 2000) ->
     why = _check(ctx)
     if why:
         return MetricResult.not_applicable("singling_out_univariate", why)
-    pr = _prepare(ctx)
+    pr = ctx.shared("singling-out predicate tables", lambda: _prepare(ctx))
     cand = _univariate_candidates(pr)
     counts, _ = pr.syn.count_exact(cand)
     cand = cand.take(np.nonzero(counts == 1)[0])
@@ -547,7 +547,7 @@ def singling_out_multivariate(ctx: EvaluationContext, *, n_attacks: int = 2000, 
     why = _check(ctx)
     if why:
         return MetricResult.not_applicable("singling_out_multivariate", why)
-    pr = _prepare(ctx)
+    pr = ctx.shared("singling-out predicate tables", lambda: _prepare(ctx))
     d = len(pr.cols)
     ks = list(range(max(1, min_cols), min(max_cols, d) + 1))
     sizes = {"real": ctx.n("real"), "synthetic": ctx.n("synthetic"), "holdout": ctx.n("holdout")}
