@@ -153,30 +153,27 @@ class _SharedContext(EvaluationContext):
             self._slices[name] = full()[self._rows]
         return self._slices[name]
 
-    def euclidean(self, role: str) -> np.ndarray:
+    def _per_row(self, name: str, role: str, own: Callable[[str], np.ndarray],
+                 base: Callable[[str], np.ndarray]) -> np.ndarray:
+        """Real/holdout: the base's; synthetic: its rows of the base's pool, or this context's own."""
         if role != "synthetic":
-            return self._base.euclidean(role)
+            return base(role)
         if self._rows is None:
-            return super().euclidean(role)
-        return self._slice("euclidean", lambda: self._base.euclidean("synthetic"))
+            return own(role)
+        return self._slice(name, lambda: base("synthetic"))
+
+    def euclidean(self, role: str) -> np.ndarray:
+        return self._per_row("euclidean", role, super().euclidean, self._base.euclidean)
 
     @property
     def projection(self):  # type: ignore[override]  # fitted on the real table: the base's
         return self._base.projection
 
     def projected(self, role: str) -> np.ndarray:
-        if role != "synthetic":
-            return self._base.projected(role)
-        if self._rows is None:
-            return super().projected(role)
-        return self._slice("projected", lambda: self._base.projected("synthetic"))
+        return self._per_row("projected", role, super().projected, self._base.projected)
 
     def row_hashes(self, role: str) -> np.ndarray:
-        if role != "synthetic":
-            return self._base.row_hashes(role)
-        if self._rows is None:
-            return super().row_hashes(role)
-        return self._slice("hashes", lambda: self._base.row_hashes("synthetic"))
+        return self._per_row("hashes", role, super().row_hashes, self._base.row_hashes)
 
     def codes(self, role: str) -> np.ndarray:
         # codes are shared by all tables of one context, so borrow all of them or none
