@@ -756,10 +756,6 @@ def _seeds(repeats: int, seed: int) -> list[int]:
     return [seed + i for i in range(repeats)]
 
 
-def _table_info(df: pl.DataFrame) -> dict[str, Any]:
-    return {"rows": df.height, "columns": df.width, "sha256": tb.fingerprint(df)}
-
-
 def calibrate(
     real: Any,
     *,
@@ -801,7 +797,7 @@ def calibrate(
     assert li is not None
     cal = Calibration(sweep, resp, correlation(sweep), setup.policy,
                       thresholds(sweep, resp, setup.policy, clean_index=0, leak_index=li, confidence=confidence),
-                      leak_level, confidence, _table_info(df))
+                      leak_level, confidence, tb.table_info(df))
     if xs:
         scores = outlier_scores(df, column_kinds=setup.column_kinds)
         order = np.argsort(-scores, kind="stable")  # most outlying first
@@ -922,7 +918,7 @@ def sweep_generator(
     thr = None if li is None else thresholds(sweep, resp, setup.policy, clean_index=0, leak_index=li,
                                              confidence=confidence)
     return Calibration(sweep, resp, correlation(sweep), setup.policy, thr,
-                       None if li is None else levels[li], confidence, _table_info(df), generator=label)
+                       None if li is None else levels[li], confidence, tb.table_info(df), generator=label)
 
 
 def per_column_sampler(train: pl.DataFrame, noise: float, *, seed: int = 0) -> pl.DataFrame:

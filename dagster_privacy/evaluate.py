@@ -85,8 +85,7 @@ def prepare(
             if unseen:
                 schema.notes.append(f"{role}: categories absent from the real table in "
                                     + ", ".join(f"{c} ({n} rows)" for c, n in unseen.items()))
-    fingerprints = {role: {"rows": df.height, "columns": df.width, "sha256": tb.fingerprint(df)}
-                    for role, df in raw.items()}
+    fingerprints = {role: tb.table_info(df) for role, df in raw.items()}
     ctx = EvaluationContext(canon["real"], canon["synthetic"], canon.get("holdout"), schema=schema,
                             key_columns=key_columns, sensitive_columns=sensitive_columns, seed=seed,
                             source_index=source)
