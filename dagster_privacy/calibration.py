@@ -45,6 +45,7 @@ import polars as pl
 from . import policy as pol
 from . import tables as tb
 from .context import EvaluationContext
+from .errors import OwnMessage, safe_reason
 from .neighbors import Neighbors
 from .registry import registry as metric_registry
 from .results import Evaluation, Status, _clean
@@ -68,7 +69,7 @@ def level_label(v: Any) -> str:
     return f"{v:g}" if isinstance(v, (int, float)) else str(v)
 
 
-class CalibrationError(ValueError):
+class CalibrationError(OwnMessage, ValueError):
     """Calibration cannot run (bad fractions, a generator that raised …): one line, no record values."""
 
 
@@ -275,6 +276,12 @@ def _progress(enabled: bool, total: int, what: str) -> Iterator[Callable[[str], 
         prog.stop()
 
 
+def swept_entry(policy: pol.Policy, metric_id: str) -> pol.MetricPolicy:
+    """The policy's entry, or for a metric it does not configure a blank one (no threshold, gate on
+    value): calibration measures it and may give it a threshold."""
+    return policy.metrics.get(metric_id) or pol.MetricPolicy.model_construct()
+
+
 @dataclass(frozen=True)
 class _Setup:
     """What every evaluation of a calibration shares: policy, metric ids, threat model."""
@@ -284,6 +291,13 @@ class _Setup:
     key_columns: list[str] | None
     sensitive_columns: list[str] | None
     column_kinds: dict[str, str]
+
+    @property
+    def run_policy(self) -> pol.Policy:
+        """The policy with an informing entry for each swept metric it does not configure (a sweep may
+        measure more metrics than the policy gates; an evaluation would refuse them)."""
+        blank = {m: swept_entry(self.policy, m) for m in self.ids if m not in self.policy.metrics}
+        return self.policy.model_copy(update={"metrics": {**self.policy.metrics, **blank}}) if blank else self.policy
 
     @classmethod
     def make(cls, policy: Any, metrics: Sequence[str] | None, column_kinds: Mapping[str, str] | None,
@@ -317,7 +331,7 @@ class _Setup:
     def run(self, ctx: EvaluationContext) -> Evaluation:
         from .evaluate import run_metrics
 
-        return run_metrics(ctx, self.ids, self.policy)
+        return run_metrics(ctx, self.ids, self.run_policy)
 
 
 def _leaky_repeat(df: pl.DataFrame, seed: int, levels: Sequence[float], setup: _Setup,
@@ -329,15 +343,16 @@ def _leaky_repeat(df: pl.DataFrame, seed: int, levels: Sequence[float], setup: _
     train_c, release_c, control_c = first.table("real"), first.table("synthetic"), first.table("holdout")
     pool = EvaluationContext(train_c, pl.concat([release_c, train_c]), control_c, schema=first.schema,
                              key_columns=first.key_columns, sensitive_columns=first.sensitive_columns, seed=seed)
-    where = np.empty(df.height, dtype=np.int64)  # table row → pool row
-    where[re] = np.arange(re.size)
-    where[tr] = re.size + np.arange(tr.size)
+    where = np.empty(df.height, dtype=np.int64)  # table row → pool row (prepare() put rows in content order)
+    where[re[first.input_rows["synthetic"]]] = np.arange(re.size)
+    where[tr[first.input_rows["real"]]] = re.size + np.arange(tr.size)
     out = []
     sizes: dict[str, int] = {}
     for f in levels:
         step(f"seed {seed}, f = {f:g}")
         _, syn = _leak(tr, re, f, seed)
         rows = where[syn]
+        rows = rows[tb.content_order(pool.table("synthetic")[rows])]  # content order, as prepare() gives
         ctx = setup.context(first, pool.table("synthetic")[rows], base=pool, rows=rows)
         out.append(setup.run(ctx))
         sizes = sizes or dict(ctx.sizes)
@@ -357,7 +372,7 @@ def _leaky_sweep(df: pl.DataFrame, levels: Sequence[float], seeds: Sequence[int]
     evals = [[per_repeat[j][i] for j in range(len(seeds))] for i in range(len(levels))]
     values, gated, se = _collect(evals, setup.ids)
     return Sweep("leaky", "f", list(levels), list(seeds), setup.ids,
-                 {m: setup.policy.entry(m).on for m in setup.ids}, values, gated, se,
+                 {m: swept_entry(setup.policy, m).on for m in setup.ids}, values, gated, se,
                  _reasons(evals, setup.ids), sizes, time.perf_counter() - t0)
 
 
@@ -504,7 +519,7 @@ def thresholds(sweep: Sweep, resp: Sequence[Response], policy: pol.Policy, *, cl
     out = {}
     by_id = {r.id: r for r in resp}
     for m, mid in enumerate(sweep.metrics):
-        entry = policy.entry(mid)
+        entry = swept_entry(policy, mid)
         prev, on = entry.threshold, entry.on
         r = by_id[mid]
         if r.flag and (not r.responds or r.no_risk is None):
@@ -670,7 +685,7 @@ class Calibration:
         for mid, t in (self.thresholds or {}).items():
             if t.calibrated:
                 # a swept metric the policy does not name gets the entry the engine would apply to it
-                entry = data["metrics"].setdefault(mid, self.policy.entry(mid).model_dump(mode="json"))
+                entry = data["metrics"].setdefault(mid, swept_entry(self.policy, mid).model_dump(mode="json"))
                 entry["threshold"] = t.threshold
         data["name"] = "calibrated"
         data["preset"] = None
@@ -897,7 +912,7 @@ def sweep_generator(
                     raise
                 except Exception as exc:
                     raise CalibrationError(f"the generator raised at {parameter} = {p}: "
-                                           f"{type(exc).__name__}: {tb.redact(str(exc))}") from None
+                                           f"{safe_reason(exc)}") from None
                 ctx = setup.prepare(train, syn, control, s)
                 if base is None:
                     base = ctx
@@ -907,7 +922,7 @@ def sweep_generator(
                 sizes = sizes or dict(ctx.sizes)
     values, gated, se = _collect(evals, setup.ids)
     sweep = Sweep("generator", parameter, [float(v) if isinstance(v, (int, float)) else v for v in levels],
-                  seeds, setup.ids, {m: setup.policy.entry(m).on for m in setup.ids}, values, gated, se,
+                  seeds, setup.ids, {m: swept_entry(setup.policy, m).on for m in setup.ids}, values, gated, se,
                   _reasons(evals, setup.ids), sizes, time.perf_counter() - t0)
     li = None
     if threshold_at is not None:

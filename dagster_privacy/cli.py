@@ -14,6 +14,7 @@ from pathlib import Path
 import click
 
 from .calibration_cli import calibrate_command
+from .errors import first_line
 from .policy import PolicyError
 from .results import Evaluation, Status
 from .signoff import signoff_command
@@ -62,7 +63,10 @@ def print_table(ev: Evaluation) -> None:
         st = r.status.value
         t.add_row(r.id, _fmt(r.value), ci, _fmt(r.baseline), _fmt(r.threshold), r.severity.value,
                   f"[{colour[st]}]{st}[/]", r.reason or "")
-    Console(width=max(120, Console().width)).print(t)
+    console = Console(width=max(120, Console().width))
+    console.print(t)
+    for finding in ev.findings:
+        console.print(f"[red]blocking:[/] {finding}", markup=True, highlight=False)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -81,7 +85,7 @@ def cli() -> None:
 @click.option("--sensitive-columns", multiple=True, help="attributes the attacker wants to infer")
 @click.option("--column-kind", multiple=True, help="COLUMN=numerical|categorical|binary|exclude")
 @click.option("--source-index-column", default=None, help="synthetic column: the real row each came from")
-@click.option("--seed", type=int, default=None, help="random seed (default: the policy's)")
+@click.option("--seed", type=click.IntRange(0, 2**32 - 1), default=None, help="random seed (default: the policy's)")
 @click.option("--json", "json_out", type=click.Path(dir_okay=False), default=None, help="write the JSON here")
 @click.option("--report", "report_out", type=click.Path(dir_okay=False), default=None,
               help="write the HTML report here")
@@ -92,6 +96,8 @@ def evaluate(real: str, synthetic: str, holdout: str | None, metric_ids: tuple[s
     """Evaluate a synthetic table; exit 1 when the verdict is fail."""
     from .evaluate import evaluate as run
 
+    for option, target in (("--json", json_out), ("--report", report_out)):
+        writable(option, target)  # before the evaluation: an unwritable output is bad input, not a lost verdict
     ev = run(real, synthetic, holdout, metrics=split_list(metric_ids), policy=policy,
              key_columns=split_list(key_columns), sensitive_columns=split_list(sensitive_columns),
              column_kinds=parse_kinds(column_kind), source_index_column=source_index_column, seed=seed,
@@ -99,22 +105,34 @@ def evaluate(real: str, synthetic: str, holdout: str | None, metric_ids: tuple[s
     finish(ev, json_out=json_out, report_out=report_out, policy=policy)
 
 
+def writable(option: str, target: str | None) -> None:
+    """Refuse an output path whose directory does not exist or cannot be written (exit 2)."""
+    if not target:
+        return
+    parent = Path(target).resolve().parent
+    if not parent.is_dir():
+        raise UsageFailure(f"{option} {target}: the directory {parent} does not exist")
+    if not os.access(parent, os.W_OK) or (Path(target).exists() and not os.access(target, os.W_OK)):
+        raise UsageFailure(f"{option} {target}: not writable")
+
+
 def finish(ev: Evaluation, *, json_out: str | None = None, report_out: str | None = None,
            policy: str | None = None) -> None:
-    """Print the table, write the outputs, exit with the verdict's code."""
+    """Print the table, write the outputs, exit with the verdict's code (2 if an output fails)."""
     print_table(ev)
-    if json_out:
-        Path(json_out).write_text(ev.to_json())
-        click.echo(f"JSON written to {json_out}", err=True)
-    if report_out:
-        try:
+    try:
+        if json_out:
+            Path(json_out).write_text(ev.to_json())
+            click.echo(f"JSON written to {json_out}", err=True)
+        if report_out:
+            from .policy import load_policy
             from .report import write_report
-        except ImportError as exc:
-            raise UsageFailure(f"the HTML report is not available: {exc}") from None
-        from .policy import load_policy
 
-        write_report(ev, report_out, policy=load_policy(policy) if policy else None)
-        click.echo(f"report written to {report_out}", err=True)
+            write_report(ev, report_out, policy=load_policy(policy) if policy else None)
+            click.echo(f"report written to {report_out}", err=True)
+    except OSError as exc:
+        raise UsageFailure(f"cannot write an output ({type(exc).__name__}); the verdict was "
+                           f"{ev.verdict.value}") from None
     sys.exit(1 if ev.verdict is Status.FAIL else 0)
 
 
@@ -165,14 +183,14 @@ def main(argv: Sequence[str] | None = None) -> None:
         click.echo(f"dagster-privacy: error: {exc.format_message()}", err=True)
         sys.exit(2 if isinstance(exc, click.UsageError) else exc.exit_code)
     except (TableError, PolicyError, FileNotFoundError) as exc:
-        click.echo(f"dagster-privacy: error: {exc}", err=True)
+        click.echo(f"dagster-privacy: error: {first_line(str(exc))}", err=True)
         sys.exit(2)
     except Exception as exc:
         if os.environ.get("DAGSTER_PRIVACY_DEBUG"):
             raise
-        from .tables import redact
+        from .errors import safe_reason
 
-        click.echo(f"dagster-privacy: internal error: {type(exc).__name__}: {redact(str(exc))} "
+        click.echo(f"dagster-privacy: internal error: {safe_reason(exc)} "
                    "(DAGSTER_PRIVACY_DEBUG=1 shows the traceback)", err=True)
         sys.exit(3)
     sys.exit(0)

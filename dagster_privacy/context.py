@@ -56,6 +56,8 @@ class EvaluationContext:
         #: for each synthetic row, the real row it was generated from (seed 000 §2.2.12), if known
         self.source_index = source_index
         self.source_index_column: str | None = None
+        #: per table, the input row of each row here (evaluate.prepare sorts rows by content); empty: same
+        self.input_rows: dict[str, np.ndarray] = {}
         self.encoder = Encoder.fit(real, schema)
         self._on_query = on_query
         self._euclid: dict[str, np.ndarray] = {}

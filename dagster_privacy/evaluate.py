@@ -75,10 +75,16 @@ def prepare(
     ignore = [source_index_column] if source_index_column else []
     schema = tb.infer_schema(raw["real"], column_kinds, exclude=ignore)
     tb.validate(raw, schema, ignore=ignore)
-    source = None
-    if source_index_column:
-        source = _source_index(raw["synthetic"], source_index_column, raw["real"].height)
+    schema.left_out = tb.left_out_overlap(raw["real"], raw["synthetic"], schema)
     canon = {role: tb.canonical(df, schema, role=role) for role, df in raw.items()}
+    order = {role: tb.content_order(df) for role, df in canon.items()}
+    canon = {role: df[order[role]] for role, df in canon.items()}
+    source = None
+    if source_index_column:  # g maps input rows to input rows: restate it in content order
+        g = _source_index(raw["synthetic"], source_index_column, raw["real"].height)
+        real_rank = np.empty_like(order["real"])
+        real_rank[order["real"]] = np.arange(order["real"].size)
+        source = real_rank[g[order["synthetic"]]]
     for role in ("synthetic", "holdout"):
         if role in canon:
             unseen = tb.unseen_categories(canon["real"], canon[role], schema)
@@ -90,6 +96,7 @@ def prepare(
                             key_columns=key_columns, sensitive_columns=sensitive_columns, seed=seed,
                             source_index=source)
     ctx.source_index_column = source_index_column
+    ctx.input_rows = order
     return ctx, fingerprints
 
 
@@ -110,7 +117,7 @@ def evaluate(
     """Evaluate a synthetic table against the real (training) table and, optionally, a holdout.
 
     Tables are polars/pandas frames, CSV/Parquet paths, ``FILE.duckdb:TABLE`` or SQL DuckDB runs.
-    ``metrics`` = ids (None: the policy's metrics, or every registered metric if it names none).
+    ``metrics`` = ids, each configured in the policy (None: every metric the policy configures).
     Arguments override the policy's threat model and seed. Bad input raises ``TableError``, a bad
     policy ``PolicyError``; a metric that raises becomes an ``error`` result.
     """
@@ -118,12 +125,7 @@ def evaluate(
     p = pol.load_policy(policy)
     tm = p.threat_model
     seed = p.seed if seed is None else int(seed)
-    specs = reg.registry()
-    ids = list(metrics) if metrics else (list(p.metrics) or list(specs))
-    unknown = [m for m in ids if m not in specs]
-    if unknown:
-        raise tb.TableError(f"unknown metric id(s): {', '.join(unknown)} (see `dagster-privacy metrics`)")
-    ids = [m for m in specs if m in set(ids)]  # registry order
+    ids = p.select(metrics)
     kinds = {**tm.column_kinds, **(column_kinds or {})}
     ctx, fingerprints = prepare(
         real, synthetic, holdout,
@@ -131,6 +133,21 @@ def evaluate(
         sensitive_columns=sensitive_columns if sensitive_columns is not None else tm.sensitive_columns,
         column_kinds=kinds, source_index_column=source_index_column or tm.source_index_column, seed=seed)
     return run_metrics(ctx, ids, p, fingerprints=fingerprints, progress=progress, started=t0)
+
+
+def left_out_findings(schema: tb.Schema) -> list[str]:
+    """Blocking findings about columns no metric evaluates: a synthetic column left out of every metric
+    (identifier, empty, unsupported, excluded) whose values occur in the real table is published
+    unexamined, so it fails the verdict (fail closed), whatever the metrics say."""
+    reasons = dict(schema.excluded)
+    out = []
+    for name in schema.left_out_leaks:
+        n = schema.left_out[name]
+        what = "its values could not be compared with the real column" if n is None else \
+            f"{n} of its synthetic values occur in the real table"
+        out.append(f"column {name!r} is left out of every metric ({reasons.get(name, 'excluded')}) and {what}: "
+                   "drop it from the synthetic table or evaluate it (--column-kind)")
+    return out
 
 
 def run_metrics(ctx: EvaluationContext, ids: Sequence[str], p: pol.Policy, *,
@@ -152,9 +169,11 @@ def run_metrics(ctx: EvaluationContext, ids: Sequence[str], p: pol.Policy, *,
     finally:
         if bar is not None:
             bar.stop()
+    findings = left_out_findings(ctx.schema)
     return Evaluation(
         results=results,
-        verdict=pol.verdict(p, results),
+        verdict=Status.FAIL if findings else pol.verdict(p, results),
+        findings=findings,
         seed=ctx.seed,
         policy={"name": p.name, "preset": p.preset, "sha256": p.sha256},
         threat_model={"key_columns": ctx.key_columns, "sensitive_columns": ctx.sensitive_columns,

@@ -5,21 +5,23 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+import math
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from .errors import OwnMessage
 from .results import MetricResult, Severity, Status
 
 PRESETS_DIR = Path(__file__).parent / "presets"
 PRESET_NAMES = ("strict", "standard", "report-only")
 
 
-class PolicyError(ValueError):
+class PolicyError(OwnMessage, ValueError):
     """A policy that cannot be used; the message is one line, with the file's line number when known."""
 
 
@@ -35,9 +37,15 @@ class MetricPolicy(BaseModel):
     @field_validator("threshold")
     @classmethod
     def _unit(cls, v: float | None) -> float | None:
-        if v is not None and not 0.0 <= v <= 1.0:
+        if v is not None and not 0.0 <= v <= 1.0:  # NaN fails this too
             raise ValueError("threshold must be in [0, 1]")
         return v
+
+    @model_validator(mode="after")
+    def _gates_something(self) -> MetricPolicy:
+        if self.severity is Severity.ERROR and self.threshold is None:
+            raise ValueError("a gating (ERROR) entry needs a threshold; use severity WARN to report only")
+        return self
 
 
 class ThreatModel(BaseModel):
@@ -54,7 +62,7 @@ class Policy(BaseModel):
 
     name: str = "custom"
     preset: str | None = None
-    seed: int = 0
+    seed: int = Field(0, ge=0, lt=2**32, description="random seed, 0 ≤ seed < 2^32")
     threat_model: ThreatModel = Field(default_factory=ThreatModel)
     metrics: dict[str, MetricPolicy] = Field(default_factory=dict)
     require_signoff: bool = False
@@ -74,7 +82,32 @@ class Policy(BaseModel):
         return hashlib.sha256(json.dumps(self.model_dump(mode="json"), sort_keys=True).encode()).hexdigest()
 
     def entry(self, metric_id: str) -> MetricPolicy:
-        return self.metrics.get(metric_id) or MetricPolicy()
+        """The policy's entry for a metric; a metric the policy does not configure gates nothing, so
+        it is refused rather than given a default that would pass."""
+        entry = self.metrics.get(metric_id)
+        if entry is None:
+            raise PolicyError(f"metric {metric_id} is not configured in policy {self.name!r}: add an entry "
+                              "(threshold and severity) or leave it out")
+        return entry
+
+    def select(self, requested: Sequence[str] | None = None) -> list[str]:
+        """The metric ids an evaluation runs, in registry order: ``requested`` (each must be configured
+        here), else every metric the policy configures."""
+        from .registry import registry
+
+        specs = registry()
+        ids = list(requested) if requested else list(self.metrics)
+        unknown = [m for m in ids if m not in specs]
+        if unknown:
+            raise PolicyError(f"unknown metric id(s): {', '.join(unknown)} (see `dagster-privacy metrics`)")
+        if not ids:
+            raise PolicyError(f"policy {self.name!r} configures no metric: name at least one, or use a preset")
+        unconfigured = [m for m in ids if m not in self.metrics]
+        if unconfigured:
+            raise PolicyError(f"metric(s) {', '.join(unconfigured)} not configured in policy {self.name!r}: "
+                              "add an entry (threshold and severity) for each, or start from a preset")
+        wanted = set(ids)
+        return [m for m in specs if m in wanted]
 
 
 # --------------------------------------------------------------------------------------------- loading
@@ -192,7 +225,10 @@ def apply(policy: Policy, result: MetricResult) -> MetricResult:
     if result.status in (Status.ERROR, Status.NOT_APPLICABLE):
         return result
     figure = result.gated_figure
-    if entry.threshold is not None and figure is not None and figure > entry.threshold:
+    if figure is None or not math.isfinite(figure):  # fail closed: nothing to compare is not a pass
+        result.status, result.reason = Status.ERROR, f"no finite {entry.on.replace('_', ' ')} to gate on"
+        return result
+    if entry.threshold is not None and figure > entry.threshold:
         what = "CI upper bound" if entry.on == "ci_upper" and result.ci else "value"
         result.status = Status.FAIL if entry.severity is Severity.ERROR else Status.WARN
         result.reason = f"{what} {figure:.4g} > threshold {entry.threshold:g}"

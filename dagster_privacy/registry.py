@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import inspect
+import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
+from .errors import safe_reason
 from .results import MetricResult, Status
-from .tables import redact
 
 MetricFn = Callable[..., MetricResult]
 
@@ -76,6 +79,25 @@ def get(id: str) -> MetricSpec:
     return reg[id]
 
 
+def invalid_figures(result: MetricResult) -> str | None:
+    """Why a result's figures cannot gate anything (None: they can). A non-finite distance, density or
+    score anywhere upstream surfaces here as a non-finite or out-of-range figure: an error, never 0.0."""
+    if result.value is None:
+        return "metric returned no value"
+    for name, x in (("value", result.value), ("raw", result.raw), ("baseline", result.baseline)):
+        if x is not None and not math.isfinite(x):
+            return f"its {name} is not a finite number"
+    if not 0.0 <= result.value <= 1.0:
+        return f"value {result.value:.6g} outside [0, 1]"
+    if result.ci is not None:
+        lo, hi = result.ci
+        if not (math.isfinite(lo) and math.isfinite(hi)):
+            return "its confidence interval is not finite"
+        if not 0.0 <= lo <= hi <= 1.0:
+            return f"confidence interval [{lo:.6g}, {hi:.6g}] is not an ordered interval within [0, 1]"
+    return None
+
+
 def run(spec: MetricSpec, ctx: Any, params: dict[str, Any] | None = None) -> MetricResult:
     """Run one metric; an exception becomes an ``error`` result with its reason, never a 0.0."""
     missing = [role for role in spec.needs if not ctx.has(role)]
@@ -92,15 +114,16 @@ def run(spec: MetricSpec, ctx: Any, params: dict[str, Any] | None = None) -> Met
         result = spec.func(ctx, **(params or {}))
     except Exception as exc:  # fail closed: the reason travels, the value does not pretend
         result = MetricResult(id=spec.id, status=Status.ERROR,
-                              reason=f"{type(exc).__name__}: {redact(str(exc))}")
+                              reason=safe_reason(exc))
     wall = time.perf_counter() - t0
     result.seconds = max(0.0, wall - (ctx.spent_seconds - shared_before))
     result.family, result.source, result.risk = spec.family, spec.source, spec.risk
     if result.status is not Status.ERROR and result.status is not Status.NOT_APPLICABLE:
-        if result.value is None:
-            result.status, result.reason = Status.ERROR, "metric returned no value"
-        elif not 0.0 <= result.value <= 1.0:
-            result.status, result.reason = Status.ERROR, f"value {result.value} outside [0, 1]"
+        problem = invalid_figures(result)
+        if problem:
+            result.status, result.reason = Status.ERROR, problem
+    if result.flagged is not None and "synthetic" in getattr(ctx, "input_rows", {}):
+        result.flagged = np.sort(ctx.input_rows["synthetic"][result.flagged])  # input rows, not content order
     if not result.sizes:
         result.sizes = {role: ctx.n(role) for role in spec.needs if ctx.has(role)}
     result.details = {**{"params": {**spec.params, **(params or {})}}, **result.details}

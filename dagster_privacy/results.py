@@ -101,6 +101,8 @@ class Evaluation(BaseModel):
     distances: dict[str, Any] = Field(default_factory=dict,
                                       description="histograms of synthetic→real and holdout→real NN distances")
     timings: dict[str, Any] = Field(default_factory=dict)
+    findings: list[str] = Field(default_factory=list,
+                                description="blocking findings outside the metrics (a left-out column copied)")
 
     def __getitem__(self, metric_id: str) -> MetricResult:
         for r in self.results:
@@ -125,6 +127,7 @@ class Evaluation(BaseModel):
             "tables": self.tables,
             "schema": self.schema_,
             "versions": self.versions,
+            "findings": self.findings,
             "metrics": [r.to_dict() for r in self.results],
             "distances": self.distances,
             "timings": self.timings,
@@ -145,7 +148,7 @@ class Evaluation(BaseModel):
                    policy=d.get("policy", {}), threat_model=d.get("threat_model", {}),
                    tables=d.get("tables", {}), schema=d.get("schema", {}),
                    versions=d.get("versions", {}), distances=d.get("distances", {}),
-                   timings=d.get("timings", {}))
+                   timings=d.get("timings", {}), findings=d.get("findings", []))
 
     def to_frame(self):  # -> polars.DataFrame
         import polars as pl

@@ -9,6 +9,8 @@ from statistics import NormalDist
 
 import numpy as np
 
+from .errors import MetricError
+
 
 @dataclass(frozen=True)
 class Rate:
@@ -38,7 +40,7 @@ def z_score(confidence: float = 0.95) -> float:
 def wilson(successes: int, n: int, confidence: float = 0.95) -> Rate:
     """Wilson score interval of a binomial rate."""
     if n <= 0:
-        raise ValueError("a rate needs at least one trial")
+        raise MetricError("a rate needs at least one trial")
     z = z_score(confidence)
     p = successes / n
     denom = 1.0 + z * z / n

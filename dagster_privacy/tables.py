@@ -8,6 +8,7 @@ binary columns as String (a missing value stays null and is a category of its ow
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -16,6 +17,9 @@ from typing import Any, Literal
 
 import numpy as np
 import polars as pl
+
+from .errors import OwnMessage, safe_reason
+from .sql import read_select
 
 Kind = Literal["numerical", "categorical", "binary"]
 KINDS: tuple[str, ...] = ("numerical", "categorical", "binary")
@@ -26,14 +30,8 @@ IDENTIFIER_MIN_ROWS = 20
 ROLES: tuple[str, ...] = ("real", "synthetic", "holdout")
 
 
-class TableError(ValueError):
+class TableError(OwnMessage, ValueError):
     """Bad input. Its message is one line, meant for the user, and carries no value of a record."""
-
-
-def redact(message: str) -> str:
-    """First line of a library message with quoted literals removed (they may be record values)."""
-    line = str(message).strip().splitlines()[0] if str(message).strip() else "no message"
-    return re.sub(r"(['\"]).*?\1", "'…'", line)
 
 
 @dataclass(frozen=True)
@@ -49,6 +47,14 @@ class Schema:
     columns: list[Column]
     excluded: list[tuple[str, str]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    #: per left-out column the synthetic table holds: its synthetic values found in the real column
+    #: (None: could not be compared); any overlap fails the verdict (the column is never evaluated)
+    left_out: dict[str, int | None] = field(default_factory=dict)
+
+    @property
+    def left_out_leaks(self) -> list[str]:
+        """Left-out columns whose synthetic values occur in the real table (or could not be compared)."""
+        return [name for name, n in self.left_out.items() if n is None or n > 0]
 
     @property
     def names(self) -> list[str]:
@@ -66,7 +72,9 @@ class Schema:
     def to_json(self) -> dict[str, Any]:
         return {
             "columns": [{"name": c.name, "kind": c.kind} for c in self.columns],
-            "excluded": [{"name": n, "reason": r} for n, r in self.excluded],
+            "excluded": [{"name": n, "reason": r, **({"synthetic_values_in_real": self.left_out[n]}
+                                                     if n in self.left_out else {})}
+                         for n, r in self.excluded],
             "notes": list(self.notes),
         }
 
@@ -75,36 +83,109 @@ class Schema:
 
 TableLike = Any  # polars / pandas DataFrame, pyarrow Table, path, "FILE.duckdb:TABLE", or SQL text
 
+_SQL_START = re.compile(r"^\s*(select|with|from|table|values|describe|summarize)\s", re.IGNORECASE)
+_DUCKDB_SOURCE = re.compile(r"^(.*?\.duckdb):(.+)$", re.IGNORECASE | re.DOTALL)
 
-def _is_sql(text: str) -> bool:
-    return bool(re.match(r"^\s*(select|with|from|table|values)\b", text, re.IGNORECASE))
+
+def is_sql(text: str) -> bool:
+    """SQL text rather than a path: a path that exists is a path (``table.csv``, ``values 2024.csv``);
+    otherwise text DuckDB parses as one or more statements (of any kind: sql.one_select then refuses
+    all but one SELECT, naming the statement kind rather than echoing the text)."""
+    import duckdb
+
+    try:
+        if Path(text).exists():
+            return False
+    except (OSError, ValueError):  # too long or NUL: not a path
+        pass
+    if _SQL_START.match(text):
+        return True
+    try:
+        return bool(duckdb.extract_statements(text))
+    except Exception:  # does not parse: a path (that does not exist)
+        return False
+
+
+def describe_source(text: str) -> str:
+    """How an input is named in a message: a path as is; SQL only by its length (it may hold literals)."""
+    m = _DUCKDB_SOURCE.match(text)
+    if m and is_sql(m.group(2)):
+        return f"{m.group(1)}: query ({len(m.group(2))} characters)"
+    return f"query ({len(text)} characters)" if is_sql(text) else text
+
+
+#: directories SQL text may read files from (os.pathsep-separated); default: the working directory
+SQL_DIRS_ENV = "DAGSTER_PRIVACY_SQL_DIRS"
+
+
+def sql_directories() -> list[str]:
+    """Where a query given as text may read files: ``DAGSTER_PRIVACY_SQL_DIRS``, else the working
+    directory. Nothing else is reachable (no other file, no network, no extension)."""
+    dirs = [d for d in os.environ.get(SQL_DIRS_ENV, "").split(os.pathsep) if d.strip()]
+    return dirs or [os.getcwd()]
 
 
 def _quote(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
-def _read_duckdb(path: str, what: str) -> pl.DataFrame:
-    import duckdb
-
-    if not Path(path).is_file():
-        raise TableError(f"DuckDB file not found: {path}")
-    con = duckdb.connect(path, read_only=True)
-    try:
-        query = what if _is_sql(what) else f"select * from {_ident(what)}"
-        return con.sql(query).pl()
-    finally:
-        con.close()
-
-
 def _ident(name: str) -> str:
     return ".".join('"' + part.replace('"', '""') + '"' for part in name.split("."))
 
 
-def load(source: TableLike, *, role: str = "input") -> pl.DataFrame:
-    """Load one table as a polars frame; files and SQL are read through DuckDB (read-only, closed)."""
-    import duckdb
+def _read_duckdb(path: str, what: str, role: str) -> pl.DataFrame:
+    if not Path(path).is_file():
+        raise TableError(f"{role} table: DuckDB file not found: {path}")
+    query = what if is_sql(what) else f"select * from {_ident(what)}"
+    return read_select(query, database=path)
 
+
+def _read_csv(path: Path, role: str) -> pl.DataFrame:
+    """A CSV file with a header row, read strictly: comma-separated (tab for .tsv), double quotes, no
+    rows skipped. A file without a header (its first record would become the column names) or with a
+    row of another width is refused, not read (an unpinned dialect reads a ragged file as one column)."""
+    delim = "\t" if path.name.lower().endswith(".tsv") else ","
+    opts = (f"delim = {_quote(delim)}, quote = '\"', escape = '\"', skip = 0, strict_mode = true, "
+            "ignore_errors = false, null_padding = false")
+    q = _quote(str(path))
+    sniff = read_select(f"select HasHeader as h from sniff_csv({q}, {opts})", allowed_paths=[path])
+    if not bool(sniff.item(0, "h")):
+        raise TableError(f"{role} table {path}: the CSV file has no header row (its first line reads as "
+                         "data); add a line of column names")
+    df = read_select(f"select * from read_csv({q}, header = true, {opts})", allowed_paths=[path])
+    numeric_names = sum(bool(re.fullmatch(r"\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*", c)) for c in df.columns)
+    if numeric_names:
+        raise TableError(f"{role} table {path}: {numeric_names} column name(s) are numbers, so the first line "
+                         "looks like data, not a header; add a line of column names")
+    return df
+
+
+def _read_file(path: Path, role: str) -> pl.DataFrame:
+    name = path.name.lower()
+    if name.endswith((".parquet", ".pq")):
+        return read_select(f"select * from read_parquet({_quote(str(path))})", allowed_paths=[path])
+    if name.endswith((".csv", ".csv.gz", ".tsv", ".txt")):
+        return _read_csv(path, role)
+    if name.endswith(".duckdb"):
+        raise TableError(f"{role} table: give the table as {path}:TABLE")
+    raise TableError(f"{role} table: unsupported file type {path.suffix!r} (CSV, Parquet or FILE.duckdb:TABLE)")
+
+
+def _load_text(text: str, role: str) -> pl.DataFrame:
+    path = Path(text)
+    if not is_sql(text) and path.is_file():
+        return _read_file(path, role)
+    m = _DUCKDB_SOURCE.match(text)
+    if m and not path.exists():
+        return _read_duckdb(m.group(1), m.group(2), role)
+    if is_sql(text):
+        return read_select(text, allowed_directories=sql_directories())
+    raise TableError(f"{role} table: file not found: {text}")
+
+
+def load(source: TableLike, *, role: str = "input") -> pl.DataFrame:
+    """Load one table as a polars frame; files and SQL are read through one read-only SELECT on a
+    locked DuckDB connection (sql.py). A failure is one line naming the source, never a value."""
     if isinstance(source, pl.DataFrame):
         return source
     if isinstance(source, pl.LazyFrame):
@@ -127,34 +208,12 @@ def load(source: TableLike, *, role: str = "input") -> pl.DataFrame:
         raise TableError(f"{role} table: unsupported input type {type(source).__name__}")
     text = str(source)
     try:
-        m = re.match(r"^(.*?\.duckdb):(.+)$", text, re.IGNORECASE)
-        if m:
-            return _read_duckdb(m.group(1), m.group(2))
-        if _is_sql(text):
-            con = duckdb.connect(":memory:")
-            try:
-                return con.sql(text).pl()
-            finally:
-                con.close()
-        path = Path(text)
-        if not path.is_file():
-            raise TableError(f"{role} table: file not found: {text}")
-        name = path.name.lower()
-        con = duckdb.connect(":memory:")
-        try:
-            if name.endswith((".parquet", ".pq")):
-                return con.sql(f"select * from read_parquet({_quote(str(path))})").pl()
-            if name.endswith((".csv", ".csv.gz", ".tsv", ".txt")):
-                return con.sql(f"select * from read_csv({_quote(str(path))}, header=true)").pl()
-            if name.endswith(".duckdb"):
-                raise TableError(f"{role} table: give the table as {text}:TABLE")
-            raise TableError(f"{role} table: unsupported file type {path.suffix!r} (CSV, Parquet or FILE.duckdb:TABLE)")
-        finally:
-            con.close()
+        return _load_text(text, role)
     except TableError:
         raise
-    except Exception as exc:  # duckdb / polars errors: one line, no values
-        raise TableError(f"cannot read {role} table {text}: {redact(str(exc))}") from None
+    except Exception as exc:  # SQL refused, duckdb / polars errors: their class, our words
+        failure = f"cannot read the {role} table ({describe_source(text)}): {safe_reason(exc)}"
+    raise TableError(failure)  # outside the except block: no chained exception carries the original
 
 
 # ----------------------------------------------------------------------------------------- the schema
@@ -165,7 +224,8 @@ def _is_text(dtype: pl.DataType) -> bool:
 
 
 def _is_numeric(dtype: pl.DataType) -> bool:
-    return dtype.is_numeric() or dtype == pl.Boolean or dtype.is_temporal()
+    """Numbers, booleans, times — and polars' Null dtype (a column whose every value is missing)."""
+    return dtype.is_numeric() or dtype == pl.Boolean or dtype.is_temporal() or dtype == pl.Null
 
 
 def infer_schema(
@@ -220,31 +280,46 @@ def infer_schema(
             excluded.append((name, f"unsupported type {dtype}"))
     if not columns:
         raise TableError("the real table has no usable column (numerical, categorical or binary)")
+    columns.sort(key=lambda c: c.name)  # name order: nothing downstream depends on the input's column order
     return Schema(columns, excluded)
 
 
-def _as_text(s: pl.Series) -> pl.Series:
+#: whole numbers print without a decimal point up to 2^53 (exact in float64, and in Int64 range)
+_WHOLE_LIMIT = 2.0**53
+
+
+def _finite(s: pl.Series, *, role: str) -> pl.Series:
+    """Float64 with NaN as missing; an infinite value is bad input (a distance to it is no figure)."""
+    f = s.cast(pl.Float64)
+    n_inf = int(f.is_infinite().sum())
+    if n_inf:
+        raise TableError(f"column {s.name!r} of the {role} table holds {n_inf} infinite value(s): give a finite "
+                         "number or leave the cell empty (missing)")
+    return f.fill_nan(None)
+
+
+def _as_text(s: pl.Series, *, role: str) -> pl.Series:
     """Categorical/binary values as text; numbers that are whole print without a decimal point."""
-    if _is_text(s.dtype):
-        return s.cast(pl.String)
-    if s.dtype == pl.Boolean:
+    if _is_text(s.dtype) or s.dtype in (pl.Boolean, pl.Null):
         return s.cast(pl.String)
     if s.dtype.is_numeric():
-        f = s.cast(pl.Float64).fill_nan(None)
+        f = _finite(s, role=role)
         whole = f.drop_nulls()
-        if whole.len() == 0 or bool(((whole - whole.round(0)).abs() == 0).all()):
+        if whole.len() == 0 or bool(((whole - whole.round(0)).abs() == 0).all() & (whole.abs() < _WHOLE_LIMIT).all()):
             return f.cast(pl.Int64).cast(pl.String)
         return f.cast(pl.String)
     return s.cast(pl.String)
 
 
 def _as_number(s: pl.Series, *, role: str) -> pl.Series:
+    if s.dtype == pl.Null:
+        return pl.Series(s.name, [None] * s.len(), dtype=pl.Float64)
     if s.dtype.is_temporal():
         if s.dtype == pl.Date:
             return (s.cast(pl.Int64) * 86400).cast(pl.Float64)
         return s.dt.epoch("ms").cast(pl.Float64) / 1000.0
     if s.dtype == pl.Boolean or s.dtype.is_numeric():
-        return s.cast(pl.Float64).fill_nan(None) + 0.0  # + 0.0 turns -0.0 into 0.0 for hashing
+        return _finite(s, role=role) + 0.0  # + 0.0 turns -0.0 into 0.0 for hashing
     raise TableError(f"column {s.name!r} is numerical in the real table but text in the {role} table")
 
 
@@ -253,8 +328,43 @@ def canonical(df: pl.DataFrame, schema: Schema, *, role: str) -> pl.DataFrame:
     out = []
     for c in schema.columns:
         s = df.get_column(c.name)
-        out.append(_as_number(s, role=role) if c.kind == "numerical" else _as_text(s))
+        out.append(_as_number(s, role=role) if c.kind == "numerical" else _as_text(s, role=role))
     return pl.DataFrame(out)
+
+
+def content_order(df: pl.DataFrame) -> np.ndarray:
+    """The permutation that sorts rows by content (row hash, then every column): the order an
+    evaluation sees, so that no figure, interval or seeded sample depends on the input's row order."""
+    if df.width == 0:
+        return np.arange(df.height)
+    keyed = df.with_columns(pl.Series("__hash", df.hash_rows(seed=0)), pl.Series("__row", np.arange(df.height)))
+    order = keyed.sort(["__hash", *df.columns], nulls_last=True, maintain_order=True).get_column("__row")
+    return order.to_numpy()
+
+
+def left_out_overlap(real: pl.DataFrame, synthetic: pl.DataFrame, schema: Schema) -> dict[str, int | None]:
+    """For each column no metric uses (identifier, empty, unsupported, excluded) that the synthetic table
+    holds: how many of its synthetic values occur verbatim in the real column (None: could not compare,
+    which counts as overlap — fail closed)."""
+    out: dict[str, int | None] = {}
+    for name, _ in schema.excluded:
+        if name in synthetic.columns and name in real.columns:
+            out[name] = _values_in(real.get_column(name), synthetic.get_column(name))
+    return out
+
+
+def _values_in(real: pl.Series, synthetic: pl.Series) -> int | None:
+    r, s = real.drop_nulls(), synthetic.drop_nulls()
+    if r.len() == 0 or s.len() == 0:
+        return 0
+    try:
+        if _is_numeric(r.dtype) and _is_numeric(s.dtype) and not (r.dtype.is_temporal() or s.dtype.is_temporal()):
+            r, s = r.cast(pl.Float64), s.cast(pl.Float64)
+        elif r.dtype != s.dtype:
+            r, s = r.cast(pl.String), s.cast(pl.String)
+        return int(s.hash(seed=0).is_in(r.hash(seed=0).implode()).sum())
+    except Exception:  # nested or exotic types that neither compare nor cast: unknown
+        return None
 
 
 def validate(tables: Mapping[str, pl.DataFrame], schema: Schema, *, ignore: Sequence[str] = ()) -> None:

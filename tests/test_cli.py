@@ -64,7 +64,7 @@ def test_clean_release_from_duckdb_passes_with_exit_0(files, capsys) -> None:
 
 @pytest.mark.parametrize("args, needle", [
     (["--synthetic", "{d}/nope.csv"], "file not found"),
-    (["--synthetic", "{d}/db.duckdb:no_such_table"], "cannot read synthetic table"),
+    (["--synthetic", "{d}/db.duckdb:no_such_table"], "cannot read the synthetic table"),
     (["--metrics", "crp,not_a_metric"], "unknown metric id(s): not_a_metric"),
     (["--policy", "lenient"], "neither a preset"),
     (["--column-kind", "age"], "COLUMN=KIND"),

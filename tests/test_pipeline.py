@@ -216,7 +216,7 @@ def test_metric_that_raises_fails_closed(tmp_path: Path, release: Release, monke
     assert not res.success
     crp = evaluations(res)["crp"]
     assert not crp.passed and value(crp, "status") == "error"
-    assert value(crp, "reason").startswith("RuntimeError: boom") and CANARY not in value(crp, "reason")
+    assert value(crp, "reason").startswith("RuntimeError (") and CANARY not in value(crp, "reason")
     assert "published_release" not in materialized(res)
     assert not (tmp_path / "published.duckdb").exists()
 

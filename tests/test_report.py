@@ -163,14 +163,21 @@ def test_report_is_self_contained(failing):
         assert attr.startswith(("data:image/png;base64,", "#")), attr
 
 
-def test_error_reasons_are_redacted(passing):
+def test_error_reasons_carry_no_library_message(passing):
+    from dagster_privacy.registry import MetricSpec, run
+
     ev, _, _ = passing
-    bad = MetricResult(id="crp", risk="re-identification", status=Status.ERROR,
-                       reason=f"ValueError: could not convert '{CANARY}' to float")
+
+    def raises(ctx):  # a library error quoting a record's value, bare and unquoted
+        raise ValueError(f"could not convert {CANARY} to float")
+
+    ctx = type("Ctx", (), {"has": lambda self, role: True, "spent_seconds": 0.0, "n": lambda self, r: 1})()
+    bad = run(MetricSpec("crp", "simulation", "test", "re-identification", ("real",), raises), ctx)
+    assert bad.status is Status.ERROR
     html = render_report(Evaluation(results=[bad], verdict=Status.FAIL))
     md = markdown_summary(Evaluation(results=[bad], verdict=Status.FAIL))
-    assert CANARY not in html and CANARY not in md
-    assert "could not convert" in html
+    assert CANARY not in html and CANARY not in md and CANARY not in bad.reason
+    assert "ValueError" in html
 
 
 def test_evaluation_carries_the_distance_summary_of_its_own_queries(failing):

@@ -63,9 +63,10 @@ def test_missing_number_adds_an_indicator_dimension() -> None:
     real = pl.DataFrame({"x": [0.0, None, 10.0, 4.0], "c": ["a", "b", "a", "c"]})
     ctx, _ = prepare(real, real)
     x = ctx.euclidean("real")
-    # x scaled (the missing one at the median 4 → .4), its missing indicator, then one-hot of c
-    np.testing.assert_allclose(x, [[0, 0, 1, 0, 0], [0.4, 1, 0, 1, 0], [1, 0, 1, 0, 0], [0.4, 0, 0, 0, 1]],
-                               atol=1e-7)
+    # columns in name order: one-hot of c, then x scaled (the missing one at the median 4 → .4) and its
+    # missing indicator; rows in content order, so compared as a set of rows
+    expected = np.array([[1, 0, 0, 0, 0], [0, 1, 0, 0.4, 1], [1, 0, 0, 1, 0], [0, 0, 1, 0.4, 0]])
+    np.testing.assert_allclose(x[np.lexsort(x.T[::-1])], expected[np.lexsort(expected.T[::-1])], atol=1e-7)
 
 
 def test_validation_errors_are_one_clear_line() -> None:
@@ -91,7 +92,8 @@ def test_unseen_category_is_counted_not_an_error() -> None:
     assert "SECRET-NEW" not in ev.to_json()
 
 
-def test_load_csv_parquet_duckdb_and_sql(tmp_path) -> None:
+def test_load_csv_parquet_duckdb_and_sql(tmp_path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)  # SQL text may read files under the working directory only
     df = pl.DataFrame({"age": [30, 40, 50], "sex": ["F", "M", "F"]})
     df.write_csv(tmp_path / "t.csv")
     df.write_parquet(tmp_path / "t.parquet")

@@ -14,6 +14,7 @@ import warnings
 import numpy as np
 
 from ..context import EvaluationContext
+from ..errors import MetricError
 from ..registry import metric
 from ..results import MetricResult
 
@@ -64,7 +65,7 @@ def detection_mlp(ctx: EvaluationContext, *, folds: int = 3, hidden: int = 32, e
 
     x, y = _labelled(ctx)
     if min(ctx.n("real"), ctx.n("synthetic")) < folds:
-        raise ValueError(f"D-MLP needs at least {folds} real and {folds} synthetic rows")
+        raise MetricError(f"D-MLP needs at least {folds} real and {folds} synthetic rows")
     seed = _seed(ctx, "detection_mlp")
     n_train = y.size - y.size // folds
     passes = max(epochs, math.ceil(min_steps * _BATCH / max(1, n_train)))

@@ -22,6 +22,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ..context import EvaluationContext
+from ..errors import MetricError
 from ..neighbors import Neighbors, knn_euclidean
 from ..registry import metric
 from ..results import MetricResult
@@ -146,9 +147,9 @@ def ims(ctx: EvaluationContext) -> MetricResult:
 def _percentile_metric(ctx: EvaluationContext, mid: str, k: int, alpha: float) -> MetricResult:
     """Eq. 4 (raw) and the per-training-record normalisation (value) with mean k-NN distances."""
     if not 0.0 < alpha < 1.0:
-        raise ValueError("alpha must be in (0, 1)")
+        raise MetricError("alpha must be in (0, 1)")
     if k < 1:
-        raise ValueError("k must be at least 1")
+        raise MetricError("k must be at least 1")
     # raw, eq. 4: SRD = synthetic→train, RRD = holdout→train (D1 = holdout, D2 = train)
     srd_nn = _nn(ctx, "synthetic", "real", k)
     srd = _round(srd_nn.dist.mean(axis=1))
@@ -213,7 +214,7 @@ def _diff_metric(ctx: EvaluationContext, mid: str, syn: np.ndarray, hold: np.nda
     """Diff % = (mean holdout figure − mean synthetic figure) / mean holdout figure × 100 (seed 001)."""
     mean_h, mean_s = float(hold.mean()), float(syn.mean())
     if mean_h <= 0.0:
-        raise ValueError(f"every holdout row has an identical training row: the holdout {what} is 0 "
+        raise MetricError(f"every holdout row has an identical training row: the holdout {what} is 0 "
                          "and Diff % is undefined")
     diff = (mean_h - mean_s) / mean_h * 100.0
     value = _clip(diff / 100.0)
@@ -255,7 +256,7 @@ def _nndr(ctx: EvaluationContext, query: str) -> np.ndarray:
     """d1/d2 of each query row against the training table; 0 for an exact copy (decided on hashes)."""
     nn = _nn(ctx, query, "real", 2)
     if nn.k < 2:
-        raise ValueError("NNDR needs at least 2 training rows")
+        raise MetricError("NNDR needs at least 2 training rows")
     d1, d2 = nn.dist[:, 0], nn.dist[:, 1]
     copy = ctx.copies_of(query, "real")
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -326,10 +327,10 @@ def proximity_ratio_score(ctx: EvaluationContext, *, alpha: float = 0.1, splits:
     003 warns about. flagged = the nearest synthetic row of each R1 record below thr.
     """
     if not 0.0 < alpha < 1.0:
-        raise ValueError("alpha must be in (0, 1)")
+        raise MetricError("alpha must be in (0, 1)")
     n = ctx.n("real")
     if n < 4:
-        raise ValueError("the proximity ratio needs at least 4 training rows (two halves of 2)")
+        raise MetricError("the proximity ratio needs at least 4 training rows (two halves of 2)")
     splits = max(1, int(splits))
     rng = ctx.rng("proximity_ratio_score")
     salts = rng.integers(0, 2**63, size=splits)

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 import numpy as np
 
 from ..context import EvaluationContext
+from ..errors import MetricError
 from ..neighbors import MixedRows, euclidean_chunks, mixed_chunks
 from ..registry import metric
 from ..results import MetricResult
@@ -33,14 +34,18 @@ def crp(ctx: EvaluationContext) -> MetricResult:
 def threat_columns(ctx: EvaluationContext) -> tuple[list[str], list[str]]:
     """(key columns A_K, sensitive columns A_S) of seed 000 §2.1, with the documented defaults.
 
-    Defaults (docs/metrics.md, "Threat model defaults"): no sensitive column given → the last used
-    column that is not a key; no key column given → every used column that is not sensitive.
+    Defaults (docs/metrics.md, "Threat model defaults"), free of the input's column order: no sensitive
+    column given → the non-key categorical/binary column with the fewest distinct real values (ties:
+    the first name in name order; no such column: any non-key column by the same rule); no key column
+    given → every used column that is not sensitive.
     """
     names = ctx.schema.names
     keys, sens = ctx.key_columns, ctx.sensitive_columns
     if not sens:
-        rest = [c for c in names if c not in set(keys or ())]
-        sens = [rest[-1] if rest else names[-1]]
+        rest = [c for c in names if c not in set(keys or ())] or list(names)
+        labels = [c for c in rest if ctx.schema.kind(c) != "numerical"] or rest
+        real = ctx.table("real")
+        sens = [min(labels, key=lambda c: (real.get_column(c).n_unique(), c))]
     if not keys:
         keys = [c for c in names if c not in set(sens)]
     return list(keys), list(sens)
@@ -50,7 +55,7 @@ def _keys_for(keys: list[str], sensitive: str) -> tuple[str, ...]:
     """A_K ⊆ A \\ {a_S}: a key column that is also the sensitive one is dropped for that column."""
     k = tuple(c for c in keys if c != sensitive)
     if not k:
-        raise ValueError(f"no key column left to infer the sensitive column {sensitive!r}")
+        raise MetricError(f"no key column left to infer the sensitive column {sensitive!r}")
     return k
 
 

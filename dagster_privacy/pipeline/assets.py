@@ -8,19 +8,13 @@ schema and a content fingerprint in a ``MaterializeResult``. The checks read the
 
 import dagster as dg
 
-from ..tables import TableError, fingerprint
+from ..tables import TableError, describe_source, fingerprint
 from . import metadata as md
-from .resources import PrivacyRelease, ReadOnlyDuckDB, is_query
+from .resources import PrivacyRelease, ReadOnlyDuckDB
 
 DUCKDB_KEY = "duckdb"
 RELEASE_KEY = "privacy_release"
 PUBLISH_KEY = "publish_target"
-
-
-def describe_source(source: str) -> str:
-    """How a source is named in metadata: a table name as is; a query only by its length (it may hold
-    literals)."""
-    return f"query ({len(source)} characters)" if is_query(source) else source
 
 
 def build_table_asset(

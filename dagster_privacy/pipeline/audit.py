@@ -21,6 +21,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from ..errors import OwnMessage
+
 AUDIT_ENV = "DAGSTER_PRIVACY_AUDIT"
 DATABASE_ENV = "DAGSTER_PRIVACY_DATABASE"
 TABLE = "signoff_audit"
@@ -47,7 +49,7 @@ COLUMNS: tuple[tuple[str, str], ...] = (
 NAMES = tuple(c for c, _ in COLUMNS)
 
 
-class AuditError(RuntimeError):
+class AuditError(OwnMessage, RuntimeError):
     """The audit table cannot be used (wrong place, locked, or tampered with)."""
 
 

@@ -13,9 +13,9 @@ from typing import Any
 import dagster as dg
 
 from .. import policy as pol
+from ..errors import safe_reason
 from ..registry import registry
 from ..results import Evaluation, MetricResult, Severity, Status
-from ..tables import redact
 from . import metadata as md
 from .assets import DUCKDB_KEY, RELEASE_KEY
 from .resources import PrivacyRelease, ReadOnlyDuckDB
@@ -28,9 +28,8 @@ PolicyLike = str | Path | pol.Policy | Mapping[str, Any]
 
 
 def metric_ids(policy: pol.Policy) -> list[str]:
-    """The policy's metrics in registry order (every registered metric when it names none)."""
-    specs = registry()
-    return [m for m in specs if m in policy.metrics] if policy.metrics else list(specs)
+    """The policy's metrics in registry order (policy.select: a policy must configure each one)."""
+    return policy.select()
 
 
 def gates(policy: pol.Policy, metric_id: str) -> bool:
@@ -85,8 +84,6 @@ def _markdown(r: MetricResult, passed: bool, release: str) -> str:
 def result_metadata(r: MetricResult, ev: Evaluation, *, passed: bool, release: str,
                     fingerprint: str) -> dict[str, Any]:
     """Typed metadata of one check result: figures, hashes and names — never a record's value."""
-    reason = redact(r.reason) if r.status is Status.ERROR and r.reason else r.reason
-    r = r.model_copy(update={"reason": reason})
     return {
         "value": md.number(r.value),
         "raw": md.number(r.raw),
@@ -208,7 +205,7 @@ def evaluate_checks(context: dg.AssetCheckExecutionContext, *, policy: pol.Polic
                          f"({sum(r.passed for r in out)}/{len(out)} checks passed)")
         return out
     except Exception as exc:  # fail closed: every spec fails with the reason
-        reason = f"{type(exc).__name__}: {redact(str(exc))}"
+        reason = safe_reason(exc)
     context.log.error(f"privacy evaluation failed, every check fails closed: {reason}")
     return [dg.AssetCheckResult(asset_key=key, check_name=m, passed=False, severity=_severity(policy, m),
                                 metadata=failure_metadata(reason, release=release, fingerprint=fp),

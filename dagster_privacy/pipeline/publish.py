@@ -29,13 +29,14 @@ import dagster as dg
 import polars as pl
 from pydantic import Field
 
+from ..errors import OwnMessage, safe_reason
 from ..tables import fingerprint
 from . import metadata as md
 from .assets import DUCKDB_KEY, PUBLISH_KEY
 from .resources import ReadOnlyDuckDB, quote_ident
 
 
-class PublicationRefused(Exception):
+class PublicationRefused(OwnMessage):
     """Publication re-verification failed; the message says why (no record values)."""
 
 
@@ -216,9 +217,7 @@ def build_published_release(
             if problems:
                 raise PublicationRefused("; ".join(problems))
         except Exception as exc:  # refusal or unreadable table: nothing is written
-            from ..tables import redact
-
-            refusal = str(exc) if isinstance(exc, PublicationRefused) else f"{type(exc).__name__}: {redact(str(exc))}"
+            refusal = safe_reason(exc)
         if refusal is not None:
             context.log.error(f"publication refused: {refusal}")
             raise dg.Failure(description=f"publication refused: {refusal}",

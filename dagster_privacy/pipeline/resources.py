@@ -7,7 +7,6 @@ Unlike ``dagster_duckdb.DuckDBResource`` (read-write, not closed when the body r
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
@@ -15,7 +14,9 @@ from typing import TYPE_CHECKING
 import dagster as dg
 from pydantic import Field
 
-from ..tables import TableError, redact
+from ..errors import safe_reason
+from ..sql import locked_connection, read_select
+from ..tables import TableError, describe_source, is_sql, sql_directories
 
 if TYPE_CHECKING:  # pragma: no cover
     import duckdb
@@ -26,12 +27,9 @@ RELEASE_ID_ENV = "DAGSTER_PRIVACY_RELEASE_ID"
 #: run tag a sensor or a user may set instead of run config
 RELEASE_ID_TAG = "dagster_privacy/release_id"
 
-_SQL = re.compile(r"^\s*(select|with|from|table|values|pivot|unpivot|summarize|describe)\b", re.IGNORECASE)
-
-
 def is_query(source: str) -> bool:
-    """True when ``source`` is SQL text rather than a table name."""
-    return bool(_SQL.match(source))
+    """True when ``source`` is SQL text rather than a table name (one rule: tables.is_sql)."""
+    return is_sql(source.strip())
 
 
 def quote_ident(name: str) -> str:
@@ -48,37 +46,46 @@ def source_query(source: str) -> str:
 
 
 class ReadOnlyDuckDB(dg.ConfigurableResource):
-    """DuckDB, read-only: every connection is opened with ``read_only=True`` and always closed.
+    """DuckDB, read-only and locked: every read is one SELECT on a connection opened ``read_only=True``
+    with extensions, external access and configuration changes off (``dagster_privacy.sql``), always
+    closed.
 
     ``database`` is a DuckDB file; empty means an in-memory database, for sources that are queries over
-    Parquet or CSV files (``select * from read_parquet('release/*.parquet')``).
+    Parquet or CSV files (``select * from read_parquet('release/*.parquet')``), which may read files
+    under ``allowed_directories`` only (default: the working directory).
     """
 
     database: str = Field(default="", description="DuckDB file; empty: in-memory (queries over files)")
+    allowed_directories: list[str] = Field(
+        default_factory=list, description="directories queries may read files from; empty: the working directory")
 
     @contextmanager
     def get_connection(self) -> Iterator[duckdb.DuckDBPyConnection]:
-        import duckdb
-
+        """A locked, read-only connection (for callers that need one; ``read`` is the usual way)."""
         if self.database and not os.path.isfile(self.database):
             raise TableError(f"DuckDB file not found: {self.database}")
-        con = duckdb.connect(self.database or ":memory:", read_only=bool(self.database))
+        con = locked_connection(self.database or None, allowed_directories=self._directories())
         try:
             yield con
         finally:
             con.close()
 
+    def _directories(self) -> list[str]:
+        return [] if self.database else (list(self.allowed_directories) or sql_directories())
+
     def read(self, source: str, *, role: str = "input") -> pl.DataFrame:
         """One table or query as a polars frame (via Arrow). Errors become a one-line ``TableError``
-        without quoted literals (a DuckDB message may quote a record's value)."""
+        naming the exception class only (a DuckDB message may quote a record's value)."""
         failure = None
         try:
-            with self.get_connection() as con:
-                return con.sql(source_query(source)).pl()
+            if self.database and not os.path.isfile(self.database):
+                raise TableError(f"DuckDB file not found: {self.database}")
+            return read_select(source_query(source), database=self.database or None,
+                               allowed_directories=self._directories())
         except TableError:
             raise
-        except Exception as exc:  # duckdb errors: one line, quoted literals removed
-            failure = f"cannot read the {role} table ({type(exc).__name__}): {redact(str(exc))}"
+        except Exception as exc:  # SQL refused, duckdb errors: the class, in our words
+            failure = f"cannot read the {role} table ({describe_source(source)}): {safe_reason(exc)}"
         raise TableError(failure)  # outside the except block: no chained exception carries the original
 
 

@@ -17,7 +17,8 @@ import dagster as dg
 import polars as pl
 
 from .. import policy as pol
-from ..tables import TableError, infer_schema, redact
+from ..errors import safe_reason
+from ..tables import TableError, infer_schema
 from . import metadata as md
 from .assets import DUCKDB_KEY, RELEASE_KEY
 from .checks import PolicyLike
@@ -182,7 +183,7 @@ def build_schema_gate_check(
                 "summary": dg.MetadataValue.md("\n".join(lines)),
             }, description=f"{len(failed)} of {len(rows)} expectations failed" if failed else "schema compatible")
         except Exception as exc:  # fail closed
-            reason = f"{type(exc).__name__}: {redact(str(exc))}"
+            reason = safe_reason(exc)
         from .checks import failure_metadata
 
         context.log.error(f"schema gate failed closed: {reason}")

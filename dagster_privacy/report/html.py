@@ -3,7 +3,7 @@ no external font or image) that a privacy officer reads before signing a release
 
 It shows what an Evaluation holds — verdict, per-metric figures with baselines and intervals, the WP29
 mapping, threat model, policy, seed, versions, table fingerprints — and figures. It never shows a
-value of a record: free-text reasons are redacted of quoted literals and metric details are not
+value of a record: reasons are built without record values (errors.py) and metric details are not
 dumped (only the attack rates the figure needs are read from them).
 """
 
@@ -21,7 +21,6 @@ from typing import Any
 
 from ..distances import DistanceSummary
 from ..results import Evaluation, MetricResult, Status
-from ..tables import redact
 from . import plots
 from .risks import by_risk, risk_class, worst
 
@@ -82,7 +81,7 @@ def _threshold(r: MetricResult) -> str:
 
 
 def _reason(r: MetricResult) -> str:
-    return escape(redact(r.reason)) if r.reason else ""
+    return escape(r.reason) if r.reason else ""
 
 
 def _img(b64: str | None, alt: str, caption: str, missing: str) -> str:
@@ -151,6 +150,8 @@ def render_report(
     else:
         w("No gating metric blocks this release.")
     w("</p>")
+    for finding in ev.findings:
+        w(f'<p class="box" id="finding"><b>Blocking:</b> {escape(finding)}</p>')
     signoff = getattr(policy, "require_signoff", None)
     if signoff:
         w('<p class="box"><b>This policy requires a recorded sign-off.</b> Even with a passing verdict, the '
@@ -258,9 +259,9 @@ def render_report(
         kinds = ", ".join(f"<code>{escape(c['name'])}</code> ({escape(c['kind'])})" for c in cols)
         w(f"<p><b>{len(cols)} columns used:</b> {kinds}.</p>")
     for ex in schema.get("excluded", []):
-        w(f"<p>Excluded: <code>{escape(ex['name'])}</code> — {escape(redact(ex['reason']))}</p>")
+        w(f"<p>Excluded: <code>{escape(ex['name'])}</code> — {escape(ex['reason'])}</p>")
     for note in schema.get("notes", []):
-        w(f'<p class="note">{escape(redact(note))}</p>')
+        w(f'<p class="note">{escape(note)}</p>')
 
     w('<h2 id="reproducibility">Reproducibility</h2><dl>')
     w(f"<dt>release id</dt><dd><code>{escape(release)}</code></dd><dt>seed</dt><dd>{ev.seed}</dd>")

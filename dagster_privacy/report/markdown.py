@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from ..results import Evaluation, MetricResult, Status
-from ..tables import redact
 from .risks import risk_class
 
 ICONS = {Status.PASS: "pass", Status.WARN: "**warn**", Status.FAIL: "**FAIL**", Status.ERROR: "**ERROR**",
@@ -17,7 +16,7 @@ def _f(x: float | None) -> str:
 def _row(r: MetricResult) -> str:
     ci = "—" if r.ci is None else f"[{r.ci[0]:.3f}, {r.ci[1]:.3f}]"
     thr = "—" if r.threshold is None else f"{r.threshold:g}" + (" (CI upper)" if r.on == "ci_upper" else "")
-    note = redact(r.reason).replace("|", "/") if r.reason else ""
+    note = r.reason.replace("|", "/") if r.reason else ""
     return (f"| `{r.id}` | {risk_class(r).title} | {_f(r.value)} | {ci} | {_f(r.raw)} | {_f(r.baseline)} | {thr} | "
             f"{r.severity.value} | {ICONS[r.status]} | {note} |")
 
@@ -30,6 +29,7 @@ def markdown_summary(ev: Evaluation, *, release_id: str | None = None, report_pa
              f"release `{release}` · policy `{ev.policy.get('name', '?')}` · seed {ev.seed}", ""]
     if report_path:
         lines += [f"Report: `{report_path}`" + (f" (sha256 `{report_sha256}`)" if report_sha256 else ""), ""]
+    lines += [f"**Blocking:** {f}" for f in ev.findings] + ([""] if ev.findings else [])
     lines += ["| metric | risk | value | 95 % CI | raw | baseline | threshold | severity | status | note |",
               "|---|---|---|---|---|---|---|---|---|---|"]
     lines += [_row(r) for r in ev.results]

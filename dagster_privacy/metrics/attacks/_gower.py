@@ -69,18 +69,21 @@ def _step(n_ref: int, budget: int = 8 * 2**20) -> int:
 
 
 def blocks(q: Rows, r: Rows, step: int | None = None) -> Iterator[tuple[int, np.ndarray]]:
-    """(start, Gower distances of a chunk of query rows to all reference rows), float32."""
+    """(start, Gower distances of a chunk of query rows to all reference rows), float32.
+
+    The caller holds ``one_blas_thread()`` around the whole loop: a limit entered inside a generator
+    is held across its yields, and two zipped generators exit out of order, leaving the process's BLAS
+    on one thread after the metric (other metrics then gave other figures)."""
     mq, mr = q.mixed, r.mixed
     plan = mixed_plan(mq, mr)
     step = step or _step(r.n)
     buf = np.empty((step, r.n), dtype=np.float32)
     tmp = np.empty((step, r.n), dtype=np.float32)
-    with one_blas_thread():  # held across the yields: the consumer's own work is elementwise
-        for s in range(0, q.n, step):
-            e = min(s + step, q.n)
-            b = buf[: e - s]
-            mixed_block(mq, mr, s, e, plan, b, tmp[: e - s])
-            yield s, b
+    for s in range(0, q.n, step):
+        e = min(s + step, q.n)
+        b = buf[: e - s]
+        mixed_block(mq, mr, s, e, plan, b, tmp[: e - s])
+        yield s, b
 
 
 def leave_one_out_nearest(q: Rows, r: Rows, drop: Sequence[str]) -> np.ndarray:

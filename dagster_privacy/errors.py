@@ -1,0 +1,53 @@
+"""What an error message may carry, decided once.
+
+Every message that leaves the product (stderr, a result's ``reason``, JSON, reports, Dagster metadata
+and event log) is either one *we* wrote — an :class:`OwnMessage`, built from column names, counts,
+figures and the user's own arguments, never a record's value — or it is replaced: a library's message
+(DuckDB, polars, numpy, scikit-learn, GX…) may quote a record's value in any form (quoted, bare number,
+bracketed list, an SQL literal), so only its exception class travels, with a hint of our own.
+"""
+
+from __future__ import annotations
+
+#: what a library exception class means, in our words (the class name alone is often obscure)
+_HINTS = {
+    "ConversionException": "a value could not be converted to the column's type",
+    "ParserException": "the SQL does not parse",
+    "CatalogException": "a table, view or function the SQL names does not exist",
+    "BinderException": "a column or function the SQL names does not exist",
+    "IOException": "a file could not be read",
+    "InvalidInputException": "the input is malformed",
+    "PermissionException": "the read-only connection refuses what the SQL asks for",
+    "OutOfRangeException": "a value is out of the type's range",
+    "InvalidOperationError": "an operation on a column failed",
+    "ComputeError": "a column could not be computed",
+    "SchemaError": "the columns' types do not fit",
+    "MemoryError": "out of memory",
+    "UnicodeDecodeError": "the file is not valid UTF-8 text",
+}
+
+
+class OwnMessage(Exception):
+    """An exception whose message we wrote: one line, names and figures only, no record value."""
+
+
+class MetricError(OwnMessage, ValueError):
+    """A metric cannot be computed on these tables; the message says why (no record value)."""
+
+
+def first_line(text: str) -> str:
+    text = str(text).strip()
+    return text.splitlines()[0] if text else "no message"
+
+
+def safe_reason(exc: BaseException) -> str:
+    """One line about ``exc`` that can be shown anywhere: our own message, or the library exception's
+    class and our hint — its own message is withheld."""
+    if isinstance(exc, OwnMessage):
+        return first_line(str(exc))
+    name = type(exc).__name__
+    hint = _HINTS.get(name, "library message withheld: it may quote a record's value")
+    return f"{name} ({hint})"
+
+
+__all__ = ["MetricError", "OwnMessage", "first_line", "safe_reason"]
