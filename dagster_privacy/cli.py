@@ -97,7 +97,8 @@ def evaluate(real: str, synthetic: str, holdout: str | None, metric_ids: tuple[s
     from .evaluate import evaluate as run
 
     for option, target in (("--json", json_out), ("--report", report_out)):
-        writable(option, target)  # before the evaluation: an unwritable output is bad input, not a lost verdict
+        # before the evaluation: an unwritable output is bad input, not a lost verdict
+        writable(option, target, inputs=(real, synthetic, holdout))
     ev = run(real, synthetic, holdout, metrics=split_list(metric_ids), policy=policy,
              key_columns=split_list(key_columns), sensitive_columns=split_list(sensitive_columns),
              column_kinds=parse_kinds(column_kind), source_index_column=source_index_column, seed=seed,
@@ -105,11 +106,15 @@ def evaluate(real: str, synthetic: str, holdout: str | None, metric_ids: tuple[s
     finish(ev, json_out=json_out, report_out=report_out, policy=policy)
 
 
-def writable(option: str, target: str | None) -> None:
-    """Refuse an output path whose directory does not exist or cannot be written (exit 2)."""
+def writable(option: str, target: str | None, *, inputs: Sequence[str | None] = ()) -> None:
+    """Refuse an output path that is an input table, or whose directory does not exist or cannot be
+    written (exit 2)."""
     if not target:
         return
-    parent = Path(target).resolve().parent
+    resolved = Path(target).resolve()
+    if any(src and Path(src).is_file() and Path(src).resolve() == resolved for src in inputs):
+        raise UsageFailure(f"{option} {target} is one of the input tables; write the output elsewhere")
+    parent = resolved.parent
     if not parent.is_dir():
         raise UsageFailure(f"{option} {target}: the directory {parent} does not exist")
     if not os.access(parent, os.W_OK) or (Path(target).exists() and not os.access(target, os.W_OK)):

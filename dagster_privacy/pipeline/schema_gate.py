@@ -1,8 +1,11 @@
 """The schema gate: a blocking check, run with Great Expectations 1.x directly (dagster-ge needs GX < 1).
 
-The synthetic table must be compatible with the real one: the same columns, compatible types,
-categories within the real table's domain, and no nulls where the real table (or the caller) forbids
-them. GX is imported lazily (≈ 3 s) and run with ``partial_unexpected_count: 0``, so its results carry
+The synthetic table must be compatible with the real one: the same columns, compatible types and no
+nulls where the real table (or the caller) forbids them; and no column that the metrics leave out
+(identifier, empty, unsupported, excluded) may hold values of the real column — it would be published
+unexamined. A synthetic category the real table lacks is counted but does not block by default
+(``unseen_categories="count"``): a value the training data does not hold cannot disclose a training
+record (README); ``"block"`` makes it blocking. GX is imported lazily (≈ 3 s) and run with ``partial_unexpected_count: 0``, so its results carry
 counts but no row values; the check records only counts and a per-expectation table (type, column,
 success, counts) — never GX's own result objects, whose expectation configuration repeats the real
 category domain (``value_set``) verbatim.
@@ -18,7 +21,7 @@ import polars as pl
 
 from .. import policy as pol
 from ..errors import safe_reason
-from ..tables import TableError, infer_schema
+from ..tables import TableError, infer_schema, left_out_overlap
 from . import metadata as md
 from .assets import DUCKDB_KEY, RELEASE_KEY
 from .checks import PolicyLike
@@ -75,11 +78,17 @@ def schema_expectations(real: pl.DataFrame, *, column_kinds: dict[str, str] | No
     return exps
 
 
+UnseenCategories = Literal["count", "block"]
+#: the expectation that finds synthetic categories outside the real domain
+IN_SET = "expect_column_values_to_be_in_set"
+
+
 def run_schema_gate(real: pl.DataFrame, synthetic: pl.DataFrame, *, column_kinds: dict[str, str] | None = None,
-                    not_null: Sequence[str] | Literal["real"] | None = "real") -> tuple[bool, list[dict[str, Any]]]:
+                    not_null: Sequence[str] | Literal["real"] | None = "real",
+                    unseen_categories: UnseenCategories = "count") -> tuple[bool, list[dict[str, Any]]]:
     """Validate ``synthetic`` against ``real`` with GX; returns (success, one row of counts per expectation).
 
-    Rows hold the expectation type, the column name, success and counts — no values.
+    Rows hold the expectation type, the column name, success, whether it blocks, and counts — no values.
     """
     os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
     import great_expectations as gx
@@ -111,7 +120,14 @@ def run_schema_gate(real: pl.DataFrame, synthetic: pl.DataFrame, *, column_kinds
     for c in missing:  # column expectations on absent columns are dropped above: count them as failed
         rows.append({"expectation": "column_present", "column": c, "success": False, "element_count": None,
                      "unexpected_count": None, "missing_count": None, "error": False})
-    success = bool(res.success) and not missing
+    schema = infer_schema(real, column_kinds)
+    for c, n in left_out_overlap(real, synthetic, schema).items():  # never evaluated: must not copy
+        rows.append({"expectation": "left_out_column_holds_no_real_value", "column": c, "success": n == 0,
+                     "element_count": synthetic.height, "unexpected_count": n, "missing_count": None,
+                     "error": n is None})
+    for r in rows:
+        r["blocking"] = not (r["expectation"] == IN_SET and unseen_categories == "count")
+    success = all(r["success"] for r in rows if r["blocking"]) and not missing
     return success, rows
 
 
@@ -133,6 +149,7 @@ def build_schema_gate_check(
     synthetic: str | None = None,
     policy: PolicyLike | None = None,
     not_null: Sequence[str] | Literal["real"] | None = "real",
+    unseen_categories: UnseenCategories = "count",
     name: str = "schema_gate",
     resource_key: str = DUCKDB_KEY,
     release_resource_key: str = RELEASE_KEY,
@@ -141,7 +158,9 @@ def build_schema_gate_check(
     """A blocking ERROR check: the synthetic table is schema-compatible with the real one (GX 1.x).
 
     ``not_null``: columns that must hold no null; ``"real"`` = every column without nulls in the real
-    table; None = no null constraint. Column kinds come from ``policy``'s threat model. Fails closed.
+    table; None = no null constraint. ``unseen_categories``: ``"count"`` (default) reports synthetic
+    categories the real table lacks without blocking, ``"block"`` blocks on them. Column kinds come from
+    ``policy``'s threat model. Fails closed.
     """
     key = dg.AssetKey.from_coercible_or_definition(asset)
     synthetic_source = synthetic or key.path[-1]
@@ -162,11 +181,15 @@ def build_schema_gate_check(
             syn_df = db.read(synthetic_source, role="synthetic")
             fp = fingerprint(syn_df)
             release = rel.resolve(fp, dict(context.run.tags))
-            ok, rows = run_schema_gate(real_df, syn_df, column_kinds=kinds, not_null=not_null)
-            failed = [r for r in rows if not r["success"]]
+            ok, rows = run_schema_gate(real_df, syn_df, column_kinds=kinds, not_null=not_null,
+                                       unseen_categories=unseen_categories)
+            failed = [r for r in rows if not r["success"] and r["blocking"]]
+            unseen = sum(int(r["unexpected_count"] or 0) for r in rows if r["expectation"] == IN_SET)
             unexpected = sum(int(r["unexpected_count"] or 0) for r in rows)
             lines = [f"**Schema gate** on release `{release}`: **{'passed' if ok else 'failed'}** — "
-                     f"{len(rows) - len(failed)}/{len(rows)} expectations met, {unexpected} unexpected values."]
+                     f"{len(rows) - len(failed)}/{len(rows)} blocking expectations met, {unexpected} unexpected "
+                     f"values ({unseen} in categories the real table lacks: counted, "
+                     f"{'blocking' if unseen_categories == 'block' else 'not blocking'})."]
             lines += [f"- `{r['expectation']}` on `{r['column']}`: {r['unexpected_count'] or 0} unexpected"
                       + (" (raised)" if r["error"] else "") for r in failed[:20]]
             colset = next((r for r in rows if r["expectation"] == "expect_table_columns_to_match_set"), None)
@@ -174,6 +197,7 @@ def build_schema_gate_check(
                 "expectations": dg.MetadataValue.int(len(rows)),
                 "failed_expectations": dg.MetadataValue.int(len(failed)),
                 "unexpected_values": dg.MetadataValue.int(unexpected),
+                "unseen_category_values": dg.MetadataValue.int(unseen),
                 "rows": dg.MetadataValue.int(syn_df.height),
                 "missing_columns": md.json(colset["missing_columns"] if colset else []),
                 "extra_columns": md.json(colset["extra_columns"] if colset else []),
