@@ -176,6 +176,10 @@ cli.add_command(calibrate_command)  # dagster-privacy calibrate (calibration_cli
 
 def main(argv: Sequence[str] | None = None) -> None:
     """Entry point: one clear line and exit 2 for bad input, never a traceback."""
+    if not os.environ.get("DAGSTER_PRIVACY_DEBUG"):  # library warnings print source lines, maybe values
+        import warnings
+
+        warnings.simplefilter("ignore")
     try:
         cli.main(args=list(argv) if argv is not None else None, prog_name="dagster-privacy",
                  standalone_mode=False)

@@ -16,6 +16,7 @@ from . import registry as reg
 from . import tables as tb
 from .context import EvaluationContext
 from .distances import distance_summary
+from .errors import safe_reason
 from .results import Evaluation, MetricResult, Status
 
 VERSIONED = ("dagster_privacy", "numpy", "polars", "duckdb", "scikit-learn", "scipy", "lightgbm")
@@ -77,6 +78,7 @@ def prepare(
     tb.validate(raw, schema, ignore=ignore)
     schema.left_out = tb.left_out_overlap(raw["real"], raw["synthetic"], schema)
     canon = {role: tb.canonical(df, schema, role=role) for role, df in raw.items()}
+    tb.check_ranges(canon["real"], schema)
     order = {role: tb.content_order(df) for role, df in canon.items()}
     canon = {role: df[order[role]] for role, df in canon.items()}
     source = None
@@ -135,6 +137,14 @@ def evaluate(
     return run_metrics(ctx, ids, p, fingerprints=fingerprints, progress=progress, started=t0)
 
 
+def _distances(ctx: EvaluationContext) -> dict[str, Any]:
+    """The NN distance histograms, or why there are none (a figure of ours that failed is no crash)."""
+    try:
+        return distance_summary(ctx).to_dict()
+    except Exception as exc:
+        return {"error": safe_reason(exc)}
+
+
 def left_out_findings(schema: tb.Schema) -> list[str]:
     """Blocking findings about columns no metric evaluates: a synthetic column left out of every metric
     (identifier, empty, unsupported, excluded) whose values occur in the real table is published
@@ -181,7 +191,7 @@ def run_metrics(ctx: EvaluationContext, ids: Sequence[str], p: pol.Policy, *,
         tables=fingerprints or {},
         schema=ctx.schema.to_json(),
         versions=versions(),
-        distances=distance_summary(ctx).to_dict(),
+        distances=_distances(ctx),
         timings={"total": time.perf_counter() - t0, "encode": ctx.encode_seconds,
                  "metrics": {r.id: r.seconds for r in results}, "queries": dict(ctx.query_seconds)},
     )

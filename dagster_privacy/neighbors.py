@@ -22,6 +22,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .errors import MetricError
+
 CHUNK_BYTES = 64 * 2**20  # one chunk's distance block
 #: a categorical value shared by more than this fraction of all (query, reference) pairs is counted by
 #: the one-hot product; rarer values by scattering their few matching pairs (MixedPlan)
@@ -253,6 +255,8 @@ def _lex_smallest(values: np.ndarray, index: np.ndarray, k: int) -> np.ndarray:
 
 
 def _finish(dist: np.ndarray, idx: np.ndarray, t0: float) -> Neighbors:
+    if not np.isfinite(dist).all():  # a NaN or inf distance would sort as nearest or farthest: no figure
+        raise MetricError("a neighbour distance is not a finite number")
     order = np.lexsort((idx, dist), axis=1)  # by exact distance, then index
     return Neighbors(np.take_along_axis(dist, order, 1), np.take_along_axis(idx, order, 1),
                      time.perf_counter() - t0)

@@ -18,8 +18,11 @@ from dataclasses import dataclass, field
 import numpy as np
 import polars as pl
 
+from .errors import MetricError
 from .tables import Schema
 
+#: scaled numbers are clipped to this many real ranges (float32 squares of it stay far below overflow)
+SCALED_LIMIT = 1e6
 MISSING = "\x00missing"  # the category a null value becomes (never shown: reports carry no values)
 
 
@@ -55,9 +58,15 @@ class Encoder:
     # -- per column pieces -------------------------------------------------------------------------
 
     def scaled(self, df: pl.DataFrame, name: str) -> np.ndarray:
-        """Min-max scaled values (real range), missing at the scaled real median; float64."""
+        """Min-max scaled values (real range), missing at the scaled real median; float64, clipped to
+        ±SCALED_LIMIT real ranges so that float32 products stay finite (a row that far out is far from
+        every real row either way). A value that does not scale to a finite number is an error."""
         s = df.get_column(name).fill_null(self.num_median[name])
-        return (s.to_numpy().astype(np.float64) - self.num_min[name]) / self.num_range[name]
+        with np.errstate(all="ignore"):  # an overflow is reported below, not as a warning on stderr
+            x = (s.to_numpy().astype(np.float64) - self.num_min[name]) / self.num_range[name]
+        if not np.isfinite(x).all():
+            raise MetricError(f"column {name!r}: a value is too large to scale by the real table's range")
+        return np.clip(x, -SCALED_LIMIT, SCALED_LIMIT)
 
     def category_codes(self, df: pl.DataFrame, name: str) -> np.ndarray:
         """Index of each value among the real categories; -1 for a category the real table lacks."""

@@ -332,6 +332,14 @@ def canonical(df: pl.DataFrame, schema: Schema, *, role: str) -> pl.DataFrame:
     return pl.DataFrame(out)
 
 
+def check_ranges(real: pl.DataFrame, schema: Schema) -> None:
+    """Every numerical column of the (canonical) real table spans a finite range: the engine scales by it."""
+    for name in schema.of_kind("numerical"):
+        s = real.get_column(name).drop_nulls()
+        if s.len() and not np.isfinite(float(s.max()) - float(s.min())):  # type: ignore[arg-type]
+            raise TableError(f"column {name!r} of the real table spans a range too large for a float64")
+
+
 def content_order(df: pl.DataFrame) -> np.ndarray:
     """The permutation that sorts rows by content (row hash, then every column): the order an
     evaluation sees, so that no figure, interval or seeded sample depends on the input's row order."""

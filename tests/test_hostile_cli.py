@@ -141,8 +141,9 @@ def test_control_single_select_still_reads(d):
 
 # ------------------------------------------------------------------------ 1 non-finite numbers
 
-@pytest.mark.parametrize("token", ["inf", "-inf"])
+@pytest.mark.parametrize("token", ["inf", "-inf", "1e300", "-1.7976931348623157e308"])
 def test_1_inf_in_synthetic_age_does_not_open_gate(d, token):
+    """An infinite number is bad input; a huge finite one is compared (clipped, far from every row)."""
     (d / "gate.yaml").write_text(GATE)
     edit(d, "syn.csv", "syn.csv", lambda h, rows: rows[60].__setitem__(h.index("age"), token))
     assert_closed(run(d, *ev("--policy", "gate.yaml", metrics="dcr,nndr")))
@@ -152,6 +153,15 @@ def test_1_inf_in_synthetic_age_does_not_open_gate(d, token):
 def test_extra_nonfinite_in_holdout(d, token):
     edit(d, "holdout.csv", "holdout.csv", lambda h, rows: rows[0].__setitem__(h.index("age"), token))
     assert_closed(run(d, *ev()))
+
+
+def test_extra_real_range_beyond_float64(d):
+    """The real age column spans more than float64 holds: the distance metrics error, the gate fails."""
+    def extremes(h, rows):
+        rows[0][h.index("age")], rows[1][h.index("age")] = "-1.7e308", "1.7e308"
+    edit(d, "real.csv", "real.csv", extremes)
+    (d / "gate.yaml").write_text(GATE)
+    assert_closed(run(d, *ev("--policy", "gate.yaml", metrics="dcr,nndr")))
 
 
 # ------------------------------------------------------------------------ 2 columns left out
