@@ -153,3 +153,17 @@ def test_clean_release_with_unseen_categories_publishes_and_leaky_is_blocked(tmp
     assert not res.success and not evaluations(res)["crp"].passed
     assert "published_release" not in materialized(res)
     assert SYN.to_user_string() in materialized(res)
+
+
+def test_publication_that_cannot_write_fails_with_one_safe_line(tmp_path: Path, release: Release) -> None:
+    from dagster_privacy.pipeline import ReleaseSettings, build_release_definitions
+
+    write_db(tmp_path / "release.duckdb", real=release.real, holdout=release.holdout, synthetic=release.clean)
+    (tmp_path / "a-file").write_text("not a directory")
+    settings = ReleaseSettings(database=str(tmp_path / "release.duckdb"), policy=POLICY, schema_gate=False,
+                               publish_target=str(tmp_path / "a-file" / "published.duckdb"))
+    res = run(build_release_definitions(settings=settings, on_evaluation=None), dg.DagsterInstance.ephemeral())
+    assert not res.success and "published_release" not in materialized(res)
+    failures = step_failures(res)
+    assert any("Failure: publication failed, nothing was replaced: FileExistsError (a file or directory" in f
+               for f in failures), failures

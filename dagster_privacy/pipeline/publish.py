@@ -222,7 +222,14 @@ def build_published_release(
             context.log.error(f"publication refused: {refusal}")
             raise dg.Failure(description=f"publication refused: {refusal}",
                              metadata={"refused": dg.MetadataValue.text(refusal)})
-        path = target.publish(df, release_id=verified.release_id, sha256=verified.sha256)
+        failure = None
+        try:
+            path = target.publish(df, release_id=verified.release_id, sha256=verified.sha256)
+        except Exception as exc:  # the previous publication is untouched (atomic replace)
+            failure = f"publication failed, nothing was replaced: {safe_reason(exc)}"
+        if failure is not None:
+            context.log.error(failure)
+            raise dg.Failure(description=failure)
         context.log.info(f"published release {verified.release_id} ({df.height} rows) to {path}")
         return dg.MaterializeResult(metadata={
             md.RELEASE_ID: dg.MetadataValue.text(verified.release_id),

@@ -103,6 +103,16 @@ def leave_one_out_nearest(q: Rows, r: Rows, drop: Sequence[str]) -> np.ndarray:
     return out
 
 
+#: Gower distances (unnormalised) within this of each other tie: float32 noise, far below any real
+#: difference; among ties the first in content order wins, not whichever rounding happened to favour
+TIE = 1e-5
+
+
+def _first_nearest(d: np.ndarray) -> np.ndarray:
+    """Per row, the lowest reference index within TIE of the row's minimum distance."""
+    return (d <= d.min(axis=1, keepdims=True) + TIE).argmax(axis=1)
+
+
 def _loo_chunks(q: Rows, r: Rows, drop: Sequence[str], plan: MixedPlan, step: int, full: np.ndarray,
                 tmp: np.ndarray, terms: dict[int, np.ndarray], out: np.ndarray) -> None:
     mq, mr = q.mixed, r.mixed
@@ -117,4 +127,4 @@ def _loo_chunks(q: Rows, r: Rows, drop: Sequence[str], plan: MixedPlan, step: in
                 j = q.cat_cols.index(c)
                 np.equal(q.cat[s:e, j][:, None], r.cat[None, :, j], out=t, casting="unsafe")
                 t += b
-            out[s:e, i] = t.argmin(axis=1)
+            out[s:e, i] = _first_nearest(t)

@@ -22,8 +22,6 @@ from ...results import MetricResult
 from . import _gower
 from ._common import Side, canonical_columns, hash_order, n_targets, rate, sample_targets
 
-TIE_TOLERANCE = 1e-5  # Gower units (unnormalised): float32 noise, far below any real difference
-
 
 def default_split(ctx: EvaluationContext) -> tuple[list[str], list[str]]:
     """Columns in name order, dealt alternately into A1 and A2 (order-free, both halves mixed)."""
@@ -60,7 +58,7 @@ class Profiles:
             cum = np.cumsum(self.size[np.take_along_axis(part, order, axis=1)], axis=1)
             at = np.minimum((cum < k).sum(axis=1), kk - 1)  # first profile reaching k rows
             kth = vals[np.arange(vals.shape[0]), at]
-        return block <= (kth + TIE_TOLERANCE)[:, None]
+        return block <= (kth + _gower.TIE)[:, None]
 
     def expand(self, targets: np.ndarray, profiles: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(target, synthetic row) pairs for (target, profile) pairs."""
@@ -162,6 +160,6 @@ def linkability(ctx: EvaluationContext, *, n_attacks: int = 2000, k: int = 1,
     side = Side(rate(int(ok_t.sum()), n), rate(int(ok_c.sum()), n), naive=rate(p_naive * n, n))
     E, ci = side.risk()
     details: dict[str, Any] = {**side.details(), "n_attacks": n, "k": k, "columns": [sorted(a1), sorted(a2)],
-                               "tie_tolerance": TIE_TOLERANCE}
+                               "tie_tolerance": _gower.TIE}
     return MetricResult(id="linkability", value=E, ci=ci, raw=side.train.value, baseline=side.control.value,
                         sizes=sizes, details=details, flagged=np.unique(link_t[ok_t]))
