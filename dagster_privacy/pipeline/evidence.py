@@ -25,6 +25,7 @@ from ..results import Evaluation
 from . import metadata as md
 from .assets import RELEASE_KEY
 from .checks import EvaluationHook
+from .resources import file_name
 
 REPORTS_ENV = "DAGSTER_PRIVACY_REPORTS"
 #: metadata keys every privacy check result carries
@@ -45,10 +46,6 @@ def default_reports_dir(instance: dg.DagsterInstance | None = None) -> Path:
     """``DAGSTER_PRIVACY_REPORTS``, else ``<instance dir>/dagster_privacy/reports``."""
     env = os.environ.get(REPORTS_ENV)
     return Path(env) if env else instance_dir(instance) / "reports"
-
-
-def safe_name(text: str) -> str:
-    return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in text)[:120] or "release"
 
 
 def check_history(instance: dg.DagsterInstance, asset: dg.AssetKey, *, metric_ids: Sequence[str] | None = None,
@@ -102,7 +99,7 @@ def build_report_hook(
         history = check_history(context.instance, key, metric_ids=ev.ids, limit=history_limit,
                                 exclude_run=context.run.run_id)
         base = Path(reports_dir) if reports_dir is not None else default_reports_dir(context.instance)
-        path = (base / safe_name(release) / f"{context.run.run_id}.html").resolve()
+        path = (base / file_name(release) / f"{context.run.run_id}.html").resolve()
         sha = write_report(ev, path, release_id=release, history=history, policy=p)
         context.log.info(f"privacy report of release {release}: {path} (sha256 {sha})")
         return {

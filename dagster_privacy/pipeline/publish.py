@@ -33,7 +33,7 @@ from ..errors import OwnMessage, safe_reason
 from ..tables import fingerprint
 from . import metadata as md
 from .assets import DUCKDB_KEY, PUBLISH_KEY
-from .resources import ReadOnlyDuckDB, quote_ident
+from .resources import ReadOnlyDuckDB, file_name, quote_ident
 
 
 class PublicationRefused(OwnMessage):
@@ -65,8 +65,7 @@ class PublishTarget(dg.ConfigurableResource):
         target = Path(self.path)
         if kind == "directory":
             target.mkdir(parents=True, exist_ok=True)
-            safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in release_id)
-            target = target / f"{safe}.parquet"
+            target = target / f"{file_name(release_id)}.parquet"
         else:
             target.parent.mkdir(parents=True, exist_ok=True)
         tmp = target.with_name(f".{target.name}.{uuid.uuid4().hex}.tmp")

@@ -7,6 +7,7 @@ Unlike ``dagster_duckdb.DuckDBResource`` (read-write, not closed when the body r
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
@@ -14,7 +15,7 @@ from typing import TYPE_CHECKING
 import dagster as dg
 from pydantic import Field
 
-from ..errors import safe_reason
+from ..errors import OwnMessage, safe_reason
 from ..sql import locked_connection, read_select
 from ..tables import TableError, describe_source, is_sql, sql_directories
 
@@ -103,13 +104,37 @@ class PrivacyRelease(dg.ConfigurableResource):
         return release_id(self.release_id, tags=tags, fingerprint=fingerprint)
 
 
+#: a release id: letters, digits and ``. _ : + -``, at most 128, starting with a letter or digit, no
+#: ``..`` — it names report directories and publication files, so it must never be a path
+_RELEASE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:+-]{0,127}")
+
+
+class ReleaseIdError(OwnMessage, ValueError):
+    """A release id outside the safe character set (the id itself is not echoed)."""
+
+
+def valid_release_id(text: str) -> str:
+    """``text`` if it is a safe release id, else :class:`ReleaseIdError`."""
+    if not _RELEASE_ID.fullmatch(text) or ".." in text:
+        raise ReleaseIdError(f"a release id ({len(text)} characters) must be letters, digits and . _ : + -, "
+                             "at most 128, starting with a letter or digit, without '..'")
+    return text
+
+
+def file_name(text: str) -> str:
+    """A file-name part made of a release id: ASCII letters, digits, - and _ only (no dot: never '.',
+    '..' or a hidden name), at most 120 characters."""
+    return "".join(ch if (ch.isascii() and ch.isalnum()) or ch in "-_" else "_" for ch in text)[:120] or "release"
+
+
 def release_id(configured: str | None, *, tags: dict[str, str] | None = None, fingerprint: str) -> str:
-    """Run config, else the run tag, else ``DAGSTER_PRIVACY_RELEASE_ID``, else ``sha256:<16 hex>``."""
+    """Run config, else the run tag, else ``DAGSTER_PRIVACY_RELEASE_ID``, else ``sha256:<16 hex>``;
+    validated (``valid_release_id``) whichever it is."""
     for candidate in (configured, (tags or {}).get(RELEASE_ID_TAG), os.environ.get(RELEASE_ID_ENV)):
         if candidate and candidate.strip():
-            return candidate.strip()
+            return valid_release_id(candidate.strip())
     return f"sha256:{fingerprint[:16]}"
 
 
-__all__ = ["PrivacyRelease", "ReadOnlyDuckDB", "RELEASE_ID_ENV", "RELEASE_ID_TAG", "is_query",
+__all__ = ["PrivacyRelease", "ReleaseIdError", "valid_release_id", "ReadOnlyDuckDB", "RELEASE_ID_ENV", "RELEASE_ID_TAG", "is_query",
            "quote_ident", "release_id", "source_query"]

@@ -11,7 +11,8 @@ verification publication runs.
   A rejection is a failed evaluation.
 - ``verify_signoff(...)``: what ``published_release`` requires — the latest sign-off approves, targets
   the latest materialization, approves the report of the current evaluation (a new evaluation
-  invalidates an older approval) and is in the audit table.
+  invalidates an older approval), is in the audit table and is the audit table's *latest* decision on
+  that release and report (a replayed approval event does not beat a later rejection).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from . import metadata as md
 from .audit import AuditError, AuditLog
 from .evidence import REPORT_PATH, REPORT_SHA256
 from .publish import PublicationRefused
+from .resources import ReleaseIdError, valid_release_id
 
 SIGNOFF_CHECK = "privacy_signoff"
 DECISIONS = ("approve", "reject")
@@ -175,6 +177,10 @@ def record_signoff(
     recorded sha256, or when ``report_sha256`` (the hash of the report the officer read) differs.
     The decision is appended to the audit table first; then the runless check evaluation is recorded.
     """
+    try:
+        valid_release_id(release)
+    except ReleaseIdError as exc:
+        raise SignoffError(str(exc)) from None
     decision = decision.strip().lower()
     if decision not in DECISIONS:
         raise SignoffError(f"decision must be one of {', '.join(DECISIONS)}")
@@ -270,8 +276,21 @@ def verify_signoff(instance: dg.DagsterInstance, asset: dg.AssetsDefinition | dg
         raise SignoffError(str(exc)) from None
     if row is None or row.decision != "approve" or row.report_sha256 != approved or row.release_id != cur.release_id:
         raise SignoffError(f"the approval is not in the audit table {log.path}")
+    last = latest_decision(log, release=str(cur.release_id), report_sha256=str(approved))
+    if last is not None and last.row_hash != row.row_hash:  # a replayed or out-of-order approval event
+        raise SignoffError(f"the audit table's latest decision on this release and report is #{last.seq} "
+                           f"'{last.decision}' by {last.approver}, not the approval #{row.seq} presented")
     return {"release_id": cur.release_id, "approver": row.approver, "signed_at": row.recorded_at,
             "report_sha256": row.report_sha256, "audit_seq": row.seq}
+
+
+def latest_decision(log: AuditLog, *, release: str, report_sha256: str) -> Any:
+    """The latest audited decision on a release and report (None: none); the chain is verified first."""
+    try:
+        rows = log.verify_chain()
+    except AuditError as exc:
+        raise SignoffError(str(exc)) from None
+    return next((r for r in reversed(rows) if r.release_id == release and r.report_sha256 == report_sha256), None)
 
 
 def signoff_problem(instance: dg.DagsterInstance, asset: dg.AssetsDefinition | dg.AssetKey | str = DEFAULT_ASSET,
