@@ -85,3 +85,90 @@ def test_replayed_approval_does_not_beat_a_later_rejection(signoff_env) -> None:
         verify_signoff(env.instance, dg.AssetKey("synthetic_table"), audit=env.audit)
     res = env.publish()
     assert not res.success
+
+
+# ------------------------------------------------------------------------------- publication target
+
+PUBLISHER = """
+import sys
+import polars as pl
+from dagster_privacy.pipeline import PublishTarget
+path, who, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+target = PublishTarget(path=path)
+for i in range(n):
+    rid = f"{who}-{i}"
+    target.publish(pl.DataFrame({"release": [rid] * 3, "i": [i] * 3}), release_id=rid, sha256=rid)
+"""
+
+KILLED = """
+import os, shutil, signal, sys
+import polars as pl
+import dagster_privacy.pipeline.target as T
+path, step = sys.argv[1], sys.argv[2]
+die = lambda *a, **k: os.kill(os.getpid(), signal.SIGKILL)
+real_copy, real_replace = shutil.copyfile, os.replace
+if step == "after-lock":
+    T.remove_stale = die
+elif step == "after-copy":
+    T.shutil.copyfile = lambda *a: (real_copy(*a), die())
+elif step == "before-replace":
+    T.os.replace = die
+elif step == "after-replace":
+    T.os.replace = lambda *a: (real_replace(*a), die())
+T.PublishTarget(path=path).publish(pl.DataFrame({"release": ["v1"] * 3, "i": [1] * 3}), release_id="v1",
+                                   sha256="v1")
+"""
+
+
+def _state(target: Path) -> tuple[list[str], list[str]]:
+    """(log release ids in order, distinct release values in the release table)."""
+    import duckdb
+
+    con = duckdb.connect(str(target), read_only=True)
+    try:
+        ids = [r[0] for r in con.execute("select release_id from publications order by rowid").fetchall()]
+        held = sorted({r[0] for r in con.execute('select "release" from "release"').fetchall()})
+    finally:
+        con.close()
+    return ids, held
+
+
+def test_two_publishers_racing_lose_nothing(tmp_path: Path) -> None:
+    """Issue 21 case 1: 2 processes × 20 publications to one DuckDB target."""
+    import subprocess
+    import sys
+
+    script, target = tmp_path / "publisher.py", tmp_path / "published.duckdb"
+    script.write_text(PUBLISHER)
+    procs = [subprocess.Popen([sys.executable, str(script), str(target), who, "20"]) for who in ("a", "b")]
+    assert [p.wait(timeout=600) for p in procs] == [0, 0]
+    ids, held = _state(target)
+    print(f"2 processes × 20 publications: {len(ids)} log rows, {40 - len(set(ids))} lost, "
+          f"target holds {held} (log's last row {ids[-1]})")
+    assert len(ids) == 40 and len(set(ids)) == 40
+    assert held == [ids[-1]]  # the target holds the release of the log's last row
+    assert not [p.name for p in tmp_path.iterdir() if ".tmp" in p.name]
+
+
+@pytest.mark.parametrize("step", ["after-lock", "after-copy", "before-replace", "after-replace"])
+def test_publisher_killed_at_each_step_leaves_old_or_new_and_no_leftovers(tmp_path: Path, step: str) -> None:
+    import subprocess
+    import sys
+
+    import polars as pl
+
+    from dagster_privacy.pipeline import PublishTarget
+
+    target = tmp_path / "published.duckdb"
+    pub = PublishTarget(path=str(target))
+    pub.publish(pl.DataFrame({"release": ["v0"] * 3, "i": [0] * 3}), release_id="v0", sha256="v0")
+    script = tmp_path / "killed.py"
+    script.write_text(KILLED)
+    assert subprocess.run([sys.executable, str(script), str(target), step], timeout=300).returncode == -9
+    ids, held = _state(target)  # readable, and the release table matches the log's last row
+    assert (ids, held) in ((["v0"], ["v0"]), (["v0", "v1"], ["v1"])), (step, ids, held)
+    assert ((ids, held) == (["v0", "v1"], ["v1"])) == (step == "after-replace")
+    pub.publish(pl.DataFrame({"release": ["v2"] * 3, "i": [2] * 3}), release_id="v2", sha256="v2")
+    ids2, held2 = _state(target)
+    assert ids2 == [*ids, "v2"] and held2 == ["v2"]
+    assert not [p.name for p in tmp_path.iterdir() if ".tmp" in p.name]  # the next run cleaned up

@@ -15,94 +15,18 @@ next to it, then ``os.replace`` — a failure leaves the previous publication un
 """
 
 
-import json
-import os
-import shutil
-import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import dagster as dg
-import polars as pl
-from pydantic import Field
 
-from ..errors import OwnMessage, safe_reason
+from ..errors import safe_reason
 from ..tables import fingerprint
 from . import metadata as md
 from .assets import DUCKDB_KEY, PUBLISH_KEY
-from .resources import ReadOnlyDuckDB, file_name, quote_ident
-
-
-class PublicationRefused(OwnMessage):
-    """Publication re-verification failed; the message says why (no record values)."""
-
-
-class PublishTarget(dg.ConfigurableResource):
-    """Where releases are published: ``*.duckdb`` (table ``table``, plus a ``publications`` log),
-    ``*.parquet`` (one file, the latest release), or a directory (``<release id>.parquet`` per release)."""
-
-    path: str = Field(description="publication target, separate from the real data")
-    table: str = Field(default="release", description="table name in a DuckDB target")
-
-    def kind(self) -> str:
-        p = self.path.lower()
-        return "duckdb" if p.endswith(".duckdb") else "parquet" if p.endswith((".parquet", ".pq")) else "directory"
-
-    def guard(self, database: str | None) -> None:
-        """Refuse a target that is the real data's database (or missing)."""
-        if not self.path:
-            raise PublicationRefused("no publication target configured (DAGSTER_PRIVACY_PUBLISH_TARGET)")
-        if database and os.path.realpath(self.path) == os.path.realpath(database):
-            raise PublicationRefused("the publication target is the database holding the real data; "
-                                     "publish to a separate file or directory")
-
-    def publish(self, df: pl.DataFrame, *, release_id: str, sha256: str) -> str:
-        """Write ``df`` atomically; returns the path written."""
-        kind = self.kind()
-        target = Path(self.path)
-        if kind == "directory":
-            target.mkdir(parents=True, exist_ok=True)
-            target = target / f"{file_name(release_id)}.parquet"
-        else:
-            target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_name(f".{target.name}.{uuid.uuid4().hex}.tmp")
-        info = {"release_id": release_id, "sha256": sha256, "rows": df.height,
-                "published_at": datetime.now(UTC).isoformat(timespec="seconds")}
-        try:
-            if kind == "duckdb":
-                _write_duckdb(tmp, target, df, self.table, info)
-            else:
-                import pyarrow.parquet as pq
-
-                table = df.to_arrow()
-                meta = {**(table.schema.metadata or {}), b"dagster_privacy": json.dumps(info).encode()}
-                pq.write_table(table.replace_schema_metadata(meta), tmp)
-            os.replace(tmp, target)
-        finally:
-            tmp.unlink(missing_ok=True)
-        return str(target)
-
-
-def _write_duckdb(tmp: Path, target: Path, df: pl.DataFrame, table: str, info: dict[str, Any]) -> None:
-    import duckdb
-
-    if target.exists():
-        shutil.copyfile(target, tmp)  # keep the publications log and other tables
-    con = duckdb.connect(str(tmp))
-    try:
-        con.register("release_frame", df.to_arrow())
-        con.execute(f"create or replace table {quote_ident(table)} as select * from release_frame")
-        con.unregister("release_frame")
-        con.execute("create table if not exists publications (release_id varchar, sha256 varchar, rows bigint, "
-                    "published_at varchar)")
-        con.execute("insert into publications values (?, ?, ?, ?)",
-                    [info["release_id"], info["sha256"], info["rows"], info["published_at"]]).fetchall()
-        con.execute("checkpoint").fetchall()
-    finally:
-        con.close()
+from .resources import ReadOnlyDuckDB
+from .target import PublicationRefused, PublishTarget
 
 
 @dataclass(frozen=True)
