@@ -7,12 +7,13 @@ from pathlib import Path
 
 import dagster as dg
 import pytest
-from test_pipeline import POLICY, Release, materialized, run, write_db
+from test_pipeline import POLICY, PUB, Release, make_defs, materialized, run, step_failures, write_db
 
 from dagster_privacy.calibration import leaky_split
 from dagster_privacy.demo import load_demo
-from dagster_privacy.pipeline import ReleaseSettings, build_release_definitions
+from dagster_privacy.pipeline import PublishTarget, ReleaseSettings, build_release_definitions
 from dagster_privacy.pipeline.resources import RELEASE_ID_TAG, ReleaseIdError, file_name, release_id
+from dagster_privacy.tables import fingerprint
 
 
 @pytest.fixture(scope="module")
@@ -157,8 +158,6 @@ def test_publisher_killed_at_each_step_leaves_old_or_new_and_no_leftovers(tmp_pa
 
     import polars as pl
 
-    from dagster_privacy.pipeline import PublishTarget
-
     target = tmp_path / "published.duckdb"
     pub = PublishTarget(path=str(target))
     pub.publish(pl.DataFrame({"release": ["v0"] * 3, "i": [0] * 3}), release_id="v0", sha256="v0")
@@ -172,3 +171,25 @@ def test_publisher_killed_at_each_step_leaves_old_or_new_and_no_leftovers(tmp_pa
     ids2, held2 = _state(target)
     assert ids2 == [*ids, "v2"] and held2 == ["v2"]
     assert not [p.name for p in tmp_path.iterdir() if ".tmp" in p.name]  # the next run cleaned up
+
+
+# ------------------------------------------------------------------------------------- stale inputs
+
+
+def test_publication_refuses_when_the_real_table_changed_after_the_checks(tmp_path: Path, release: Release) -> None:
+    """Issue 21 case 8: a new training extract after the checks voids their pass."""
+    write_db(tmp_path / "release.duckdb", real=release.real, holdout=release.holdout, synthetic=release.clean)
+    instance = dg.DagsterInstance.ephemeral()
+    defs = make_defs(tmp_path)
+    checked = run(defs, instance, selection=[dg.AssetKey("real_table"), dg.AssetKey("holdout_table"),
+                                             dg.AssetKey("synthetic_table")])
+    assert checked.success
+    write_db(tmp_path / "release.duckdb", real=release.real.head(release.real.height - 1))  # new extract
+    res = run(defs, instance, selection=[PUB])
+    assert not res.success and "published_release" not in materialized(res)
+    assert any("the real table changed after it was evaluated against it" in f for f in step_failures(res))
+    write_db(tmp_path / "release.duckdb", real=release.real)  # the extract the checks saw: publishes
+    res = run(defs, instance, selection=[PUB])
+    assert res.success
+    log = PublishTarget(path=str(tmp_path / "published.duckdb")).log()
+    assert log[-1]["real_sha256"] == fingerprint(release.real)

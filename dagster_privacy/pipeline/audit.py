@@ -5,13 +5,19 @@ the Dagster instance that holds the check evaluations: the instance's own direct
 else ``~/.dagster_privacy/audit.duckdb``. It is
 never the database the real data sits in (``DAGSTER_PRIVACY_DATABASE``): that is refused.
 
-This module only ever INSERTs. Each row carries the sha256 of the previous row and of itself (a hash
-chain), so :func:`verify_chain` detects a row changed or removed by anything else.
+This module only ever INSERTs. Each row carries the hash of the previous row and of itself (a hash
+chain), so :func:`verify_chain` detects a row changed or removed in the middle. A chain alone cannot
+tell a deleted *tail*, or a table rewritten with every hash recomputed: for that the head (sequence
+and hash) is recorded where the audit table's writer does not write — in the Dagster sign-off event
+and in the publication log — and :func:`verify_anchors` compares the table with those records
+(``dagster-privacy audit verify``). With ``DAGSTER_PRIVACY_AUDIT_KEY`` set when the table is created,
+the row hashes are HMAC-SHA256 under that key: without the key nobody can recompute the chain.
 """
 
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 import os
 import time
@@ -24,6 +30,9 @@ from typing import Any
 from ..errors import OwnMessage
 
 AUDIT_ENV = "DAGSTER_PRIVACY_AUDIT"
+#: optional HMAC key for the row hashes (held by whoever verifies the audit, not by the pipeline's users)
+KEY_ENV = "DAGSTER_PRIVACY_AUDIT_KEY"
+META = "signoff_audit_meta"
 DATABASE_ENV = "DAGSTER_PRIVACY_DATABASE"
 TABLE = "signoff_audit"
 GENESIS = "0" * 64
@@ -92,9 +101,37 @@ def _guard(path: Path) -> None:
                          f"set {AUDIT_ENV} to a file of its own")
 
 
-def _hash(fields: dict[str, Any]) -> str:
-    body = {k: fields[k] for k in NAMES if k != "row_hash"}
-    return hashlib.sha256(json.dumps(body, sort_keys=True, default=str).encode()).hexdigest()
+def _hash(fields: dict[str, Any], key: bytes | None = None) -> str:
+    body = json.dumps({k: fields[k] for k in NAMES if k != "row_hash"}, sort_keys=True, default=str).encode()
+    return hmac.new(key, body, hashlib.sha256).hexdigest() if key else hashlib.sha256(body).hexdigest()
+
+
+def _key() -> bytes | None:
+    key = os.environ.get(KEY_ENV, "")
+    return key.encode() if key else None
+
+
+@dataclass(frozen=True)
+class Anchor:
+    """A record of the chain's head kept outside the audit table: row ``seq`` had hash ``row_hash``."""
+
+    seq: int
+    row_hash: str
+    where: str
+
+
+def verify_anchors(rows: list[AuditRow], anchors: list[Anchor]) -> list[str]:
+    """What the anchors say is wrong with ``rows`` (empty: the table holds every anchored row unchanged)."""
+    by_seq = {r.seq: r for r in rows}
+    problems = []
+    for a in anchors:
+        r = by_seq.get(a.seq)
+        if r is None:
+            problems.append(f"{a.where} records audit row #{a.seq}; the table ends at #{len(rows)} (rows deleted)")
+        elif r.row_hash != a.row_hash:
+            problems.append(f"{a.where} records audit row #{a.seq} with hash {a.row_hash[:12]}…, the table holds "
+                            f"{r.row_hash[:12]}… (the table was rewritten)")
+    return problems
 
 
 @contextmanager
@@ -130,13 +167,15 @@ class AuditLog:
         with _connect(self.path, read_only=False) as con:
             con.execute(f"create table if not exists {TABLE} ("
                         + ", ".join(f'"{c}" {t}' for c, t in COLUMNS) + ")").fetchall()
+            key = _key()
+            self._check_mode(con, key, create=True)
             con.execute("begin transaction").fetchall()
             try:
                 last = con.execute(f"select seq, row_hash from {TABLE} order by seq desc limit 1").fetchall()
                 seq, prev = (int(last[0][0]) + 1, str(last[0][1])) if last else (1, GENESIS)
                 row = {k: fields.get(k) for k in NAMES}
                 row.update(seq=seq, prev_hash=prev)
-                row["row_hash"] = _hash(row)
+                row["row_hash"] = _hash(row, key)
                 con.execute(f"insert into {TABLE} values (" + ", ".join("?" * len(NAMES)) + ")",
                             [row[k] for k in NAMES]).fetchall()
                 con.execute("commit").fetchall()
@@ -158,16 +197,42 @@ class AuditLog:
             data = con.execute(f"select {cols} from {TABLE} order by seq").fetchall()
         return [AuditRow(**dict(zip(NAMES, r, strict=True))) for r in data]
 
+    @staticmethod
+    def _check_mode(con: Any, key: bytes | None, *, create: bool) -> None:
+        """The table's hash mode (sha256 or hmac-sha256, fixed by its first decision) fits the key given;
+        a table from before modes were recorded is sha256."""
+        if create:
+            con.execute(f"create table if not exists {META} (hash varchar)").fetchall()
+        have = con.execute("select count(*) from information_schema.tables where table_name = ?", [META]).fetchall()
+        mode = con.execute(f"select hash from {META}").fetchall() if have[0][0] else []
+        if not mode and create:
+            empty = con.execute(f"select count(*) from {TABLE}").fetchall()[0][0] == 0
+            mode = [("hmac-sha256" if key and empty else "sha256",)]
+            con.execute(f"insert into {META} values (?)", list(mode[0])).fetchall()
+        keyed = bool(mode) and mode[0][0] == "hmac-sha256"
+        if keyed and not key:
+            raise AuditError(f"the audit table is keyed (HMAC): set {KEY_ENV} to the key its verifier holds")
+        if not keyed and key:
+            raise AuditError(f"the audit table is not keyed: unset {KEY_ENV} for it, or start a new keyed table")
+
     def verify_chain(self) -> list[AuditRow]:
         """The rows, after checking the hash chain; raises AuditError when a row was changed or removed."""
         rows = self.rows()
-        prev = GENESIS
+        if rows:
+            with _connect(self.path, read_only=True) as con:
+                self._check_mode(con, _key(), create=False)
+        prev, key = GENESIS, _key()
         for i, r in enumerate(rows, start=1):
             d = asdict(r)
-            if r.seq != i or r.prev_hash != prev or _hash(d) != r.row_hash:
+            if r.seq != i or r.prev_hash != prev or _hash(d, key) != r.row_hash:
                 raise AuditError(f"the audit table {self.path} was altered at row {r.seq}")
             prev = r.row_hash
         return rows
+
+    def head(self) -> Anchor | None:
+        """The verified chain's last row as an anchor to record elsewhere (None: no decision yet)."""
+        rows = self.verify_chain()
+        return Anchor(rows[-1].seq, rows[-1].row_hash, str(self.path)) if rows else None
 
     def find(self, *, row_hash: str) -> AuditRow | None:
         return next((r for r in self.verify_chain() if r.row_hash == row_hash), None)

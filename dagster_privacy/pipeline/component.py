@@ -78,6 +78,7 @@ class PrivacyChecksComponent(dg.Component, dg.Model, dg.Resolvable):
         if self.publish_target:
             assets.append(build_published_release(
                 synthetic_asset=self.asset, synthetic=self.synthetic,
-                required_checks=required_check_names(policy, schema_gate=self.schema_gate)))
+                required_checks=required_check_names(policy, schema_gate=self.schema_gate),
+                real=self.real, holdout=self.holdout))
             resources[PUBLISH_KEY] = PublishTarget(path=self._path(context, self.publish_target))
         return dg.Definitions(assets=assets, asset_checks=checks, resources=resources)

@@ -7,7 +7,11 @@ before writing anything, that
 1. the latest evaluation of every required check exists (not PLANNED) and passed;
 2. each targeted the latest materialization of the synthetic asset (storage id);
 3. the content it is about to publish is the content that was evaluated: it reads the synthetic table,
-   recomputes its fingerprint and compares it with the one the checks and the materialization recorded.
+   recomputes its fingerprint and compares it with the one the checks and the materialization recorded;
+4. the real and holdout tables are still the ones the checks evaluated against (their fingerprints,
+   recorded in each privacy check's ``tables`` metadata): a new training extract voids the pass;
+5. the sign-off audit table, when there is one, verifies; its head (sequence and hash) is written to
+   the publication log, an anchor its writer does not control (audit.py).
 
 Anything else raises ``dg.Failure`` and nothing is written. The target (a DuckDB file, a Parquet file or a
 directory of Parquet files) is separate from the real data and is written atomically: to a temporary file
@@ -15,7 +19,7 @@ next to it, then ``os.replace`` — a failure leaves the previous publication un
 """
 
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,8 +41,10 @@ class Verified:
 
 
 def verify_release(instance: dg.DagsterInstance, *, asset: dg.AssetKey, required: Sequence[dg.AssetCheckKey],
-                   sha256: str) -> Verified:
-    """Re-verify a release from the instance's records; raises ``PublicationRefused`` with the reasons."""
+                   sha256: str, inputs: Mapping[str, str] | None = None) -> Verified:
+    """Re-verify a release from the instance's records; raises ``PublicationRefused`` with the reasons.
+    ``inputs``: role → fingerprint of the real / holdout table now, compared with what each check that
+    recorded its tables evaluated against."""
     if not required:
         raise PublicationRefused("no required check guards this release")
     latest = instance.fetch_materializations(asset, limit=1).records
@@ -77,6 +83,7 @@ def verify_release(instance: dg.DagsterInstance, *, asset: dg.AssetKey, required
             rid = md.recorded(ev.metadata, md.RELEASE_ID)
             if rid:
                 release_ids.append(str(rid))
+            problems += _stale_inputs(key.name, md.recorded(ev.metadata, "tables"), inputs or {})
         rows.append(row)
     if not fingerprints_seen and not problems:
         problems.append("no required check recorded the fingerprint of the content it evaluated")
@@ -84,6 +91,27 @@ def verify_release(instance: dg.DagsterInstance, *, asset: dg.AssetKey, required
         raise PublicationRefused("; ".join(problems))
     release = release_ids[0] if release_ids else md.recorded(mat_meta, md.RELEASE_ID) or f"sha256:{sha256[:16]}"
     return Verified(release_id=str(release), sha256=sha256, checks=rows)
+
+
+def _audit_head(instance: dg.DagsterInstance) -> Any:
+    """The sign-off audit table's verified head, when there is a table (AuditError: it was altered)."""
+    from .audit import AuditLog
+
+    log = AuditLog(instance=instance)
+    return log.head() if log.path.is_file() else None
+
+
+def _stale_inputs(check: str, tables: Any, inputs: Mapping[str, str]) -> list[str]:
+    """The input tables that changed since ``check`` evaluated against them."""
+    if not isinstance(tables, Mapping):
+        return []
+    out = []
+    for role, now in inputs.items():
+        then = (tables.get(role) or {}).get("sha256")
+        if then is not None and then != now:
+            out.append(f"{check}: the {role} table changed after it was evaluated against it (fingerprint "
+                       f"{now[:12]} ≠ {str(then)[:12]}); run the checks again")
+    return out
 
 
 def build_published_release(
@@ -96,6 +124,8 @@ def build_published_release(
     resource_key: str = DUCKDB_KEY,
     publish_resource_key: str = PUBLISH_KEY,
     automation_condition: dg.AutomationCondition | None = None,
+    real: str | None = None,
+    holdout: str | None = None,
 ) -> dg.AssetsDefinition:
     """The gated publication asset downstream of the synthetic table.
 
@@ -128,13 +158,17 @@ def build_published_release(
             target.guard(db.database)
             df = db.read(synthetic, role="synthetic")
             sha = fingerprint(df)
+            inputs = {role: fingerprint(db.read(src, role=role))
+                      for role, src in (("real", real), ("holdout", holdout)) if src}
+            anchor = _audit_head(context.instance)
             problems = []
             if any(k.name == "privacy_signoff" for k in required):  # approval of this very report (signoff.py)
                 from .signoff import signoff_problem
 
                 problems += [p for p in [signoff_problem(context.instance, syn_key)] if p]
             try:
-                verified = verify_release(context.instance, asset=syn_key, required=required, sha256=sha)
+                verified = verify_release(context.instance, asset=syn_key, required=required, sha256=sha,
+                                          inputs=inputs)
             except PublicationRefused as exc:
                 problems.append(str(exc))
             if problems:
@@ -147,7 +181,10 @@ def build_published_release(
                              metadata={"refused": dg.MetadataValue.text(refusal)})
         failure = None
         try:
-            path = target.publish(df, release_id=verified.release_id, sha256=verified.sha256)
+            path = target.publish(df, release_id=verified.release_id, sha256=verified.sha256,
+                                  real_sha256=inputs.get("real"), holdout_sha256=inputs.get("holdout"),
+                                  audit_seq=anchor.seq if anchor else None,
+                                  audit_head=anchor.row_hash if anchor else None)
         except Exception as exc:  # the previous publication is untouched (atomic replace)
             failure = f"publication failed, nothing was replaced: {safe_reason(exc)}"
         if failure is not None:
@@ -158,6 +195,8 @@ def build_published_release(
             md.RELEASE_ID: dg.MetadataValue.text(verified.release_id),
             md.FINGERPRINT: dg.MetadataValue.text(verified.sha256),
             "dagster/row_count": dg.MetadataValue.int(df.height),
+            "inputs": md.json(inputs),
+            "audit_head": md.json({"seq": anchor.seq, "row_hash": anchor.row_hash} if anchor else None),
             "target": dg.MetadataValue.path(path),
             "verified_checks": dg.MetadataValue.table(
                 [dg.TableRecord({"check": r["check"], "passed": r["passed"], "current": r["current"],

@@ -78,7 +78,7 @@ def build_release_assets(*, settings: ReleaseSettings) -> list[dg.AssetsDefiniti
     required = required_check_names(settings.loaded_policy(), schema_gate=settings.schema_gate,
                                     extra=settings.required_checks)
     out.append(build_published_release(synthetic_asset="synthetic_table", synthetic=settings.synthetic,
-                                       required_checks=required))
+                                       required_checks=required, real=settings.real, holdout=settings.holdout))
     return out
 
 
