@@ -17,7 +17,7 @@ from .calibration_cli import calibrate_command
 from .errors import first_line
 from .policy import PolicyError
 from .results import Evaluation, Status
-from .signoff import signoff_command
+from .signoff import audit_command, signoff_command
 from .tables import TableError
 
 
@@ -171,6 +171,7 @@ def list_metrics() -> None:
 
 
 cli.add_command(signoff_command)  # dagster-privacy signoff (signoff.py; imports Dagster only when run)
+cli.add_command(audit_command)  # dagster-privacy audit verify (signoff.py)
 cli.add_command(calibrate_command)  # dagster-privacy calibrate (calibration_cli.py)
 
 

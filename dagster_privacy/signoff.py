@@ -1,5 +1,6 @@
 """``dagster-privacy signoff``: record a privacy officer's decision on a release;
-``python -m dagster_privacy.signoff [AUDIT.duckdb]``: list every decision of the audit table.
+``dagster-privacy audit verify``: check the audit table against the anchors its writer does not control
+(``python -m dagster_privacy.signoff [AUDIT.duckdb]`` is the same check).
 
 The command imports Dagster only when it runs (the other commands start without it); the logic lives
 in ``dagster_privacy.pipeline.signoff`` (``record_signoff``, ``verify_signoff``) and
@@ -50,7 +51,50 @@ def signoff_command(release: str, decision: str, by: str, reason: str, asset: st
                f"audit row #{rec.audit_seq} in {rec.audit_path}")
 
 
-if __name__ == "__main__":  # pragma: no cover
-    from .pipeline.audit import main
+@click.group("audit")
+def audit_command() -> None:
+    """The sign-off audit table."""
 
-    raise SystemExit(main())
+
+@audit_command.command("verify")
+@click.option("--audit", "audit_path", default=None,
+              help="audit DuckDB file [default: $DAGSTER_PRIVACY_AUDIT, else $DAGSTER_HOME/dagster_privacy/audit.duckdb]")
+@click.option("--target", default=None, type=click.Path(dir_okay=False, exists=True),
+              help="a DuckDB publication target whose log recorded audit heads")
+@click.option("--asset", default="synthetic_table", show_default=True, help="the synthetic table asset")
+def verify_command(audit_path: str | None, target: str | None, asset: str) -> None:
+    """List every decision after checking the hash chain and every recorded head (the Dagster sign-off
+    events when $DAGSTER_HOME is set, the publication log with --target); exit 1 on any break."""
+    import os
+    import sys
+
+    import dagster as dg
+
+    from .pipeline.audit import AuditError, AuditLog, verify_anchors
+    from .pipeline.signoff import audit_anchors
+
+    log = AuditLog(audit_path)
+    try:
+        rows = log.verify_chain()
+        instance = dg.DagsterInstance.get() if os.environ.get("DAGSTER_HOME") else None
+        anchors = audit_anchors(instance, log, asset=dg.AssetKey.from_user_string(asset), target=target)
+    except AuditError as exc:
+        click.echo(f"audit: {exc}", err=True)
+        sys.exit(1)
+    problems = verify_anchors(rows, anchors)
+    for p in problems:
+        click.echo(f"audit: {p}", err=True)
+    if problems:
+        sys.exit(1)
+    click.echo(f"audit table {log.path}: {len(rows)} decision(s), hash chain intact, {len(anchors)} recorded "
+               "head(s) match" + ("" if instance else " (no DAGSTER_HOME: Dagster sign-off events not checked)"))
+    for r in rows:
+        click.echo(f"  #{r.seq} {r.recorded_at} release {r.release_id}: {r.decision.upper()} by {r.approver} — "
+                   f"{r.reason} (report sha256 {(r.report_sha256 or '')[:16]}…, materialization "
+                   f"{r.materialization_storage_id}, verdict {r.verdict})")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    import sys
+
+    audit_command(["verify", *(["--audit", sys.argv[1]] if len(sys.argv) > 1 else [])])

@@ -193,3 +193,83 @@ def test_publication_refuses_when_the_real_table_changed_after_the_checks(tmp_pa
     assert res.success
     log = PublishTarget(path=str(tmp_path / "published.duckdb")).log()
     assert log[-1]["real_sha256"] == fingerprint(release.real)
+
+
+# --------------------------------------------------------------------------------- audit anchors
+
+
+def _rehash(path: Path, edit_sql: str | None = None, *, delete_from: int | None = None) -> None:
+    """Tamper as an insider without the key would: edit or cut rows, then recompute every hash."""
+    import duckdb
+
+    from dagster_privacy.pipeline.audit import GENESIS, NAMES, TABLE, _hash
+
+    con = duckdb.connect(str(path))
+    try:
+        if delete_from is not None:
+            con.execute(f"delete from {TABLE} where seq >= ?", [delete_from]).fetchall()
+        if edit_sql:
+            con.execute(edit_sql).fetchall()
+        rows = [dict(zip(NAMES, r, strict=True)) for r in con.execute(
+            f"select {', '.join(NAMES)} from {TABLE} order by seq").fetchall()]
+        prev = GENESIS
+        for r in rows:
+            r["prev_hash"] = prev
+            r["row_hash"] = prev = _hash(r)
+            con.execute(f"update {TABLE} set prev_hash = ?, row_hash = ? where seq = ?",
+                        [r["prev_hash"], r["row_hash"], r["seq"]]).fetchall()
+    finally:
+        con.close()
+
+
+def test_audit_verify_detects_a_cut_tail_and_a_rehashed_rewrite(signoff_env, monkeypatch) -> None:
+    """Issue 21 case 3: both used to verify (the chain alone has no anchor)."""
+    import shutil
+
+    from click.testing import CliRunner
+
+    from dagster_privacy.pipeline.audit import AuditLog
+    from dagster_privacy.signoff import audit_command
+
+    env = signoff_env
+    env.release("v1", "clean")
+    env.sign("v1", "approve", by="alice")
+    assert env.publish().success  # the publication log records the audit head #1
+    env.release("v2", "clean")
+    env.sign("v2", "reject", by="bob")  # the Dagster sign-off event records #2
+    monkeypatch.setenv("DAGSTER_HOME", str(env.home))
+
+    def verify(audit: Path):
+        return CliRunner().invoke(audit_command, ["verify", "--audit", str(audit), "--target", str(env.target)])
+
+    ok = verify(env.audit.path)
+    assert ok.exit_code == 0 and "2 decision(s), hash chain intact, 3 recorded head(s) match" in ok.output, ok.output
+    cut = env.root / "cut.duckdb"
+    shutil.copyfile(env.audit.path, cut)
+    _rehash(cut, delete_from=2)
+    assert len(AuditLog(cut).verify_chain()) == 1  # the chain alone still verifies
+    res = verify(cut)
+    assert res.exit_code == 1 and "records audit row #2; the table ends at #1 (rows deleted)" in res.output
+    rewritten = env.root / "rewritten.duckdb"
+    shutil.copyfile(env.audit.path, rewritten)
+    _rehash(rewritten, "update signoff_audit set approver = 'mallory' where seq = 1")
+    assert AuditLog(rewritten).verify_chain()[0].approver == "mallory"  # the chain alone still verifies
+    res = verify(rewritten)
+    assert res.exit_code == 1 and "(the table was rewritten)" in res.output
+    assert "the publication log of" in res.output and "the Dagster sign-off event" in res.output
+
+
+def test_keyed_audit_table_cannot_be_rehashed_without_the_key(tmp_path: Path, monkeypatch) -> None:
+    from dagster_privacy.pipeline.audit import AuditError, AuditLog
+
+    monkeypatch.setenv("DAGSTER_PRIVACY_AUDIT_KEY", "held-by-the-verifier")
+    log = AuditLog(tmp_path / "audit.duckdb")
+    for d in ("approve", "reject"):
+        log.append(recorded_at="t", release_id="v1", decision=d, approver="a", reason="r", asset_key="s")
+    assert len(log.verify_chain()) == 2
+    _rehash(log.path, "update signoff_audit set decision = 'approve' where seq = 2")  # sha256, no key
+    with pytest.raises(AuditError, match="altered at row 1"):
+        log.verify_chain()
+    monkeypatch.delenv("DAGSTER_PRIVACY_AUDIT_KEY")
+    with pytest.raises(AuditError, match="keyed"):
+        log.verify_chain()

@@ -184,10 +184,14 @@ def test_rejection_keeps_another_release_blocked(env: Env):
 
 
 def test_audit_table_keeps_every_decision_and_detects_tampering(env: Env, capsys):
-    from dagster_privacy.pipeline.audit import main
+    from dagster_privacy.signoff import audit_command
 
-    assert main([str(env.audit.path)]) == 0
-    listing = capsys.readouterr().out
+    def main(args):
+        return CliRunner().invoke(audit_command, ["verify", "--audit", *args])
+
+    listed = main([str(env.audit.path)])
+    assert listed.exit_code == 0, listed.output
+    listing = listed.output
     assert "2 decision(s), hash chain intact" in listing and "release v2: REJECT by Dana Officer" in listing
     rows = env.audit.verify_chain()
     assert [(r.seq, r.release_id, r.decision) for r in rows] == [(1, "v1", "approve"), (2, "v2", "reject")]
@@ -202,7 +206,7 @@ def test_audit_table_keeps_every_decision_and_detects_tampering(env: Env, capsys
         con.close()
     with pytest.raises(AuditError, match="altered at row 2"):
         AuditLog(copy).verify_chain()
-    assert main([str(copy)]) == 1
+    assert main([str(copy)]).exit_code == 1
 
 
 def test_cli_records_a_decision(env: Env, monkeypatch):

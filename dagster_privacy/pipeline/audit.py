@@ -237,21 +237,3 @@ class AuditLog:
     def find(self, *, row_hash: str) -> AuditRow | None:
         return next((r for r in self.verify_chain() if r.row_hash == row_hash), None)
 
-
-def main(argv: list[str] | None = None) -> int:
-    """``python -m dagster_privacy.signoff [FILE]``: print every decision after checking the chain."""
-    import sys
-
-    args = sys.argv[1:] if argv is None else argv
-    log = AuditLog(args[0] if args else None)
-    try:
-        rows = log.verify_chain()
-    except AuditError as exc:
-        print(f"audit: {exc}", file=sys.stderr)
-        return 1
-    print(f"audit table {log.path}: {len(rows)} decision(s), hash chain intact")
-    for r in rows:
-        print(f"  #{r.seq} {r.recorded_at} release {r.release_id}: {r.decision.upper()} by {r.approver} — "
-              f"{r.reason} (report sha256 {(r.report_sha256 or '')[:16]}…, materialization "
-              f"{r.materialization_storage_id}, verdict {r.verdict})")
-    return 0

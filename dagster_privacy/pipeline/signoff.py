@@ -293,6 +293,32 @@ def latest_decision(log: AuditLog, *, release: str, report_sha256: str) -> Any:
     return next((r for r in reversed(rows) if r.release_id == release and r.report_sha256 == report_sha256), None)
 
 
+def audit_anchors(instance: dg.DagsterInstance | None, log: AuditLog, *,
+                  asset: dg.AssetsDefinition | dg.AssetKey | str = DEFAULT_ASSET,
+                  target: str | Path | None = None) -> list[Any]:
+    """The audit heads recorded outside the audit table: every ``privacy_signoff`` evaluation of
+    ``asset`` in the Dagster instance (one audit table per deployment: a moved or copied file is still
+    held to them), and every publication-log row of a DuckDB ``target`` that recorded one."""
+    from .audit import Anchor
+    from .target import PublishTarget
+
+    out: list[Anchor] = []
+    if instance is not None:
+        key = dg.AssetCheckKey(_key(asset), SIGNOFF_CHECK)
+        for rec in instance.event_log_storage.get_asset_check_execution_history(key, limit=100_000):
+            ev = evaluation_of(rec)
+            seq = md.recorded(ev.metadata, "audit_seq") if ev else None
+            row_hash = md.recorded(ev.metadata, "audit_row_hash") if ev else None
+            if seq and row_hash:
+                out.append(Anchor(int(seq), str(row_hash), f"the Dagster sign-off event of decision #{seq}"))
+    if target is not None:
+        for row in PublishTarget(path=str(target)).log():
+            if row.get("audit_seq") and row.get("audit_head"):
+                out.append(Anchor(int(row["audit_seq"]), str(row["audit_head"]),
+                                  f"the publication log of {target} ({row['action']} {row['release_id']})"))
+    return out
+
+
 def signoff_problem(instance: dg.DagsterInstance, asset: dg.AssetsDefinition | dg.AssetKey | str = DEFAULT_ASSET,
                     ) -> str | None:
     """Why publication must wait for the sign-off, or None when an audited approval of the current
