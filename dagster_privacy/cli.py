@@ -96,9 +96,10 @@ def evaluate(real: str, synthetic: str, holdout: str | None, metric_ids: tuple[s
     """Evaluate a synthetic table; exit 1 when the verdict is fail."""
     from .evaluate import evaluate as run
 
-    for option, target in (("--json", json_out), ("--report", report_out)):
-        # before the evaluation: an unwritable output is bad input, not a lost verdict
-        writable(option, target, inputs=(real, synthetic, holdout))
+    # before the evaluation: an unwritable output is bad input, not a lost verdict
+    writable("--json", json_out, inputs=(real, synthetic, holdout), suffixes=(".json",), marker=FORMAT_MARK)
+    writable("--report", report_out, inputs=(real, synthetic, holdout), suffixes=(".html", ".htm"),
+             marker=b'content="dagster-privacy"')
     ev = run(real, synthetic, holdout, metrics=split_list(metric_ids), policy=policy,
              key_columns=split_list(key_columns), sensitive_columns=split_list(sensitive_columns),
              column_kinds=parse_kinds(column_kind), source_index_column=source_index_column, seed=seed,
@@ -106,14 +107,32 @@ def evaluate(real: str, synthetic: str, holdout: str | None, metric_ids: tuple[s
     finish(ev, json_out=json_out, report_out=report_out, policy=policy)
 
 
-def writable(option: str, target: str | None, *, inputs: Sequence[str | None] = ()) -> None:
-    """Refuse an output path that is an input table, or whose directory does not exist or cannot be
-    written (exit 2)."""
+#: the first bytes of an evaluation JSON (results.FORMAT)
+FORMAT_MARK = b'"format": "dagster-privacy/evaluation/'
+
+
+def writable(option: str, target: str | None, *, inputs: Sequence[str | None] = (), suffixes: Sequence[str],
+             marker: bytes) -> None:
+    """Refuse an output path (exit 2) that is an input table, lacks the output's suffix, is not a regular
+    file (a device, a symlink), exists without being an output of ours, or whose directory does not
+    exist or cannot be written. An input named by SQL cannot be matched by path: the suffix and the
+    marker keep a data file from being overwritten."""
     if not target:
         return
-    resolved = Path(target).resolve()
-    if any(src and Path(src).is_file() and Path(src).resolve() == resolved for src in inputs):
+    path = Path(target)
+    if path.suffix.lower() not in suffixes:
+        raise UsageFailure(f"{option} {target}: give a {' or '.join(suffixes)} file")
+    if path.is_symlink() or (path.exists() and not path.is_file()):
+        raise UsageFailure(f"{option} {target}: not a regular file")
+    resolved = path.resolve()
+    named = [src.rpartition(":")[0] if ".duckdb:" in src.lower() else src for src in inputs if src]
+    if any(Path(src).is_file() and Path(src).resolve() == resolved for src in named):
         raise UsageFailure(f"{option} {target} is one of the input tables; write the output elsewhere")
+    if path.exists():
+        with path.open("rb") as f:
+            if marker not in f.read(4096):
+                raise UsageFailure(f"{option} {target} exists and is not an output of dagster-privacy; remove it "
+                                   "or write elsewhere")
     parent = resolved.parent
     if not parent.is_dir():
         raise UsageFailure(f"{option} {target}: the directory {parent} does not exist")

@@ -14,11 +14,12 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from .errors import OwnMessage
+from .errors import OwnMessage, safe_reason
 from .results import MetricResult, Severity, Status
 
 PRESETS_DIR = Path(__file__).parent / "presets"
 PRESET_NAMES = ("strict", "standard", "report-only")
+MAX_POLICY_BYTES = 1_000_000
 
 
 class PolicyError(OwnMessage, ValueError):
@@ -202,17 +203,50 @@ def load_policy(policy: str | Path | Policy | Mapping[str, Any] | None = "standa
     path = Path(text)
     if not path.is_file():
         raise PolicyError(f"policy {text!r} is neither a preset ({', '.join(PRESET_NAMES)}) nor a file")
-    source = path.read_text()
+    if path.stat().st_size > MAX_POLICY_BYTES:
+        raise PolicyError(f"{path}: a policy file is at most {MAX_POLICY_BYTES:,} bytes")
+    failure = None
     try:
+        source = path.read_text(encoding="utf-8")
         node = yaml.compose(source, Loader=_Loader)
+        _plain(node, str(path))
         data = read_yaml(source) or {}
+    except PolicyError:
+        raise
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = f", line {mark.line + 1}" if mark else ""
-        raise PolicyError(f"{path}{line}: not valid YAML: {getattr(exc, 'problem', exc)}") from None
+        failure = f"{path}{line}: not valid YAML: {getattr(exc, 'problem', None) or type(exc).__name__}"
+    except Exception as exc:  # not UTF-8, a number too long to convert, …
+        failure = f"{path}: not a readable policy ({safe_reason(exc)})"
+    if failure is not None:
+        raise PolicyError(failure)
     if not isinstance(data, dict):
         raise PolicyError(f"{path}: a policy is a YAML mapping")
     return from_mapping(data, name=path.stem, node=node, where=str(path))
+
+
+def _plain(node: yaml.Node | None, where: str, seen: set[int] | None = None) -> None:
+    """Refuse what makes a policy read otherwise than it looks: a key given twice in one mapping (the
+    last would silently win) and anchors/aliases (a reviewer sees one entry, the loader another; and
+    nested aliases grow exponentially)."""
+    seen = set() if seen is None else seen
+    if node is None:
+        return
+    if id(node) in seen or getattr(node, "anchor", None):
+        raise PolicyError(f"{where}, line {node.start_mark.line + 1}: anchors and aliases are not allowed in a "
+                          "policy; write each entry out")
+    seen.add(id(node))
+    if isinstance(node, yaml.MappingNode):
+        keys: set[str] = set()
+        for k, v in node.value:
+            if k.value in keys:
+                raise PolicyError(f"{where}, line {k.start_mark.line + 1}: key {k.value!r} is given twice")
+            keys.add(k.value)
+            _plain(v, where, seen)
+    elif isinstance(node, yaml.SequenceNode):
+        for v in node.value:
+            _plain(v, where, seen)
 
 
 # --------------------------------------------------------------------------------------------- verdict

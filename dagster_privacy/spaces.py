@@ -21,8 +21,10 @@ import polars as pl
 from .errors import MetricError
 from .tables import Schema
 
-#: scaled numbers are clipped to this many real ranges (float32 squares of it stay far below overflow)
-SCALED_LIMIT = 1e6
+#: scaled numbers are clipped to [−SCALED_MARGIN, 1 + SCALED_MARGIN]: a value more than one real range
+#: outside the real range is far from every real row either way, and clipped it cannot swamp a mean of
+#: distances (one synthetic age of 10,000 drove dcr_holdout_diff to 0.0) nor overflow float32
+SCALED_MARGIN = 1.0
 MISSING = "\x00missing"  # the category a null value becomes (never shown: reports carry no values)
 
 
@@ -58,15 +60,15 @@ class Encoder:
     # -- per column pieces -------------------------------------------------------------------------
 
     def scaled(self, df: pl.DataFrame, name: str) -> np.ndarray:
-        """Min-max scaled values (real range), missing at the scaled real median; float64, clipped to
-        ±SCALED_LIMIT real ranges so that float32 products stay finite (a row that far out is far from
-        every real row either way). A value that does not scale to a finite number is an error."""
+        """Min-max scaled values (real range), missing at the scaled real median; float64, clipped to one
+        real range beyond either end (SCALED_MARGIN). A value that does not scale to a finite number is
+        an error."""
         s = df.get_column(name).fill_null(self.num_median[name])
         with np.errstate(all="ignore"):  # an overflow is reported below, not as a warning on stderr
             x = (s.to_numpy().astype(np.float64) - self.num_min[name]) / self.num_range[name]
         if not np.isfinite(x).all():
             raise MetricError(f"column {name!r}: a value is too large to scale by the real table's range")
-        return np.clip(x, -SCALED_LIMIT, SCALED_LIMIT)
+        return np.clip(x, -SCALED_MARGIN, 1.0 + SCALED_MARGIN)
 
     def category_codes(self, df: pl.DataFrame, name: str) -> np.ndarray:
         """Index of each value among the real categories; -1 for a category the real table lacks."""

@@ -157,6 +157,14 @@ def _read_csv(path: Path, role: str) -> pl.DataFrame:
     if numeric_names:
         raise TableError(f"{role} table {path}: {numeric_names} column name(s) are numbers, so the first line "
                          "looks like data, not a header; add a line of column names")
+    # an all-text file without a header sniffs as having one: its first record then names the columns,
+    # and a record's values occur among their own column's values, which column names seldom do
+    text = [c for c in df.columns if _is_text(df.schema[c])]
+    named_by_value = sum(bool(df.get_column(c).is_in([c]).any()) for c in text)
+    if text and named_by_value * 2 >= len(text):
+        raise TableError(f"{role} table {path}: {named_by_value} of {len(text)} text column name(s) occur among "
+                         "their own column's values, so the first line looks like a record, not a header; add "
+                         "a line of column names")
     return df
 
 
@@ -188,24 +196,14 @@ def load(source: TableLike, *, role: str = "input") -> pl.DataFrame:
     locked DuckDB connection (sql.py). A failure is one line naming the source, never a value."""
     if isinstance(source, pl.DataFrame):
         return source
-    if isinstance(source, pl.LazyFrame):
-        return source.collect()
-    try:
-        import pandas as pd
-
-        if isinstance(source, pd.DataFrame):
-            return pl.from_pandas(source)
-    except ImportError:  # pragma: no cover - pandas is a dependency
-        pass
-    try:
-        import pyarrow as pa
-
-        if isinstance(source, pa.Table):
-            return pl.from_arrow(source)  # type: ignore[return-value]
-    except ImportError:  # pragma: no cover
-        pass
     if not isinstance(source, (str, Path)):
-        raise TableError(f"{role} table: unsupported input type {type(source).__name__}")
+        try:
+            return _from_frame(source, role)
+        except TableError:
+            raise
+        except Exception as exc:  # pandas / Arrow conversion errors quote values
+            failure = f"cannot convert the {role} table ({type(source).__name__}): {safe_reason(exc)}"
+        raise TableError(failure)
     text = str(source)
     try:
         return _load_text(text, role)
@@ -214,6 +212,20 @@ def load(source: TableLike, *, role: str = "input") -> pl.DataFrame:
     except Exception as exc:  # SQL refused, duckdb / polars errors: their class, our words
         failure = f"cannot read the {role} table ({describe_source(text)}): {safe_reason(exc)}"
     raise TableError(failure)  # outside the except block: no chained exception carries the original
+
+
+def _from_frame(source: Any, role: str) -> pl.DataFrame:
+    """A polars LazyFrame, pandas DataFrame or pyarrow Table as a polars frame."""
+    import pandas as pd
+    import pyarrow as pa
+
+    if isinstance(source, pl.LazyFrame):
+        return source.collect()
+    if isinstance(source, pd.DataFrame):
+        return pl.from_pandas(source)
+    if isinstance(source, pa.Table):
+        return pl.from_arrow(source)  # type: ignore[return-value]
+    raise TableError(f"{role} table: unsupported input type {type(source).__name__}")
 
 
 # ----------------------------------------------------------------------------------------- the schema
@@ -288,14 +300,23 @@ def infer_schema(
 _WHOLE_LIMIT = 2.0**53
 
 
+#: beyond this magnitude a float32 overflows: such numbers are kept at full precision
+_FLOAT32_MAX = 3.0e38
+
+
 def _finite(s: pl.Series, *, role: str) -> pl.Series:
-    """Float64 with NaN as missing; an infinite value is bad input (a distance to it is no figure)."""
+    """Float64 at float32 precision (7 significant digits, the precision distances are computed in),
+    NaN as missing; an infinite value is bad input (a distance to it is no figure). The rounding makes
+    a copy stored as float32 a copy: 1234.56 and float32(1234.56) are one value."""
     f = s.cast(pl.Float64)
     n_inf = int(f.is_infinite().sum())
     if n_inf:
         raise TableError(f"column {s.name!r} of the {role} table holds {n_inf} infinite value(s): give a finite "
                          "number or leave the cell empty (missing)")
-    return f.fill_nan(None)
+    x = f.fill_nan(None).to_numpy()
+    with np.errstate(all="ignore"):
+        r = np.where(np.abs(x) < _FLOAT32_MAX, x.astype(np.float32).astype(np.float64), x)
+    return pl.Series(s.name, r, dtype=pl.Float64).fill_nan(None)  # to_numpy made missing NaN
 
 
 def _as_text(s: pl.Series, *, role: str) -> pl.Series:
@@ -312,11 +333,15 @@ def _as_text(s: pl.Series, *, role: str) -> pl.Series:
 
 
 def _as_number(s: pl.Series, *, role: str) -> pl.Series:
-    if s.dtype == pl.Null:
+    if s.dtype == pl.Null or s.null_count() == s.len():  # all missing, whatever the dtype
         return pl.Series(s.name, [None] * s.len(), dtype=pl.Float64)
     if s.dtype.is_temporal():
         if s.dtype == pl.Date:
             return (s.cast(pl.Int64) * 86400).cast(pl.Float64)
+        if s.dtype == pl.Time:  # nanoseconds since midnight
+            return s.cast(pl.Int64).cast(pl.Float64) / 1e9
+        if s.dtype == pl.Duration:
+            return s.dt.total_microseconds().cast(pl.Float64) / 1e6
         return s.dt.epoch("ms").cast(pl.Float64) / 1000.0
     if s.dtype == pl.Boolean or s.dtype.is_numeric():
         return _finite(s, role=role) + 0.0  # + 0.0 turns -0.0 into 0.0 for hashing
@@ -362,17 +387,51 @@ def left_out_overlap(real: pl.DataFrame, synthetic: pl.DataFrame, schema: Schema
 
 
 def _values_in(real: pl.Series, synthetic: pl.Series) -> int | None:
-    r, s = real.drop_nulls(), synthetic.drop_nulls()
+    r, s = _value_keys(real.drop_nulls()), _value_keys(synthetic.drop_nulls())
+    if r is None or s is None:  # nested or exotic types: by hash when the types agree, else unknown
+        if real.dtype != synthetic.dtype:
+            return None
+        try:
+            r, s = real.drop_nulls().hash(seed=0), synthetic.drop_nulls().hash(seed=0)
+        except Exception:
+            return None
     if r.len() == 0 or s.len() == 0:
         return 0
+    return int(s.is_in(r.implode()).sum())
+
+
+def _value_keys(s: pl.Series) -> pl.Series | None:
+    """One comparable text key per value, the same for the same value however it is rendered: a number
+    (also one written as text, '0007000000' or '7000000.0') as its float32-precision number, a time as
+    its epoch microseconds (also one written as text), other text stripped; None: not comparable."""
     try:
-        if _is_numeric(r.dtype) and _is_numeric(s.dtype) and not (r.dtype.is_temporal() or s.dtype.is_temporal()):
-            r, s = r.cast(pl.Float64), s.cast(pl.Float64)
-        elif r.dtype != s.dtype:
-            r, s = r.cast(pl.String), s.cast(pl.String)
-        return int(s.hash(seed=0).is_in(r.hash(seed=0).implode()).sum())
-    except Exception:  # nested or exotic types that neither compare nor cast: unknown
+        if s.dtype.is_temporal():
+            return "t:" + _epoch_us(s).cast(pl.String)
+        if s.dtype.is_numeric() or s.dtype == pl.Boolean:
+            return "n:" + _finite(s, role="").cast(pl.String)
+        text = s.cast(pl.String).str.strip_chars()
+    except Exception:
         return None
+    num = _finite(text.cast(pl.Float64, strict=False).fill_nan(None).replace([float("inf"), float("-inf")], None),
+                  role="")
+    try:
+        when = _epoch_us(text.str.to_datetime(strict=False, time_zone="UTC"))
+    except Exception:  # no datetime format fits the text
+        when = pl.Series([None] * text.len(), dtype=pl.Int64)
+    return (pl.DataFrame({"n": num, "t": when, "s": text})
+            .select(pl.when(pl.col("n").is_not_null()).then("n:" + pl.col("n").cast(pl.String))
+                    .when(pl.col("t").is_not_null()).then("t:" + pl.col("t").cast(pl.String))
+                    .otherwise("s:" + pl.col("s"))).to_series())
+
+
+def _epoch_us(s: pl.Series) -> pl.Series:
+    if s.dtype == pl.Date:
+        return s.cast(pl.Int64) * 86_400_000_000
+    if s.dtype in (pl.Time, pl.Duration):
+        return s.cast(pl.Int64)
+    if isinstance(s.dtype, pl.Datetime) and s.dtype.time_zone is None:
+        s = s.dt.replace_time_zone("UTC")
+    return s.dt.epoch("us")
 
 
 def validate(tables: Mapping[str, pl.DataFrame], schema: Schema, *, ignore: Sequence[str] = ()) -> None:
@@ -393,8 +452,8 @@ def validate(tables: Mapping[str, pl.DataFrame], schema: Schema, *, ignore: Sequ
         if extra:
             raise TableError(f"the {role} table has column(s) not in the real table: {', '.join(extra)}")
         for c in schema.columns:
-            dtype = df.get_column(c.name).dtype
-            if c.kind == "numerical" and not _is_numeric(dtype):
+            col = df.get_column(c.name)
+            if c.kind == "numerical" and not _is_numeric(col.dtype) and col.null_count() < col.len():
                 raise TableError(f"column {c.name!r} is numerical in the real table but text in the {role} table")
 
 

@@ -369,3 +369,114 @@ def test_extra_holdout_with_extra_column(d):
 def test_extra_quoted_newline_value(d):
     edit(d, "real.csv", "real.csv", lambda h, rows: rows[9].__setitem__(h.index("occupation"), "CANARY-7Q2X\nx,y"))
     assert_closed(run(d, *ev()))
+
+
+# ------------------------------------------------------------------- a second reviewer's breaks
+
+DHD = "metrics:\n  dcr_holdout_diff: {threshold: 0.10, severity: ERROR}\n"
+
+
+@pytest.mark.parametrize("token", ["10000", "1e200", "-1e308"])
+def test_one_huge_finite_cell_does_not_swamp_a_mean_of_distances(d, token):
+    """One synthetic age far outside the real range used to drive dcr_holdout_diff to 0.0 (exit 0)."""
+    (d / "dhd.yaml").write_text(DHD)
+    edit(d, "syn.csv", "syn.csv", lambda h, rows: rows[60].__setitem__(h.index("age"), token))
+    r = run(d, *ev("--policy", "dhd.yaml", "--column-kind", "fnlwgt=numerical", metrics="dcr_holdout_diff"))
+    assert r.rc == 1, r
+    assert_no_leak(r)
+
+
+def test_copies_stored_as_float32_are_copies(d):
+    import polars as pl
+
+    def scaled(h, rows):
+        for r in rows:
+            r[h.index("fnlwgt")] = str(int(r[h.index("fnlwgt")]) / 100)
+    for name in ("real.csv", "syn.csv", "holdout.csv"):
+        edit(d, name, name, scaled)
+    pl.read_csv(d / "syn.csv").with_columns(pl.col("fnlwgt").cast(pl.Float32)).write_parquet(d / "syn.parquet")
+    (d / "copies.yaml").write_text("metrics:\n  crp: {threshold: 0.05, severity: ERROR}\n")
+    r = run(d, *ev("--policy", "copies.yaml", syn="syn.parquet", metrics="crp"))
+    assert r.rc == 1, r  # 50 of 100 synthetic rows are real rows: crp ≈ 0.25 > 0.05
+
+
+def test_headerless_all_text_csv_names_no_column_by_a_record(d):
+    h, rows = adult()
+    text = [i for i, c in enumerate(h) if c in ("workclass", "education", "marital-status", "occupation",
+                                                "native-country")]
+    real = [[rows[3][i] if j else "CANARY-7Q2X" for j, i in enumerate(text)]] + [[r[i] for i in text] for r in rows[:199]]
+    (d / "txt.csv").write_text("".join(",".join(r) + "\n" for r in real))
+    assert_bad_input(run(d, *ev(real="txt.csv", syn="txt.csv", holdout="txt.csv", metrics="crp")),
+                     extra=("Handlers-cleaners",))
+
+
+@pytest.mark.parametrize("case", ["duckdb-input", "sql-input", "symlink"])
+def test_outputs_never_replace_an_input_or_a_non_output(d, case):
+    import duckdb
+
+    with duckdb.connect(str(d / "db.duckdb")) as con:
+        con.execute(f"create table real as select * from read_csv('{d / 'real.csv'}')")
+    before = {p: (d / p).read_bytes() for p in ("db.duckdb", "real.csv")}
+    if case == "duckdb-input":
+        args = ev("--json", "db.duckdb", real="db.duckdb:real", metrics="crp")
+    elif case == "sql-input":
+        args = ev("--report", "real.csv", real="select * from read_csv('real.csv')", metrics="crp")
+    else:
+        (d / "out.html").symlink_to(d / "real.csv")
+        args = ev("--report", "out.html", metrics="crp")
+    assert_bad_input(run(d, *args))
+    assert {p: (d / p).read_bytes() for p in before} == before
+
+
+def test_a_left_out_identifier_copied_in_another_rendering_fails(d):
+    def acct(width):
+        def add(h, rows):
+            h.append("acct")
+            for i, r in enumerate(rows):
+                r.append(f"{7000000 + i:0{width}d}")
+        return add
+    edit(d, "real.csv", "real.csv", acct(10))  # '0007000000'
+    edit(d, "clean.csv", "syn_acct.csv", acct(1))  # 7000000: the same numbers, read as integers
+    edit(d, "holdout.csv", "holdout.csv", lambda h, rows: [h.append("acct"), *[r.append("x") for r in rows]])
+    r = run(d, *ev("--column-kind", "fnlwgt=numerical", syn="syn_acct.csv", metrics="crp"))
+    assert r.rc == 1 and "left out of every metric" in r.out, r
+
+
+@pytest.mark.parametrize("text", [
+    "metrics:\n  crp: {threshold: 0.05, severity: ERROR}\n  crp: {threshold: 1.0, severity: WARN}\n",
+    "metrics:\n  crp: {threshold: 0.05, severity: ERROR, severity: WARN}\n",
+    "metrics:\n  crp: {threshold: 0.05, params: &a {x: [*a, *a]}}\n",
+    "seed: " + "9" * 5000 + "\nmetrics:\n  crp: {threshold: 0.05}\n",
+], ids=["duplicate-entry", "duplicate-key", "alias", "5000-digit-seed"])
+def test_policy_that_reads_otherwise_than_it_looks_is_refused(d, text):
+    (d / "p.yaml").write_text(text)
+    assert_bad_input(run(d, *ev("--policy", "p.yaml", metrics="crp")))
+
+
+def test_policy_that_is_not_utf8_is_refused(d):
+    (d / "p.yaml").write_bytes(b"\xff\xfe\x00metrics")
+    assert_bad_input(run(d, *ev("--policy", "p.yaml", metrics="crp")))
+
+
+def test_a_time_of_day_column_is_a_number(d):
+    def clock(h, rows):
+        h.append("visit")
+        for i, r in enumerate(rows):
+            r.append(f"{i % 24:02d}:{i % 60:02d}:00")
+    for name in ("real.csv", "syn.csv", "holdout.csv"):
+        edit(d, name, name, clock)
+    r = run(d, *ev(metrics="crp"))
+    assert r.rc == 1, r
+
+
+def test_api_frame_conversion_errors_carry_no_value():
+    import pandas as pd
+
+    import dagster_privacy as dp
+
+    real = pd.DataFrame({"age": [30, 40, 50, 60], "c": ["a", "b", "a", "b"]})
+    bad = real.astype({"age": object})
+    bad.loc[2, "age"] = "CANARY-7Q2X"
+    with pytest.raises(dp.TableError) as info:
+        dp.evaluate(bad, real, metrics=["crp"], policy="report-only", progress=False)
+    assert "CANARY" not in str(info.value) and info.value.__cause__ is None

@@ -34,6 +34,9 @@ VERDICT_TEXT = {
     Status.NOT_APPLICABLE: "NOT APPLICABLE",
 }
 
+#: marks a file as a report of ours (the CLI replaces an existing --report file only when it has it)
+GENERATOR = "dagster-privacy"
+
 CSS = """
 body{font-family:-apple-system,"Segoe UI",Roboto,"Helvetica Neue",Arial,sans-serif;color:#1b1f23;
      margin:0;background:#f6f7f9;font-size:14px;line-height:1.45}
@@ -134,7 +137,7 @@ def render_report(
     out: list[str] = []
     w = out.append
     w("<!DOCTYPE html>")
-    w('<html lang="en"><head><meta charset="utf-8">')
+    w(f'<html lang="en"><head><meta charset="utf-8"><meta name="generator" content="{GENERATOR}">')
     w('<meta name="viewport" content="width=device-width, initial-scale=1">')
     w(f'<meta name="generator" content="{FORMAT}">')
     w(f"<title>{escape(title)} — release {escape(release)}</title>")
