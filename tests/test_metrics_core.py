@@ -83,8 +83,14 @@ def test_copies_are_found_on_hashes_even_with_float_noise_elsewhere() -> None:
     rng = np.random.default_rng(3)
     base = rng.random(300)
     real = pl.DataFrame({"x": base, "y": rng.random(300), "z": rng.choice(["u", "v", "w"], 300)})
-    syn = real[:50].with_columns(pl.col("x") + 1e-9)  # near-copies, not copies
+    syn = real[:50].with_columns(pl.col("x") + 1e-3)  # near-copies, not copies
     syn = pl.concat([syn, real[50:60]])  # ten true copies
     ev = dp.evaluate(real, syn, metrics=["crp", "nndr"], policy="report-only", progress=False)
     assert ev["crp"].details["common_rows"] == 10
     assert ev["nndr"].details["exact_copies"] == 10
+    # numbers are compared at float32 precision (the engine's): a copy perturbed below it, or stored as
+    # float32, is a copy (issue 18: float32-stored copies hid from crp and ims)
+    noise = pl.concat([real[:50].with_columns(pl.col("x") * (1 + 1e-9)), real[50:60],
+                       real[60:70].with_columns(pl.col("y").cast(pl.Float32).cast(pl.Float64))])
+    ev = dp.evaluate(real, noise, metrics=["crp"], policy="report-only", progress=False)
+    assert ev["crp"].details["common_rows"] == 70
