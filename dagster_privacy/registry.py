@@ -122,8 +122,10 @@ def run(spec: MetricSpec, ctx: Any, params: dict[str, Any] | None = None) -> Met
         problem = invalid_figures(result)
         if problem:
             result.status, result.reason = Status.ERROR, problem
-    if result.flagged is not None and "synthetic" in getattr(ctx, "input_rows", {}):
-        result.flagged = np.sort(ctx.input_rows["synthetic"][result.flagged])  # input rows, not content order
+    if result.flagged is not None:  # content (for remediation) and input rows (not the content order)
+        result.flagged_hashes = np.unique(ctx.row_hashes("synthetic")[result.flagged])
+        if "synthetic" in getattr(ctx, "input_rows", {}):
+            result.flagged = np.sort(ctx.input_rows["synthetic"][result.flagged])
     if not result.sizes:
         result.sizes = {role: ctx.n(role) for role in spec.needs if ctx.has(role)}
     result.details = {**{"params": {**spec.params, **(params or {})}}, **result.details}

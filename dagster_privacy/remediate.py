@@ -22,13 +22,8 @@ from .results import Evaluation, MetricResult, Status
 DEFAULT_METRICS: tuple[str, ...] = ("ims", "dcr_percentile")
 
 
-def flagged_rows(results: Evaluation | Iterable[MetricResult],
-                 metrics: Sequence[str] | None = DEFAULT_METRICS) -> np.ndarray:
-    """Sorted union of the synthetic rows flagged by `metrics` (None: every result that flags rows).
-
-    Raises ValueError when a named metric is missing, did not run (error / not applicable) or carries
-    no flagged rows in memory (an evaluation read back from JSON): remediation never guesses.
-    """
+def _flagged(results: Evaluation | Iterable[MetricResult], metrics: Sequence[str] | None,
+             attr: str) -> np.ndarray:
     by_id = {r.id: r for r in results}
     wanted = [i for i, r in by_id.items() if r.flagged is not None] if metrics is None else list(metrics)
     if not wanted:
@@ -40,47 +35,48 @@ def flagged_rows(results: Evaluation | Iterable[MetricResult],
             raise ValueError(f"the evaluation has no {mid} result: run it with that metric")
         if r.status in (Status.ERROR, Status.NOT_APPLICABLE):
             raise ValueError(f"{mid} did not run ({r.status.value}: {r.reason}): cannot tell which rows to drop")
-        if r.flagged is None:
+        rows = getattr(r, attr)
+        if rows is None:
             raise ValueError(f"{mid} carries no flagged rows: they are kept in memory only, so remediate "
                              "the Evaluation returned by evaluate(), not one read back from JSON")
-        out.append(np.asarray(r.flagged, dtype=np.int64))
-    return np.unique(np.concatenate(out)) if out else np.array([], dtype=np.int64)
+        out.append(np.asarray(rows))
+    return np.unique(np.concatenate(out))
 
 
-def _expected_synthetic(results: Evaluation | Iterable[MetricResult]) -> tuple[int | None, str | None]:
-    """Rows and fingerprint of the synthetic table the evaluation saw, where it recorded them."""
-    if isinstance(results, Evaluation):
-        t = results.tables.get("synthetic") or {}
-        if t:
-            return t.get("rows"), t.get("sha256")
-    for r in results:
-        if "synthetic" in r.sizes:
-            return r.sizes["synthetic"], None
-    return None, None
+def flagged_rows(results: Evaluation | Iterable[MetricResult],
+                 metrics: Sequence[str] | None = DEFAULT_METRICS) -> np.ndarray:
+    """Sorted union of the synthetic rows (input row numbers) flagged by `metrics` (None: every result
+    that flags rows).
+
+    Raises ValueError when a named metric is missing, did not run (error / not applicable) or carries
+    no flagged rows in memory (an evaluation read back from JSON): remediation never guesses.
+    """
+    return _flagged(results, metrics, "flagged").astype(np.int64)
 
 
-def remediate(evaluation: Evaluation | Iterable[MetricResult], synthetic: Any, *,
+def remediate(evaluation: Evaluation, synthetic: Any, *,
               metrics: Sequence[str] | None = DEFAULT_METRICS) -> Any:
     """The synthetic table without the rows `metrics` flagged (default: exact copies of training
     records and rows closer to one than the holdout's α-quantile).
 
+    Rows are dropped by **content** — every row whose canonical content hashes to a flagged row's —
+    never by position: a reload in another order (an SQL read without ORDER BY) drops the same rows.
     ``synthetic`` is the table that was evaluated: a polars or pandas frame (returned as the same type,
-    pandas keeping its index) or a path / SQL that DuckDB reads (returned as polars). Its row count and,
-    for an Evaluation, its content fingerprint must match what was evaluated. Re-evaluate the result:
-    dropping rows moves the holdout's quantiles, so one pass is the usual fix, not a guarantee.
+    pandas keeping its index) or a path / SQL that DuckDB reads (returned as polars). Its content
+    fingerprint must match what was evaluated. Re-evaluate the result: dropping rows moves the
+    holdout's quantiles, so one pass is the usual fix, not a guarantee.
     """
-    results = evaluation if isinstance(evaluation, Evaluation) else list(evaluation)
-    drop = flagged_rows(results, metrics)
+    if not isinstance(evaluation, Evaluation):
+        raise ValueError("remediate needs the Evaluation evaluate() returned (its schema and fingerprints)")
+    drop = _flagged(evaluation, metrics, "flagged_hashes")
     frame = tb.load(synthetic, role="synthetic")
-    rows, sha = _expected_synthetic(results)
-    if rows is not None and frame.height != rows:
-        raise ValueError(f"the synthetic table has {frame.height} rows, the evaluation saw {rows}")
-    if sha is not None and tb.fingerprint(frame) != sha:
+    expected = evaluation.tables.get("synthetic") or {}
+    if expected.get("rows") is not None and frame.height != expected["rows"]:
+        raise ValueError(f"the synthetic table has {frame.height} rows, the evaluation saw {expected['rows']}")
+    if expected.get("sha256") and tb.fingerprint(frame) != expected["sha256"]:
         raise ValueError("the synthetic table is not the one evaluated (its content fingerprint differs)")
-    if drop.size and drop.max() >= frame.height:
-        raise ValueError("flagged rows point outside the synthetic table")
-    keep = np.ones(frame.height, dtype=bool)
-    keep[drop] = False
+    schema = tb.Schema([tb.Column(c["name"], c["kind"]) for c in evaluation.schema_.get("columns", [])])
+    keep = ~np.isin(tb.row_hashes(tb.canonical(frame, schema, role="synthetic")), drop)
     if isinstance(synthetic, pl.DataFrame):
         return synthetic.filter(pl.Series(keep))
     try:

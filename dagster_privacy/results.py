@@ -66,6 +66,8 @@ class MetricResult(BaseModel):
     seconds: float = Field(0.0, description="wall time of this metric, shared queries excluded")
     details: dict[str, Any] = Field(default_factory=dict, description="parameters, per-column figures, counts")
     flagged: np.ndarray | None = Field(None, exclude=True, description="at-risk synthetic rows (memory only)")
+    flagged_hashes: np.ndarray | None = Field(None, exclude=True,
+                                              description="content hashes of the flagged rows (memory only)")
 
     @classmethod
     def not_applicable(cls, id: str, reason: str, **kw: Any) -> MetricResult:
@@ -79,7 +81,7 @@ class MetricResult(BaseModel):
         return self.value
 
     def to_dict(self) -> dict[str, Any]:
-        d = self.model_dump(mode="python", exclude={"flagged", "seconds"})  # seconds: in "timings"
+        d = self.model_dump(mode="python", exclude={"flagged", "flagged_hashes", "seconds"})  # seconds: in "timings"
         d["status"] = self.status.value
         d["severity"] = self.severity.value
         return _clean(d)

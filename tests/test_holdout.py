@@ -233,3 +233,14 @@ def test_standard_preset_gates_a_leak_and_passes_a_clean_release(leaky) -> None:
         assert std.entry(mid).severity is dp.Severity.ERROR and std.entry(mid).on == "ci_upper"
         assert apply(std, leaky[0.0][1][mid].model_copy()).status is dp.Status.PASS
         assert apply(std, leaky[0.2][1][mid].model_copy()).status is dp.Status.FAIL
+
+
+def test_remediation_of_a_shuffled_reload_drops_the_same_rows(leaky) -> None:
+    """Issue 21 case 4: rows were dropped by position, but the reload was checked by an order-free
+    fingerprint: the same content in another order kept real copies and dropped innocent rows."""
+    sp, ev = leaky[0.2]
+    shuffled = sp.synthetic[np.random.default_rng(5).permutation(sp.synthetic.height)]
+    out = dp.remediate(ev, shuffled)
+    assert sorted(out.hash_rows().to_list()) == sorted(dp.remediate(ev, sp.synthetic).hash_rows().to_list())
+    train = set(sp.train.hash_rows().to_list())
+    assert not any(h in train for h in out.hash_rows().to_list())  # no copy of a training row is kept
