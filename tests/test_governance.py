@@ -273,3 +273,31 @@ def test_keyed_audit_table_cannot_be_rehashed_without_the_key(tmp_path: Path, mo
     monkeypatch.delenv("DAGSTER_PRIVACY_AUDIT_KEY")
     with pytest.raises(AuditError, match="keyed"):
         log.verify_chain()
+
+
+# ------------------------------------------------------------------------------------- one assembler
+
+
+def test_component_with_a_signoff_policy_gets_the_signoff_check_and_the_report(
+        tmp_path: Path, release: Release, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 21 case 5: the component built its own assets and checks, without the sign-off check its
+    publication required and without the evidence report."""
+    from test_pipeline import evaluations
+
+    from dagster_privacy.pipeline.component import PrivacyChecksComponent
+    from dagster_privacy.pipeline.evidence import REPORT_PATH
+
+    monkeypatch.setenv("DAGSTER_PRIVACY_REPORTS", str(tmp_path / "reports"))
+    write_db(tmp_path / "release.duckdb", real=release.real, holdout=release.holdout, synthetic=release.clean)
+    policy = tmp_path / "policy.yaml"
+    policy.write_text("require_signoff: true\nmetrics:\n  crp: {threshold: 0.05, severity: ERROR}\n")
+    yaml = (f"database: {tmp_path / 'release.duckdb'}\npolicy: {policy}\nschema_gate: false\n"
+            f"publish_target: {tmp_path / 'published.duckdb'}\n")
+    defs = dg.component_defs(component=PrivacyChecksComponent.resolve_from_yaml(yaml))
+    check_names = {k.name for c in defs.asset_checks for k in c.check_keys}
+    assert check_names == {"crp", "privacy_signoff"}
+    res = run(defs, dg.DagsterInstance.ephemeral())
+    evs = evaluations(res)
+    assert evs["crp"].passed and not evs["privacy_signoff"].passed  # awaiting the officer, as everywhere
+    assert Path(evs["crp"].metadata[REPORT_PATH].value).is_file()  # the evidence report was written
+    assert "published_release" not in materialized(res)

@@ -17,16 +17,12 @@ import dagster as dg
 from pydantic import Field
 
 from .. import policy as pol
-from .assets import DUCKDB_KEY, PUBLISH_KEY, RELEASE_KEY, build_table_asset
-from .checks import build_privacy_checks, required_check_names
-from .publish import PublishTarget, build_published_release
-from .resources import PrivacyRelease, ReadOnlyDuckDB
-from .schema_gate import build_schema_gate_check
 
 
 class PrivacyChecksComponent(dg.Component, dg.Model, dg.Resolvable):
-    """Blocking privacy checks (one per policy metric) and a GX schema gate on a synthetic table; optionally
-    the table assets and a gated ``published_release``."""
+    """Blocking privacy checks (one per policy metric), a GX schema gate and, when the policy requires it,
+    the sign-off check on a synthetic table, with the evidence report; optionally the table assets and a
+    gated ``published_release``. Built by ``build_release_definitions`` like every other entry point."""
 
     database: str = Field(description="DuckDB file holding the tables (relative paths: from the project root)")
     policy: str = Field(default="standard", description="preset (strict, standard, report-only) or a policy "
@@ -55,30 +51,13 @@ class PrivacyChecksComponent(dg.Component, dg.Model, dg.Resolvable):
         return str(p if p.is_absolute() else Path(context.project_root) / p)
 
     def build_defs(self, context: dg.ComponentLoadContext) -> dg.Definitions:
-        policy = self._policy(context)
-        assets: list[dg.AssetsDefinition] = []
-        deps: list[str] = []
-        if self.tables:
-            assets.append(build_table_asset(key="real_table", source=self.real, role="real"))
-            deps.append("real_table")
-            if self.holdout:
-                assets.append(build_table_asset(key="holdout_table", source=self.holdout, role="holdout"))
-                deps.append("holdout_table")
-            assets.append(build_table_asset(key=self.asset, source=self.synthetic, role="synthetic",
-                                            release_resource_key=RELEASE_KEY))
-        checks = list(build_privacy_checks(asset=self.asset, policy=policy, real=self.real, synthetic=self.synthetic,
-                                           holdout=self.holdout, additional_deps=deps))
-        if self.schema_gate:
-            checks += build_schema_gate_check(asset=self.asset, real=self.real, synthetic=self.synthetic,
-                                              policy=policy, additional_deps=deps[:1])
-        resources: dict[str, object] = {
-            DUCKDB_KEY: ReadOnlyDuckDB(database=self._path(context, self.database)),
-            RELEASE_KEY: PrivacyRelease(release_id=self.release_id),
-        }
-        if self.publish_target:
-            assets.append(build_published_release(
-                synthetic_asset=self.asset, synthetic=self.synthetic,
-                required_checks=required_check_names(policy, schema_gate=self.schema_gate),
-                real=self.real, holdout=self.holdout))
-            resources[PUBLISH_KEY] = PublishTarget(path=self._path(context, self.publish_target))
-        return dg.Definitions(assets=assets, asset_checks=checks, resources=resources)
+        """The same definitions as ``build_release_definitions`` (release.py, the one assembler): the
+        policy's sign-off check, the evidence report, the jobs, schedule and sensor come with them."""
+        from .release import ReleaseSettings, build_release_definitions
+
+        settings = ReleaseSettings(
+            database=self._path(context, self.database), policy=self._policy(context),
+            publish_target=self._path(context, self.publish_target) if self.publish_target else None,
+            real=self.real, synthetic=self.synthetic, holdout=self.holdout, schema_gate=self.schema_gate,
+            release_id=self.release_id, asset=self.asset, tables=self.tables)
+        return build_release_definitions(settings=settings)

@@ -1,7 +1,8 @@
 """``build_release_definitions``: the whole release pipeline as one ``dg.Definitions``.
 
-The reference code location (``definitions.py`` at the repository root, over ``assets/`` and ``checks/``)
-and the installed demo both build on these factories.
+The one assembler: the reference code location (``definitions.py`` at the repository root, over
+``assets/`` and ``checks/``), the installed demo and ``PrivacyChecksComponent`` all build through these
+factories, so a policy's sign-off check and evidence report apply whichever way the pipeline is set up.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ class ReleaseSettings:
 
     database: str
     policy: str | Path | pol.Policy | Mapping[str, Any]
-    publish_target: str
+    publish_target: str | None  # None: no published_release
     real: str = "real"
     synthetic: str = "synthetic"
     holdout: str | None = "holdout"
@@ -46,6 +47,8 @@ class ReleaseSettings:
     required_checks: tuple[str, ...] = field(default_factory=tuple)  # extra names publication requires
     checks_cron: str = "0 3 * * *"
     release_id: str = ""
+    asset: str = "synthetic_table"  # key of the synthetic table asset
+    tables: bool = True  # define the table assets (False: they exist elsewhere)
 
     @classmethod
     def from_env(cls, *, default_policy: str | Path = "standard", **overrides: Any) -> ReleaseSettings:
@@ -66,49 +69,57 @@ class ReleaseSettings:
 
 
 def build_release_assets(*, settings: ReleaseSettings) -> list[dg.AssetsDefinition]:
-    """``real_table``, ``holdout_table`` (when there is a holdout), ``synthetic_table``, ``published_release``."""
-    out = [build_table_asset(key="real_table", source=settings.real, role="real",
-                             description="The training table the generator saw (read-only; never published).")]
-    if settings.holdout:
-        out.append(build_table_asset(key="holdout_table", source=settings.holdout, role="holdout",
-                                     description="Records of the same population the generator never saw."))
-    out.append(build_table_asset(key="synthetic_table", source=settings.synthetic, role="synthetic",
-                                 release_resource_key=RELEASE_KEY,
-                                 description="The synthetic release under test (staging: not yet published)."))
-    required = required_check_names(settings.loaded_policy(), schema_gate=settings.schema_gate,
-                                    extra=settings.required_checks)
-    out.append(build_published_release(synthetic_asset="synthetic_table", synthetic=settings.synthetic,
-                                       required_checks=required, real=settings.real, holdout=settings.holdout))
+    """``real_table``, ``holdout_table`` (when there is a holdout) and the synthetic table (unless
+    ``settings.tables`` is False), and ``published_release`` (when there is a publication target)."""
+    out = []
+    if settings.tables:
+        out.append(build_table_asset(key="real_table", source=settings.real, role="real",
+                                     description="The training table the generator saw (read-only; never published)."))
+        if settings.holdout:
+            out.append(build_table_asset(key="holdout_table", source=settings.holdout, role="holdout",
+                                         description="Records of the same population the generator never saw."))
+        out.append(build_table_asset(key=settings.asset, source=settings.synthetic, role="synthetic",
+                                     release_resource_key=RELEASE_KEY,
+                                     description="The synthetic release under test (staging: not yet published)."))
+    if settings.publish_target:
+        required = required_check_names(settings.loaded_policy(), schema_gate=settings.schema_gate,
+                                        extra=settings.required_checks)
+        out.append(build_published_release(synthetic_asset=settings.asset, synthetic=settings.synthetic,
+                                           required_checks=required, real=settings.real, holdout=settings.holdout))
     return out
 
 
 def build_release_checks(*, settings: ReleaseSettings, on_evaluation: EvaluationHook | None = None,
                          ) -> list[dg.AssetChecksDefinition]:
-    """The privacy checks (one per policy metric) and the schema gate on ``synthetic_table``."""
-    deps: list[str] = ["real_table"] + (["holdout_table"] if settings.holdout else [])
+    """The privacy checks (one per policy metric), the schema gate and, when the policy requires it, the
+    sign-off check on the synthetic table asset."""
+    policy = settings.loaded_policy()
+    deps: list[str] = (["real_table"] + (["holdout_table"] if settings.holdout else [])) if settings.tables else []
     if on_evaluation is None:  # the HTML evidence report, written by the check itself (evidence.py)
         from .evidence import build_report_hook
 
-        on_evaluation = build_report_hook(asset="synthetic_table", policy=settings.loaded_policy())
-    checks = list(build_privacy_checks(asset="synthetic_table", policy=settings.loaded_policy(), real=settings.real,
+        on_evaluation = build_report_hook(asset=settings.asset, policy=policy)
+    checks = list(build_privacy_checks(asset=settings.asset, policy=policy, real=settings.real,
                                        synthetic=settings.synthetic, holdout=settings.holdout,
                                        additional_deps=deps, on_evaluation=on_evaluation))
     if settings.schema_gate:
-        checks += build_schema_gate_check(asset="synthetic_table", real=settings.real, synthetic=settings.synthetic,
-                                          policy=settings.loaded_policy(), additional_deps=["real_table"])
-    if settings.loaded_policy().require_signoff:  # blocking, fails until a person approves (signoff.py)
+        checks += build_schema_gate_check(asset=settings.asset, real=settings.real, synthetic=settings.synthetic,
+                                          policy=policy, additional_deps=deps[:1])
+    if policy.require_signoff:  # blocking, fails until a person approves (signoff.py)
         from .signoff import build_signoff_check
 
-        checks.append(build_signoff_check(asset="synthetic_table"))
+        checks.append(build_signoff_check(asset=settings.asset))
     return checks
 
 
 def build_release_resources(*, settings: ReleaseSettings) -> dict[str, Any]:
-    return {
+    out: dict[str, Any] = {
         DUCKDB_KEY: ReadOnlyDuckDB(database=settings.database),
         RELEASE_KEY: PrivacyRelease(release_id=settings.release_id),
-        PUBLISH_KEY: PublishTarget(path=settings.publish_target),
     }
+    if settings.publish_target:
+        out[PUBLISH_KEY] = PublishTarget(path=settings.publish_target)
+    return out
 
 
 def build_release_definitions(
@@ -138,13 +149,14 @@ def build_release_definitions(
     checks = list(checks) if checks is not None else build_release_checks(settings=settings,
                                                                            on_evaluation=on_evaluation)
     release_job = build_release_job(assets=[a.key.to_user_string() for a in assets])
-    checks_job = build_checks_job()
+    checks_job = build_checks_job(synthetic_asset=settings.asset)
     return dg.Definitions(
         assets=assets,
         asset_checks=[*checks, *extra_checks],
         jobs=[release_job, checks_job, build_calibration_job(settings=settings)],  # calibration: on demand only
         schedules=[build_checks_schedule(job=checks_job, cron_schedule=settings.checks_cron)],
-        sensors=[build_new_release_sensor(job=release_job, synthetic=settings.synthetic)],
+        sensors=[build_new_release_sensor(job=release_job, synthetic=settings.synthetic,
+                                          synthetic_asset=settings.asset)],
         resources=build_release_resources(settings=settings),
         executor=executor,
     )
