@@ -24,7 +24,7 @@ _f = fmt_figure
 
 
 def _floats(values: Sequence[str] | None, what: str) -> list[float] | None:
-    from .cli import UsageFailure, split_list
+    from .cli_args import UsageFailure, split_list
 
     items = split_list(values)
     if items is None:
@@ -124,7 +124,7 @@ def calibrate_command(real: str | None, demo: bool, policy: str, metric_ids: tup
     import time
 
     from .calibration import calibrate
-    from .cli import UsageFailure, parse_kinds, split_list
+    from .cli_args import UsageFailure, parse_kinds, split_list
 
     if demo == (real is not None):
         raise UsageFailure("give exactly one of --real INPUT and --demo")

@@ -14,35 +14,12 @@ from pathlib import Path
 import click
 
 from .calibration_cli import calibrate_command
+from .cli_args import UsageFailure, parse_kinds, split_list
 from .errors import first_line
 from .policy import PolicyError
 from .results import Evaluation, Status
-from .signoff import audit_command, signoff_command
+from .signoff import audit_command, signoff_command, withdraw_command
 from .tables import TableError
-
-
-class UsageFailure(click.ClickException):
-    """Bad input: exit 2 with one line."""
-
-    exit_code = 2
-
-
-def split_list(values: Sequence[str] | None) -> list[str] | None:
-    """Comma-separated values, repeatable options: ("a,b", "c") → [a, b, c]."""
-    if not values:
-        return None
-    out = [v.strip() for item in values for v in item.split(",") if v.strip()]
-    return out or None
-
-
-def parse_kinds(values: Sequence[str]) -> dict[str, str]:
-    kinds = {}
-    for item in values:
-        name, sep, kind = item.rpartition("=")
-        if not sep or not name:
-            raise UsageFailure(f"--column-kind takes COLUMN=KIND, got {item!r}")
-        kinds[name] = kind
-    return kinds
 
 
 def _fmt(x: float | None) -> str:
@@ -191,6 +168,7 @@ def list_metrics() -> None:
 
 cli.add_command(signoff_command)  # dagster-privacy signoff (signoff.py; imports Dagster only when run)
 cli.add_command(audit_command)  # dagster-privacy audit verify (signoff.py)
+cli.add_command(withdraw_command)  # dagster-privacy withdraw (signoff.py)
 cli.add_command(calibrate_command)  # dagster-privacy calibrate (calibration_cli.py)
 
 

@@ -29,7 +29,7 @@ def signoff_command(release: str, decision: str, by: str, reason: str, asset: st
     """Record a decision on a release, in the Dagster instance at $DAGSTER_HOME and the audit table."""
     import dagster as dg
 
-    from .cli import UsageFailure
+    from .cli_args import UsageFailure
     from .pipeline.audit import AuditError
     from .pipeline.signoff import SignoffError, record_signoff
 
@@ -49,6 +49,35 @@ def signoff_command(release: str, decision: str, by: str, reason: str, asset: st
     click.echo(f"  report sha256 {rec.report_sha256}" + (f" ({rec.report_path})" if rec.report_path else ""))
     click.echo(f"  privacy_signoff evaluation against {asset} materialization {rec.storage_id}; "
                f"audit row #{rec.audit_seq} in {rec.audit_path}")
+
+
+@click.command("withdraw")
+@click.option("--release", required=True, help="the release id the publication target holds")
+@click.option("--by", "by", required=True, help="who decides")
+@click.option("--reason", required=True, help="why: recorded in the audit table and the publication log")
+@click.option("--target", default=None,
+              help="DuckDB publication target [default: $DAGSTER_PRIVACY_PUBLISH_TARGET]")
+@click.option("--audit", "audit_path", default=None, help="audit DuckDB file [default: as for signoff]")
+def withdraw_command(release: str, by: str, reason: str, target: str | None, audit_path: str | None) -> None:
+    """Withdraw a published release: remove it from the target in one transaction and record why in
+    the audit table and the publication log."""
+    import os
+
+    from .cli_args import UsageFailure
+    from .pipeline.audit import AuditError
+    from .pipeline.rejudge import withdraw_release
+    from .pipeline.resources import ReleaseIdError
+    from .pipeline.target import PublicationRefused, PublishTarget
+
+    path = target or os.environ.get("DAGSTER_PRIVACY_PUBLISH_TARGET")
+    if not path or not os.path.isfile(path):
+        raise UsageFailure("give the DuckDB publication target (--target or DAGSTER_PRIVACY_PUBLISH_TARGET)")
+    try:
+        row = withdraw_release(PublishTarget(path=path), release_id=release, by=by, reason=reason, audit=audit_path)
+    except (PublicationRefused, AuditError, ReleaseIdError) as exc:
+        raise UsageFailure(f"not withdrawn: {exc}") from None
+    click.echo(f"withdrew release {release} from {path} at {row['published_at']} by {row['by']}: {row['reason']} "
+               f"(audit row #{row['audit_seq']})")
 
 
 @click.group("audit")

@@ -295,9 +295,56 @@ def test_component_with_a_signoff_policy_gets_the_signoff_check_and_the_report(
             f"publish_target: {tmp_path / 'published.duckdb'}\n")
     defs = dg.component_defs(component=PrivacyChecksComponent.resolve_from_yaml(yaml))
     check_names = {k.name for c in defs.asset_checks for k in c.check_keys}
-    assert check_names == {"crp", "privacy_signoff"}
+    assert check_names == {"crp", "privacy_signoff", "published_release_still_passes"}
     res = run(defs, dg.DagsterInstance.ephemeral())
     evs = evaluations(res)
     assert evs["crp"].passed and not evs["privacy_signoff"].passed  # awaiting the officer, as everywhere
     assert Path(evs["crp"].metadata[REPORT_PATH].value).is_file()  # the evidence report was written
     assert "published_release" not in materialized(res)
+
+
+# --------------------------------------------------------------------- re-judging what is published
+
+
+def test_published_demo_release_rejudged_under_a_stricter_policy_then_withdrawn(tmp_path: Path,
+                                                                               monkeypatch) -> None:
+    """Issue 21 case 7: the demo's published v1, re-evaluated by the schedule's job under a stricter
+    policy, fails published_release_still_passes; after `withdraw` the target holds no release and its
+    log says why."""
+    from click.testing import CliRunner
+
+    from dagster_privacy.cli import cli
+    from dagster_privacy.pipeline.demo import demo_policy, run_demo
+    from dagster_privacy.pipeline.rejudge import CHECK
+
+    monkeypatch.setenv("DAGSTER_PRIVACY_AUDIT", str(tmp_path / "audit.duckdb"))
+    demo = run_demo(tmp_path / "demo", echo=lambda _line: None, dagster_home=tmp_path / "home")
+    assert demo.published_ids == ["v1"]
+    stricter = demo_policy().model_dump(mode="json")
+    stricter["name"] = "stricter"
+    stricter["metrics"]["dcr"] = {"threshold": 0.5, "severity": "ERROR"}  # v1's dcr is ≈ 0.8
+    settings = ReleaseSettings(database=str(demo.database), policy=stricter, publish_target=str(demo.publish_target))
+    defs = build_release_definitions(settings=settings)
+    instance = dg.DagsterInstance.from_config(str(demo.dagster_home))
+    try:
+        res = defs.resolve_job_def("privacy_checks_job").execute_in_process(instance=instance, raise_on_error=False)
+        rejudged = {e.check_name: e for e in res.get_asset_check_evaluations()}[CHECK]
+    finally:
+        instance.dispose()
+    assert not rejudged.passed and rejudged.asset_key == dg.AssetKey("published_release")
+    assert rejudged.metadata["dagster_privacy/release_id"].value == "v1"
+    assert "dcr" in rejudged.metadata["failing_metrics"].value
+    out = CliRunner().invoke(cli, ["withdraw", "--release", "v1", "--by", "Dana Officer", "--reason",
+                                   "fails the stricter policy", "--target", str(demo.publish_target)])
+    assert out.exit_code == 0, out.output
+    target = PublishTarget(path=str(demo.publish_target))
+    assert target.held() is None
+    last = target.log()[-1]
+    assert (last["action"], last["release_id"], last["by"], last["reason"]) == (
+        "withdraw", "v1", "Dana Officer", "fails the stricter policy")
+    from dagster_privacy.pipeline.audit import AuditLog
+
+    assert AuditLog(tmp_path / "audit.duckdb").verify_chain()[-1].decision == "withdraw"
+    again = CliRunner().invoke(cli, ["withdraw", "--release", "v1", "--by", "x", "--reason", "y",
+                                     "--target", str(demo.publish_target)])
+    assert again.exit_code == 2 and "holds no release" in again.output

@@ -16,7 +16,6 @@ from .publish import PublicationRefused as PublicationRefused
 from .publish import PublishTarget as PublishTarget
 from .publish import build_published_release as build_published_release
 from .publish import verify_release as verify_release
-from .release import ReleaseSettings as ReleaseSettings
 from .release import build_release_assets as build_release_assets
 from .release import build_release_checks as build_release_checks
 from .release import build_release_definitions as build_release_definitions
@@ -24,6 +23,7 @@ from .release import build_release_resources as build_release_resources
 from .resources import PrivacyRelease as PrivacyRelease
 from .resources import ReadOnlyDuckDB as ReadOnlyDuckDB
 from .schema_gate import build_schema_gate_check as build_schema_gate_check
+from .settings import ReleaseSettings as ReleaseSettings
 from .signoff import build_signoff_check as build_signoff_check
 from .signoff import record_signoff as record_signoff
 from .signoff import verify_signoff as verify_signoff

@@ -82,6 +82,16 @@ class AuditRow:
     row_hash: str
 
 
+def os_user() -> str | None:
+    """The operating-system account that ran the sign-off (recorded beside the declared approver)."""
+    import getpass
+
+    try:
+        return getpass.getuser()
+    except Exception:  # no login name (some containers)
+        return None
+
+
 def default_audit_path(instance: Any = None) -> Path:
     """``DAGSTER_PRIVACY_AUDIT``, else ``<instance directory>/dagster_privacy/audit.duckdb`` (the
     instance's own directory, else ``$DAGSTER_HOME``), else ``~/.dagster_privacy/audit.duckdb``."""

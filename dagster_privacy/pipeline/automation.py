@@ -16,15 +16,22 @@ CHECKS_JOB = "privacy_checks_job"
 def build_release_job(*, assets: list[str] | None = None, name: str = RELEASE_JOB) -> UnresolvedAssetJobDefinition:
     """Materialize the tables, run their checks and publish (the gate acts inside this run)."""
     keys = assets or ["real_table", "holdout_table", "synthetic_table", "published_release"]
-    return dg.define_asset_job(name, selection=dg.AssetSelection.assets(*keys),
+    # re-judging the published release belongs to the scheduled re-evaluation, not to the run publishing it
+    selection = dg.AssetSelection.assets(*keys) - dg.AssetSelection.checks_for_assets("published_release")
+    return dg.define_asset_job(name, selection=selection,
                                description="A whole release: tables, privacy checks, gated publication.")
 
 
-def build_checks_job(*, synthetic_asset: str = "synthetic_table", name: str = CHECKS_JOB,
-                     ) -> UnresolvedAssetJobDefinition:
-    """Re-run only the checks on the current release (no materialization; they target the latest one)."""
-    return dg.define_asset_job(name, selection=dg.AssetSelection.checks_for_assets(synthetic_asset),
-                               description="Re-evaluate the privacy checks on the current release.")
+def build_checks_job(*, synthetic_asset: str = "synthetic_table", published_asset: str | None = None,
+                     name: str = CHECKS_JOB) -> UnresolvedAssetJobDefinition:
+    """Re-run only the checks (no materialization): those on the current release, which target its latest
+    materialization, and those on ``published_asset``, which re-judge what the target holds."""
+    selection = dg.AssetSelection.checks_for_assets(synthetic_asset)
+    if published_asset:
+        selection = selection | dg.AssetSelection.checks_for_assets(published_asset)
+    return dg.define_asset_job(name, selection=selection,
+                               description="Re-evaluate the privacy checks on the current release and re-judge "
+                                           "the published one.")
 
 
 def build_checks_schedule(*, job: UnresolvedAssetJobDefinition, cron_schedule: str = "0 3 * * *",

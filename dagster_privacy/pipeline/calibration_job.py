@@ -21,7 +21,7 @@ from ..calibration import DEFAULT_FRACTIONS, DEFAULT_LEAK_LEVEL
 from .assets import DUCKDB_KEY
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .release import ReleaseSettings
+    from .settings import ReleaseSettings
 
 CALIBRATION_JOB = "privacy_calibration_job"
 CALIBRATION_OP = "privacy_calibration"

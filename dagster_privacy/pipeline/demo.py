@@ -26,15 +26,9 @@ from .. import policy as pol
 from ..calibration import leaky_split
 from ..demo import CITATION, load_demo
 from ..registry import registry
-from .release import (
-    DATABASE_ENV,
-    DEMO_DIR,
-    POLICY_ENV,
-    PUBLISH_TARGET_ENV,
-    ReleaseSettings,
-    build_release_definitions,
-)
+from .release import build_release_definitions
 from .resources import RELEASE_ID_TAG
+from .settings import DATABASE_ENV, DEMO_DIR, POLICY_ENV, PUBLISH_TARGET_ENV, ReleaseSettings
 
 #: metrics the demo gates and reports on: the quick ones, with the standard preset's thresholds —
 #: including the gating attacks, so the report covers the three WP29 risks (about 2 s more per release)

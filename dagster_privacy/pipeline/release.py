@@ -7,65 +7,20 @@ factories, so a policy's sign-off check and evidence report apply whichever way 
 
 from __future__ import annotations
 
-import os
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from pathlib import Path
+from collections.abc import Sequence
 from typing import Any
 
 import dagster as dg
 
-from .. import policy as pol
 from .assets import DUCKDB_KEY, PUBLISH_KEY, RELEASE_KEY, build_table_asset
 from .automation import build_checks_job, build_checks_schedule, build_new_release_sensor, build_release_job
 from .calibration_job import build_calibration_job
 from .checks import EvaluationHook, build_privacy_checks, required_check_names
 from .publish import PublishTarget, build_published_release
+from .rejudge import build_published_release_check
 from .resources import PrivacyRelease, ReadOnlyDuckDB
 from .schema_gate import build_schema_gate_check
-
-DATABASE_ENV = "DAGSTER_PRIVACY_DATABASE"
-POLICY_ENV = "DAGSTER_PRIVACY_POLICY"
-PUBLISH_TARGET_ENV = "DAGSTER_PRIVACY_PUBLISH_TARGET"
-#: where `dagster-privacy demo` writes its embedded DuckDB, publication and instance (relative to cwd)
-DEMO_DIR = Path(".dagster_privacy") / "demo"
-
-ASSETS = ("real_table", "holdout_table", "synthetic_table", "published_release")
-
-
-@dataclass(frozen=True)
-class ReleaseSettings:
-    """What a release pipeline reads, checks and where it publishes."""
-
-    database: str
-    policy: str | Path | pol.Policy | Mapping[str, Any]
-    publish_target: str | None  # None: no published_release
-    real: str = "real"
-    synthetic: str = "synthetic"
-    holdout: str | None = "holdout"
-    schema_gate: bool = True
-    required_checks: tuple[str, ...] = field(default_factory=tuple)  # extra names publication requires
-    checks_cron: str = "0 3 * * *"
-    release_id: str = ""
-    asset: str = "synthetic_table"  # key of the synthetic table asset
-    tables: bool = True  # define the table assets (False: they exist elsewhere)
-
-    @classmethod
-    def from_env(cls, *, default_policy: str | Path = "standard", **overrides: Any) -> ReleaseSettings:
-        """``DAGSTER_PRIVACY_DATABASE`` (default: the demo's DuckDB file), ``DAGSTER_PRIVACY_POLICY``
-        (default: ``default_policy``), ``DAGSTER_PRIVACY_PUBLISH_TARGET`` (default: next to the demo)."""
-        return cls(
-            database=os.environ.get(DATABASE_ENV) or str(DEMO_DIR / "release.duckdb"),
-            policy=os.environ.get(POLICY_ENV) or default_policy,
-            publish_target=os.environ.get(PUBLISH_TARGET_ENV) or str(DEMO_DIR / "published.duckdb"),
-            **overrides,
-        )
-
-    def with_(self, **changes: Any) -> ReleaseSettings:
-        return replace(self, **changes)
-
-    def loaded_policy(self) -> pol.Policy:
-        return pol.load_policy(self.policy)
+from .settings import ReleaseSettings
 
 
 def build_release_assets(*, settings: ReleaseSettings) -> list[dg.AssetsDefinition]:
@@ -109,6 +64,8 @@ def build_release_checks(*, settings: ReleaseSettings, on_evaluation: Evaluation
         from .signoff import build_signoff_check
 
         checks.append(build_signoff_check(asset=settings.asset))
+    if settings.publish_target:  # the scheduled re-evaluation also re-judges what is published (rejudge.py)
+        checks.append(build_published_release_check(policy=policy, real=settings.real, holdout=settings.holdout))
     return checks
 
 
@@ -149,7 +106,8 @@ def build_release_definitions(
     checks = list(checks) if checks is not None else build_release_checks(settings=settings,
                                                                            on_evaluation=on_evaluation)
     release_job = build_release_job(assets=[a.key.to_user_string() for a in assets])
-    checks_job = build_checks_job(synthetic_asset=settings.asset)
+    checks_job = build_checks_job(synthetic_asset=settings.asset,
+                                  published_asset="published_release" if settings.publish_target else None)
     return dg.Definitions(
         assets=assets,
         asset_checks=[*checks, *extra_checks],

@@ -29,10 +29,10 @@ from dagster._core.definitions.asset_checks.asset_check_evaluation import (
 
 from ..registry import registry
 from . import metadata as md
-from .audit import AuditError, AuditLog
+from .audit import AuditError, AuditLog, os_user
 from .evidence import REPORT_PATH, REPORT_SHA256
-from .publish import PublicationRefused
 from .resources import ReleaseIdError, valid_release_id
+from .target import PublicationRefused
 
 SIGNOFF_CHECK = "privacy_signoff"
 DECISIONS = ("approve", "reject")
@@ -141,16 +141,6 @@ class SignoffRecord:
     audit_row_hash: str
 
 
-def _os_user() -> str | None:
-    """The operating-system account that ran the sign-off (recorded beside the declared approver)."""
-    import getpass
-
-    try:
-        return getpass.getuser()
-    except Exception:  # no login name (some containers)
-        return None
-
-
 def _latest_materialization(instance: dg.DagsterInstance, key: dg.AssetKey) -> Any:
     latest = instance.fetch_materializations(key, limit=1).records
     if not latest:
@@ -210,7 +200,7 @@ def record_signoff(
     log = audit if isinstance(audit, AuditLog) else AuditLog(audit, instance=instance)
     signed_at = (now or dt.datetime.now(dt.UTC)).astimezone(dt.UTC).isoformat(timespec="seconds")
     row = log.append(recorded_at=signed_at, release_id=release, decision=decision, approver=by.strip(),
-                     os_user=_os_user(),
+                     os_user=os_user(),
                      reason=reason.strip(), report_sha256=cur.report_sha256, report_path=cur.report_path,
                      asset_key=key.to_user_string(), synthetic_sha256=cur.synthetic_sha256,
                      materialization_storage_id=mat.storage_id, evaluation_run_id=cur.run_id, verdict=cur.verdict)

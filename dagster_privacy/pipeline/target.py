@@ -119,6 +119,46 @@ class PublishTarget(dg.ConfigurableResource):
                 tmp.unlink(missing_ok=True)
         return str(target)
 
+    def held(self) -> tuple[pl.DataFrame, dict[str, Any]] | None:
+        """The release a DuckDB target holds now and the log row that put it there (None: it holds none,
+        or its last log row is a withdrawal)."""
+        if self.kind() != "duckdb":
+            raise PublicationRefused("re-judging reads a DuckDB publication target (with its log); "
+                                     f"{self.kind()} targets keep no log")
+        log = self.log()
+        if not log or log[-1]["action"] == "withdraw":
+            return None
+        import duckdb
+
+        con = duckdb.connect(self.path, read_only=True)
+        try:
+            df = con.sql(f"select * from {quote_ident(self.table)}").pl()
+        finally:
+            con.close()
+        return df, log[-1]
+
+    def withdraw(self, *, release_id: str, by: str, reason: str, **record: Any) -> dict[str, Any]:
+        """Remove the release the DuckDB target holds, in one atomic replace under the lock, and append
+        the withdrawal to its log; refused unless ``release_id`` is the release it holds."""
+        target = Path(self.path)
+        lock, folder = self._lock()
+        with locked(lock):
+            held = self.held()
+            if held is None or held[1]["release_id"] != release_id:
+                now = held[1]["release_id"] if held else "no release"
+                raise PublicationRefused(f"the target holds {now}, not release {release_id}: nothing withdrawn")
+            remove_stale(folder, f".{target.name}.")
+            tmp = target.with_name(f".{target.name}.{uuid.uuid4().hex}.tmp")
+            info = {**record, "release_id": release_id, "sha256": held[1]["sha256"], "rows": 0, "by": by,
+                    "reason": reason, "action": "withdraw",
+                    "published_at": datetime.now(UTC).isoformat(timespec="seconds")}
+            try:
+                _write_duckdb(tmp, target, info, df=None, table=self.table)
+                os.replace(tmp, target)
+            finally:
+                tmp.unlink(missing_ok=True)
+        return info
+
     def log(self) -> list[dict[str, Any]]:
         """The publication log of a DuckDB target, oldest first (empty: none yet)."""
         target = Path(self.path)

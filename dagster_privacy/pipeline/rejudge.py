@@ -1,0 +1,131 @@
+"""Re-judging what is published: ``published_release_still_passes``, a blocking check on
+``published_release``.
+
+The release checks judge the *latest materialization* of the synthetic table; a release already in
+the publication target stays there whatever a newer metric version, a stricter policy or a new real
+extract would say of it. This check reads the release the target holds (its content fingerprint
+checked against the publication log), evaluates it under the current policy against the current real
+and holdout tables, and fails when the verdict is fail — so the Dagster UI and alerts show a published
+release that no longer passes. ``dagster-privacy withdraw`` then removes it with a record.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import dagster as dg
+
+from .. import policy as pol
+from ..errors import safe_reason
+from ..results import Evaluation, Status
+from ..tables import fingerprint
+from . import metadata as md
+from .assets import DUCKDB_KEY, PUBLISH_KEY
+from .checks import PolicyLike, failure_metadata
+from .resources import ReadOnlyDuckDB
+from .target import PublicationRefused, PublishTarget
+
+CHECK = "published_release_still_passes"
+
+
+def _figures(ev: Evaluation) -> dg.MetadataValue:
+    schema = dg.TableSchema(columns=[
+        dg.TableColumn("metric", "string"), dg.TableColumn("value", "float"), dg.TableColumn("ci_high", "float"),
+        dg.TableColumn("threshold", "float"), dg.TableColumn("severity", "string"), dg.TableColumn("status", "string")])
+    return dg.MetadataValue.table([dg.TableRecord({
+        "metric": r.id, "value": r.value, "ci_high": r.ci[1] if r.ci else None, "threshold": r.threshold,
+        "severity": r.severity.value, "status": r.status.value}) for r in ev.results], schema=schema)
+
+
+def judge_published(db: ReadOnlyDuckDB, target: PublishTarget, *, policy: pol.Policy, real: str,
+                    holdout: str | None) -> tuple[bool, dict[str, Any], str]:
+    """(passed, metadata, description) for the release the target holds, under ``policy`` now."""
+    from ..evaluate import evaluate
+
+    held = target.held()
+    if held is None:
+        return True, {"held": md.text("no release")}, "the publication target holds no release"
+    df, row = held
+    sha = fingerprint(df)
+    if sha != row["sha256"]:
+        raise PublicationRefused(f"the target's release table (fingerprint {sha[:12]}) is not the release its "
+                                 f"log names ({str(row['sha256'])[:12]}): it was changed outside publication")
+    ev = evaluate(db.read(real, role="real"), df, db.read(holdout, role="holdout") if holdout else None,
+                  policy=policy, progress=False)
+    passed = ev.verdict is not Status.FAIL
+    failing = [r.id for r in ev.results if r.status in (Status.FAIL, Status.ERROR)]
+    meta = {
+        md.RELEASE_ID: dg.MetadataValue.text(str(row["release_id"])),
+        md.FINGERPRINT: dg.MetadataValue.text(sha),
+        "published_at": md.text(row.get("published_at")),
+        "verdict": md.text(ev.verdict.value),
+        "failing_metrics": md.json(failing),
+        "findings": md.json(ev.findings),
+        "metrics": _figures(ev),
+        "policy": md.json(ev.policy),
+        "versions": md.json(ev.versions),
+        "tables": md.json(ev.tables),
+        "summary": dg.MetadataValue.md(
+            f"**Published release `{row['release_id']}`** under policy `{ev.policy.get('name')}` now: "
+            f"**{ev.verdict.value.upper()}**" + (f" — failing: {', '.join(failing)}" if failing else "")
+            + ("" if passed else f"\n\nWithdraw it: `dagster-privacy withdraw --release {row['release_id']} "
+                                 "--by NAME --reason TEXT`")),
+    }
+    desc = (f"published release {row['release_id']} still passes" if passed else
+            f"published release {row['release_id']} no longer passes: {', '.join(failing) or ev.verdict.value}")
+    return passed, meta, desc
+
+
+def build_published_release_check(*, policy: PolicyLike, real: str, holdout: str | None,
+                                  asset: str = "published_release", name: str = CHECK,
+                                  resource_key: str = DUCKDB_KEY, publish_resource_key: str = PUBLISH_KEY,
+                                  ) -> dg.AssetChecksDefinition:
+    """The blocking check that re-judges the published release under the current policy and tables."""
+    p = pol.load_policy(policy)
+
+    @dg.asset_check(asset=asset, name=name, blocking=True, required_resource_keys={resource_key, publish_resource_key},
+                    description="The release the publication target holds still passes the current policy on "
+                                "the current real and holdout tables (re-read from the target).")
+    def _still_passes(context) -> dg.AssetCheckResult:  # no annotation: a string under __future__ annotations
+        try:
+            passed, meta, desc = judge_published(getattr(context.resources, resource_key),
+                                                 getattr(context.resources, publish_resource_key),
+                                                 policy=p, real=real, holdout=holdout)
+        except Exception as exc:  # fail closed
+            reason = safe_reason(exc)
+            context.log.error(f"re-judging the published release failed closed: {reason}")
+            return dg.AssetCheckResult(passed=False, severity=dg.AssetCheckSeverity.ERROR,
+                                       metadata=failure_metadata(reason, release=None, fingerprint=None),
+                                       description=f"re-judging failed: {reason}")
+        return dg.AssetCheckResult(passed=passed, severity=dg.AssetCheckSeverity.ERROR, metadata=meta,
+                                   description=desc)
+
+    return _still_passes
+
+
+def withdraw_release(target: PublishTarget, *, release_id: str, by: str, reason: str,
+                     audit: Any = None) -> dict[str, Any]:
+    """Remove ``release_id`` from the DuckDB target with a record: the withdrawal is appended to the
+    sign-off audit table first (decision ``withdraw``), then the target drops the release and logs the
+    withdrawal with that audit row as its anchor, in one atomic replace. Returns the log row."""
+    import datetime as dt
+
+    from .audit import AuditLog, os_user
+    from .resources import valid_release_id
+
+    valid_release_id(release_id)
+    if not by.strip() or not reason.strip():
+        raise PublicationRefused("a withdrawal needs who decides (--by) and a reason (--reason)")
+    held = target.held()
+    if held is None or held[1]["release_id"] != release_id:
+        now = held[1]["release_id"] if held else "no release"
+        raise PublicationRefused(f"the target holds {now}, not release {release_id}: nothing withdrawn")
+    log = audit if isinstance(audit, AuditLog) else AuditLog(audit)
+    row = log.append(recorded_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), release_id=release_id,
+                     decision="withdraw", approver=by.strip(), os_user=os_user(), reason=reason.strip(),
+                     asset_key="published_release", synthetic_sha256=held[1]["sha256"])
+    return target.withdraw(release_id=release_id, by=by.strip(), reason=reason.strip(), audit_seq=row.seq,
+                           audit_head=row.row_hash)
+
+
+__all__ = ["CHECK", "build_published_release_check", "judge_published", "withdraw_release"]

@@ -1,0 +1,55 @@
+"""``ReleaseSettings``: what a release pipeline reads, checks and where it publishes (and the
+environment variables the reference code location reads them from)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from .. import policy as pol
+
+DATABASE_ENV = "DAGSTER_PRIVACY_DATABASE"
+POLICY_ENV = "DAGSTER_PRIVACY_POLICY"
+PUBLISH_TARGET_ENV = "DAGSTER_PRIVACY_PUBLISH_TARGET"
+#: where `dagster-privacy demo` writes its embedded DuckDB, publication and instance (relative to cwd)
+DEMO_DIR = Path(".dagster_privacy") / "demo"
+
+ASSETS = ("real_table", "holdout_table", "synthetic_table", "published_release")
+
+
+@dataclass(frozen=True)
+class ReleaseSettings:
+    """What a release pipeline reads, checks and where it publishes."""
+
+    database: str
+    policy: str | Path | pol.Policy | Mapping[str, Any]
+    publish_target: str | None  # None: no published_release
+    real: str = "real"
+    synthetic: str = "synthetic"
+    holdout: str | None = "holdout"
+    schema_gate: bool = True
+    required_checks: tuple[str, ...] = field(default_factory=tuple)  # extra names publication requires
+    checks_cron: str = "0 3 * * *"
+    release_id: str = ""
+    asset: str = "synthetic_table"  # key of the synthetic table asset
+    tables: bool = True  # define the table assets (False: they exist elsewhere)
+
+    @classmethod
+    def from_env(cls, *, default_policy: str | Path = "standard", **overrides: Any) -> ReleaseSettings:
+        """``DAGSTER_PRIVACY_DATABASE`` (default: the demo's DuckDB file), ``DAGSTER_PRIVACY_POLICY``
+        (default: ``default_policy``), ``DAGSTER_PRIVACY_PUBLISH_TARGET`` (default: next to the demo)."""
+        return cls(
+            database=os.environ.get(DATABASE_ENV) or str(DEMO_DIR / "release.duckdb"),
+            policy=os.environ.get(POLICY_ENV) or default_policy,
+            publish_target=os.environ.get(PUBLISH_TARGET_ENV) or str(DEMO_DIR / "published.duckdb"),
+            **overrides,
+        )
+
+    def with_(self, **changes: Any) -> ReleaseSettings:
+        return replace(self, **changes)
+
+    def loaded_policy(self) -> pol.Policy:
+        return pol.load_policy(self.policy)
