@@ -7,24 +7,20 @@ from pathlib import Path
 
 import dagster as dg
 import pytest
-from test_pipeline import POLICY, PUB, Release, make_defs, materialized, run, step_failures, write_db
+from conftest import Release
+from test_pipeline import (
+    POLICY,
+    PUB,
+    make_defs,
+    materialized,
+    run,
+    step_failures,
+    write_db,
+)
 
-from dagster_privacy.calibration import leaky_split
-from dagster_privacy.demo import load_demo
 from dagster_privacy.pipeline import PublishTarget, ReleaseSettings, build_release_definitions
 from dagster_privacy.pipeline.resources import RELEASE_ID_TAG, ReleaseIdError, file_name, release_id
 from dagster_privacy.tables import fingerprint
-
-
-@pytest.fixture(scope="module")
-def release() -> Release:
-    from test_pipeline import _in_domain
-
-    data = load_demo().head(1200)
-    clean, leaky = leaky_split(data, 0.0, seed=0), leaky_split(data, 0.3, seed=0)
-    return Release(clean.train, clean.control, _in_domain(clean.synthetic, clean.train),
-                   _in_domain(leaky.synthetic, leaky.train))
-
 
 # ------------------------------------------------------------------------------------- release ids
 

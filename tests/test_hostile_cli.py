@@ -115,6 +115,15 @@ def edit(d: Path, src: str, dst: str, fn) -> None:
     write_csv(d / dst, h, rows)
 
 
+def column(name: str, value) -> object:
+    """An edit (for `edit`) appending column `name` with value(i) in row i."""
+    def add(h, rows):
+        h.append(name)
+        for i, r in enumerate(rows):
+            r.append(value(i))
+    return add
+
+
 GATE = "metrics:\n  dcr: {threshold: 0.42, severity: ERROR}\n  nndr: {threshold: 0.85, severity: ERROR}\n"
 
 
@@ -167,10 +176,7 @@ def test_extra_real_range_beyond_float64(d):
 # ------------------------------------------------------------------------ 2 columns left out
 
 def test_2_copied_ssn_column_fails(d):
-    def add_ssn(h, rows):
-        h.append("ssn")
-        for i, r in enumerate(rows):
-            r.append(f"555-01-{i:04d}")
+    add_ssn = column("ssn", lambda i: f"555-01-{i:04d}")
     edit(d, "real.csv", "real.csv", add_ssn)
     edit(d, "clean.csv", "syn_ssn.csv", add_ssn)  # unseen records, but the real table's SSNs copied
     r = run(d, *ev(syn="syn_ssn.csv"))
@@ -429,15 +435,9 @@ def test_outputs_never_replace_an_input_or_a_non_output(d, case):
 
 
 def test_a_left_out_identifier_copied_in_another_rendering_fails(d):
-    def acct(width):
-        def add(h, rows):
-            h.append("acct")
-            for i, r in enumerate(rows):
-                r.append(f"{7000000 + i:0{width}d}")
-        return add
-    edit(d, "real.csv", "real.csv", acct(10))  # '0007000000'
-    edit(d, "clean.csv", "syn_acct.csv", acct(1))  # 7000000: the same numbers, read as integers
-    edit(d, "holdout.csv", "holdout.csv", lambda h, rows: [h.append("acct"), *[r.append("x") for r in rows]])
+    edit(d, "real.csv", "real.csv", column("acct", lambda i: f"{7000000 + i:010d}"))  # '0007000000'
+    edit(d, "clean.csv", "syn_acct.csv", column("acct", lambda i: f"{7000000 + i}"))  # the same, as integers
+    edit(d, "holdout.csv", "holdout.csv", column("acct", lambda i: "x"))
     r = run(d, *ev("--column-kind", "fnlwgt=numerical", syn="syn_acct.csv", metrics="crp"))
     assert r.rc == 1 and "left out of every metric" in r.out, r
 
@@ -459,12 +459,8 @@ def test_policy_that_is_not_utf8_is_refused(d):
 
 
 def test_a_time_of_day_column_is_a_number(d):
-    def clock(h, rows):
-        h.append("visit")
-        for i, r in enumerate(rows):
-            r.append(f"{i % 24:02d}:{i % 60:02d}:00")
     for name in ("real.csv", "syn.csv", "holdout.csv"):
-        edit(d, name, name, clock)
+        edit(d, name, name, column("visit", lambda i: f"{i % 24:02d}:{i % 60:02d}:00"))
     r = run(d, *ev(metrics="crp"))
     assert r.rc == 1, r
 

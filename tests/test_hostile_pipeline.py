@@ -11,13 +11,13 @@ import dagster as dg
 import duckdb
 import polars as pl
 import pytest
+from conftest import Release
 from dagster._serdes import serialize_value
 from test_pipeline import (
     CANARY,
     POLICY,
     PUB,
     SYN,
-    Release,
     evaluations,
     make_defs,
     materialized,
@@ -31,16 +31,6 @@ from dagster_privacy.calibration import leaky_split
 from dagster_privacy.demo import load_demo
 from dagster_privacy.pipeline import ReadOnlyDuckDB
 from dagster_privacy.tables import TableError
-
-
-@pytest.fixture(scope="module")
-def release() -> Release:
-    from test_pipeline import _in_domain
-
-    data = load_demo().head(1200)
-    clean, leaky = leaky_split(data, 0.0, seed=0), leaky_split(data, 0.3, seed=0)
-    return Release(clean.train, clean.control, _in_domain(clean.synthetic, clean.train),
-                   _in_domain(leaky.synthetic, leaky.train))
 
 
 def event_log(instance: dg.DagsterInstance, res: dg.ExecuteInProcessResult) -> str:

@@ -24,7 +24,8 @@ from pathlib import Path
 import dagster as dg
 import polars as pl
 import pytest
-from test_pipeline import CANARY, Release, published_ids, release, write_db  # noqa: F401  (fixture)
+from conftest import Release
+from test_pipeline import CANARY, published_ids, write_db
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[1]

@@ -123,6 +123,15 @@ def failure_metadata(reason: str, *, release: str | None, fingerprint: str | Non
     return meta
 
 
+def failed_closed(context: Any, what: str, reason: str, *, release: str | None = None,
+                  fingerprint: str | None = None) -> dg.AssetCheckResult:
+    """The result of a single check whose body raised: failed, ERROR, the reason logged and recorded."""
+    context.log.error(f"{what} failed closed: {reason}")
+    return dg.AssetCheckResult(passed=False, severity=dg.AssetCheckSeverity.ERROR,
+                               metadata=failure_metadata(reason, release=release, fingerprint=fingerprint),
+                               description=f"{what} failed: {reason}")
+
+
 def build_privacy_checks(
     *,
     asset: dg.AssetsDefinition | dg.AssetKey | str,

@@ -21,7 +21,7 @@ from ..results import Evaluation, Status
 from ..tables import fingerprint
 from . import metadata as md
 from .assets import DUCKDB_KEY, PUBLISH_KEY
-from .checks import PolicyLike, failure_metadata
+from .checks import PolicyLike, failed_closed
 from .resources import ReadOnlyDuckDB
 from .target import PublicationRefused, PublishTarget
 
@@ -92,11 +92,7 @@ def build_published_release_check(*, policy: PolicyLike, real: str, holdout: str
                                                  getattr(context.resources, publish_resource_key),
                                                  policy=p, real=real, holdout=holdout)
         except Exception as exc:  # fail closed
-            reason = safe_reason(exc)
-            context.log.error(f"re-judging the published release failed closed: {reason}")
-            return dg.AssetCheckResult(passed=False, severity=dg.AssetCheckSeverity.ERROR,
-                                       metadata=failure_metadata(reason, release=None, fingerprint=None),
-                                       description=f"re-judging failed: {reason}")
+            return failed_closed(context, "re-judging the published release", safe_reason(exc))
         return dg.AssetCheckResult(passed=passed, severity=dg.AssetCheckSeverity.ERROR, metadata=meta,
                                    description=desc)
 

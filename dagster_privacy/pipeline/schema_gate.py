@@ -24,7 +24,7 @@ from ..errors import safe_reason
 from ..tables import TableError, infer_schema, left_out_overlap
 from . import metadata as md
 from .assets import DUCKDB_KEY, RELEASE_KEY
-from .checks import PolicyLike
+from .checks import PolicyLike, failed_closed
 from .resources import PrivacyRelease, ReadOnlyDuckDB
 
 NUMERIC_TYPES = ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float16", "float32",
@@ -208,12 +208,7 @@ def build_schema_gate_check(
             }, description=f"{len(failed)} of {len(rows)} expectations failed" if failed else "schema compatible")
         except Exception as exc:  # fail closed
             reason = safe_reason(exc)
-        from .checks import failure_metadata
-
-        context.log.error(f"schema gate failed closed: {reason}")
-        return dg.AssetCheckResult(passed=False, severity=dg.AssetCheckSeverity.ERROR,
-                                   metadata=failure_metadata(reason, release=release, fingerprint=fp),
-                                   description=f"schema gate failed: {reason}")
+        return failed_closed(context, "schema gate", reason, release=release, fingerprint=fp)
 
     return [_schema_gate]
 
