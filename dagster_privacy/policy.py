@@ -256,6 +256,7 @@ def apply(policy: Policy, result: MetricResult) -> MetricResult:
     """Set threshold, severity and status of one result from the policy."""
     entry = policy.entry(result.id)
     result.threshold, result.on, result.severity = entry.threshold, entry.on, entry.severity
+    result.optional = entry.optional
     if result.status in (Status.ERROR, Status.NOT_APPLICABLE):
         return result
     figure = result.gated_figure
@@ -271,17 +272,20 @@ def apply(policy: Policy, result: MetricResult) -> MetricResult:
     return result
 
 
+def passed(result: MetricResult) -> bool:
+    """The one "passed" rule, read from an applied result (so a report rendered from JSON agrees): it
+    passed, or it could not run and the policy marks it optional."""
+    return result.status is Status.PASS or (result.status is Status.NOT_APPLICABLE and result.optional)
+
+
+def blocks(result: MetricResult) -> bool:
+    """A gating (ERROR) result that did not pass."""
+    return result.severity is Severity.ERROR and not passed(result)
+
+
 def verdict(policy: Policy, results: list[MetricResult]) -> Status:
     """fail if a gating (ERROR) metric failed, errored or could not run without being optional;
-    else warn if an advisory (WARN) metric failed or errored; else pass."""
-    warn = False
-    for r in results:
-        entry = policy.entry(r.id)
-        gating = entry.severity is Severity.ERROR
-        if r.status in (Status.FAIL, Status.ERROR) or (r.status is Status.NOT_APPLICABLE and not entry.optional):
-            if gating:
-                return Status.FAIL
-            warn = True
-        elif r.status is Status.WARN:
-            warn = True
-    return Status.WARN if warn else Status.PASS
+    else warn if an advisory (WARN) metric did not pass; else pass. ``results`` are applied ones."""
+    if any(blocks(r) for r in results):
+        return Status.FAIL
+    return Status.WARN if any(not passed(r) for r in results) else Status.PASS

@@ -61,6 +61,7 @@ class MetricResult(BaseModel):
     threshold: float | None = Field(None, description="policy threshold on value (or on the CI upper bound)")
     on: str = Field("value", description="what the threshold applies to: value or ci_upper")
     severity: Severity = Field(Severity.ERROR, description="ERROR gates, WARN informs")
+    optional: bool = Field(False, description="the policy allows this metric to be not_applicable")
     reason: str | None = Field(None, description="why error / not_applicable / fail, one line")
     sizes: dict[str, int] = Field(default_factory=dict, description="rows used per table")
     seconds: float = Field(0.0, description="wall time of this metric, shared queries excluded")

@@ -236,3 +236,16 @@ def test_cli_evaluate_writes_the_report_with_the_distance_figure(tables, tmp_pat
     fig = html.split('id="fig-distances"')[1].split("<h3")[0]
     assert 'src="data:image/png;base64,' in fig
     assert CANARY not in html
+
+
+def test_report_from_json_lists_no_optional_not_applicable_metric_as_blocking():
+    """The report rendered from JSON (no policy object) used to list an optional not-applicable gating
+    metric as blocking while the verdict passed: 'optional' now travels with the result."""
+    p = dp.load_policy({"metrics": {"crp": {"threshold": 0.5},
+                                    "hidden_rate": {"threshold": 0.5, "optional": True}}})
+    real = load_demo().head(200)
+    ev = dp.evaluate(real, real.head(100), policy=p, progress=False)
+    assert ev["hidden_rate"].status is Status.NOT_APPLICABLE and ev["hidden_rate"].optional
+    back = Evaluation.from_json(ev.to_json())
+    html = render_report(back)  # no policy given
+    assert back["hidden_rate"].optional and "Blocking: <code>hidden_rate</code>" not in html

@@ -15,7 +15,7 @@ import dagster as dg
 from .. import policy as pol
 from ..errors import safe_reason
 from ..registry import registry
-from ..results import Evaluation, MetricResult, Severity, Status
+from ..results import Evaluation, MetricResult, Severity
 from . import metadata as md
 from .assets import DUCKDB_KEY, RELEASE_KEY
 from .resources import PrivacyRelease, ReadOnlyDuckDB
@@ -49,12 +49,6 @@ def required_check_names(policy: PolicyLike, *, schema_gate: bool = True,
         names.append("privacy_signoff")
     names += [n for n in extra if n not in names]
     return names
-
-
-def _passed(result: MetricResult, policy: pol.Policy) -> bool:
-    if result.status is Status.PASS:
-        return True
-    return result.status is Status.NOT_APPLICABLE and policy.entry(result.id).optional
 
 
 def _severity(policy: pol.Policy, metric_id: str) -> dg.AssetCheckSeverity:
@@ -202,7 +196,7 @@ def evaluate_checks(context: dg.AssetCheckExecutionContext, *, policy: pol.Polic
         extra = dict(on_evaluation(ev, context) or {}) if on_evaluation else {}
         out = []
         for r in ev.results:
-            ok = _passed(r, policy)
+            ok = pol.passed(r)
             meta = {**result_metadata(r, ev, passed=ok, release=release, fingerprint=fp), **extra}
             out.append(dg.AssetCheckResult(
                 asset_key=key, check_name=r.id, passed=ok, severity=_severity(policy, r.id), metadata=meta,

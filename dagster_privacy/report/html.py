@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ..distances import DistanceSummary
+from ..policy import blocks
 from ..results import Evaluation, MetricResult, Status
 from . import plots
 from .risks import by_risk, risk_class, worst
@@ -132,8 +133,7 @@ def render_report(
     v = ev.verdict
     counts = {s: sum(1 for r in ev.results if r.status is s) for s in Status}
     gating = [r for r in ev.results if r.severity.value == "ERROR"]
-    blockers = [r for r in gating if r.status in (Status.FAIL, Status.ERROR)
-                or (r.status is Status.NOT_APPLICABLE and not _optional(policy, r.id))]
+    blockers = [r for r in gating if blocks(r)]
     out: list[str] = []
     w = out.append
     w("<!DOCTYPE html>")
@@ -244,7 +244,7 @@ def render_report(
         params = _params(policy, r.id)
         w(f"<tr><td><code>{escape(r.id)}</code></td><td class=num>{_f(r.threshold, 'g')}</td>"
           f"<td>{escape(r.on)}</td><td>{escape(r.severity.value)}</td>"
-          f"<td>{'yes' if _optional(policy, r.id) else 'no'}</td><td>{escape(params)}</td></tr>")
+          f"<td>{'yes' if r.optional else 'no'}</td><td>{escape(params)}</td></tr>")
     w("</tbody></table>")
 
     # -- data and reproducibility
@@ -304,19 +304,9 @@ def _distance_table(s: DistanceSummary) -> str:
     return "".join(rows)
 
 
-def _optional(policy: Any, metric_id: str) -> bool:
-    try:
-        return bool(policy.entry(metric_id).optional)
-    except AttributeError:
-        return False
-
-
 def _params(policy: Any, metric_id: str) -> str:
-    try:
-        params = policy.entry(metric_id).params
-    except AttributeError:
-        return ""
-    return ", ".join(f"{k}={v!r}" for k, v in params.items())
+    entry = getattr(policy, "metrics", {}).get(metric_id)
+    return ", ".join(f"{k}={v!r}" for k, v in entry.params.items()) if entry else ""
 
 
 def _version(name: str) -> str:
