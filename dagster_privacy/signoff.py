@@ -99,8 +99,9 @@ def verify_command(audit_path: str | None, target: str | None, asset: str) -> No
 
     import dagster as dg
 
-    from .pipeline.audit import AuditError, AuditLog, verify_anchors
+    from .pipeline.audit import AuditError, AuditLog, verify_anchors, verify_publications
     from .pipeline.signoff import audit_anchors
+    from .pipeline.target import PublishTarget
 
     log = AuditLog(audit_path)
     try:
@@ -111,6 +112,8 @@ def verify_command(audit_path: str | None, target: str | None, asset: str) -> No
         click.echo(f"audit: {exc}", err=True)
         sys.exit(1)
     problems = verify_anchors(rows, anchors)
+    if target:
+        problems += verify_publications(rows, PublishTarget(path=target).log(), f"the publication log of {target}")
     for p in problems:
         click.echo(f"audit: {p}", err=True)
     if problems:

@@ -344,3 +344,131 @@ def test_published_demo_release_rejudged_under_a_stricter_policy_then_withdrawn(
     again = CliRunner().invoke(cli, ["withdraw", "--release", "v1", "--by", "x", "--reason", "y",
                                      "--target", str(demo.publish_target)])
     assert again.exit_code == 2 and "holds no release" in again.output
+
+
+# ----------------------------------------------------------------- a second auditor's breaks (issue 21)
+
+
+@pytest.mark.parametrize("tamper", ["swap-for-an-older-copy", "cut-the-rejection"])
+def test_no_publication_after_a_rejection_whatever_is_done_to_the_audit_file(signoff_env, monkeypatch, tamper):
+    """The audit table is held to the heads Dagster recorded before any decision in it is trusted."""
+    import shutil
+
+    import duckdb
+
+    from dagster_privacy.pipeline.signoff import SIGNOFF_CHECK
+
+    env = signoff_env
+    env.release("v1", "clean")
+    env.sign("v1", "approve", by="alice")
+    key = dg.AssetCheckKey(dg.AssetKey("synthetic_table"), SIGNOFF_CHECK)
+    approval = env.instance.get_latest_asset_check_evaluation_record(key).evaluation
+    older = env.root / "older.duckdb"
+    shutil.copyfile(env.audit.path, older)
+    env.sign("v1", "reject", by="bob")
+    env.instance.report_runless_asset_event(approval)
+    if tamper == "swap-for-an-older-copy":
+        monkeypatch.setenv("DAGSTER_PRIVACY_AUDIT", str(older))
+    else:
+        con = duckdb.connect(str(env.audit.path))
+        con.execute("delete from signoff_audit where seq = 2").fetchall()
+        con.close()
+    res = env.publish()
+    assert not res.success and not env.target.exists()
+    assert any("does not match the heads Dagster recorded" in f for f in step_failures(res))
+
+
+def test_a_withdrawn_release_is_not_published_again_without_a_new_signoff(signoff_env) -> None:
+    from dagster_privacy.pipeline.rejudge import withdraw_release
+
+    env = signoff_env
+    env.release("v1", "clean")
+    env.sign("v1", "approve", by="alice")
+    assert env.publish().success
+    withdraw_release(PublishTarget(path=str(env.target)), release_id="v1", by="carol", reason="pull it",
+                     audit=env.audit)
+    res = env.publish()
+    assert not res.success and any("#2 'withdraw' by carol" in f for f in step_failures(res))
+    assert [r["action"] for r in PublishTarget(path=str(env.target)).log()] == ["publish", "withdraw"]
+
+
+def test_withdrawal_content_is_not_republished_without_a_signoff_policy(tmp_path: Path, release: Release) -> None:
+    from dagster_privacy.pipeline.rejudge import withdraw_release
+
+    write_db(tmp_path / "release.duckdb", real=release.real, holdout=release.holdout, synthetic=release.clean)
+    instance, defs = dg.DagsterInstance.ephemeral(), make_defs(tmp_path)
+    assert run(defs, instance).success
+    target = PublishTarget(path=str(tmp_path / "published.duckdb"))
+    rid = target.log()[-1]["release_id"]
+    withdraw_release(target, release_id=rid, by="carol", reason="pull it", audit=tmp_path / "audit.duckdb")
+    res = run(defs, instance)
+    assert not res.success and any("this content was withdrawn" in f for f in step_failures(res))
+
+
+@pytest.mark.parametrize("edit", ["withdraw-row-added", "log-emptied", "log-dropped"])
+def test_rejudging_refuses_a_target_whose_log_was_edited(tmp_path: Path, release: Release, edit: str) -> None:
+    """A failing release stays in the target while only its log is edited: the check fails closed."""
+    import duckdb
+
+    from dagster_privacy.pipeline.rejudge import judge_published
+    from dagster_privacy.pipeline.resources import ReadOnlyDuckDB
+    from dagster_privacy.pipeline.target import PublicationRefused
+
+    db = ReadOnlyDuckDB(database=str(write_db(tmp_path / "release.duckdb", real=release.real,
+                                              holdout=release.holdout)))
+    target = PublishTarget(path=str(tmp_path / "published.duckdb"))
+    target.publish(release.leaky, release_id="v2", sha256=fingerprint(release.leaky))
+    assert not judge_published(db, target, policy=dp_policy(), real="real", holdout="holdout")[0]
+    con = duckdb.connect(target.path)
+    con.execute({"withdraw-row-added": "insert into publications (release_id, action) values ('v2', 'withdraw')",
+                 "log-emptied": "delete from publications", "log-dropped": "drop table publications"}[edit])
+    con.close()
+    with pytest.raises(PublicationRefused, match="disagree"):
+        judge_published(db, target, policy=dp_policy(), real="real", holdout="holdout")
+
+
+def dp_policy():
+    from dagster_privacy import load_policy
+
+    return load_policy(POLICY)
+
+
+def test_a_refused_withdrawal_leaves_no_audit_row(tmp_path: Path, release: Release) -> None:
+    from dagster_privacy.pipeline.audit import AuditLog
+    from dagster_privacy.pipeline.rejudge import withdraw_release
+    from dagster_privacy.pipeline.target import PublicationRefused
+
+    target = PublishTarget(path=str(tmp_path / "published.duckdb"))
+    target.publish(release.clean, release_id="v2", sha256=fingerprint(release.clean))
+    with pytest.raises(PublicationRefused, match="holds v2, not release v1"):
+        withdraw_release(target, release_id="v1", by="x", reason="y", audit=tmp_path / "audit.duckdb")
+    assert AuditLog(tmp_path / "audit.duckdb").rows() == []
+
+
+def test_a_symlinked_target_publishes_into_the_real_file(tmp_path: Path, release: Release) -> None:
+    real, link = tmp_path / "real.duckdb", tmp_path / "link.duckdb"
+    PublishTarget(path=str(real)).publish(release.clean, release_id="v1", sha256="a")
+    link.symlink_to(real)
+    PublishTarget(path=str(link)).publish(release.clean, release_id="v2", sha256="b")
+    assert link.is_symlink() and [r["release_id"] for r in PublishTarget(path=str(real)).log()] == ["v1", "v2"]
+
+
+def test_release_ids_that_differ_only_in_punctuation_get_their_own_files(tmp_path: Path, release: Release) -> None:
+    target = PublishTarget(path=str(tmp_path / "releases"))
+    paths = {rid: target.publish(release.clean, release_id=rid, sha256=rid) for rid in ("v1.0", "v1_0", "2024:q1",
+                                                                                         "2024+q1")}
+    assert len(set(paths.values())) == 4
+
+
+def test_audit_verify_names_a_publication_made_under_a_rejection() -> None:
+    from dagster_privacy.pipeline.audit import AuditRow, verify_publications
+
+    def row(seq, decision):
+        return AuditRow(seq, "t", "v1", decision, "a", None, "r", "h", None, "s", None, None, None, None, "p", f"h{seq}")
+
+    rows = [row(1, "approve"), row(2, "reject"), row(3, "withdraw")]
+    log = [{"action": "publish", "release_id": "v1", "audit_seq": 1, "published_at": "t1"},
+           {"action": "publish", "release_id": "v1", "audit_seq": 2, "published_at": "t2"}]
+    problems = verify_publications(rows, log, "log")
+    assert problems == ["log: release v1 was published (t2) while the latest audited decision on it was #2 'reject'",
+                        "log: the audited withdrawal #3 of release v1 is not in the log"]

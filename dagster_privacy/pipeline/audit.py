@@ -144,6 +144,24 @@ def verify_anchors(rows: list[AuditRow], anchors: list[Anchor]) -> list[str]:
     return problems
 
 
+def verify_publications(rows: list[AuditRow], log: list[dict[str, Any]], where: str) -> list[str]:
+    """What the publication log says is wrong with the decisions: a release published while the
+    latest audited decision on it (up to the head the publication recorded) was not an approval, and
+    an audited withdrawal the log lacks (a crash between the two writes)."""
+    problems = []
+    for entry in log:
+        seq = entry.get("audit_seq")
+        if entry.get("action") == "publish" and seq:
+            last = next((r for r in reversed(rows[: int(seq)]) if r.release_id == entry["release_id"]), None)
+            if last is not None and last.decision != "approve":
+                problems.append(f"{where}: release {entry['release_id']} was published ({entry['published_at']}) "
+                                f"while the latest audited decision on it was #{last.seq} '{last.decision}'")
+    logged = {int(e["audit_seq"]) for e in log if e.get("action") == "withdraw" and e.get("audit_seq")}
+    problems += [f"{where}: the audited withdrawal #{r.seq} of release {r.release_id} is not in the log"
+                 for r in rows if r.decision == "withdraw" and r.seq not in logged]
+    return problems
+
+
 @contextmanager
 def _connect(path: Path, *, read_only: bool, attempts: int = 20) -> Iterator[Any]:
     import duckdb
@@ -223,7 +241,9 @@ class AuditLog:
         if keyed and not key:
             raise AuditError(f"the audit table is keyed (HMAC): set {KEY_ENV} to the key its verifier holds")
         if not keyed and key:
-            raise AuditError(f"the audit table is not keyed: unset {KEY_ENV} for it, or start a new keyed table")
+            raise AuditError(f"the audit table says it is not keyed, but {KEY_ENV} is set: it was created "
+                             "without a key, or its mode was changed — do not unset the key to make it verify; "
+                             "compare it with the recorded heads (dagster-privacy audit verify)")
 
     def verify_chain(self) -> list[AuditRow]:
         """The rows, after checking the hash chain; raises AuditError when a row was changed or removed."""
@@ -239,11 +259,4 @@ class AuditLog:
             prev = r.row_hash
         return rows
 
-    def head(self) -> Anchor | None:
-        """The verified chain's last row as an anchor to record elsewhere (None: no decision yet)."""
-        rows = self.verify_chain()
-        return Anchor(rows[-1].seq, rows[-1].row_hash, str(self.path)) if rows else None
-
-    def find(self, *, row_hash: str) -> AuditRow | None:
-        return next((r for r in self.verify_chain() if r.row_hash == row_hash), None)
 

@@ -93,12 +93,17 @@ def verify_release(instance: dg.DagsterInstance, *, asset: dg.AssetKey, required
     return Verified(release_id=str(release), sha256=sha256, checks=rows)
 
 
-def _audit_head(instance: dg.DagsterInstance) -> Any:
-    """The sign-off audit table's verified head, when there is a table (AuditError: it was altered)."""
-    from .audit import AuditLog
+def _audit_head(instance: dg.DagsterInstance, asset: dg.AssetKey) -> Any:
+    """The sign-off audit table's head, when there is a table, after checking its chain and the heads
+    Dagster recorded (SignoffError: it was altered, cut or swapped)."""
+    from .audit import Anchor, AuditLog
+    from .signoff import anchored_rows
 
     log = AuditLog(instance=instance)
-    return log.head() if log.path.is_file() else None
+    if not log.path.is_file():
+        return None
+    rows = anchored_rows(log, instance, asset)
+    return Anchor(rows[-1].seq, rows[-1].row_hash, str(log.path)) if rows else None
 
 
 def _stale_inputs(check: str, tables: Any, inputs: Mapping[str, str]) -> list[str]:
@@ -160,8 +165,12 @@ def build_published_release(
             sha = fingerprint(df)
             inputs = {role: fingerprint(db.read(src, role=role))
                       for role, src in (("real", real), ("holdout", holdout)) if src}
-            anchor = _audit_head(context.instance)
+            anchor = _audit_head(context.instance, syn_key)
             problems = []
+            gone = target.withdrawn(sha) if target.kind() == "duckdb" else None
+            if gone and not any(k.name == "privacy_signoff" for k in required):
+                problems.append(f"this content was withdrawn as release {gone['release_id']} ({gone['published_at']}, "
+                                f"by {gone['by']}): publish it again only under a policy with a sign-off")
             if any(k.name == "privacy_signoff" for k in required):  # approval of this very report (signoff.py)
                 from .signoff import signoff_problem
 

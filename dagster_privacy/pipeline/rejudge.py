@@ -101,9 +101,11 @@ def build_published_release_check(*, policy: PolicyLike, real: str, holdout: str
 
 def withdraw_release(target: PublishTarget, *, release_id: str, by: str, reason: str,
                      audit: Any = None) -> dict[str, Any]:
-    """Remove ``release_id`` from the DuckDB target with a record: the withdrawal is appended to the
-    sign-off audit table first (decision ``withdraw``), then the target drops the release and logs the
-    withdrawal with that audit row as its anchor, in one atomic replace. Returns the log row."""
+    """Remove ``release_id`` from the DuckDB target with a record. Under the target's lock: check it holds
+    that release, append the withdrawal to the sign-off audit table (decision ``withdraw``), then drop
+    the release and log the withdrawal with that audit row as its anchor in one atomic replace (a crash
+    between the two leaves an audited withdrawal the log lacks; ``audit verify`` names it). Returns
+    the log row."""
     import datetime as dt
 
     from .audit import AuditLog, os_user
@@ -112,16 +114,15 @@ def withdraw_release(target: PublishTarget, *, release_id: str, by: str, reason:
     valid_release_id(release_id)
     if not by.strip() or not reason.strip():
         raise PublicationRefused("a withdrawal needs who decides (--by) and a reason (--reason)")
-    held = target.held()
-    if held is None or held[1]["release_id"] != release_id:
-        now = held[1]["release_id"] if held else "no release"
-        raise PublicationRefused(f"the target holds {now}, not release {release_id}: nothing withdrawn")
     log = audit if isinstance(audit, AuditLog) else AuditLog(audit)
-    row = log.append(recorded_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), release_id=release_id,
-                     decision="withdraw", approver=by.strip(), os_user=os_user(), reason=reason.strip(),
-                     asset_key="published_release", synthetic_sha256=held[1]["sha256"])
-    return target.withdraw(release_id=release_id, by=by.strip(), reason=reason.strip(), audit_seq=row.seq,
-                           audit_head=row.row_hash)
+
+    def record(held: dict[str, Any]) -> dict[str, Any]:  # under the target's lock, after its check
+        row = log.append(recorded_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+                         release_id=release_id, decision="withdraw", approver=by.strip(), os_user=os_user(),
+                         reason=reason.strip(), asset_key="published_release", synthetic_sha256=held["sha256"])
+        return {"audit_seq": row.seq, "audit_head": row.row_hash}
+
+    return target.withdraw(release_id=release_id, by=by.strip(), reason=reason.strip(), record=record)
 
 
 __all__ = ["CHECK", "build_published_release_check", "judge_published", "withdraw_release"]

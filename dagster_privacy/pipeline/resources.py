@@ -6,6 +6,7 @@ Unlike ``dagster_duckdb.DuckDBResource`` (read-write, not closed when the body r
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 from collections.abc import Iterator
@@ -122,9 +123,11 @@ def valid_release_id(text: str) -> str:
 
 
 def file_name(text: str) -> str:
-    """A file-name part made of a release id: ASCII letters, digits, - and _ only (no dot: never '.',
-    '..' or a hidden name), at most 120 characters."""
-    return "".join(ch if (ch.isascii() and ch.isalnum()) or ch in "-_" else "_" for ch in text)[:120] or "release"
+    """A file-name part made of a release id, one-to-one: the id's ASCII letters, digits, - and _ (others
+    as _; no dot: never '.', '..' or a hidden name; at most 100), then 12 hex of its sha256 — so
+    'v1.0' and 'v1_0' never share a file."""
+    safe = "".join(ch if (ch.isascii() and ch.isalnum()) or ch in "-_" else "_" for ch in text)[:100]
+    return f"{safe or 'release'}-{hashlib.sha256(text.encode()).hexdigest()[:12]}"
 
 
 def release_id(configured: str | None, *, tags: dict[str, str] | None = None, fingerprint: str) -> str:

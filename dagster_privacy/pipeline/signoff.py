@@ -260,13 +260,11 @@ def verify_signoff(instance: dg.DagsterInstance, asset: dg.AssetsDefinition | dg
     if md.recorded(ev.metadata, md.RELEASE_ID) != cur.release_id:
         raise SignoffError("the approval is of another release than the current evaluation's")
     log = audit if isinstance(audit, AuditLog) else AuditLog(audit, instance=instance)
-    try:
-        row = log.find(row_hash=str(md.recorded(ev.metadata, "audit_row_hash")))
-    except AuditError as exc:
-        raise SignoffError(str(exc)) from None
+    rows = anchored_rows(log, instance, key)
+    row = next((r for r in rows if r.row_hash == str(md.recorded(ev.metadata, "audit_row_hash"))), None)
     if row is None or row.decision != "approve" or row.report_sha256 != approved or row.release_id != cur.release_id:
         raise SignoffError(f"the approval is not in the audit table {log.path}")
-    last = latest_decision(log, release=str(cur.release_id), report_sha256=str(approved))
+    last = latest_decision(rows, release=str(cur.release_id), report_sha256=str(approved))
     if last is not None and last.row_hash != row.row_hash:  # a replayed or out-of-order approval event
         raise SignoffError(f"the audit table's latest decision on this release and report is #{last.seq} "
                            f"'{last.decision}' by {last.approver}, not the approval #{row.seq} presented")
@@ -274,13 +272,28 @@ def verify_signoff(instance: dg.DagsterInstance, asset: dg.AssetsDefinition | dg
             "report_sha256": row.report_sha256, "audit_seq": row.seq}
 
 
-def latest_decision(log: AuditLog, *, release: str, report_sha256: str) -> Any:
-    """The latest audited decision on a release and report (None: none); the chain is verified first."""
+def anchored_rows(log: AuditLog, instance: dg.DagsterInstance | None,
+                  asset: dg.AssetsDefinition | dg.AssetKey | str = DEFAULT_ASSET) -> list[Any]:
+    """The audit table's rows after checking its chain *and* every head recorded in the Dagster
+    sign-off events: a table swapped for an older copy, or cut after a rejection, is refused before
+    any decision in it is trusted."""
+    from .audit import verify_anchors
+
     try:
         rows = log.verify_chain()
     except AuditError as exc:
         raise SignoffError(str(exc)) from None
-    return next((r for r in reversed(rows) if r.release_id == release and r.report_sha256 == report_sha256), None)
+    problems = verify_anchors(rows, audit_anchors(instance, log, asset=asset))
+    if problems:
+        raise SignoffError(f"the audit table {log.path} does not match the heads Dagster recorded: {problems[0]}")
+    return rows
+
+
+def latest_decision(rows: list[Any], *, release: str, report_sha256: str) -> Any:
+    """The latest audited decision on a release and report — a withdrawal of the release counts
+    whatever report it followed (None: none)."""
+    return next((r for r in reversed(rows) if r.release_id == release
+                 and (r.report_sha256 == report_sha256 or r.decision == "withdraw")), None)
 
 
 def audit_anchors(instance: dg.DagsterInstance | None, log: AuditLog, *,
