@@ -29,7 +29,7 @@ def child(variant: str, real: str, rows: int | None, fractions: list[float], met
 
     import dagster_privacy as dp
     from dagster_privacy import calibration as cb
-    from dagster_privacy.tables import load
+    from dagster_privacy.loading import load
 
     df = load(real, role="real")
     if rows and rows < df.height:

@@ -4,6 +4,7 @@ The engine (tables → spaces → context → metrics → results) knows nothing
 (``dagster_privacy.pipeline``) knows nothing of how a metric is computed.
 """
 
+from .errors import TableError as TableError
 from .evaluate import evaluate as evaluate
 from .policy import Policy as Policy
 from .policy import PolicyError as PolicyError
@@ -15,7 +16,6 @@ from .results import Evaluation as Evaluation
 from .results import MetricResult as MetricResult
 from .results import Severity as Severity
 from .results import Status as Status
-from .tables import TableError as TableError
 
 __version__ = "0.1.0"
 

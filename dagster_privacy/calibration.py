@@ -46,6 +46,7 @@ from . import policy as pol
 from . import tables as tb
 from .context import EvaluationContext
 from .errors import OwnMessage, safe_reason
+from .loading import load
 from .neighbors import Neighbors
 from .registry import registry as metric_registry
 from .results import Evaluation, Status, _clean
@@ -798,7 +799,7 @@ def calibrate(
     if not 0.5 < confidence < 1.0:
         raise CalibrationError("confidence must be in (0.5, 1)")
     setup = _Setup.make(policy, metrics, column_kinds, key_columns, sensitive_columns)
-    df = tb.load(real, role="real")
+    df = load(real, role="real")
     if df.height < 8:
         raise tb.TableError("the real table needs at least 8 rows to split into training, control and release")
     levels = _levels(fractions, (0.0, leak_level))
@@ -888,7 +889,7 @@ def sweep_generator(
     A generator that raises stops the sweep with a CalibrationError naming the parameter.
     """
     setup = _Setup.make(policy, metrics, column_kinds, key_columns, sensitive_columns)
-    df = tb.load(real, role="real")
+    df = load(real, role="real")
     if df.height < 8:
         raise tb.TableError("the real table needs at least 8 rows to split into training and control")
     if len(params) < 2:
@@ -907,7 +908,7 @@ def sweep_generator(
             for i, p in enumerate(levels):
                 step(f"seed {s}, {parameter} = {p}")
                 try:
-                    syn = tb.load(_call(generator, train, p, s), role="synthetic")
+                    syn = load(_call(generator, train, p, s), role="synthetic")
                 except tb.TableError:
                     raise
                 except Exception as exc:

@@ -15,11 +15,10 @@ import click
 
 from .calibration_cli import calibrate_command
 from .cli_args import UsageFailure, parse_kinds, split_list
-from .errors import first_line
+from .errors import TableError, first_line
 from .policy import PolicyError
 from .results import Evaluation, Status
 from .signoff import audit_command, signoff_command, withdraw_command
-from .tables import TableError
 
 
 def _fmt(x: float | None) -> str:

@@ -31,6 +31,10 @@ class OwnMessage(Exception):
     """An exception whose message we wrote: one line, names and figures only, no record value."""
 
 
+class TableError(OwnMessage, ValueError):
+    """Bad input. Its message is one line, meant for the user, and carries no value of a record."""
+
+
 class MetricError(OwnMessage, ValueError):
     """A metric cannot be computed on these tables; the message says why (no record value)."""
 
@@ -52,4 +56,4 @@ def safe_reason(exc: BaseException) -> str:
     return f"{name} ({hint})"
 
 
-__all__ = ["MetricError", "OwnMessage", "first_line", "safe_reason"]
+__all__ = ["MetricError", "OwnMessage", "TableError", "first_line", "safe_reason"]

@@ -17,6 +17,7 @@ from . import tables as tb
 from .context import EvaluationContext
 from .distances import distance_summary
 from .errors import safe_reason
+from .loading import load
 from .results import Evaluation, MetricResult, Status
 
 VERSIONED = ("dagster_privacy", "numpy", "polars", "duckdb", "scikit-learn", "scipy", "lightgbm")
@@ -70,9 +71,9 @@ def prepare(
     seed: int = 0,
 ) -> tuple[EvaluationContext, dict[str, dict[str, Any]]]:
     """Load and validate the tables and build the evaluation context (raises TableError)."""
-    raw = {"real": tb.load(real, role="real"), "synthetic": tb.load(synthetic, role="synthetic")}
+    raw = {"real": load(real, role="real"), "synthetic": load(synthetic, role="synthetic")}
     if holdout is not None:
-        raw["holdout"] = tb.load(holdout, role="holdout")
+        raw["holdout"] = load(holdout, role="holdout")
     ignore = [source_index_column] if source_index_column else []
     schema = tb.infer_schema(raw["real"], column_kinds, exclude=ignore)
     tb.validate(raw, schema, ignore=ignore)

@@ -16,6 +16,7 @@ import numpy as np
 import polars as pl
 
 from . import tables as tb
+from .loading import load
 from .results import Evaluation, MetricResult, Status
 
 #: the default: exact copies (ims) and eq. 4's rows below the holdout's α-quantile (dcr_percentile)
@@ -69,7 +70,7 @@ def remediate(evaluation: Evaluation, synthetic: Any, *,
     if not isinstance(evaluation, Evaluation):
         raise ValueError("remediate needs the Evaluation evaluate() returned (its schema and fingerprints)")
     drop = _flagged(evaluation, metrics, "flagged_hashes")
-    frame = tb.load(synthetic, role="synthetic")
+    frame = load(synthetic, role="synthetic")
     expected = evaluation.tables.get("synthetic") or {}
     if expected.get("rows") is not None and frame.height != expected["rows"]:
         raise ValueError(f"the synthetic table has {frame.height} rows, the evaluation saw {expected['rows']}")

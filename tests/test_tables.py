@@ -12,6 +12,7 @@ import pytest
 import dagster_privacy as dp
 from dagster_privacy import tables as tb
 from dagster_privacy.evaluate import prepare
+from dagster_privacy.loading import load
 
 
 def test_kinds_are_inferred_from_dtype_and_cardinality() -> None:
@@ -103,7 +104,7 @@ def test_load_csv_parquet_duckdb_and_sql(tmp_path, monkeypatch) -> None:
     for src in (tmp_path / "t.csv", tmp_path / "t.parquet", f"{tmp_path / 'db.duckdb'}:people",
                 f"{tmp_path / 'db.duckdb'}:select * from people",
                 f"select * from read_csv('{tmp_path / 't.csv'}')"):
-        got = tb.load(src)
+        got = load(src)
         assert got.sort("age").to_dicts() == df.to_dicts(), src
     # the DuckDB file is closed again: a read-write connection can open it
     duckdb.connect(str(tmp_path / "db.duckdb")).close()
@@ -111,15 +112,15 @@ def test_load_csv_parquet_duckdb_and_sql(tmp_path, monkeypatch) -> None:
 
 def test_load_errors_are_one_line_without_values(tmp_path) -> None:
     with pytest.raises(tb.TableError, match="file not found"):
-        tb.load(tmp_path / "missing.csv", role="real")
+        load(tmp_path / "missing.csv", role="real")
     with pytest.raises(tb.TableError, match="unsupported file type"):
         (tmp_path / "x.xlsx").write_text("x")
-        tb.load(tmp_path / "x.xlsx")
+        load(tmp_path / "x.xlsx")
     con = duckdb.connect(str(tmp_path / "db.duckdb"))
     con.sql("create table t as select 'CANARY-42' as v")
     con.close()
     with pytest.raises(tb.TableError) as info:
-        tb.load(f"{tmp_path / 'db.duckdb'}:select cast(v as integer) from t")
+        load(f"{tmp_path / 'db.duckdb'}:select cast(v as integer) from t")
     assert "CANARY-42" not in str(info.value) and "\n" not in str(info.value)
 
 

@@ -13,6 +13,6 @@ CITATION = ("Becker, B. & Kohavi, R. (1996). Adult [Dataset]. UCI Machine Learni
 
 def load_demo() -> pl.DataFrame:
     """The demo table, read through DuckDB like every other input."""
-    from ..tables import load
+    from ..loading import load
 
     return load(DEMO_CSV, role="demo")

@@ -4,7 +4,8 @@
 import dagster as dg
 from dagster._core.definitions.unresolved_asset_job_definition import UnresolvedAssetJobDefinition
 
-from ..tables import TableError, fingerprint
+from ..errors import TableError
+from ..tables import fingerprint
 from . import metadata as md
 from .assets import DUCKDB_KEY
 from .resources import RELEASE_ID_TAG, ReadOnlyDuckDB, release_id

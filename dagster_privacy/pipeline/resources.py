@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING
 import dagster as dg
 from pydantic import Field
 
-from ..errors import OwnMessage, safe_reason
+from ..errors import OwnMessage, TableError, safe_reason
+from ..loading import describe_source, is_sql, sql_directories
 from ..sql import locked_connection, read_select
-from ..tables import TableError, describe_source, is_sql, sql_directories
 
 if TYPE_CHECKING:  # pragma: no cover
     import duckdb

@@ -20,8 +20,8 @@ import dagster as dg
 import polars as pl
 
 from .. import policy as pol
-from ..errors import safe_reason
-from ..tables import TableError, infer_schema, left_out_overlap
+from ..errors import TableError, safe_reason
+from ..tables import infer_schema, left_out_overlap
 from . import metadata as md
 from .assets import DUCKDB_KEY, RELEASE_KEY
 from .checks import PolicyLike, failed_closed
