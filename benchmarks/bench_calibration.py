@@ -29,6 +29,7 @@ def child(variant: str, real: str, rows: int | None, fractions: list[float], met
 
     import dagster_privacy as dp
     from dagster_privacy import calibration as cb
+    from dagster_privacy.calibration.sweep import _leaky_repeat, _Setup
     from dagster_privacy.loading import load
 
     df = load(real, role="real")
@@ -37,8 +38,8 @@ def child(variant: str, real: str, rows: int | None, fractions: list[float], met
     t0 = time.perf_counter()
     values: dict[str, list[float | None]] = {}
     if variant == "shared":
-        setup = cb._Setup.make("standard", metrics, None, None, None)
-        evs, _ = cb._leaky_repeat(df, 0, fractions, setup, lambda _d: None)
+        setup = _Setup.make("standard", metrics, None, None, None)
+        evs, _ = _leaky_repeat(df, 0, fractions, setup, lambda _d: None)
     else:
         evs = []
         for f in fractions:

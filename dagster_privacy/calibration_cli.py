@@ -10,15 +10,8 @@ from collections.abc import Sequence
 
 import click
 
-from .calibration import (
-    DEFAULT_FRACTIONS,
-    DEFAULT_LEAK_LEVEL,
-    Calibration,
-    CalibrationError,
-    fmt_figure,
-    level_label,
-    threshold_cells,
-)
+from .calibration import DEFAULT_FRACTIONS, DEFAULT_LEAK_LEVEL, Calibration, CalibrationError, level_label
+from .calibration.analysis import fmt_figure, threshold_cells
 
 _f = fmt_figure
 

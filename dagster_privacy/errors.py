@@ -35,6 +35,10 @@ class TableError(OwnMessage, ValueError):
     """Bad input. Its message is one line, meant for the user, and carries no value of a record."""
 
 
+class CalibrationError(OwnMessage, ValueError):
+    """Calibration cannot run (bad fractions, a generator that raised …): one line, no record values."""
+
+
 class MetricError(OwnMessage, ValueError):
     """A metric cannot be computed on these tables; the message says why (no record value)."""
 
@@ -56,4 +60,4 @@ def safe_reason(exc: BaseException) -> str:
     return f"{name} ({hint})"
 
 
-__all__ = ["MetricError", "OwnMessage", "TableError", "first_line", "safe_reason"]
+__all__ = ["CalibrationError", "MetricError", "OwnMessage", "TableError", "first_line", "safe_reason"]

@@ -15,6 +15,7 @@ from click.testing import CliRunner
 
 import dagster_privacy as dp
 from dagster_privacy import calibration as cb
+from dagster_privacy.calibration.sweep import _leaky_repeat, _Setup
 from dagster_privacy.cli import cli
 from dagster_privacy.demo import load_demo
 
@@ -51,8 +52,8 @@ def test_leaky_split_is_the_shared_tool_construction():
 def test_shared_pool_equals_plain_evaluate():
     """Borrowing encodings and queries from the pool changes no figure (fractions 0, 0.1, 1)."""
     df = _subset(500)
-    setup = cb._Setup.make("report-only", FAST, None, None, None)
-    evs, _ = cb._leaky_repeat(df, 3, [0.0, 0.1, 1.0], setup, lambda _d: None)
+    setup = _Setup.make("report-only", FAST, None, None, None)
+    evs, _ = _leaky_repeat(df, 3, [0.0, 0.1, 1.0], setup, lambda _d: None)
     for f, ev in zip([0.0, 0.1, 1.0], evs, strict=True):
         s = cb.leaky_split(df, f, seed=3)
         ref = dp.evaluate(s.train, s.synthetic, s.control, metrics=FAST, policy="report-only", seed=3,
@@ -152,11 +153,11 @@ def test_calibrated_thresholds_separate_no_leak_from_a_5_percent_leak():
     ids = ["ims", "dcr_percentile"]
     cal = cb.calibrate(df, policy="standard", metrics=ids, fractions=(0, 0.05), repeats=3, seed=100,
                        progress=False)
-    setup = cb._Setup.make("standard", ids, None, None, None)
+    setup = _Setup.make("standard", ids, None, None, None)
     ok = {m: 0 for m in ids}
     seeds = range(200, 210)
     for s in seeds:
-        clean, leak = cb._leaky_repeat(df, s, [0.0, 0.05], setup, lambda _d: None)[0]
+        clean, leak = _leaky_repeat(df, s, [0.0, 0.05], setup, lambda _d: None)[0]
         for m in ids:
             t = cal.thresholds[m]
             assert t.calibrated, t

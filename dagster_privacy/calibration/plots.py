@@ -8,12 +8,22 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from .calibration import Calibration
+
+class Calibration(Protocol):
+    """What the plots read of a calibration (outcome.Calibration); a protocol, so this module imports
+    nothing of the package and the package imports it only when it draws."""
+
+    sweep: Any
+    thresholds: Any
+    leak_level: Any
+    generator: Any
+    correlation: np.ndarray
+
+    def response(self, metric_id: str) -> Any: ...
 
 
 def _pyplot():

@@ -1,0 +1,86 @@
+"""The risk models of seed 004 §5 as data: the leaky split (§5.1.1) and a per-column sampler for the
+overfitting / DP sweeps (§5.1.2–5.1.3)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+#: a generator for the overfitting / DP risk models: (training table, parameter) → synthetic table.
+#: It may accept a keyword ``seed`` (the repeat's seed) to make its own draws reproducible.
+Generator = Callable[..., Any]
+
+
+
+@dataclass(frozen=True)
+class LeakySplit:
+    """train 50 % / control 25 % / release 25 %; synthetic = release + a fraction f of train rows."""
+
+    train: pl.DataFrame
+    control: pl.DataFrame
+    release: pl.DataFrame
+    synthetic: pl.DataFrame
+    leaked: np.ndarray  # indices into train of the copied rows
+    fraction: float
+    seed: int
+
+
+def _parts(n: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Row indices of train (n // 2), control (n // 4) and release (the rest) from a seeded permutation."""
+    perm = np.random.default_rng(seed).permutation(n)
+    n_train, n_control = n // 2, n // 4
+    return perm[:n_train], perm[n_train:n_train + n_control], perm[n_train + n_control:]
+
+
+def _leak(train: np.ndarray, release: np.ndarray, fraction: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """(leaked table rows, synthetic table rows): round(f·|train|) train rows drawn from the stream
+    [seed, 1] (so the split does not move with f), appended to the release and shuffled."""
+    if not 0.0 <= fraction <= 1.0:
+        raise ValueError("the leak fraction must be in [0, 1]")
+    n_leak = int(round(fraction * train.size))
+    rng = np.random.default_rng([seed, 1])
+    leak = np.sort(rng.choice(train, size=n_leak, replace=False)) if n_leak else np.array([], dtype=np.int64)
+    syn = np.concatenate([release, leak])
+    return leak, syn[rng.permutation(syn.size)]
+
+
+def leaky_split(df: pl.DataFrame, fraction: float, *, seed: int = 0) -> LeakySplit:
+    """The leaky risk model of seed 004 §5.1.1, built exactly as ``shared/tools/make_leaky_splits.py``.
+
+    A seeded permutation cuts train (n // 2), control (n // 4) and release (the rest); round(f·|train|)
+    train rows, drawn from a second stream seeded [seed, 1], are copied verbatim into the synthetic
+    table, which is then shuffled. The same seed gives the same three parts whatever f.
+    """
+    tr, co, re = _parts(df.height, seed)
+    leak, syn = _leak(tr, re, fraction, seed)
+    pos = {int(v): i for i, v in enumerate(tr)}
+    return LeakySplit(df[tr], df[co], df[re], df[syn], np.array([pos[int(v)] for v in leak], dtype=np.int64),
+                      float(fraction), int(seed))
+
+
+
+def per_column_sampler(train: pl.DataFrame, noise: float, *, seed: int = 0) -> pl.DataFrame:
+    """A tiny example generator for :func:`sweep_generator` (not a serious synthesiser).
+
+    Each synthetic row starts as a copy of a training row drawn with replacement; each cell is then,
+    with probability ``noise``, replaced by an independent draw from that column's training values.
+    ``noise = 1`` samples every column on its own (the marginals only: no row survives beyond chance);
+    ``noise = 0`` copies training rows (maximum risk). Sweep it as ``params=[1.0, 0.1, 0.0]``
+    (increasing risk). Seeded: the same arguments give the same table.
+    """
+    if not 0.0 <= noise <= 1.0:
+        raise ValueError("noise must be in [0, 1]")
+    rng = np.random.default_rng([seed, 2])
+    n = train.height
+    base = rng.integers(0, n, n)
+    cols = {}
+    for name in train.columns:
+        s = train.get_column(name)
+        other = s.gather(rng.integers(0, n, n))
+        swap = pl.Series(rng.random(n) < noise)
+        cols[name] = other.zip_with(swap, s.gather(base)).alias(name)
+    return pl.DataFrame(cols, schema=train.schema)

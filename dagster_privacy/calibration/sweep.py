@@ -1,0 +1,218 @@
+"""The sweep: every evaluation of a calibration, one pool per repeat (leaky) or per parameter value."""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from statistics import NormalDist
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from .. import policy as pol
+from .. import tables as tb
+from ..context import EvaluationContext
+from ..errors import CalibrationError
+from ..registry import registry as metric_registry
+from ..results import Evaluation, Status
+from .risk_models import _leak, _parts
+from .shared_context import _SharedContext
+
+
+@dataclass
+class Sweep:
+    """Figures of every metric at every level of inserted risk and every repeat (no record values)."""
+
+    model: str  # "leaky" or "generator"
+    parameter: str  # "f" for the leaky model, the generator's parameter name otherwise
+    levels: list[float]  # in order of increasing inserted risk
+    seeds: list[int]
+    metrics: list[str]
+    gate_on: dict[str, str]  # per metric: the figure its threshold applies to (value / ci_upper)
+    values: np.ndarray  # (levels, repeats, metrics) value; NaN where not computed
+    gated: np.ndarray  # the same for the gated figure (value or CI upper bound)
+    se: np.ndarray  # standard error of the value from its 95 % CI (NaN without one)
+    reasons: dict[str, str] = field(default_factory=dict)  # metric → why it was not computed somewhere
+    sizes: dict[str, int] = field(default_factory=dict)  # rows per role at level 0 of the first repeat
+    seconds: float = 0.0
+
+    def column(self, metric_id: str, *, gated: bool = False) -> np.ndarray:
+        """(levels, repeats) figures of one metric."""
+        return (self.gated if gated else self.values)[:, :, self.metrics.index(metric_id)]
+
+
+def _collect(evals: list[list[Evaluation]], ids: Sequence[str]) -> tuple[np.ndarray, ...]:
+    """evals[level][repeat] → values, gated figures and CI-derived standard errors."""
+    shape = (len(evals), len(evals[0]), len(ids))
+    values, gated, se = np.full(shape, np.nan), np.full(shape, np.nan), np.full(shape, np.nan)
+    z = NormalDist().inv_cdf(0.975)
+    for i, row in enumerate(evals):
+        for j, ev in enumerate(row):
+            for m, mid in enumerate(ids):
+                r = ev[mid]
+                if r.status in (Status.ERROR, Status.NOT_APPLICABLE) or r.value is None:
+                    continue
+                values[i, j, m] = r.value
+                g = r.gated_figure
+                gated[i, j, m] = r.value if g is None else g
+                if r.ci is not None:
+                    se[i, j, m] = (r.ci[1] - r.ci[0]) / (2 * z)
+    return values, gated, se
+
+
+def _reasons(evals: list[list[Evaluation]], ids: Sequence[str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for row in evals:
+        for ev in row:
+            for mid in ids:
+                r = ev[mid]
+                if mid not in out and r.status in (Status.ERROR, Status.NOT_APPLICABLE):
+                    out[mid] = f"{r.status.value}: {r.reason or 'no reason given'}"
+    return out
+
+
+@contextmanager
+def _progress(enabled: bool, total: int, what: str) -> Iterator[Callable[[str], None]]:
+    """A rich progress bar on stderr (terminal only); yields step(description)."""
+    if not enabled or not sys.stderr.isatty():
+        yield lambda _desc: None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    prog = Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
+                    TimeElapsedColumn(), console=Console(stderr=True), transient=True)
+    task = prog.add_task(what, total=total)
+    prog.start()
+    state = {"first": True}
+
+    def step(desc: str) -> None:
+        if not state["first"]:
+            prog.advance(task)
+        state["first"] = False
+        prog.update(task, description=f"{what}: {desc}")
+
+    try:
+        yield step
+    finally:
+        prog.stop()
+
+
+def swept_entry(policy: pol.Policy, metric_id: str) -> pol.MetricPolicy:
+    """The policy's entry, or for a metric it does not configure a blank one (no threshold, gate on
+    value): calibration measures it and may give it a threshold."""
+    return policy.metrics.get(metric_id) or pol.MetricPolicy.model_construct()
+
+
+@dataclass(frozen=True)
+class _Setup:
+    """What every evaluation of a calibration shares: policy, metric ids, threat model."""
+
+    policy: pol.Policy
+    ids: list[str]
+    key_columns: list[str] | None
+    sensitive_columns: list[str] | None
+    column_kinds: dict[str, str]
+
+    @property
+    def run_policy(self) -> pol.Policy:
+        """The policy with an informing entry for each swept metric it does not configure (a sweep may
+        measure more metrics than the policy gates; an evaluation would refuse them)."""
+        blank = {m: swept_entry(self.policy, m) for m in self.ids if m not in self.policy.metrics}
+        return self.policy.model_copy(update={"metrics": {**self.policy.metrics, **blank}}) if blank else self.policy
+
+    @classmethod
+    def make(cls, policy: Any, metrics: Sequence[str] | None, column_kinds: Mapping[str, str] | None,
+             key_columns: Sequence[str] | None, sensitive_columns: Sequence[str] | None) -> _Setup:
+        p = pol.load_policy(policy)
+        specs = metric_registry()
+        wanted = list(metrics) if metrics else (list(p.metrics) or list(specs))
+        unknown = [m for m in wanted if m not in specs]
+        if unknown:
+            raise tb.TableError(f"unknown metric id(s): {', '.join(unknown)} (see `dagster-privacy metrics`)")
+        ids = [m for m in specs if m in set(wanted)]
+        tm = p.threat_model
+        return cls(p, ids,
+                   list(key_columns) if key_columns is not None else tm.key_columns,
+                   list(sensitive_columns) if sensitive_columns is not None else tm.sensitive_columns,
+                   {**tm.column_kinds, **(column_kinds or {})})
+
+    def prepare(self, real: Any, synthetic: Any, holdout: Any, seed: int) -> EvaluationContext:
+        from ..evaluate import prepare
+
+        ctx, _ = prepare(real, synthetic, holdout, key_columns=self.key_columns,
+                         sensitive_columns=self.sensitive_columns, column_kinds=self.column_kinds, seed=seed)
+        return ctx
+
+    def context(self, ctx: EvaluationContext, synthetic: pl.DataFrame, *, base: EvaluationContext,
+                rows: np.ndarray | None) -> _SharedContext:
+        return _SharedContext(ctx.table("real"), synthetic, ctx.tables.get("holdout"), base=base, rows=rows,
+                              schema=ctx.schema, key_columns=ctx.key_columns,
+                              sensitive_columns=ctx.sensitive_columns, seed=ctx.seed)
+
+    def run(self, ctx: EvaluationContext) -> Evaluation:
+        from ..evaluate import run_metrics
+
+        return run_metrics(ctx, self.ids, self.run_policy)
+
+
+def _leaky_repeat(df: pl.DataFrame, seed: int, levels: Sequence[float], setup: _Setup,
+                  step: Callable[[str], None]) -> tuple[list[Evaluation], dict[str, int]]:
+    """All fractions of one repeat from one split and one encoded pool (release + all training rows)."""
+    tr, co, re = _parts(df.height, seed)
+    # prepare() validates and canonicalises once; its synthetic table is the release (f = 0 rows)
+    first = setup.prepare(df[tr], df[re], df[co], seed)
+    train_c, release_c, control_c = first.table("real"), first.table("synthetic"), first.table("holdout")
+    pool = EvaluationContext(train_c, pl.concat([release_c, train_c]), control_c, schema=first.schema,
+                             key_columns=first.key_columns, sensitive_columns=first.sensitive_columns, seed=seed)
+    where = np.empty(df.height, dtype=np.int64)  # table row → pool row (prepare() put rows in content order)
+    where[re[first.input_rows["synthetic"]]] = np.arange(re.size)
+    where[tr[first.input_rows["real"]]] = re.size + np.arange(tr.size)
+    out = []
+    sizes: dict[str, int] = {}
+    for f in levels:
+        step(f"seed {seed}, f = {f:g}")
+        _, syn = _leak(tr, re, f, seed)
+        rows = where[syn]
+        rows = rows[tb.content_order(pool.table("synthetic")[rows])]  # content order, as prepare() gives
+        ctx = setup.context(first, pool.table("synthetic")[rows], base=pool, rows=rows)
+        out.append(setup.run(ctx))
+        sizes = sizes or dict(ctx.sizes)
+    return out, sizes
+
+
+def _leaky_sweep(df: pl.DataFrame, levels: Sequence[float], seeds: Sequence[int], setup: _Setup, *,
+                 progress: bool, what: str = "calibration") -> Sweep:
+    t0 = time.perf_counter()
+    per_repeat: list[list[Evaluation]] = []
+    sizes: dict[str, int] = {}
+    with _progress(progress, len(levels) * len(seeds), what) as step:
+        for s in seeds:
+            evs, sz = _leaky_repeat(df, s, levels, setup, step)
+            per_repeat.append(evs)
+            sizes = sizes or sz
+    evals = [[per_repeat[j][i] for j in range(len(seeds))] for i in range(len(levels))]
+    values, gated, se = _collect(evals, setup.ids)
+    return Sweep("leaky", "f", list(levels), list(seeds), setup.ids,
+                 {m: swept_entry(setup.policy, m).on for m in setup.ids}, values, gated, se,
+                 _reasons(evals, setup.ids), sizes, time.perf_counter() - t0)
+
+
+
+def _levels(fractions: Sequence[float], extra: Sequence[float]) -> list[float]:
+    vals = [float(f) for f in fractions] + [float(e) for e in extra]
+    bad = [v for v in vals if not (0.0 <= v <= 1.0) or math.isnan(v)]
+    if bad:
+        raise CalibrationError(f"leak fractions must be in [0, 1], got {bad[0]:g}")
+    return sorted({round(v, 12) for v in vals})
+
+
+def _seeds(repeats: int, seed: int) -> list[int]:
+    if repeats < 1:
+        raise CalibrationError("repeats must be at least 1")
+    return [seed + i for i in range(repeats)]
