@@ -54,7 +54,7 @@ def battery(d: Path, params: dict[str, dict[str, Any]] | None = None, ids: list[
     from dagster_privacy.evaluate import prepare
 
     reg = importlib.import_module("dagster_privacy.registry")
-    specs = reg.registry()
+    specs = importlib.import_module("dagster_privacy.metrics").registry()
     t0 = time.perf_counter()
     ctx, _ = prepare(d / "train.csv", d / "synthetic.csv", d / "control.csv", seed=0)
     load = time.perf_counter() - t0

@@ -6,11 +6,11 @@ The engine (tables → spaces → context → metrics → results) knows nothing
 
 from .errors import TableError as TableError
 from .evaluate import evaluate as evaluate
+from .metrics import registry as registry
 from .policy import Policy as Policy
 from .policy import PolicyError as PolicyError
 from .policy import load_policy as load_policy
 from .registry import metric as metric
-from .registry import registry as registry
 from .remediate import remediate as remediate
 from .results import Evaluation as Evaluation
 from .results import MetricResult as MetricResult

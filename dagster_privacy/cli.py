@@ -154,7 +154,7 @@ def list_metrics() -> None:
     from rich.console import Console
     from rich.table import Table
 
-    from .registry import registry
+    from .metrics import registry
 
     t = Table(title="registered privacy metrics")
     for col in ("id", "family", "source", "risk", "needs", "parameters"):

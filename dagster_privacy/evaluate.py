@@ -18,6 +18,7 @@ from .context import EvaluationContext
 from .distances import distance_summary
 from .errors import safe_reason
 from .loading import load
+from .metrics import registry
 from .results import Evaluation, MetricResult, Status
 
 VERSIONED = ("dagster_privacy", "numpy", "polars", "duckdb", "scikit-learn", "scipy", "lightgbm")
@@ -166,7 +167,7 @@ def run_metrics(ctx: EvaluationContext, ids: Sequence[str], p: pol.Policy, *,
                 started: float | None = None) -> Evaluation:
     """Run the given metrics on a prepared context and apply the policy."""
     t0 = time.perf_counter() if started is None else started
-    specs = reg.registry()
+    specs = registry()
     results: list[MetricResult] = []
     ctx.plan([q for mid in ids for q in specs[mid].queries])
     bar = _progress(progress, len(ids))

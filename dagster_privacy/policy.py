@@ -71,7 +71,7 @@ class Policy(BaseModel):
     @field_validator("metrics")
     @classmethod
     def _known(cls, v: dict[str, MetricPolicy]) -> dict[str, MetricPolicy]:
-        from .registry import registry
+        from .metrics import registry
 
         unknown = [m for m in v if m not in registry()]
         if unknown:
@@ -94,7 +94,7 @@ class Policy(BaseModel):
     def select(self, requested: Sequence[str] | None = None) -> list[str]:
         """The metric ids an evaluation runs, in registry order: ``requested`` (each must be configured
         here), else every metric the policy configures."""
-        from .registry import registry
+        from .metrics import registry
 
         specs = registry()
         ids = list(requested) if requested else list(self.metrics)

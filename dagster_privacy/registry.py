@@ -60,23 +60,13 @@ def metric(id: str, *, family: str, source: str, risk: str, needs: Sequence[str]
     return register
 
 
-def _load() -> None:
-    from . import metrics  # noqa: F401  (importing the package registers every metric)
-
-
-def registry() -> dict[str, MetricSpec]:
-    """Every registered metric, by family (FAMILIES), then in registration order."""
-    _load()
+def registered() -> dict[str, MetricSpec]:
+    """Every metric registered so far, by family (FAMILIES), then in registration order. The complete
+    registry is ``dagster_privacy.metrics.registry()``: importing that package registers every metric
+    (this module imports no metric, so the dependency points one way)."""
     rank = {f: i for i, f in enumerate(FAMILIES)}
     specs = sorted(_REGISTRY.values(), key=lambda s: rank.get(s.family, len(FAMILIES)))  # stable
     return {s.id: s for s in specs}
-
-
-def get(id: str) -> MetricSpec:
-    reg = registry()
-    if id not in reg:
-        raise KeyError(id)
-    return reg[id]
 
 
 def invalid_figures(result: MetricResult) -> str | None:

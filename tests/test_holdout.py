@@ -17,8 +17,8 @@ import dagster_privacy as dp
 from dagster_privacy.calibration import leaky_split
 from dagster_privacy.demo import load_demo
 from dagster_privacy.evaluate import prepare
+from dagster_privacy.metrics import get as get_metric
 from dagster_privacy.metrics.holdout import _share, _split_keys, _tail
-from dagster_privacy.registry import get as get_metric
 from dagster_privacy.registry import run as run_metric
 
 IDS = ["ims", "dcr_percentile", "knn_percentile", "dcr_holdout_diff", "nndr_holdout_diff",

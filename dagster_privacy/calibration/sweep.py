@@ -18,7 +18,7 @@ from .. import policy as pol
 from .. import tables as tb
 from ..context import EvaluationContext
 from ..errors import CalibrationError
-from ..registry import registry as metric_registry
+from ..metrics import registry as metric_registry
 from ..results import Evaluation, Status
 from .risk_models import _leak, _parts
 from .shared_context import _SharedContext

@@ -1,6 +1,10 @@
 """The metric families. Importing this package registers every metric (one registry, registry.py);
-the report order is the registry's family order (registry.FAMILIES), not the import order."""
+the report order is the registry's family order (registry.FAMILIES), not the import order.
+``registry()`` is the complete registry: ask for it here, where every family has been imported."""
 
+from __future__ import annotations
+
+from ..registry import MetricSpec, registered
 from . import (  # noqa: F401
     attacks,  # attack simulations with control baselines (seed 004 §4.3)
     classifiers,  # D-MLP and MIR (seed 000 §2.2.3, §2.2.11)
@@ -8,3 +12,13 @@ from . import (  # noqa: F401
     holdout,  # holdout-referenced indicators (seed 004 §4.2, seeds 001 and 003)
     simulation,  # seed 000 §2.1
 )
+
+
+def registry() -> dict[str, MetricSpec]:
+    """Every metric, by family (registry.FAMILIES), then in registration order."""
+    return registered()
+
+
+def get(id: str) -> MetricSpec:
+    """One metric's spec (KeyError: no such id)."""
+    return registry()[id]

@@ -14,7 +14,7 @@ import dagster as dg
 
 from .. import policy as pol
 from ..errors import safe_reason
-from ..registry import registry
+from ..metrics import registry
 from ..results import Evaluation, MetricResult, Severity
 from . import metadata as md
 from .assets import DUCKDB_KEY, RELEASE_KEY

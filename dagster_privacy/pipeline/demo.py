@@ -25,7 +25,7 @@ import yaml
 from .. import policy as pol
 from ..calibration import leaky_split
 from ..demo import CITATION, load_demo
-from ..registry import registry
+from ..metrics import registry
 from .release import build_release_definitions
 from .resources import RELEASE_ID_TAG
 from .settings import DATABASE_ENV, DEMO_DIR, POLICY_ENV, PUBLISH_TARGET_ENV, ReleaseSettings

@@ -20,7 +20,7 @@ from typing import Any
 import dagster as dg
 
 from .. import policy as pol
-from ..registry import registry
+from ..metrics import registry
 from ..results import Evaluation
 from . import metadata as md
 from .assets import RELEASE_KEY

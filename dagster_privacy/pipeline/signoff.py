@@ -27,7 +27,7 @@ from dagster._core.definitions.asset_checks.asset_check_evaluation import (
     AssetCheckEvaluationTargetMaterializationData,
 )
 
-from ..registry import registry
+from ..metrics import registry
 from . import metadata as md
 from .audit import AuditError, AuditLog, os_user
 from .evidence import REPORT_PATH, REPORT_SHA256
