@@ -11,14 +11,10 @@ import dagster_privacy as dp
 from dagster_privacy.calibration import leaky_split
 from dagster_privacy.demo import load_demo
 from dagster_privacy.evaluate import prepare
+from dagster_privacy.metrics.attacks._predicates import BitIndex, CodeTable, Predicates
 from dagster_privacy.metrics.attacks.domias import KDE, auc_delong
 from dagster_privacy.metrics.attacks.linkability import linkability
-from dagster_privacy.metrics.attacks.singling_out import (
-    BitIndex,
-    CodeTable,
-    Predicates,
-    _equal_footing,
-)
+from dagster_privacy.metrics.attacks.singling_out import _equal_footing
 
 IDS = ["singling_out_univariate", "singling_out_multivariate", "linkability", "inference_distance",
        "inference_ml", "gtcap", "domias"]
