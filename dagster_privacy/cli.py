@@ -52,7 +52,7 @@ def cli() -> None:
 
 
 @cli.command()
-@click.option("--real", required=True, help="the training table: CSV, Parquet or FILE.duckdb:TABLE")
+@click.option("--real", required=True, help="the training table: CSV, Parquet, FILE.duckdb:TABLE or one SELECT")
 @click.option("--synthetic", required=True, help="the release under test")
 @click.option("--holdout", default=None, help="records of the same population the generator never saw")
 @click.option("--metrics", "metric_ids", multiple=True, help="metric ids, comma-separated, repeatable")

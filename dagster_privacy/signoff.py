@@ -99,11 +99,14 @@ def verify_command(audit_path: str | None, target: str | None, asset: str) -> No
 
     import dagster as dg
 
+    from .cli_args import UsageFailure
     from .pipeline.audit import AuditError, AuditLog, verify_anchors, verify_publications
     from .pipeline.signoff import audit_anchors
     from .pipeline.target import PublishTarget
 
     log = AuditLog(audit_path)
+    if not log.path.is_file():  # a mistyped path must not read as a clean audit
+        raise UsageFailure(f"no audit table at {log.path} (--audit, or DAGSTER_PRIVACY_AUDIT)")
     try:
         rows = log.verify_chain()
         instance = dg.DagsterInstance.get() if os.environ.get("DAGSTER_HOME") else None

@@ -2,7 +2,7 @@
 publication in the target's log exactly once.
 
 A target is a DuckDB file (table ``table`` plus a ``publications`` log), one Parquet file (the latest
-release) or a directory (``<release id>.parquet`` per release). A publisher holds an exclusive
+release) or a directory (one ``file_name(release id).parquet`` per release). A publisher holds an exclusive
 ``flock`` on the target's folder (released by the kernel when the process dies, even by SIGKILL) while
 it removes temporary files a killed publisher left, writes the new state to a temporary file next to
 the target and ``os.replace``-s it over the target. So two publishers never interleave (no lost
@@ -70,7 +70,7 @@ def remove_stale(folder: Path, pattern: str) -> list[str]:
 
 class PublishTarget(dg.ConfigurableResource):
     """Where releases are published: ``*.duckdb`` (table ``table``, plus a ``publications`` log),
-    ``*.parquet`` (one file, the latest release), or a directory (``<release id>.parquet`` per release)."""
+    ``*.parquet`` (one file, the latest release), or a directory (``file_name(release id).parquet`` each)."""
 
     path: str = Field(description="publication target, separate from the real data")
     table: str = Field(default="release", description="table name in a DuckDB target")
