@@ -472,3 +472,12 @@ def test_audit_verify_names_a_publication_made_under_a_rejection() -> None:
     problems = verify_publications(rows, log, "log")
     assert problems == ["log: release v1 was published (t2) while the latest audited decision on it was #2 'reject'",
                         "log: the audited withdrawal #3 of release v1 is not in the log"]
+
+
+def test_audit_verify_of_a_missing_file_is_bad_input_not_a_clean_audit(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from dagster_privacy.signoff import audit_command
+
+    res = CliRunner().invoke(audit_command, ["verify", "--audit", str(tmp_path / "typo.duckdb")])
+    assert res.exit_code == 2 and "no audit table at" in res.output
