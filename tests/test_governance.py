@@ -224,8 +224,8 @@ def test_audit_verify_detects_a_cut_tail_and_a_rehashed_rewrite(signoff_env, mon
 
     from click.testing import CliRunner
 
+    from dagster_privacy.cli.governance import audit_command
     from dagster_privacy.pipeline.audit import AuditLog
-    from dagster_privacy.signoff import audit_command
 
     env = signoff_env
     env.release("v1", "clean")
@@ -477,7 +477,7 @@ def test_audit_verify_names_a_publication_made_under_a_rejection() -> None:
 def test_audit_verify_of_a_missing_file_is_bad_input_not_a_clean_audit(tmp_path: Path) -> None:
     from click.testing import CliRunner
 
-    from dagster_privacy.signoff import audit_command
+    from dagster_privacy.cli.governance import audit_command
 
     res = CliRunner().invoke(audit_command, ["verify", "--audit", str(tmp_path / "typo.duckdb")])
     assert res.exit_code == 2 and "no audit table at" in res.output

@@ -13,6 +13,7 @@ import polars as pl
 import pytest
 from click.testing import CliRunner
 
+from dagster_privacy.cli.governance import signoff_command
 from dagster_privacy.demo import load_demo
 from dagster_privacy.pipeline.audit import AuditError, AuditLog, default_audit_path
 from dagster_privacy.pipeline.demo import write_tables
@@ -27,7 +28,6 @@ from dagster_privacy.pipeline.signoff import (
     verify_signoff,
 )
 from dagster_privacy.report import file_sha256
-from dagster_privacy.signoff import signoff_command
 
 CANARY = "Zq7CanarySignoffOcc"
 POLICY = {"name": "signoff-test", "require_signoff": True, "metrics": {
@@ -184,7 +184,7 @@ def test_rejection_keeps_another_release_blocked(env: Env):
 
 
 def test_audit_table_keeps_every_decision_and_detects_tampering(env: Env, capsys):
-    from dagster_privacy.signoff import audit_command
+    from dagster_privacy.cli.governance import audit_command
 
     def main(args):
         return CliRunner().invoke(audit_command, ["verify", "--audit", *args])

@@ -13,12 +13,12 @@ from pathlib import Path
 
 import click
 
-from .calibration_cli import calibrate_command
-from .cli_args import UsageFailure, parse_kinds, split_list
-from .errors import TableError, first_line
-from .policy import PolicyError
-from .results import Evaluation, Status
-from .signoff import audit_command, signoff_command, withdraw_command
+from ..errors import TableError, first_line
+from ..policy import PolicyError
+from ..results import Evaluation, Status
+from .args import UsageFailure, parse_kinds, split_list
+from .calibrate import calibrate_command
+from .governance import audit_command, signoff_command, withdraw_command
 
 
 def _fmt(x: float | None) -> str:
@@ -70,7 +70,7 @@ def evaluate(real: str, synthetic: str, holdout: str | None, metric_ids: tuple[s
              source_index_column: str | None, seed: int | None, json_out: str | None,
              report_out: str | None) -> None:
     """Evaluate a synthetic table; exit 1 when the verdict is fail."""
-    from .evaluate import evaluate as run
+    from ..evaluate import evaluate as run
 
     # before the evaluation: an unwritable output is bad input, not a lost verdict
     writable("--json", json_out, inputs=(real, synthetic, holdout), suffixes=(".json",), marker=FORMAT_MARK)
@@ -125,8 +125,8 @@ def finish(ev: Evaluation, *, json_out: str | None = None, report_out: str | Non
             Path(json_out).write_text(ev.to_json())
             click.echo(f"JSON written to {json_out}", err=True)
         if report_out:
-            from .policy import load_policy
-            from .report import write_report
+            from ..policy import load_policy
+            from ..report import write_report
 
             write_report(ev, report_out, policy=load_policy(policy) if policy else None)
             click.echo(f"report written to {report_out}", err=True)
@@ -142,7 +142,7 @@ def finish(ev: Evaluation, *, json_out: str | None = None, report_out: str | Non
 def demo(workdir: str | None) -> None:
     """The demo release: the Dagster pipeline on the shipped demo data (UCI Adult subset, CC BY 4.0);
     v1 (clean) is published, v2 (30 % of the training rows copied) is blocked. Exit 1 otherwise."""
-    from .pipeline.demo import DEMO_DIR, run_demo
+    from ..pipeline.demo import DEMO_DIR, run_demo
 
     outcome = run_demo(Path(workdir) if workdir else DEMO_DIR, echo=click.echo)
     sys.exit(0 if outcome.as_expected else 1)
@@ -154,7 +154,7 @@ def list_metrics() -> None:
     from rich.console import Console
     from rich.table import Table
 
-    from .metrics import registry
+    from ..metrics import registry
 
     t = Table(title="registered privacy metrics")
     for col in ("id", "family", "source", "risk", "needs", "parameters"):
@@ -165,10 +165,10 @@ def list_metrics() -> None:
     Console(width=max(120, Console().width)).print(t)
 
 
-cli.add_command(signoff_command)  # dagster-privacy signoff (signoff.py; imports Dagster only when run)
-cli.add_command(audit_command)  # dagster-privacy audit verify (signoff.py)
-cli.add_command(withdraw_command)  # dagster-privacy withdraw (signoff.py)
-cli.add_command(calibrate_command)  # dagster-privacy calibrate (calibration_cli.py)
+cli.add_command(signoff_command)  # governance.py; the governance commands import Dagster only when run
+cli.add_command(audit_command)
+cli.add_command(withdraw_command)
+cli.add_command(calibrate_command)  # calibrate.py
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -194,7 +194,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     except Exception as exc:
         if os.environ.get("DAGSTER_PRIVACY_DEBUG"):
             raise
-        from .errors import safe_reason
+        from ..errors import safe_reason
 
         click.echo(f"dagster-privacy: internal error: {safe_reason(exc)} "
                    "(DAGSTER_PRIVACY_DEBUG=1 shows the traceback)", err=True)

@@ -10,14 +10,14 @@ from collections.abc import Sequence
 
 import click
 
-from .calibration import DEFAULT_FRACTIONS, DEFAULT_LEAK_LEVEL, Calibration, CalibrationError, level_label
-from .calibration.analysis import fmt_figure, threshold_cells
+from ..calibration import DEFAULT_FRACTIONS, DEFAULT_LEAK_LEVEL, Calibration, CalibrationError, level_label
+from ..calibration.analysis import fmt_figure, threshold_cells
 
 _f = fmt_figure
 
 
 def _floats(values: Sequence[str] | None, what: str) -> list[float] | None:
-    from .cli_args import UsageFailure, split_list
+    from .args import UsageFailure, split_list
 
     items = split_list(values)
     if items is None:
@@ -116,15 +116,15 @@ def calibrate_command(real: str | None, demo: bool, policy: str, metric_ids: tup
     """Insert known risk (seed 004 §5.1.1 leaky model) and see which metrics respond; fit thresholds."""
     import time
 
-    from .calibration import calibrate
-    from .cli_args import UsageFailure, parse_kinds, split_list
+    from ..calibration import calibrate
+    from .args import UsageFailure, parse_kinds, split_list
 
     if demo == (real is not None):
         raise UsageFailure("give exactly one of --real INPUT and --demo")
     source: object = real
     name = real or "demo data"
     if demo:
-        from .demo import CITATION, load_demo
+        from ..demo import CITATION, load_demo
 
         source = load_demo()
         click.echo(f"demo data: {CITATION}", err=True)

@@ -1,6 +1,6 @@
 """``dagster-privacy signoff``: record a privacy officer's decision on a release;
-``dagster-privacy audit verify``: check the audit table against the anchors its writer does not control
-(``python -m dagster_privacy.signoff [AUDIT.duckdb]`` is the same check).
+``dagster-privacy withdraw``: remove a published release with a record;
+``dagster-privacy audit verify``: check the audit table against the anchors its writer does not control.
 
 The command imports Dagster only when it runs (the other commands start without it); the logic lives
 in ``dagster_privacy.pipeline.signoff`` (``record_signoff``, ``verify_signoff``) and
@@ -29,9 +29,9 @@ def signoff_command(release: str, decision: str, by: str, reason: str, asset: st
     """Record a decision on a release, in the Dagster instance at $DAGSTER_HOME and the audit table."""
     import dagster as dg
 
-    from .cli_args import UsageFailure
-    from .pipeline.audit import AuditError
-    from .pipeline.signoff import SignoffError, record_signoff
+    from ..pipeline.audit import AuditError
+    from ..pipeline.signoff import SignoffError, record_signoff
+    from .args import UsageFailure
 
     try:
         instance = dg.DagsterInstance.get()
@@ -63,11 +63,11 @@ def withdraw_command(release: str, by: str, reason: str, target: str | None, aud
     the audit table and the publication log."""
     import os
 
-    from .cli_args import UsageFailure
-    from .pipeline.audit import AuditError
-    from .pipeline.rejudge import withdraw_release
-    from .pipeline.resources import ReleaseIdError
-    from .pipeline.target import PublicationRefused, PublishTarget
+    from ..pipeline.audit import AuditError
+    from ..pipeline.rejudge import withdraw_release
+    from ..pipeline.resources import ReleaseIdError
+    from ..pipeline.target import PublicationRefused, PublishTarget
+    from .args import UsageFailure
 
     path = target or os.environ.get("DAGSTER_PRIVACY_PUBLISH_TARGET")
     if not path or not os.path.isfile(path):
@@ -99,10 +99,10 @@ def verify_command(audit_path: str | None, target: str | None, asset: str) -> No
 
     import dagster as dg
 
-    from .cli_args import UsageFailure
-    from .pipeline.audit import AuditError, AuditLog, verify_anchors, verify_publications
-    from .pipeline.signoff import audit_anchors
-    from .pipeline.target import PublishTarget
+    from ..pipeline.audit import AuditError, AuditLog, verify_anchors, verify_publications
+    from ..pipeline.signoff import audit_anchors
+    from ..pipeline.target import PublishTarget
+    from .args import UsageFailure
 
     log = AuditLog(audit_path)
     if not log.path.is_file():  # a mistyped path must not read as a clean audit
@@ -127,9 +127,3 @@ def verify_command(audit_path: str | None, target: str | None, asset: str) -> No
         click.echo(f"  #{r.seq} {r.recorded_at} release {r.release_id}: {r.decision.upper()} by {r.approver} — "
                    f"{r.reason} (report sha256 {(r.report_sha256 or '')[:16]}…, materialization "
                    f"{r.materialization_storage_id}, verdict {r.verdict})")
-
-
-if __name__ == "__main__":  # pragma: no cover
-    import sys
-
-    audit_command(["verify", *(["--audit", sys.argv[1]] if len(sys.argv) > 1 else [])])

@@ -1,0 +1,5 @@
+"""``python -m dagster_privacy.cli``: the same as the ``dagster-privacy`` command."""
+
+from . import main
+
+main()
