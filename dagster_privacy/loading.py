@@ -12,7 +12,7 @@ from typing import Any
 import polars as pl
 
 from .errors import TableError, safe_reason
-from .sql import read_select
+from .sql import quote_ident, read_select
 from .tables import _is_text
 
 TableLike = Any  # polars / pandas DataFrame, pyarrow Table, path, "FILE.duckdb:TABLE", or SQL text
@@ -63,15 +63,18 @@ def _quote(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
-def _ident(name: str) -> str:
-    return ".".join('"' + part.replace('"', '""') + '"' for part in name.split("."))
+def source_query(source: str) -> str:
+    """The SQL that reads ``source`` in a DuckDB file: a query as it is, a table name as ``select *``."""
+    source = source.strip()
+    if not source:
+        raise TableError("empty table source: give a table name or a query")
+    return source if is_sql(source) else f"select * from {quote_ident(source)}"
 
 
 def _read_duckdb(path: str, what: str, role: str) -> pl.DataFrame:
     if not Path(path).is_file():
         raise TableError(f"{role} table: DuckDB file not found: {path}")
-    query = what if is_sql(what) else f"select * from {_ident(what)}"
-    return read_select(query, database=path)
+    return read_select(source_query(what), database=path)
 
 
 def _read_csv(path: Path, role: str) -> pl.DataFrame:

@@ -32,6 +32,11 @@ def _abs(paths: Sequence[str | os.PathLike[str]]) -> list[str]:
     return [os.path.abspath(os.fspath(p)) for p in paths]
 
 
+def quote_ident(name: str) -> str:
+    """A (possibly schema-qualified) table or column name quoted for DuckDB."""
+    return ".".join('"' + part.replace('"', '""') + '"' for part in name.split("."))
+
+
 def locked_connection(database: str | None = None, *, allowed_paths: Sequence[str | os.PathLike[str]] = (),
                       allowed_directories: Sequence[str | os.PathLike[str]] = ()) -> duckdb.DuckDBPyConnection:
     """A connection that can read ``database`` (read-only) and the allowed files, and nothing else."""
@@ -86,4 +91,4 @@ def read_select(sql: str, *, database: str | None = None, allowed_paths: Sequenc
         con.close()
 
 
-__all__ = ["SqlRefused", "locked_connection", "one_select", "read_select"]
+__all__ = ["SqlRefused", "locked_connection", "one_select", "quote_ident", "read_select"]

@@ -175,17 +175,23 @@ def _as_text(s: pl.Series, *, role: str) -> pl.Series:
     return s.cast(pl.String)
 
 
+def _seconds(s: pl.Series) -> pl.Series:
+    """A temporal column as seconds: epoch seconds (dates as days × 86,400), times of day since
+    midnight, durations as they are."""
+    if s.dtype == pl.Date:
+        return (s.cast(pl.Int64) * 86400).cast(pl.Float64)
+    if s.dtype == pl.Time:  # nanoseconds since midnight
+        return s.cast(pl.Int64).cast(pl.Float64) / 1e9
+    if s.dtype == pl.Duration:
+        return s.dt.total_microseconds().cast(pl.Float64) / 1e6
+    return s.dt.epoch("ms").cast(pl.Float64) / 1000.0
+
+
 def _as_number(s: pl.Series, *, role: str) -> pl.Series:
     if s.dtype == pl.Null or s.null_count() == s.len():  # all missing, whatever the dtype
         return pl.Series(s.name, [None] * s.len(), dtype=pl.Float64)
     if s.dtype.is_temporal():
-        if s.dtype == pl.Date:
-            return (s.cast(pl.Int64) * 86400).cast(pl.Float64)
-        if s.dtype == pl.Time:  # nanoseconds since midnight
-            return s.cast(pl.Int64).cast(pl.Float64) / 1e9
-        if s.dtype == pl.Duration:
-            return s.dt.total_microseconds().cast(pl.Float64) / 1e6
-        return s.dt.epoch("ms").cast(pl.Float64) / 1000.0
+        return _seconds(s)
     if s.dtype == pl.Boolean or s.dtype.is_numeric():
         return _finite(s, role=role) + 0.0  # + 0.0 turns -0.0 into 0.0 for hashing
     raise TableError(f"column {s.name!r} is numerical in the real table but text in the {role} table")
@@ -246,10 +252,10 @@ def _values_in(real: pl.Series, synthetic: pl.Series) -> int | None:
 def _value_keys(s: pl.Series) -> pl.Series | None:
     """One comparable text key per value, the same for the same value however it is rendered: a number
     (also one written as text, '0007000000' or '7000000.0') as its float32-precision number, a time as
-    its epoch microseconds (also one written as text), other text stripped; None: not comparable."""
+    its seconds (also one written as text), other text stripped; None: not comparable."""
     try:
         if s.dtype.is_temporal():
-            return "t:" + _epoch_us(s).cast(pl.String)
+            return "t:" + _seconds(s).cast(pl.String)
         if s.dtype.is_numeric() or s.dtype == pl.Boolean:
             return "n:" + _finite(s, role="").cast(pl.String)
         text = s.cast(pl.String).str.strip_chars()
@@ -258,23 +264,13 @@ def _value_keys(s: pl.Series) -> pl.Series | None:
     num = _finite(text.cast(pl.Float64, strict=False).fill_nan(None).replace([float("inf"), float("-inf")], None),
                   role="")
     try:
-        when = _epoch_us(text.str.to_datetime(strict=False, time_zone="UTC"))
+        when = _seconds(text.str.to_datetime(strict=False, time_zone="UTC"))
     except Exception:  # no datetime format fits the text
-        when = pl.Series([None] * text.len(), dtype=pl.Int64)
+        when = pl.Series([None] * text.len(), dtype=pl.Float64)
     return (pl.DataFrame({"n": num, "t": when, "s": text})
             .select(pl.when(pl.col("n").is_not_null()).then("n:" + pl.col("n").cast(pl.String))
                     .when(pl.col("t").is_not_null()).then("t:" + pl.col("t").cast(pl.String))
                     .otherwise("s:" + pl.col("s"))).to_series())
-
-
-def _epoch_us(s: pl.Series) -> pl.Series:
-    if s.dtype == pl.Date:
-        return s.cast(pl.Int64) * 86_400_000_000
-    if s.dtype in (pl.Time, pl.Duration):
-        return s.cast(pl.Int64)
-    if isinstance(s.dtype, pl.Datetime) and s.dtype.time_zone is None:
-        s = s.dt.replace_time_zone("UTC")
-    return s.dt.epoch("us")
 
 
 def validate(tables: Mapping[str, pl.DataFrame], schema: Schema, *, ignore: Sequence[str] = ()) -> None:

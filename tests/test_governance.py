@@ -278,18 +278,13 @@ def test_component_with_a_signoff_policy_gets_the_signoff_check_and_the_report(
         tmp_path: Path, release: Release, monkeypatch: pytest.MonkeyPatch) -> None:
     """Issue 21 case 5: the component built its own assets and checks, without the sign-off check its
     publication required and without the evidence report."""
-    from test_pipeline import evaluations
+    from test_pipeline import component_defs, evaluations
 
-    from dagster_privacy.pipeline.component import PrivacyChecksComponent
     from dagster_privacy.pipeline.evidence import REPORT_PATH
 
     monkeypatch.setenv("DAGSTER_PRIVACY_REPORTS", str(tmp_path / "reports"))
     write_db(tmp_path / "release.duckdb", real=release.real, holdout=release.holdout, synthetic=release.clean)
-    policy = tmp_path / "policy.yaml"
-    policy.write_text("require_signoff: true\nmetrics:\n  crp: {threshold: 0.05, severity: ERROR}\n")
-    yaml = (f"database: {tmp_path / 'release.duckdb'}\npolicy: {policy}\nschema_gate: false\n"
-            f"publish_target: {tmp_path / 'published.duckdb'}\n")
-    defs = dg.component_defs(component=PrivacyChecksComponent.resolve_from_yaml(yaml))
+    defs = component_defs(tmp_path, "require_signoff: true\nmetrics:\n  crp: {threshold: 0.05, severity: ERROR}\n")
     check_names = {k.name for c in defs.asset_checks for k in c.check_keys}
     assert check_names == {"crp", "privacy_signoff", "published_release_still_passes"}
     res = run(defs, dg.DagsterInstance.ephemeral())

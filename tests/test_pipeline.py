@@ -396,13 +396,18 @@ def test_automation_condition_requests_publication_only_after_passing_checks(tmp
 # -------------------------------------------------------------------------------- component, GX gate
 
 
-def test_component_loads_from_yaml_and_blocks(tmp_path: Path, release: Release) -> None:
-    write_db(tmp_path / "release.duckdb", real=release.real, holdout=release.holdout, synthetic=release.leaky)
+def component_defs(tmp_path: Path, policy_text: str) -> dg.Definitions:
+    """PrivacyChecksComponent from YAML over tmp_path/release.duckdb, publishing to published.duckdb."""
     policy = tmp_path / "policy.yaml"
-    policy.write_text("seed: 0\nmetrics:\n  crp: {threshold: 0.05, severity: ERROR}\n")
+    policy.write_text(policy_text)
     yaml = (f"database: {tmp_path / 'release.duckdb'}\npolicy: {policy}\nschema_gate: false\n"
             f"publish_target: {tmp_path / 'published.duckdb'}\n")
-    defs = dg.component_defs(component=PrivacyChecksComponent.resolve_from_yaml(yaml))
+    return dg.component_defs(component=PrivacyChecksComponent.resolve_from_yaml(yaml))
+
+
+def test_component_loads_from_yaml_and_blocks(tmp_path: Path, release: Release) -> None:
+    write_db(tmp_path / "release.duckdb", real=release.real, holdout=release.holdout, synthetic=release.leaky)
+    defs = component_defs(tmp_path, "seed: 0\nmetrics:\n  crp: {threshold: 0.05, severity: ERROR}\n")
     keys = {a.key.to_user_string() for a in defs.assets}
     assert keys == {"real_table", "holdout_table", "synthetic_table", "published_release"}
     res = run(defs, dg.DagsterInstance.ephemeral())

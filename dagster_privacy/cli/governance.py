@@ -99,29 +99,25 @@ def verify_command(audit_path: str | None, target: str | None, asset: str) -> No
 
     import dagster as dg
 
-    from ..pipeline.audit import AuditError, AuditLog, verify_anchors, verify_publications
-    from ..pipeline.signoff import audit_anchors
-    from ..pipeline.target import PublishTarget
+    from ..pipeline.audit import AuditError, AuditLog
+    from ..pipeline.signoff import audit_problems
     from .args import UsageFailure
 
     log = AuditLog(audit_path)
     if not log.path.is_file():  # a mistyped path must not read as a clean audit
         raise UsageFailure(f"no audit table at {log.path} (--audit, or DAGSTER_PRIVACY_AUDIT)")
+    instance = dg.DagsterInstance.get() if os.environ.get("DAGSTER_HOME") else None
     try:
-        rows = log.verify_chain()
-        instance = dg.DagsterInstance.get() if os.environ.get("DAGSTER_HOME") else None
-        anchors = audit_anchors(instance, log, asset=dg.AssetKey.from_user_string(asset), target=target)
+        rows, anchors, problems = audit_problems(log, instance, asset=dg.AssetKey.from_user_string(asset),
+                                                 target=target)
     except AuditError as exc:
         click.echo(f"audit: {exc}", err=True)
         sys.exit(1)
-    problems = verify_anchors(rows, anchors)
-    if target:
-        problems += verify_publications(rows, PublishTarget(path=target).log(), f"the publication log of {target}")
     for p in problems:
         click.echo(f"audit: {p}", err=True)
     if problems:
         sys.exit(1)
-    click.echo(f"audit table {log.path}: {len(rows)} decision(s), hash chain intact, {len(anchors)} recorded "
+    click.echo(f"audit table {log.path}: {len(rows)} decision(s), hash chain intact, {anchors} recorded "
                "head(s) match" + ("" if instance else " (no DAGSTER_HOME: Dagster sign-off events not checked)"))
     for r in rows:
         click.echo(f"  #{r.seq} {r.recorded_at} release {r.release_id}: {r.decision.upper()} by {r.approver} — "

@@ -247,11 +247,11 @@ class AuditLog:
 
     def verify_chain(self) -> list[AuditRow]:
         """The rows, after checking the hash chain; raises AuditError when a row was changed or removed."""
-        rows = self.rows()
+        rows, key = self.rows(), _key()
         if rows:
             with _connect(self.path, read_only=True) as con:
-                self._check_mode(con, _key(), create=False)
-        prev, key = GENESIS, _key()
+                self._check_mode(con, key, create=False)
+        prev = GENESIS
         for i, r in enumerate(rows, start=1):
             d = asdict(r)
             if r.seq != i or r.prev_hash != prev or _hash(d, key) != r.row_hash:

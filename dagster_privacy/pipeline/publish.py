@@ -93,17 +93,14 @@ def verify_release(instance: dg.DagsterInstance, *, asset: dg.AssetKey, required
     return Verified(release_id=str(release), sha256=sha256, checks=rows)
 
 
-def _audit_head(instance: dg.DagsterInstance, asset: dg.AssetKey) -> Any:
-    """The sign-off audit table's head, when there is a table, after checking its chain and the heads
-    Dagster recorded (SignoffError: it was altered, cut or swapped)."""
-    from .audit import Anchor, AuditLog
+def _audit_rows(instance: dg.DagsterInstance, asset: dg.AssetKey) -> list[Any] | None:
+    """The sign-off audit table's rows, when there is a table, after checking its chain and the heads
+    Dagster recorded (SignoffError: it was altered, cut or swapped); read once per publication."""
+    from .audit import AuditLog
     from .signoff import anchored_rows
 
     log = AuditLog(instance=instance)
-    if not log.path.is_file():
-        return None
-    rows = anchored_rows(log, instance, asset)
-    return Anchor(rows[-1].seq, rows[-1].row_hash, str(log.path)) if rows else None
+    return anchored_rows(log, instance, asset) if log.path.is_file() else None
 
 
 def _stale_inputs(check: str, tables: Any, inputs: Mapping[str, str]) -> list[str]:
@@ -143,6 +140,7 @@ def build_published_release(
     required = [k if isinstance(k, dg.AssetCheckKey) else dg.AssetCheckKey(syn_key, k) for k in required_checks]
     if not required:
         raise dg.DagsterInvalidDefinitionError("published_release needs at least one required check")
+    signoff = any(k.name == "privacy_signoff" for k in required)
     condition = automation_condition or (dg.AutomationCondition.eager()
                                          & dg.AutomationCondition.all_deps_blocking_checks_passed())
 
@@ -165,16 +163,17 @@ def build_published_release(
             sha = fingerprint(df)
             inputs = {role: fingerprint(db.read(src, role=role))
                       for role, src in (("real", real), ("holdout", holdout)) if src}
-            anchor = _audit_head(context.instance, syn_key)
+            audit_rows = _audit_rows(context.instance, syn_key)
+            anchor = audit_rows[-1] if audit_rows else None  # the head the log records
             problems = []
-            gone = target.withdrawn(sha) if target.kind() == "duckdb" else None
-            if gone and not any(k.name == "privacy_signoff" for k in required):
+            gone = target.withdrawn(sha)
+            if gone and not signoff:
                 problems.append(f"this content was withdrawn as release {gone['release_id']} ({gone['published_at']}, "
                                 f"by {gone['by']}): publish it again only under a policy with a sign-off")
-            if any(k.name == "privacy_signoff" for k in required):  # approval of this very report (signoff.py)
+            if signoff:  # approval of this very report (signoff.py)
                 from .signoff import signoff_problem
 
-                problems += [p for p in [signoff_problem(context.instance, syn_key)] if p]
+                problems += [p for p in [signoff_problem(context.instance, syn_key, rows=audit_rows)] if p]
             try:
                 verified = verify_release(context.instance, asset=syn_key, required=required, sha256=sha,
                                           inputs=inputs)

@@ -17,7 +17,7 @@ import dagster as dg
 from pydantic import Field
 
 from ..errors import OwnMessage, TableError, safe_reason
-from ..loading import describe_source, is_sql, sql_directories
+from ..loading import describe_source, source_query, sql_directories
 from ..sql import locked_connection, read_select
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -28,24 +28,6 @@ if TYPE_CHECKING:  # pragma: no cover
 RELEASE_ID_ENV = "DAGSTER_PRIVACY_RELEASE_ID"
 #: run tag a sensor or a user may set instead of run config
 RELEASE_ID_TAG = "dagster_privacy/release_id"
-
-def is_query(source: str) -> bool:
-    """True when ``source`` is SQL text rather than a table name (one rule: tables.is_sql)."""
-    return is_sql(source.strip())
-
-
-def quote_ident(name: str) -> str:
-    """A (possibly schema-qualified) table name quoted for DuckDB."""
-    return ".".join('"' + part.replace('"', '""') + '"' for part in name.split("."))
-
-
-def source_query(source: str) -> str:
-    """The SQL that reads ``source``: a query as it is, a table name as ``select *``."""
-    source = source.strip()
-    if not source:
-        raise TableError("empty table source: give a table name or a query")
-    return source if is_query(source) else f"select * from {quote_ident(source)}"
-
 
 class ReadOnlyDuckDB(dg.ConfigurableResource):
     """DuckDB, read-only and locked: every read is one SELECT on a connection opened ``read_only=True``
@@ -64,13 +46,17 @@ class ReadOnlyDuckDB(dg.ConfigurableResource):
     @contextmanager
     def get_connection(self) -> Iterator[duckdb.DuckDBPyConnection]:
         """A locked, read-only connection (for callers that need one; ``read`` is the usual way)."""
-        if self.database and not os.path.isfile(self.database):
-            raise TableError(f"DuckDB file not found: {self.database}")
-        con = locked_connection(self.database or None, allowed_directories=self._directories())
+        con = locked_connection(self._database(), allowed_directories=self._directories())
         try:
             yield con
         finally:
             con.close()
+
+    def _database(self) -> str | None:
+        """The DuckDB file (None: in-memory); a configured file that does not exist is bad input."""
+        if self.database and not os.path.isfile(self.database):
+            raise TableError(f"DuckDB file not found: {self.database}")
+        return self.database or None
 
     def _directories(self) -> list[str]:
         return [] if self.database else (list(self.allowed_directories) or sql_directories())
@@ -80,9 +66,7 @@ class ReadOnlyDuckDB(dg.ConfigurableResource):
         naming the exception class only (a DuckDB message may quote a record's value)."""
         failure = None
         try:
-            if self.database and not os.path.isfile(self.database):
-                raise TableError(f"DuckDB file not found: {self.database}")
-            return read_select(source_query(source), database=self.database or None,
+            return read_select(source_query(source), database=self._database(),
                                allowed_directories=self._directories())
         except TableError:
             raise
@@ -139,5 +123,5 @@ def release_id(configured: str | None, *, tags: dict[str, str] | None = None, fi
     return f"sha256:{fingerprint[:16]}"
 
 
-__all__ = ["PrivacyRelease", "ReleaseIdError", "valid_release_id", "ReadOnlyDuckDB", "RELEASE_ID_ENV", "RELEASE_ID_TAG", "is_query",
-           "quote_ident", "release_id", "source_query"]
+__all__ = ["PrivacyRelease", "RELEASE_ID_ENV", "RELEASE_ID_TAG", "ReadOnlyDuckDB", "ReleaseIdError", "file_name",
+           "release_id", "valid_release_id"]

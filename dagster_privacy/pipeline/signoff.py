@@ -29,10 +29,10 @@ from dagster._core.definitions.asset_checks.asset_check_evaluation import (
 
 from ..metrics import registry
 from . import metadata as md
-from .audit import AuditError, AuditLog, os_user
+from .audit import Anchor, AuditError, AuditLog, AuditRow, os_user, verify_anchors, verify_publications
 from .evidence import REPORT_PATH, REPORT_SHA256
 from .resources import ReleaseIdError, valid_release_id
-from .target import PublicationRefused
+from .target import PublicationRefused, PublishTarget
 
 SIGNOFF_CHECK = "privacy_signoff"
 DECISIONS = ("approve", "reject")
@@ -235,9 +235,11 @@ def record_signoff(
 
 
 def verify_signoff(instance: dg.DagsterInstance, asset: dg.AssetsDefinition | dg.AssetKey | str = DEFAULT_ASSET,
-                   *, audit: AuditLog | str | Path | None = None) -> dict[str, Any]:
+                   *, audit: AuditLog | str | Path | None = None,
+                   rows: list[AuditRow] | None = None) -> dict[str, Any]:
     """Raise ``SignoffError`` unless an approving, audited sign-off of the current evaluation's report
-    exists for the latest materialization; returns the approval's figures for the publication metadata."""
+    exists for the latest materialization; returns the approval's figures for the publication metadata.
+    ``rows``: the audit table's rows, already checked by ``anchored_rows`` (else read and checked here)."""
     key = _key(asset)
     rec = instance.get_latest_asset_check_evaluation_record(dg.AssetCheckKey(key, SIGNOFF_CHECK))
     ev = evaluation_of(rec)
@@ -260,7 +262,7 @@ def verify_signoff(instance: dg.DagsterInstance, asset: dg.AssetsDefinition | dg
     if md.recorded(ev.metadata, md.RELEASE_ID) != cur.release_id:
         raise SignoffError("the approval is of another release than the current evaluation's")
     log = audit if isinstance(audit, AuditLog) else AuditLog(audit, instance=instance)
-    rows = anchored_rows(log, instance, key)
+    rows = anchored_rows(log, instance, key) if rows is None else rows
     row = next((r for r in rows if r.row_hash == str(md.recorded(ev.metadata, "audit_row_hash"))), None)
     if row is None or row.decision != "approve" or row.report_sha256 != approved or row.release_id != cur.release_id:
         raise SignoffError(f"the approval is not in the audit table {log.path}")
@@ -277,13 +279,10 @@ def anchored_rows(log: AuditLog, instance: dg.DagsterInstance | None,
     """The audit table's rows after checking its chain *and* every head recorded in the Dagster
     sign-off events: a table swapped for an older copy, or cut after a rejection, is refused before
     any decision in it is trusted."""
-    from .audit import verify_anchors
-
     try:
-        rows = log.verify_chain()
+        rows, _, problems = audit_problems(log, instance, asset=asset)
     except AuditError as exc:
         raise SignoffError(str(exc)) from None
-    problems = verify_anchors(rows, audit_anchors(instance, log, asset=asset))
     if problems:
         raise SignoffError(f"the audit table {log.path} does not match the heads Dagster recorded: {problems[0]}")
     return rows
@@ -302,9 +301,6 @@ def audit_anchors(instance: dg.DagsterInstance | None, log: AuditLog, *,
     """The audit heads recorded outside the audit table: every ``privacy_signoff`` evaluation of
     ``asset`` in the Dagster instance (one audit table per deployment: a moved or copied file is still
     held to them), and every publication-log row of a DuckDB ``target`` that recorded one."""
-    from .audit import Anchor
-    from .target import PublishTarget
-
     out: list[Anchor] = []
     if instance is not None:
         key = dg.AssetCheckKey(_key(asset), SIGNOFF_CHECK)
@@ -322,12 +318,26 @@ def audit_anchors(instance: dg.DagsterInstance | None, log: AuditLog, *,
     return out
 
 
+def audit_problems(log: AuditLog, instance: dg.DagsterInstance | None, *,
+                   asset: dg.AssetsDefinition | dg.AssetKey | str = DEFAULT_ASSET,
+                   target: str | Path | None = None) -> tuple[list[AuditRow], int, list[str]]:
+    """(the rows, how many recorded heads were compared, what is wrong): the hash chain (AuditError
+    when broken), every recorded head, and with a ``target`` its publications and withdrawals."""
+    rows = log.verify_chain()
+    anchors = audit_anchors(instance, log, asset=asset, target=target)
+    problems = verify_anchors(rows, anchors)
+    if target is not None:
+        problems += verify_publications(rows, PublishTarget(path=str(target)).log(),
+                                        f"the publication log of {target}")
+    return rows, len(anchors), problems
+
+
 def signoff_problem(instance: dg.DagsterInstance, asset: dg.AssetsDefinition | dg.AssetKey | str = DEFAULT_ASSET,
-                    ) -> str | None:
+                    *, rows: list[AuditRow] | None = None) -> str | None:
     """Why publication must wait for the sign-off, or None when an audited approval of the current
     report exists (``verify_signoff`` without raising)."""
     try:
-        verify_signoff(instance, asset)
+        verify_signoff(instance, asset, rows=rows)
     except SignoffError as exc:
         return str(exc)
     return None

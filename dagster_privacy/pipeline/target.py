@@ -28,7 +28,8 @@ import polars as pl
 from pydantic import Field
 
 from ..errors import OwnMessage
-from .resources import file_name, quote_ident
+from ..sql import quote_ident
+from .resources import file_name
 
 LOG = "publications"
 #: the publication log: one row per publication or withdrawal, never updated
@@ -98,35 +99,40 @@ class PublishTarget(dg.ConfigurableResource):
             return p, ".*.directory.tmp*"
         return p.parent, f".{p.name}.*.{self.kind()}.tmp*"
 
-    def _tmp(self, target: Path) -> Path:
-        return target.with_name(f".{target.name}.{uuid.uuid4().hex}.{self.kind()}.tmp")
+    def _replace(self, target: Path, write: Callable[[Path], None]) -> None:
+        """With the lock held: remove what a killed publisher of this target left, write the next state
+        to a temporary file beside ``target`` and put it in place with one ``os.replace``."""
+        folder, stale = self._lock()
+        remove_stale(folder, stale)
+        tmp = target.with_name(f".{target.name}.{uuid.uuid4().hex}.{self.kind()}.tmp")
+        try:
+            write(tmp)
+            os.replace(tmp, target)
+        finally:
+            tmp.unlink(missing_ok=True)
 
     def publish(self, df: pl.DataFrame, *, release_id: str, sha256: str, **record: Any) -> str:
         """Write ``df`` atomically under the target's lock; returns the path written. ``record`` adds
         log fields (``real_sha256``, ``holdout_sha256``, ``audit_seq``, ``audit_head``, ``by``)."""
         kind = self.kind()
         target = self._real()
-        folder, stale = self._lock()
-        with locked(folder):
+
+        def write(tmp: Path) -> None:
+            info = _entry("publish", release_id, sha256, df.height, **record)  # timed under the lock
+            if kind == "duckdb":
+                _write_duckdb(tmp, target, info, df=df, table=self.table)
+            else:
+                import pyarrow.parquet as pq
+
+                table = df.to_arrow()
+                meta = {**(table.schema.metadata or {}), b"dagster_privacy": json.dumps(info).encode()}
+                pq.write_table(table.replace_schema_metadata(meta), tmp)
+
+        with locked(self._lock()[0]):
             if kind == "directory":
                 target.mkdir(parents=True, exist_ok=True)
                 target = target / f"{file_name(release_id)}.parquet"
-            remove_stale(folder, stale)
-            tmp = self._tmp(target)
-            info = {**record, "release_id": release_id, "sha256": sha256, "rows": df.height, "action": "publish",
-                    "published_at": datetime.now(UTC).isoformat(timespec="seconds")}
-            try:
-                if kind == "duckdb":
-                    _write_duckdb(tmp, target, info, df=df, table=self.table)
-                else:
-                    import pyarrow.parquet as pq
-
-                    table = df.to_arrow()
-                    meta = {**(table.schema.metadata or {}), b"dagster_privacy": json.dumps(info).encode()}
-                    pq.write_table(table.replace_schema_metadata(meta), tmp)
-                os.replace(tmp, target)
-            finally:
-                tmp.unlink(missing_ok=True)
+            self._replace(target, write)
         return str(target)
 
     def held(self) -> tuple[pl.DataFrame, dict[str, Any]] | None:
@@ -166,23 +172,14 @@ class PublishTarget(dg.ConfigurableResource):
         called under the lock, after the check and before the replace, with the held log row; what it
         returns joins the log row (the audit anchor)."""
         target = self._real()
-        folder, stale = self._lock()
-        with locked(folder):
+        with locked(self._lock()[0]):
             held = self.held()
             if held is None or held[1]["release_id"] != release_id:
                 now = held[1]["release_id"] if held else "no release"
                 raise PublicationRefused(f"the target holds {now}, not release {release_id}: nothing withdrawn")
             extra = record(held[1]) if record else {}
-            remove_stale(folder, stale)
-            tmp = self._tmp(target)
-            info = {**extra, "release_id": release_id, "sha256": held[1]["sha256"], "rows": 0, "by": by,
-                    "reason": reason, "action": "withdraw",
-                    "published_at": datetime.now(UTC).isoformat(timespec="seconds")}
-            try:
-                _write_duckdb(tmp, target, info, df=None, table=self.table)
-                os.replace(tmp, target)
-            finally:
-                tmp.unlink(missing_ok=True)
+            info = _entry("withdraw", release_id, held[1]["sha256"], 0, by=by, reason=reason, **extra)
+            self._replace(target, lambda tmp: _write_duckdb(tmp, target, info, df=None, table=self.table))
         return info
 
     def log(self) -> list[dict[str, Any]]:
@@ -203,6 +200,12 @@ class PublishTarget(dg.ConfigurableResource):
         finally:
             con.close()
         return [{**dict.fromkeys(c for c, _ in LOG_COLUMNS), **dict(zip(cols, r, strict=True))} for r in rows]
+
+
+def _entry(action: str, release_id: str, sha256: str, rows: int, **fields: Any) -> dict[str, Any]:
+    """One publication-log row (the parquet kinds keep it in the file's metadata)."""
+    return {**fields, "release_id": release_id, "sha256": sha256, "rows": rows, "action": action,
+            "published_at": datetime.now(UTC).isoformat(timespec="seconds")}
 
 
 def _write_duckdb(tmp: Path, target: Path, info: dict[str, Any], *, df: pl.DataFrame | None, table: str) -> None:
