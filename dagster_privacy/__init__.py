@@ -4,16 +4,22 @@ The engine (tables → spaces → context → metrics → results) knows nothing
 (``dagster_privacy.pipeline``) knows nothing of how a metric is computed.
 """
 
+from .errors import NotApplicable as NotApplicable
 from .errors import TableError as TableError
 from .evaluate import evaluate as evaluate
 from .metrics import registry as registry
+from .policy import EvaluationPlan as EvaluationPlan
 from .policy import Policy as Policy
 from .policy import PolicyError as PolicyError
 from .policy import load_policy as load_policy
+from .policy import resolve as resolve
+from .registry import Expect as Expect
 from .registry import metric as metric
 from .remediate import remediate as remediate
 from .results import Evaluation as Evaluation
+from .results import Measurement as Measurement
 from .results import MetricResult as MetricResult
+from .results import Risk as Risk
 from .results import Severity as Severity
 from .results import Status as Status
 
@@ -30,6 +36,7 @@ _PIPELINE = {
     "ReleaseSettings": "release",
     "ReadOnlyDuckDB": "resources",
     "PrivacyChecksComponent": "component",
+    "PrivacyCheckTranslator": "translator",
 }
 
 
@@ -42,6 +49,12 @@ def __getattr__(name: str):  # PEP 562
 
 __all__ = [
     "Evaluation",
+    "EvaluationPlan",
+    "Expect",
+    "Measurement",
+    "NotApplicable",
+    "PrivacyCheckTranslator",
+    "Risk",
     "PrivacyChecksComponent",
     "ReadOnlyDuckDB",
     "ReleaseSettings",
@@ -62,4 +75,5 @@ __all__ = [
     "metric",
     "registry",
     "remediate",
+    "resolve",
 ]

@@ -43,6 +43,17 @@ class MetricError(OwnMessage, ValueError):
     """A metric cannot be computed on these tables; the message says why (no record value)."""
 
 
+class NotApplicable(OwnMessage):
+    """Raised by a metric that cannot run on these tables (too few rows, no key column…): the result is
+    ``not_applicable`` with this reason, and the policy decides whether that blocks (``optional``)."""
+
+    def __init__(self, reason: str, *, sizes: dict[str, int] | None = None,
+                 details: dict[str, object] | None = None) -> None:
+        super().__init__(reason)
+        self.sizes = dict(sizes or {})
+        self.details = dict(details or {})
+
+
 def first_line(text: str) -> str:
     text = str(text).strip()
     return text.splitlines()[0] if text else "no message"
@@ -60,4 +71,4 @@ def safe_reason(exc: BaseException) -> str:
     return f"{name} ({hint})"
 
 
-__all__ = ["CalibrationError", "MetricError", "OwnMessage", "TableError", "first_line", "safe_reason"]
+__all__ = ["CalibrationError", "MetricError", "NotApplicable", "OwnMessage", "TableError", "first_line", "safe_reason"]

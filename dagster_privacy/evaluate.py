@@ -19,7 +19,7 @@ from .distances import distance_summary
 from .errors import safe_reason
 from .loading import load
 from .metrics import registry
-from .results import Evaluation, MetricResult, Status
+from .results import Evaluation, MetricResult, PolicyRef, Status, TableInfo, ThreatModelRef, Timings
 
 VERSIONED = ("dagster_privacy", "numpy", "polars", "duckdb", "scikit-learn", "scipy", "lightgbm")
 
@@ -70,7 +70,7 @@ def prepare(
     column_kinds: Mapping[str, str] | None = None,
     source_index_column: str | None = None,
     seed: int = 0,
-) -> tuple[EvaluationContext, dict[str, dict[str, Any]]]:
+) -> tuple[EvaluationContext, dict[str, TableInfo]]:
     """Load and validate the tables and build the evaluation context (raises TableError)."""
     raw = {"real": load(real, role="real"), "synthetic": load(synthetic, role="synthetic")}
     if holdout is not None:
@@ -126,17 +126,12 @@ def evaluate(
     policy ``PolicyError``; a metric that raises becomes an ``error`` result.
     """
     t0 = time.perf_counter()
-    p = pol.load_policy(policy)
-    tm = p.threat_model
-    seed = p.seed if seed is None else int(seed)
-    ids = p.select(metrics)
-    kinds = {**tm.column_kinds, **(column_kinds or {})}
+    plan = pol.resolve(policy, metrics, key_columns=key_columns, sensitive_columns=sensitive_columns,
+                       column_kinds=column_kinds, source_index_column=source_index_column, seed=seed)
     ctx, fingerprints = prepare(
-        real, synthetic, holdout,
-        key_columns=key_columns if key_columns is not None else tm.key_columns,
-        sensitive_columns=sensitive_columns if sensitive_columns is not None else tm.sensitive_columns,
-        column_kinds=kinds, source_index_column=source_index_column or tm.source_index_column, seed=seed)
-    return run_metrics(ctx, ids, p, fingerprints=fingerprints, progress=progress, started=t0)
+        real, synthetic, holdout, key_columns=plan.key_columns, sensitive_columns=plan.sensitive_columns,
+        column_kinds=plan.column_kinds, source_index_column=plan.source_index_column, seed=plan.seed)
+    return run_metrics(ctx, plan, fingerprints=fingerprints, progress=progress, started=t0)
 
 
 def _distances(ctx: EvaluationContext) -> dict[str, Any]:
@@ -162,20 +157,21 @@ def left_out_findings(schema: tb.Schema) -> list[str]:
     return out
 
 
-def run_metrics(ctx: EvaluationContext, ids: Sequence[str], p: pol.Policy, *,
-                fingerprints: dict[str, dict[str, Any]] | None = None, progress: bool = False,
+def run_metrics(ctx: EvaluationContext, plan: pol.EvaluationPlan, *,
+                fingerprints: dict[str, TableInfo] | None = None, progress: bool = False,
                 started: float | None = None) -> Evaluation:
-    """Run the given metrics on a prepared context and apply the policy."""
+    """Run the plan's metrics on a prepared context and judge each by its policy entry."""
     t0 = time.perf_counter() if started is None else started
     specs = registry()
     results: list[MetricResult] = []
-    ctx.plan([q for mid in ids for q in specs[mid].queries])
-    bar = _progress(progress, len(ids))
+    ctx.plan([q for mid in plan.ids for q in specs[mid].queries])
+    bar = _progress(progress, len(plan.ids))
     try:
-        for mid in ids:
+        for mid in plan.ids:
             if bar is not None:
                 bar.update(bar.task_ids[0], description=f"privacy metrics: {mid}")
-            results.append(pol.apply(p, reg.run(specs[mid], ctx, p.entry(mid).params)))
+            entry = plan.entry(mid)
+            results.append(pol.judge(entry, reg.run(specs[mid], ctx, entry.params)))
             if bar is not None:
                 bar.advance(bar.task_ids[0])
     finally:
@@ -184,18 +180,18 @@ def run_metrics(ctx: EvaluationContext, ids: Sequence[str], p: pol.Policy, *,
     findings = left_out_findings(ctx.schema)
     return Evaluation(
         results=results,
-        verdict=Status.FAIL if findings else pol.verdict(p, results),
+        verdict=Status.FAIL if findings else pol.verdict(results),
         findings=findings,
         seed=ctx.seed,
-        policy={"name": p.name, "preset": p.preset, "sha256": p.sha256},
-        threat_model={"key_columns": ctx.key_columns, "sensitive_columns": ctx.sensitive_columns,
-                      "source_index_column": ctx.source_index_column},
+        policy=PolicyRef(name=plan.policy.name, preset=plan.policy.preset, sha256=plan.policy.sha256),
+        threat_model=ThreatModelRef(key_columns=ctx.key_columns, sensitive_columns=ctx.sensitive_columns,
+                                    source_index_column=ctx.source_index_column),
         tables=fingerprints or {},
         schema=ctx.schema.to_json(),
         versions=versions(),
         distances=_distances(ctx),
-        timings={"total": time.perf_counter() - t0, "encode": ctx.encode_seconds,
-                 "metrics": {r.id: r.seconds for r in results}, "queries": dict(ctx.query_seconds)},
+        timings=Timings(total=time.perf_counter() - t0, encode=ctx.encode_seconds,
+                        metrics={r.id: r.seconds for r in results}, queries=dict(ctx.query_seconds)),
     )
 
 

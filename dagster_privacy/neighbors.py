@@ -1,5 +1,18 @@
 """Exact, chunked nearest-neighbour queries.
 
+    EvaluationContext.neighbors(space, query role, reference role, k)   (context.py: each once, largest k)
+        │
+        ├─ knn_euclidean(query, ref, k)          ├─ knn_mixed(query, ref, k)      (Hamming / Gower)
+        │    _euclidean_blocks: per query chunk  │    _mixed_blocks: per query chunk, mixed_plan once:
+        │    ‖r‖² − 2 q·r  (float32 BLAS)        │    Σ w|q−r| + w_cat·(#differing codes)
+        │          ▼                             │          ▼
+        │    _select: k smallest per row (argmin for k ≤ 4, blocked two-stage otherwise)
+        │          ▼
+        └─ _finish: exact float64 distances of the chosen k, ordered by (distance, index) ─▶ Neighbors
+
+    euclidean_chunks / mixed_chunks yield the raw blocks for reductions that are not top-k
+    (counts within a radius, all-pairs extremes).
+
 Query rows are processed in chunks so memory stays O(chunk × reference + rows × k). Both sides are
 always whole: only a caller may choose to query fewer rows, never to search fewer references.
 

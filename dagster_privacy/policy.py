@@ -1,8 +1,15 @@
-"""Release policy: which metrics, thresholds, severities, threat model, seed; presets; the verdict."""
+"""Release policy: which metrics, thresholds, severities, threat model, seed; presets; the verdict.
+
+One resolution and one judgement for every caller (evaluate, calibration, the Dagster checks):
+
+    load_policy(preset | YAML | mapping) ──▶ Policy ──resolve(ids, threat-model overrides)──▶ EvaluationPlan
+    registry.run(…) ──unjudged MetricResult──▶ judge(plan.entry(id), result) ──▶ verdict(results)
+"""
 
 from __future__ import annotations
 
 import copy
+import dataclasses
 import hashlib
 import json
 import math
@@ -91,6 +98,11 @@ class Policy(BaseModel):
                               "(threshold and severity) or leave it out")
         return entry
 
+    def entry_or_inform(self, metric_id: str) -> MetricPolicy:
+        """The entry, or for a metric the policy does not configure an informing one (no threshold,
+        gate on value): calibration measures such metrics and may give them a threshold."""
+        return self.metrics.get(metric_id) or MetricPolicy.model_construct()
+
     def select(self, requested: Sequence[str] | None = None) -> list[str]:
         """The metric ids an evaluation runs, in registry order: ``requested`` (each must be configured
         here), else every metric the policy configures."""
@@ -150,10 +162,18 @@ def _line_of(node: yaml.Node | None, loc: tuple[Any, ...]) -> int | None:
 
 
 def _preset_data(name: str) -> dict[str, Any]:
+    """A preset: every metric's default entry (declared beside the metric), then the preset file's
+    ``every`` entry over each, then its ``metrics`` overrides. ``standard`` overrides nothing."""
+    from .metrics import registry
+
     path = PRESETS_DIR / f"{name}.yaml"
     if name not in PRESET_NAMES or not path.is_file():
         raise PolicyError(f"unknown policy preset {name!r}: use one of {', '.join(PRESET_NAMES)} or a YAML file")
-    return read_yaml(path.read_text()) or {}
+    data = read_yaml(path.read_text()) or {}
+    every = data.pop("every", None) or {}
+    defaults = {m: _merge(spec.default, every) for m, spec in registry().items()}
+    data["metrics"] = _merge(defaults, data.get("metrics") or {})
+    return data
 
 
 def _merge(base: dict[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
@@ -249,43 +269,88 @@ def _plain(node: yaml.Node | None, where: str, seen: set[int] | None = None) -> 
             _plain(v, where, seen)
 
 
+# ----------------------------------------------------------------------------------------- resolution
+
+
+@dataclasses.dataclass(frozen=True)
+class EvaluationPlan:
+    """What one evaluation runs, resolved once: the metric ids in registry order, each one's policy
+    entry, the threat model (policy's, overridden by arguments) and the seed."""
+
+    policy: Policy
+    ids: tuple[str, ...]
+    entries: Mapping[str, MetricPolicy]
+    key_columns: list[str] | None
+    sensitive_columns: list[str] | None
+    column_kinds: dict[str, str]
+    source_index_column: str | None
+    seed: int
+
+    def entry(self, metric_id: str) -> MetricPolicy:
+        return self.entries[metric_id]
+
+    @property
+    def gating(self) -> list[str]:
+        """The ids whose entry gates (ERROR): their checks block publication."""
+        return [m for m in self.ids if self.entries[m].severity is Severity.ERROR]
+
+
+def resolve(policy: str | Path | Policy | Mapping[str, Any] | None = "standard",
+            metrics: Sequence[str] | None = None, *, key_columns: Sequence[str] | None = None,
+            sensitive_columns: Sequence[str] | None = None, column_kinds: Mapping[str, str] | None = None,
+            source_index_column: str | None = None, seed: int | None = None,
+            unconfigured: Literal["refuse", "inform"] = "refuse") -> EvaluationPlan:
+    """The one policy resolution. ``metrics`` = ids (None: every metric the policy configures); each must
+    be configured, unless ``unconfigured="inform"`` (calibration measures metrics the policy does not
+    gate: each gets an informing entry with no threshold). Arguments override the threat model."""
+    p = load_policy(policy)
+    if unconfigured == "inform":
+        from .metrics import registry
+
+        specs = registry()
+        wanted = list(metrics) if metrics else (list(p.metrics) or list(specs))
+        unknown = [m for m in wanted if m not in specs]
+        if unknown:
+            raise PolicyError(f"unknown metric id(s): {', '.join(unknown)} (see `dagster-privacy metrics`)")
+        ids = [m for m in specs if m in set(wanted)]
+        entries = {m: p.entry_or_inform(m) for m in ids}
+    else:
+        ids = p.select(metrics)
+        entries = {m: p.metrics[m] for m in ids}
+    tm = p.threat_model
+    return EvaluationPlan(
+        policy=p, ids=tuple(ids), entries=entries,
+        key_columns=list(key_columns) if key_columns is not None else tm.key_columns,
+        sensitive_columns=list(sensitive_columns) if sensitive_columns is not None else tm.sensitive_columns,
+        column_kinds={**tm.column_kinds, **(column_kinds or {})},
+        source_index_column=source_index_column or tm.source_index_column,
+        seed=p.seed if seed is None else int(seed))
+
+
 # --------------------------------------------------------------------------------------------- verdict
 
 
-def apply(policy: Policy, result: MetricResult) -> MetricResult:
-    """Set threshold, severity and status of one result from the policy."""
-    entry = policy.entry(result.id)
-    result.threshold, result.on, result.severity = entry.threshold, entry.on, entry.severity
-    result.optional = entry.optional
+def judge(entry: MetricPolicy, result: MetricResult) -> MetricResult:
+    """The judged copy of an unjudged result: threshold, severity and status from the policy entry.
+    error and not_applicable stay what they are (the entry says whether not_applicable blocks)."""
+    gate = {"threshold": entry.threshold, "on": entry.on, "severity": entry.severity, "optional": entry.optional}
     if result.status in (Status.ERROR, Status.NOT_APPLICABLE):
-        return result
-    figure = result.gated_figure
+        return result.model_copy(update=gate)
+    figure = result.model_copy(update=gate).gated_figure
     if figure is None or not math.isfinite(figure):  # fail closed: nothing to compare is not a pass
-        result.status, result.reason = Status.ERROR, f"no finite {entry.on.replace('_', ' ')} to gate on"
-        return result
+        return result.model_copy(update={**gate, "status": Status.ERROR,
+                                         "reason": f"no finite {entry.on.replace('_', ' ')} to gate on"})
     if entry.threshold is not None and figure > entry.threshold:
         what = "CI upper bound" if entry.on == "ci_upper" and result.ci else "value"
-        result.status = Status.FAIL if entry.severity is Severity.ERROR else Status.WARN
-        result.reason = f"{what} {figure:.4g} > threshold {entry.threshold:g}"
-    else:
-        result.status = Status.PASS
-    return result
+        return result.model_copy(update={
+            **gate, "status": Status.FAIL if entry.severity is Severity.ERROR else Status.WARN,
+            "reason": f"{what} {figure:.4g} > threshold {entry.threshold:g}"})
+    return result.model_copy(update={**gate, "status": Status.PASS})
 
 
-def passed(result: MetricResult) -> bool:
-    """The one "passed" rule, read from an applied result (so a report rendered from JSON agrees): it
-    passed, or it could not run and the policy marks it optional."""
-    return result.status is Status.PASS or (result.status is Status.NOT_APPLICABLE and result.optional)
-
-
-def blocks(result: MetricResult) -> bool:
-    """A gating (ERROR) result that did not pass."""
-    return result.severity is Severity.ERROR and not passed(result)
-
-
-def verdict(policy: Policy, results: list[MetricResult]) -> Status:
+def verdict(results: Sequence[MetricResult]) -> Status:
     """fail if a gating (ERROR) metric failed, errored or could not run without being optional;
-    else warn if an advisory (WARN) metric did not pass; else pass. ``results`` are applied ones."""
-    if any(blocks(r) for r in results):
+    else warn if an advisory (WARN) metric did not pass; else pass. ``results`` are judged ones."""
+    if any(r.blocks for r in results):
         return Status.FAIL
-    return Status.WARN if any(not passed(r) for r in results) else Status.PASS
+    return Status.WARN if any(not r.passed for r in results) else Status.PASS

@@ -1,14 +1,23 @@
-"""One result type: MetricResult per metric, Evaluation for the whole run, and their JSON."""
+"""One result type: what a metric measures (Measurement), what the policy made of it (MetricResult,
+immutable, unjudged until ``policy.judge``), the whole run (Evaluation), and their JSON.
+
+    metric function ──Measurement──▶ registry.run ──MetricResult(status None, or error /
+    not_applicable)──▶ policy.judge ──MetricResult(pass / warn / fail …)──▶ Evaluation ──▶ JSON, report,
+    Dagster metadata (each reads ``passed`` / ``blocks`` from the result instead of re-deriving them)
+"""
 
 from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
+from typing_extensions import TypedDict  # pydantic needs this one before Python 3.12
 
 FORMAT = "dagster-privacy/evaluation/1"
 
@@ -26,14 +35,55 @@ class Severity(StrEnum):
     WARN = "WARN"
 
 
-def _clean(x: Any) -> Any:
+class Risk(StrEnum):
+    """The risk a metric measures: the three WP29 risks (seed 004 §2.3.1), membership inference
+    (seed 004 §2.3.2), and the two proxies (report/risks.py says what each means to an officer)."""
+
+    SINGLING_OUT = "singling out"
+    LINKABILITY = "linkability"
+    INFERENCE = "inference"
+    MEMBERSHIP = "membership"
+    REIDENTIFICATION = "re-identification"
+    DISTINGUISHABILITY = "distinguishability"
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """What a metric function returns: its figures. The registry names it (id, family, source, risk),
+    checks the figures are finite and maps ``flagged`` to input rows; the policy judges it."""
+
+    value: float | None
+    raw: float | None = None
+    baseline: float | None = None
+    ci: tuple[float, float] | None = None
+    details: Mapping[str, Any] = field(default_factory=dict)
+    flagged: np.ndarray | None = None  # synthetic rows (content order) at risk
+    sizes: Mapping[str, int] = field(default_factory=dict)
+
+
+class RateDetails(TypedDict):
+    """``details.e_train`` / ``details.e_control`` (and ``e_naive``) of an attack: a success rate of
+    seed 004 eq. 8 with its interval. The contract between the attacks and the report's plot."""
+
+    rate: float
+    center: float
+    ci: list[float]
+    successes: float | int
+    n: int
+
+
+#: the details keys of an attack result that hold a RateDetails (report/plots.py reads these)
+RATE_KEYS = ("e_train", "e_control")
+
+
+def to_jsonable(x: Any) -> Any:
     """JSON-safe copy: numpy scalars to Python, NaN/inf to None, tuples to lists."""
     if isinstance(x, dict):
-        return {str(k): _clean(v) for k, v in x.items()}
+        return {str(k): to_jsonable(v) for k, v in x.items()}
     if isinstance(x, (list, tuple)):
-        return [_clean(v) for v in x]
+        return [to_jsonable(v) for v in x]
     if isinstance(x, np.ndarray):
-        return [_clean(v) for v in x.tolist()]
+        return [to_jsonable(v) for v in x.tolist()]
     if isinstance(x, (np.integer,)):
         return int(x)
     if isinstance(x, (np.floating, float)):
@@ -45,9 +95,10 @@ def _clean(x: Any) -> Any:
 
 
 class MetricResult(BaseModel):
-    """The outcome of one metric on one evaluation."""
+    """The outcome of one metric on one evaluation; immutable. ``status`` is None until the policy
+    judges it (``policy.judge``), except for error and not_applicable, which are facts of the run."""
 
-    model_config = ConfigDict(arbitrary_types_allowed=True)
+    model_config = ConfigDict(arbitrary_types_allowed=True, frozen=True)
 
     id: str = Field(description="registry id, e.g. dcr_percentile")
     family: str = Field("", description="metric family (module)")
@@ -57,7 +108,7 @@ class MetricResult(BaseModel):
     raw: float | None = Field(None, description="the formula's own figure (may be unbounded or reversed)")
     baseline: float | None = Field(None, description="the same figure on the holdout/control, where defined")
     ci: tuple[float, float] | None = Field(None, description="95 % interval of value, where defined")
-    status: Status = Field(Status.PASS, description="pass / warn / fail / error / not_applicable")
+    status: Status | None = Field(None, description="pass / warn / fail / error / not_applicable; None: unjudged")
     threshold: float | None = Field(None, description="policy threshold on value (or on the CI upper bound)")
     on: str = Field("value", description="what the threshold applies to: value or ci_upper")
     severity: Severity = Field(Severity.ERROR, description="ERROR gates, WARN informs")
@@ -70,9 +121,16 @@ class MetricResult(BaseModel):
     flagged_hashes: np.ndarray | None = Field(None, exclude=True,
                                               description="content hashes of the flagged rows (memory only)")
 
-    @classmethod
-    def not_applicable(cls, id: str, reason: str, **kw: Any) -> MetricResult:
-        return cls(id=id, status=Status.NOT_APPLICABLE, reason=reason, **kw)
+    @property
+    def passed(self) -> bool:
+        """The one "passed" rule, read from a judged result (so a report rendered from JSON agrees): it
+        passed, or it could not run and the policy marks it optional."""
+        return self.status is Status.PASS or (self.status is Status.NOT_APPLICABLE and self.optional)
+
+    @property
+    def blocks(self) -> bool:
+        """A gating (ERROR) result that did not pass."""
+        return self.severity is Severity.ERROR and not self.passed
 
     @property
     def gated_figure(self) -> float | None:
@@ -83,9 +141,36 @@ class MetricResult(BaseModel):
 
     def to_dict(self) -> dict[str, Any]:
         d = self.model_dump(mode="python", exclude={"flagged", "flagged_hashes", "seconds"})  # seconds: in "timings"
-        d["status"] = self.status.value
+        d["status"] = None if self.status is None else self.status.value
         d["severity"] = self.severity.value
-        return _clean(d)
+        return to_jsonable(d)
+
+
+class PolicyRef(TypedDict):
+    name: str
+    preset: str | None
+    sha256: str
+
+
+class ThreatModelRef(TypedDict):
+    key_columns: list[str] | None
+    sensitive_columns: list[str] | None
+    source_index_column: str | None
+
+
+class TableInfo(TypedDict):
+    """What an evaluation records of a table: size and content fingerprint, never a value."""
+
+    rows: int
+    columns: int
+    sha256: str
+
+
+class Timings(TypedDict, total=False):
+    total: float
+    encode: float
+    metrics: dict[str, float]  # per metric, shared neighbour queries excluded
+    queries: dict[str, float]  # per shared neighbour query
 
 
 class Evaluation(BaseModel):
@@ -96,14 +181,14 @@ class Evaluation(BaseModel):
     results: list[MetricResult]
     verdict: Status = Status.PASS
     seed: int = 0
-    policy: dict[str, Any] = Field(default_factory=dict, description="name and sha256 of the policy")
-    threat_model: dict[str, Any] = Field(default_factory=dict)
-    tables: dict[str, dict[str, Any]] = Field(default_factory=dict, description="rows, columns, sha256")
+    policy: PolicyRef | dict[str, Any] = Field(default_factory=dict, description="name and sha256 of the policy")
+    threat_model: ThreatModelRef | dict[str, Any] = Field(default_factory=dict)
+    tables: dict[str, TableInfo] = Field(default_factory=dict, description="rows, columns, sha256 per role")
     schema_: dict[str, Any] = Field(default_factory=dict, alias="schema")
     versions: dict[str, str] = Field(default_factory=dict)
     distances: dict[str, Any] = Field(default_factory=dict,
                                       description="histograms of synthetic→real and holdout→real NN distances")
-    timings: dict[str, Any] = Field(default_factory=dict)
+    timings: Timings = Field(default_factory=Timings)
     findings: list[str] = Field(default_factory=list,
                                 description="blocking findings outside the metrics (a left-out column copied)")
 
@@ -121,7 +206,7 @@ class Evaluation(BaseModel):
         return [r.id for r in self.results]
 
     def to_dict(self) -> dict[str, Any]:
-        return _clean({
+        return to_jsonable({
             "format": FORMAT,
             "verdict": self.verdict.value,
             "seed": self.seed,

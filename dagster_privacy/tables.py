@@ -16,6 +16,7 @@ import numpy as np
 import polars as pl
 
 from .errors import TableError
+from .results import TableInfo
 
 Kind = Literal["numerical", "categorical", "binary"]
 KINDS: tuple[str, ...] = ("numerical", "categorical", "binary")
@@ -323,6 +324,6 @@ def fingerprint(df: pl.DataFrame) -> str:
     return h.hexdigest()
 
 
-def table_info(df: pl.DataFrame) -> dict[str, Any]:
+def table_info(df: pl.DataFrame) -> TableInfo:
     """What an evaluation records of a table: its size and content fingerprint, never its values."""
-    return {"rows": df.height, "columns": df.width, "sha256": fingerprint(df)}
+    return TableInfo(rows=df.height, columns=df.width, sha256=fingerprint(df))

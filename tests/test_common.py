@@ -1,14 +1,14 @@
 """Properties every registered metric must have (style.md: scikit-learn's test_common).
 
-Each metric id needs an entry in EXPECTED, mirroring what docs/metrics.md says it gives at
-synthetic = real and at an independent synthetic table (each column of a disjoint sample shuffled on
-its own). A new metric gets the invariance tests for free and fails here until it is documented.
+Each metric declares beside itself (``@metric(..., expect=Expect(...))``) what docs/metrics.md says it
+gives at synthetic = real and at an independent synthetic table (each column of a disjoint sample
+shuffled on its own). A new metric gets these tests, and the invariance tests, for free.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import polars as pl
@@ -21,53 +21,6 @@ from dagster_privacy.demo import load_demo
 N = 400
 KEYS = ["age", "sex", "race", "marital-status"]
 SENSITIVE = ["income", "occupation"]
-
-
-@dataclass(frozen=True)
-class Expect:
-    copy_min: float | None  # value at synthetic = real is at least this (None: not applicable there)
-    indep_max: float | None  # value on an independent synthetic table is at most this
-    copy_max: float = 1.0  # value at synthetic = real is at most this (a classifier cannot see a copy)
-
-
-EXPECTED: dict[str, Expect] = {
-    "crp": Expect(copy_min=0.999, indep_max=0.02),
-    "dcr": Expect(copy_min=0.999, indep_max=0.95),  # 1/(1+DCR) cannot reach 0 (docs/metrics.md)
-    "mdcr": Expect(copy_min=0.999, indep_max=0.2),
-    "nndr": Expect(copy_min=0.999, indep_max=0.95),  # an independent row scores d1/d2 ≈ 0.6–0.9
-    "authenticity": Expect(copy_min=0.999, indep_max=0.65),  # ≈ 0.5 for a same-size sample
-    "nnaa": Expect(copy_min=0.999, indep_max=0.2),
-    "ims": Expect(copy_min=0.999, indep_max=0.02),
-    "dcr_percentile": Expect(copy_min=0.999, indep_max=0.1),
-    "knn_percentile": Expect(copy_min=0.01, indep_max=0.1),  # k = 5 means dilute a copy (docs/metrics.md)
-    "dcr_holdout_diff": Expect(copy_min=0.999, indep_max=0.1),
-    "nndr_holdout_diff": Expect(copy_min=0.999, indep_max=0.1),
-    "proximity_ratio_score": Expect(copy_min=0.89, indep_max=0.2),  # at most 1 − α = 0.9
-    # attacks (seed 004 §4.3): E of eq. 8
-    "singling_out_univariate": Expect(copy_min=0.9, indep_max=0.15),
-    "singling_out_multivariate": Expect(copy_min=0.9, indep_max=0.15),
-    "linkability": Expect(copy_min=0.9, indep_max=0.1),
-    "inference_distance": Expect(copy_min=0.9, indep_max=0.2),
-    "inference_ml": Expect(copy_min=0.5, indep_max=0.25),
-    "gtcap": Expect(copy_min=0.8, indep_max=0.3),
-    "domias": Expect(copy_min=0.3, indep_max=0.2),  # KDE on Φ^k: a copy is one kernel
-    # seed 000 §2.1–2.2 (docs/metrics.md). CAP family with 4 coarse keys: at a copy a real row shares its
-    # key values with others holding other sensitive values, and an independent table still guesses
-    # at the chance agreement Σ p² of the sensitive column (≈ 0.63 for income).
-    "zcap": Expect(copy_min=0.8, indep_max=0.4),  # 0.84 / 0.32 measured
-    "gcap": Expect(copy_min=0.8, indep_max=0.7),  # 0.84 / 0.61: GCAP always guesses
-    "air": Expect(copy_min=0.6, indep_max=0.55),  # 0.65 / 0.48: a mixed tie scores F1 ≈ 0
-    "cvp": Expect(copy_min=0.999, indep_max=0.15),
-    "dvp": Expect(copy_min=0.999, indep_max=1.0),  # saturates at 1 on real data (d_max normalisation)
-    "identifiability": Expect(copy_min=0.999, indep_max=0.3),
-    "nsnd": Expect(copy_min=0.999, indep_max=0.75),  # normalised NN distance ≈ 0.36 → value ≈ 0.64
-    "hidden_rate": Expect(copy_min=None, indep_max=None),  # needs the source-row mapping g
-    "hitting_rate": Expect(copy_min=0.999, indep_max=0.05),
-    # a classifier cannot tell a copy from the real table (value 0 there); this test's independent
-    # table shuffles each column on its own, which a classifier does tell apart (≈ 0.6 measured)
-    "detection_mlp": Expect(copy_min=0.0, copy_max=0.05, indep_max=0.9),
-    "mir": Expect(copy_min=0.0, copy_max=0.05, indep_max=0.9),
-}
 
 
 def _parts() -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
@@ -120,8 +73,10 @@ def shuffled_columns() -> dp.Evaluation:
     return run(REAL.select(cols), INDEPENDENT.select(cols[::-1]), HOLDOUT.select(cols))
 
 
-def test_every_metric_is_documented_here() -> None:
-    assert set(IDS) == set(EXPECTED), "add each new metric id to EXPECTED (and to docs/metrics.md)"
+def test_every_metric_is_documented() -> None:
+    text = (Path(__file__).parents[1] / "docs" / "metrics.md").read_text()
+    missing = [m for m in IDS if f"`{m}`" not in text]
+    assert not missing, f"document each metric in docs/metrics.md: {missing}"
 
 
 @pytest.mark.parametrize("mid", IDS)
@@ -138,7 +93,7 @@ def test_value_in_unit_interval_or_not_applicable(base: dp.Evaluation, mid: str)
 
 @pytest.mark.parametrize("mid", IDS)
 def test_synthetic_equal_to_real_gives_documented_value(copy: dp.Evaluation, mid: str) -> None:
-    exp, r = EXPECTED[mid], copy[mid]
+    exp, r = dp.registry()[mid].expect, copy[mid]
     if exp.copy_min is None:
         assert r.status is dp.Status.NOT_APPLICABLE
     else:
@@ -148,7 +103,7 @@ def test_synthetic_equal_to_real_gives_documented_value(copy: dp.Evaluation, mid
 
 @pytest.mark.parametrize("mid", IDS)
 def test_independent_synthetic_gives_documented_value(base: dp.Evaluation, mid: str) -> None:
-    exp, r = EXPECTED[mid], base[mid]
+    exp, r = dp.registry()[mid].expect, base[mid]
     if exp.indep_max is None:
         assert r.status is dp.Status.NOT_APPLICABLE
     else:

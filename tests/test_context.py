@@ -5,14 +5,14 @@ from __future__ import annotations
 from dagster_privacy.calibration import leaky_split
 from dagster_privacy.demo import load_demo
 from dagster_privacy.evaluate import prepare, run_metrics
-from dagster_privacy.policy import load_policy
+from dagster_privacy.policy import resolve
 
 
 def test_each_shared_query_is_computed_once_at_the_largest_declared_k() -> None:
     split = leaky_split(load_demo()[:800], 0.2, seed=0)
     ctx, fp = prepare(split.train, split.synthetic, split.control)
     # mdcr asks euclidean real→synthetic with k = 1 before the holdout indicators ask it with k = 5
-    run_metrics(ctx, ["mdcr", "nnaa", "dcr_percentile", "knn_percentile"], load_policy("report-only"),
+    run_metrics(ctx, resolve("report-only", ["mdcr", "nnaa", "dcr_percentile", "knn_percentile"]),
                 fingerprints=fp)
     labels = [label for label in ctx.query_seconds if label.startswith("euclidean real→synthetic")]
     assert labels == ["euclidean real→synthetic k=5"]

@@ -226,13 +226,13 @@ def test_remediation_keeps_pandas_and_refuses_what_it_cannot_trust(leaky) -> Non
 
 
 def test_standard_preset_gates_a_leak_and_passes_a_clean_release(leaky) -> None:
-    from dagster_privacy.policy import apply, load_policy
+    from dagster_privacy.policy import judge, load_policy
 
     std = load_policy("standard")
     for mid in ("ims", "dcr_percentile"):
         assert std.entry(mid).severity is dp.Severity.ERROR and std.entry(mid).on == "ci_upper"
-        assert apply(std, leaky[0.0][1][mid].model_copy()).status is dp.Status.PASS
-        assert apply(std, leaky[0.2][1][mid].model_copy()).status is dp.Status.FAIL
+        assert judge(std.entry(mid), leaky[0.0][1][mid]).status is dp.Status.PASS
+        assert judge(std.entry(mid), leaky[0.2][1][mid]).status is dp.Status.FAIL
 
 
 def test_remediation_of_a_shuffled_reload_drops_the_same_rows(leaky) -> None:

@@ -40,8 +40,8 @@ def test_yaml_overrides_preset_and_errors_carry_the_line(tmp_path) -> None:
         dp.load_policy(f)
 
 
-def _r(mid: str, value: float | None, status: Status = Status.PASS, ci=None) -> MetricResult:
-    return MetricResult(id=mid, value=value, status=status, ci=ci)
+def _r(mid: str, value: float | None, status: Status | None = None, ci=None) -> MetricResult:
+    return MetricResult(id=mid, value=value, status=status, ci=ci)  # unjudged unless error / n/a
 
 
 def test_statuses_and_verdict() -> None:
@@ -51,27 +51,27 @@ def test_statuses_and_verdict() -> None:
         "mdcr": {"threshold": 0.3, "on": "ci_upper"},
         "nndr": {"optional": True, "severity": "WARN"},
     }})
-    ok = [pol.apply(p, _r("crp", 0.1)), pol.apply(p, _r("dcr", 0.2)), pol.apply(p, _r("mdcr", 0.2, ci=(0.1, 0.29)))]
-    assert [r.status for r in ok] == [Status.PASS] * 3 and pol.verdict(p, ok) is Status.PASS
+    ok = [pol.judge(p.entry("crp"), _r("crp", 0.1)), pol.judge(p.entry("dcr"), _r("dcr", 0.2)), pol.judge(p.entry("mdcr"), _r("mdcr", 0.2, ci=(0.1, 0.29)))]
+    assert [r.status for r in ok] == [Status.PASS] * 3 and pol.verdict(ok) is Status.PASS
 
-    warn = pol.apply(p, _r("dcr", 0.6))
+    warn = pol.judge(p.entry("dcr"), _r("dcr", 0.6))
     assert warn.status is Status.WARN and warn.reason == "value 0.6 > threshold 0.5"
-    assert pol.verdict(p, [*ok, warn]) is Status.WARN
+    assert pol.verdict([*ok, warn]) is Status.WARN
 
-    upper = pol.apply(p, _r("mdcr", 0.2, ci=(0.1, 0.35)))  # value under, CI upper bound over
+    upper = pol.judge(p.entry("mdcr"), _r("mdcr", 0.2, ci=(0.1, 0.35)))  # value under, CI upper bound over
     assert upper.status is Status.FAIL and upper.reason == "CI upper bound 0.35 > threshold 0.3"
-    assert pol.verdict(p, [*ok, upper]) is Status.FAIL
+    assert pol.verdict([*ok, upper]) is Status.FAIL
 
-    errored = pol.apply(p, _r("crp", None, Status.ERROR))
-    assert errored.status is Status.ERROR and pol.verdict(p, [errored]) is Status.FAIL
+    errored = pol.judge(p.entry("crp"), _r("crp", None, Status.ERROR))
+    assert errored.status is Status.ERROR and pol.verdict([errored]) is Status.FAIL
 
-    na_required = pol.apply(p, _r("crp", None, Status.NOT_APPLICABLE))
-    assert pol.verdict(p, [na_required]) is Status.FAIL  # a gate that could not run has not passed
-    na_optional = pol.apply(p, _r("nndr", None, Status.NOT_APPLICABLE))
-    assert pol.verdict(p, [na_optional]) is Status.PASS
+    na_required = pol.judge(p.entry("crp"), _r("crp", None, Status.NOT_APPLICABLE))
+    assert pol.verdict([na_required]) is Status.FAIL  # a gate that could not run has not passed
+    na_optional = pol.judge(p.entry("nndr"), _r("nndr", None, Status.NOT_APPLICABLE))
+    assert pol.verdict([na_optional]) is Status.PASS
 
-    nan_upper = pol.apply(p, _r("mdcr", 0.2, ci=(0.1, float("nan"))))  # issue 18 case 6: NaN ≯ threshold
-    assert nan_upper.status is Status.ERROR and pol.verdict(p, [nan_upper]) is Status.FAIL
+    nan_upper = pol.judge(p.entry("mdcr"), _r("mdcr", 0.2, ci=(0.1, float("nan"))))  # issue 18 case 6: NaN ≯ threshold
+    assert nan_upper.status is Status.ERROR and pol.verdict([nan_upper]) is Status.FAIL
 
 
 def test_a_metric_that_raises_is_an_error_not_zero() -> None:
@@ -87,10 +87,11 @@ def test_a_metric_that_raises_is_an_error_not_zero() -> None:
 def test_an_exception_inside_a_metric_becomes_an_error_result_with_its_reason() -> None:
     import polars as pl
 
-    from dagster_privacy.registry import _REGISTRY, metric
+    from dagster_privacy.registry import _REGISTRY, Expect, metric
 
-    @metric("_boom", family="distance", source="test", risk="test")
-    def boom(ctx) -> MetricResult:
+    @metric("_boom", family="distance", source="test", risk=dp.Risk.REIDENTIFICATION,
+            default={"threshold": 0.5, "severity": "ERROR"}, expect=Expect(None, None))
+    def boom(ctx) -> dp.Measurement:
         raise RuntimeError("division went wrong at value 'CANARY-99'")
 
     try:
@@ -113,3 +114,34 @@ def test_unquoted_on_key_is_a_string_key(tmp_path) -> None:
                  "    threshold: 0.5\n")
     p = dp.load_policy(f)
     assert p.metrics["crp"].on == "ci_upper" and p.metrics["dcr"].optional is True
+
+
+def test_resolve_is_the_one_resolution() -> None:
+    plan = pol.resolve("standard", ["ims", "crp"], key_columns=["age"], column_kinds={"age": "categorical"},
+                       seed=7)
+    assert plan.ids == ("crp", "ims")  # registry order, whatever the request order
+    assert plan.entry("ims").on == "ci_upper" and plan.seed == 7 and plan.key_columns == ["age"]
+    assert plan.sensitive_columns is None and plan.column_kinds == {"age": "categorical"}
+    assert plan.gating == ["crp", "ims"]
+    with pytest.raises(dp.PolicyError, match="unknown metric id.*nope"):
+        pol.resolve("standard", ["nope"])
+    narrow = {"metrics": {"crp": {"threshold": 0.1}}}
+    with pytest.raises(dp.PolicyError, match="not configured"):
+        pol.resolve(narrow, ["crp", "dcr"])
+    informing = pol.resolve(narrow, ["crp", "dcr"], unconfigured="inform")  # calibration's way
+    assert informing.ids == ("crp", "dcr") and informing.entry("dcr").threshold is None
+    assert informing.entry("crp").threshold == 0.1
+    with pytest.raises(dp.PolicyError, match="unknown metric id"):
+        pol.resolve(narrow, ["nope"], unconfigured="inform")
+
+
+def test_a_result_is_immutable_and_unjudged_until_judged() -> None:
+    from pydantic import ValidationError
+
+    r = _r("crp", 0.2)
+    assert r.status is None and not r.passed and r.blocks  # unjudged is not a pass
+    with pytest.raises(ValidationError):
+        r.status = Status.PASS  # type: ignore[misc]
+    judged = pol.judge(pol.MetricPolicy(threshold=0.5), r)
+    assert judged.status is Status.PASS and judged.passed and r.status is None  # a copy; r unchanged
+    assert pol.verdict([r]) is Status.FAIL  # an unjudged result cannot make a verdict pass

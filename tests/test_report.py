@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 import pytest
+from browser import dump_dom, find_chromium, screenshot
 
 import dagster_privacy as dp
 from dagster_privacy.demo import load_demo
@@ -21,7 +22,6 @@ from dagster_privacy.report import (
     render_report,
     write_report,
 )
-from dagster_privacy.report.browser import dump_dom, find_chromium, screenshot
 from dagster_privacy.results import Evaluation, MetricResult, Status
 
 ARTIFACTS = Path(__file__).parent / "artifacts"
@@ -51,7 +51,7 @@ def _evaluate(real: pl.DataFrame, synthetic: pl.DataFrame, holdout: pl.DataFrame
     p = dp.load_policy(POLICY)
     ctx, fp = prepare(real, synthetic, holdout, key_columns=["age", "sex", "occupation"],
                       sensitive_columns=["income"])
-    ev = run_metrics(ctx, list(p.metrics), p, fingerprints=fp)
+    ev = run_metrics(ctx, dp.resolve(p), fingerprints=fp)
     return ev, distance_summary(ctx), p
 
 
@@ -164,7 +164,7 @@ def test_report_is_self_contained(failing):
 
 
 def test_error_reasons_carry_no_library_message(passing):
-    from dagster_privacy.registry import MetricSpec, run
+    from dagster_privacy.registry import Expect, MetricSpec, run
 
     ev, _, _ = passing
 
@@ -172,8 +172,10 @@ def test_error_reasons_carry_no_library_message(passing):
         raise ValueError(f"could not convert {CANARY} to float")
 
     ctx = type("Ctx", (), {"has": lambda self, role: True, "spent_seconds": 0.0, "n": lambda self, r: 1})()
-    bad = run(MetricSpec("crp", "simulation", "test", "re-identification", ("real",), raises), ctx)
+    bad = run(MetricSpec("crp", "simulation", "test", dp.Risk.REIDENTIFICATION, ("real",), raises,
+                         {"threshold": 0.1, "severity": "ERROR"}, Expect(None, None)), ctx)
     assert bad.status is Status.ERROR
+    bad = dp.policy.judge(dp.load_policy("standard").entry("crp"), bad)
     html = render_report(Evaluation(results=[bad], verdict=Status.FAIL))
     md = markdown_summary(Evaluation(results=[bad], verdict=Status.FAIL))
     assert CANARY not in html and CANARY not in md and CANARY not in bad.reason

@@ -12,8 +12,8 @@ from typing import Any
 import numpy as np
 
 from .. import policy as pol
-from ..results import _clean
-from .sweep import Sweep, swept_entry
+from ..results import to_jsonable
+from .sweep import Sweep
 
 #: a mean response smaller than this (in value units) is "flat", whatever the noise
 MIN_RESPONSE = 0.01
@@ -43,7 +43,7 @@ class Response:
     flag: str | None  # why the metric is flagged (does not respond, non-monotone, errors)
 
     def to_dict(self) -> dict[str, Any]:
-        return _clean(self.__dict__)
+        return to_jsonable(self.__dict__)
 
 
 @dataclass
@@ -61,7 +61,7 @@ class Threshold:
     note: str
 
     def to_dict(self) -> dict[str, Any]:
-        return _clean(self.__dict__)
+        return to_jsonable(self.__dict__)
 
 
 def _noise(sweep: Sweep, m: int, *, gated: bool) -> tuple[np.ndarray, float]:
@@ -110,7 +110,7 @@ def responses(sweep: Sweep, *, leak_index: int | None = None) -> list[Response]:
         missing = np.isnan(x).any()
         if missing:
             reason = sweep.reasons.get(mid, "not computed at every level")
-            out.append(Response(mid, None, None, None, None, _clean(means), _clean(sds), False, False,
+            out.append(Response(mid, None, None, None, None, to_jsonable(means), to_jsonable(sds), False, False,
                                 f"not computed at every level ({reason})"))
             continue
         drop_tol = max(MIN_DROP, 2.0 * pooled)
@@ -167,7 +167,7 @@ def thresholds(sweep: Sweep, resp: Sequence[Response], policy: pol.Policy, *, cl
     out = {}
     by_id = {r.id: r for r in resp}
     for m, mid in enumerate(sweep.metrics):
-        entry = swept_entry(policy, mid)
+        entry = policy.entry_or_inform(mid)
         prev, on = entry.threshold, entry.on
         r = by_id[mid]
         if r.flag and (not r.responds or r.no_risk is None):
@@ -231,7 +231,7 @@ class OutlierShift:
             rows.append({"id": r.id, "no_risk": r.no_risk, "at_leak": r.at_leak, "max_risk": r.max_risk,
                          "change_no_risk": _diff(r.no_risk, b.no_risk), "change_at_leak": _diff(r.at_leak, b.at_leak),
                          "change_max_risk": _diff(r.max_risk, b.max_risk), "flag": r.flag})
-        return _clean({"fraction": self.fraction, "removed_rows": self.removed, "metrics": rows,
+        return to_jsonable({"fraction": self.fraction, "removed_rows": self.removed, "metrics": rows,
                        "seconds": self.sweep.seconds})
 
 

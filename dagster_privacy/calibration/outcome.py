@@ -12,9 +12,9 @@ import numpy as np
 import polars as pl
 
 from .. import policy as pol
-from ..results import _clean
+from ..results import to_jsonable
 from .analysis import OutlierShift, Response, Threshold, fmt_figure, level_label, threshold_cells
-from .sweep import Sweep, swept_entry
+from .sweep import Sweep
 
 FORMAT = "dagster-privacy/calibration/1"
 
@@ -45,7 +45,7 @@ class Calibration:
     def to_dict(self) -> dict[str, Any]:
         s = self.sweep
         corr = [[None if math.isnan(v) else float(v) for v in row] for row in self.correlation]
-        return _clean({
+        return to_jsonable({
             "format": FORMAT,
             "risk_model": s.model,
             "generator": self.generator,
@@ -111,7 +111,7 @@ class Calibration:
         for mid, t in (self.thresholds or {}).items():
             if t.calibrated:
                 # a swept metric the policy does not name gets the entry the engine would apply to it
-                entry = data["metrics"].setdefault(mid, swept_entry(self.policy, mid).model_dump(mode="json"))
+                entry = data["metrics"].setdefault(mid, self.policy.entry_or_inform(mid).model_dump(mode="json"))
                 entry["threshold"] = t.threshold
         data["name"] = "calibrated"
         data["preset"] = None

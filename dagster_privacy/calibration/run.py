@@ -21,7 +21,7 @@ from ..results import Evaluation
 from .analysis import OutlierShift, _level_index, correlation, responses, thresholds
 from .outcome import Calibration
 from .risk_models import Generator, _parts
-from .sweep import Sweep, _collect, _leaky_sweep, _levels, _progress, _reasons, _seeds, _Setup, swept_entry
+from .sweep import Sweep, _collect, _leaky_sweep, _levels, _progress, _reasons, _seeds, _Setup
 
 #: fractions of the training table leaked when none are given
 DEFAULT_FRACTIONS: tuple[float, ...] = (0.0, 0.05, 0.1, 0.2, 0.5, 1.0)
@@ -180,7 +180,7 @@ def sweep_generator(
                 sizes = sizes or dict(ctx.sizes)
     values, gated, se = _collect(evals, setup.ids)
     sweep = Sweep("generator", parameter, [float(v) if isinstance(v, (int, float)) else v for v in levels],
-                  seeds, setup.ids, {m: swept_entry(setup.policy, m).on for m in setup.ids}, values, gated, se,
+                  seeds, setup.ids, {m: setup.plan.entry(m).on for m in setup.ids}, values, gated, se,
                   _reasons(evals, setup.ids), sizes, time.perf_counter() - t0)
     li = None
     if threshold_at is not None:

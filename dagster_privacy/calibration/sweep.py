@@ -18,7 +18,6 @@ from .. import policy as pol
 from .. import tables as tb
 from ..context import EvaluationContext
 from ..errors import CalibrationError
-from ..metrics import registry as metric_registry
 from ..results import Evaluation, Status
 from .risk_models import _leak, _parts
 from .shared_context import _SharedContext
@@ -103,50 +102,37 @@ def _progress(enabled: bool, total: int, what: str) -> Iterator[Callable[[str], 
         prog.stop()
 
 
-def swept_entry(policy: pol.Policy, metric_id: str) -> pol.MetricPolicy:
-    """The policy's entry, or for a metric it does not configure a blank one (no threshold, gate on
-    value): calibration measures it and may give it a threshold."""
-    return policy.metrics.get(metric_id) or pol.MetricPolicy.model_construct()
-
-
 @dataclass(frozen=True)
 class _Setup:
-    """What every evaluation of a calibration shares: policy, metric ids, threat model."""
+    """What every evaluation of a calibration shares: the resolved plan (policy.resolve, with an
+    informing entry for each swept metric the policy does not configure)."""
 
-    policy: pol.Policy
-    ids: list[str]
-    key_columns: list[str] | None
-    sensitive_columns: list[str] | None
-    column_kinds: dict[str, str]
-
-    @property
-    def run_policy(self) -> pol.Policy:
-        """The policy with an informing entry for each swept metric it does not configure (a sweep may
-        measure more metrics than the policy gates; an evaluation would refuse them)."""
-        blank = {m: swept_entry(self.policy, m) for m in self.ids if m not in self.policy.metrics}
-        return self.policy.model_copy(update={"metrics": {**self.policy.metrics, **blank}}) if blank else self.policy
+    plan: pol.EvaluationPlan
 
     @classmethod
     def make(cls, policy: Any, metrics: Sequence[str] | None, column_kinds: Mapping[str, str] | None,
              key_columns: Sequence[str] | None, sensitive_columns: Sequence[str] | None) -> _Setup:
-        p = pol.load_policy(policy)
-        specs = metric_registry()
-        wanted = list(metrics) if metrics else (list(p.metrics) or list(specs))
-        unknown = [m for m in wanted if m not in specs]
-        if unknown:
-            raise tb.TableError(f"unknown metric id(s): {', '.join(unknown)} (see `dagster-privacy metrics`)")
-        ids = [m for m in specs if m in set(wanted)]
-        tm = p.threat_model
-        return cls(p, ids,
-                   list(key_columns) if key_columns is not None else tm.key_columns,
-                   list(sensitive_columns) if sensitive_columns is not None else tm.sensitive_columns,
-                   {**tm.column_kinds, **(column_kinds or {})})
+        return cls(pol.resolve(policy, metrics, key_columns=key_columns, sensitive_columns=sensitive_columns,
+                               column_kinds=column_kinds, unconfigured="inform"))
+
+    @property
+    def policy(self) -> pol.Policy:
+        return self.plan.policy
+
+    @property
+    def ids(self) -> list[str]:
+        return list(self.plan.ids)
+
+    @property
+    def column_kinds(self) -> dict[str, str]:
+        return self.plan.column_kinds
 
     def prepare(self, real: Any, synthetic: Any, holdout: Any, seed: int) -> EvaluationContext:
         from ..evaluate import prepare
 
-        ctx, _ = prepare(real, synthetic, holdout, key_columns=self.key_columns,
-                         sensitive_columns=self.sensitive_columns, column_kinds=self.column_kinds, seed=seed)
+        ctx, _ = prepare(real, synthetic, holdout, key_columns=self.plan.key_columns,
+                         sensitive_columns=self.plan.sensitive_columns, column_kinds=self.plan.column_kinds,
+                         seed=seed)
         return ctx
 
     def context(self, ctx: EvaluationContext, synthetic: pl.DataFrame, *, base: EvaluationContext,
@@ -158,7 +144,7 @@ class _Setup:
     def run(self, ctx: EvaluationContext) -> Evaluation:
         from ..evaluate import run_metrics
 
-        return run_metrics(ctx, self.ids, self.run_policy)
+        return run_metrics(ctx, self.plan)
 
 
 def _leaky_repeat(df: pl.DataFrame, seed: int, levels: Sequence[float], setup: _Setup,
@@ -199,7 +185,7 @@ def _leaky_sweep(df: pl.DataFrame, levels: Sequence[float], seeds: Sequence[int]
     evals = [[per_repeat[j][i] for j in range(len(seeds))] for i in range(len(levels))]
     values, gated, se = _collect(evals, setup.ids)
     return Sweep("leaky", "f", list(levels), list(seeds), setup.ids,
-                 {m: swept_entry(setup.policy, m).on for m in setup.ids}, values, gated, se,
+                 {m: setup.plan.entry(m).on for m in setup.ids}, values, gated, se,
                  _reasons(evals, setup.ids), sizes, time.perf_counter() - t0)
 
 

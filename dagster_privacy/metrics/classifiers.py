@@ -15,8 +15,8 @@ import numpy as np
 
 from ..context import EvaluationContext
 from ..errors import MetricError
-from ..registry import metric
-from ..results import MetricResult
+from ..registry import Expect, metric
+from ..results import Measurement, Risk
 
 _BATCH = 256  # MLP mini-batch size
 
@@ -46,9 +46,11 @@ def _seed(ctx: EvaluationContext, name: str) -> int:
     return int(ctx.rng(name).integers(0, 2**31 - 1))
 
 
-@metric("detection_mlp", family="classifiers", source="seed 000 §2.2.3", risk="distinguishability")
+@metric("detection_mlp", family="classifiers", source="seed 000 §2.2.3", risk=Risk.DISTINGUISHABILITY,
+        default={"threshold": 0.5, "severity": "WARN"},  # blind to copies
+        expect=Expect(copy_min=0.0, copy_max=0.05, indep_max=0.9))
 def detection_mlp(ctx: EvaluationContext, *, folds: int = 3, hidden: int = 32, epochs: int = 10,
-                  min_steps: int = 400) -> MetricResult:
+                  min_steps: int = 400) -> Measurement:
     """DetectionMLP: mean k-fold ROC AUC of a one-hidden-layer MLP telling real rows from synthetic rows.
 
     Seed 000 §2.2.3: raw = the mean AUC over ``folds`` stratified folds (0.5 = indistinguishable).
@@ -78,13 +80,15 @@ def detection_mlp(ctx: EvaluationContext, *, folds: int = 3, hidden: int = 32, e
             model.fit(x[train], y[train])
         aucs.append(float(roc_auc_score(y[test], model.predict_proba(x[test])[:, 1])))
     auc = float(np.mean(aucs))
-    return MetricResult(id="detection_mlp", value=_clip(2.0 * auc - 1.0), raw=auc,
+    return Measurement(value=_clip(2.0 * auc - 1.0), raw=auc,
                         details={"fold_auc": aucs, "gini": 2.0 * auc - 1.0, "epochs": passes})
 
 
-@metric("mir", family="classifiers", source="seed 000 §2.2.11", risk="membership")
+@metric("mir", family="classifiers", source="seed 000 §2.2.11", risk=Risk.MEMBERSHIP,
+        default={"threshold": 0.5, "severity": "WARN"},  # blind to copies
+        expect=Expect(copy_min=0.0, copy_max=0.05, indep_max=0.9))
 def mir(ctx: EvaluationContext, *, test_share: float = 0.3, n_estimators: int = 100, threads: int = 1
-        ) -> MetricResult:
+        ) -> Measurement:
     """Membership Inference Risk: recall of a LightGBM real-vs-synthetic classifier on held-out real rows.
 
     Seed 000 §2.2.11: D = real (1) ∪ synthetic (0), a seeded stratified split (``test_share`` held out),
@@ -109,7 +113,7 @@ def mir(ctx: EvaluationContext, *, test_share: float = 0.3, n_estimators: int = 
     real, syn = y_te == 1, y_te == 0
     recall = float((pred[real] == 1).mean())
     fpr = float((pred[syn] == 1).mean())
-    return MetricResult(id="mir", value=_clip(recall - fpr), raw=recall,
+    return Measurement(value=_clip(recall - fpr), raw=recall,
                         sizes={"real": ctx.n("real"), "synthetic": ctx.n("synthetic"),
                                "queries": int(y_te.size)},
                         details={"recall": recall, "false_positive_rate": fpr, "youden_j": recall - fpr,

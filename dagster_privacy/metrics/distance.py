@@ -13,17 +13,20 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..context import EvaluationContext
+from ..errors import NotApplicable
 from ..neighbors import euclidean_chunks, knn_euclidean
-from ..registry import metric
-from ..results import MetricResult
+from ..registry import Expect, metric
+from ..results import Measurement, Risk
 
 
 def _clip(x: float) -> float:
     return float(min(1.0, max(0.0, x)))
 
 
-@metric("dcr", family="distance", source="seed 000 §2.2.8", risk="re-identification")
-def dcr(ctx: EvaluationContext) -> MetricResult:
+@metric("dcr", family="distance", source="seed 000 §2.2.8", risk=Risk.REIDENTIFICATION,
+        default={"threshold": 0.9, "severity": "WARN"},
+        expect=Expect(copy_min=0.999, indep_max=0.95))  # 1/(1+DCR) cannot reach 0 (docs/metrics.md)
+def dcr(ctx: EvaluationContext) -> Measurement:
     """Distance to Closest Record: mean distance from each real row to its nearest synthetic row in Φ^k.
 
     raw = DCR (seed 000 §2.2.8), in units of the projected one-hot + min-max space (a numerical
@@ -32,13 +35,15 @@ def dcr(ctx: EvaluationContext) -> MetricResult:
     nn = ctx.neighbors("projected", "real", "synthetic", 1)
     d = nn.dist[:, 0]
     raw = float(d.mean())
-    return MetricResult(id="dcr", value=1.0 / (1.0 + raw), raw=raw,
+    return Measurement(value=1.0 / (1.0 + raw), raw=raw,
                         details={"median": float(np.median(d)), "projection_k": ctx.projection.k,
                                  "explained_variance": ctx.projection.explained})
 
 
-@metric("mdcr", family="distance", source="seed 000 §2.2.9", risk="re-identification")
-def mdcr(ctx: EvaluationContext) -> MetricResult:
+@metric("mdcr", family="distance", source="seed 000 §2.2.9", risk=Risk.REIDENTIFICATION,
+        default={"threshold": 0.5, "severity": "WARN"},
+        expect=Expect(copy_min=0.999, indep_max=0.2))
+def mdcr(ctx: EvaluationContext) -> Measurement:
     """Median Distance to Closest Record: median real→synthetic over median real→real NN distance.
 
     raw = MDCR (seed 000 §2.2.9) in the euclidean space; the seed's MDCR' = σ(MDCR) grows with privacy
@@ -56,12 +61,14 @@ def mdcr(ctx: EvaluationContext) -> MetricResult:
         value = _clip(1.0 - raw)
     details = {"median_real_to_synthetic": num, "median_real_to_real": den,
                "mdcr_sigmoid": None if raw is None else 1.0 / (1.0 + math.exp(-min(raw, 700.0)))}
-    return MetricResult(id="mdcr", value=value, raw=raw if raw is None or math.isfinite(raw) else None,
+    return Measurement(value=value, raw=raw if raw is None or math.isfinite(raw) else None,
                         details=details)
 
 
-@metric("nndr", family="distance", source="seed 000 §2.2.7", risk="re-identification")
-def nndr(ctx: EvaluationContext) -> MetricResult:
+@metric("nndr", family="distance", source="seed 000 §2.2.7", risk=Risk.REIDENTIFICATION,
+        default={"threshold": 0.9, "severity": "WARN"},
+        expect=Expect(copy_min=0.999, indep_max=0.95))  # an independent row scores d1/d2 ≈ 0.6–0.9
+def nndr(ctx: EvaluationContext) -> Measurement:
     """Nearest Neighbour Distance Ratio: per synthetic row, 1 for an exact copy, else d1/d2 in Φ^k.
 
     raw = value = eq. 27 (seed 000 §2.2.7), the mean over synthetic rows. A copy is decided on row
@@ -75,13 +82,15 @@ def nndr(ctx: EvaluationContext) -> MetricResult:
         ratio = np.where(d2 > 0, d1 / d2, 1.0)
     score = np.where(copies, 1.0, ratio)
     raw = float(score.mean())
-    return MetricResult(id="nndr", value=_clip(raw), raw=raw, flagged=np.nonzero(copies)[0],
+    return Measurement(value=_clip(raw), raw=raw, flagged=np.nonzero(copies)[0],
                         details={"exact_copies": int(copies.sum()), "median_ratio": float(np.median(score)),
                                  "projection_k": ctx.projection.k})
 
 
-@metric("authenticity", family="distance", source="seed 000 §2.2.4", risk="re-identification")
-def authenticity(ctx: EvaluationContext) -> MetricResult:
+@metric("authenticity", family="distance", source="seed 000 §2.2.4", risk=Risk.REIDENTIFICATION,
+        default={"threshold": 0.7, "severity": "WARN"},
+        expect=Expect(copy_min=0.999, indep_max=0.65))  # ≈ 0.5 for a same-size sample
+def authenticity(ctx: EvaluationContext) -> Measurement:
     """Authenticity: share of real rows whose nearest real neighbour is closer than their nearest synthetic.
 
     raw = Auth (eq. 19, grows with privacy); value = Auth' = 1 − Auth (seed 000 §2.2.4). Strict
@@ -90,12 +99,14 @@ def authenticity(ctx: EvaluationContext) -> MetricResult:
     rr = ctx.neighbors("euclidean", "real", "real", 1).dist[:, 0]
     rs = ctx.neighbors("euclidean", "real", "synthetic", 1).dist[:, 0]
     auth = float(np.mean(rr < rs))
-    return MetricResult(id="authenticity", value=_clip(1.0 - auth), raw=auth,
+    return Measurement(value=_clip(1.0 - auth), raw=auth,
                         details={"authentic_real_rows": int(np.sum(rr < rs))})
 
 
-@metric("nnaa", family="distance", source="seed 000 §2.2.10", risk="membership")
-def nnaa(ctx: EvaluationContext) -> MetricResult:
+@metric("nnaa", family="distance", source="seed 000 §2.2.10", risk=Risk.MEMBERSHIP,
+        default={"threshold": 0.3, "severity": "WARN"},
+        expect=Expect(copy_min=0.999, indep_max=0.2))
+def nnaa(ctx: EvaluationContext) -> Measurement:
     """Nearest Neighbour Adversarial Accuracy (seed 000 §2.2.10, eq. 30).
 
     raw = NNAA = P_y[d(y, z) > d(y, y')] + P_z[d(y, z) > d(z, z')], a sum of two probabilities in [0, 2];
@@ -109,7 +120,7 @@ def nnaa(ctx: EvaluationContext) -> MetricResult:
     term_real = float(np.mean(rs > rr))
     term_syn = float(np.mean(sr > ss))
     raw = term_real + term_syn
-    return MetricResult(id="nnaa", value=_clip(1.0 - raw), raw=raw,
+    return Measurement(value=_clip(1.0 - raw), raw=raw,
                         details={"term_real": term_real, "term_synthetic": term_syn, "nnaa_prime": 1.0 - raw})
 
 
@@ -180,8 +191,10 @@ def _extreme_details(norm: np.ndarray, ext: Extremes) -> dict:
             "max_normalised_distance": float(norm.max())}
 
 
-@metric("cvp", family="distance", source="seed 000 §2.2.1", risk="re-identification")
-def cvp(ctx: EvaluationContext, *, threshold: float = 0.2) -> MetricResult:
+@metric("cvp", family="distance", source="seed 000 §2.2.1", risk=Risk.REIDENTIFICATION,
+        default={"threshold": 0.8, "severity": "WARN"},  # 0.77 vs 0.67
+        expect=Expect(copy_min=0.999, indep_max=0.15))
+def cvp(ctx: EvaluationContext, *, threshold: float = 0.2) -> Measurement:
     """Close Value Probability: share of real rows whose nearest synthetic row is close (eq. 16).
 
     Seed 000 §2.2.1: the nearest synthetic row of each real row in d_E (all attributes), its distance
@@ -192,12 +205,14 @@ def cvp(ctx: EvaluationContext, *, threshold: float = 0.2) -> MetricResult:
     norm, ext = _normalised_nn(ctx)
     close = norm <= threshold
     raw = float(close.mean())
-    return MetricResult(id="cvp", value=_clip(raw), raw=raw,
+    return Measurement(value=_clip(raw), raw=raw,
                         details={**_extreme_details(norm, ext), "close_real_rows": int(close.sum())})
 
 
-@metric("dvp", family="distance", source="seed 000 §2.2.2", risk="re-identification")
-def dvp(ctx: EvaluationContext, *, threshold: float = 0.8) -> MetricResult:
+@metric("dvp", family="distance", source="seed 000 §2.2.2", risk=Risk.REIDENTIFICATION,
+        default={"threshold": 1.0, "severity": "WARN"},  # saturates at 1: never fails
+        expect=Expect(copy_min=0.999, indep_max=1.0))  # saturates at 1 on real data (d_max normalisation)
+def dvp(ctx: EvaluationContext, *, threshold: float = 0.8) -> Measurement:
     """Distant Value Probability: share of real rows whose nearest synthetic row is far (eq. 17).
 
     Seed 000 §2.2.2: C_DVP = C_CVP, distances normalised by eqs. 14–15; raw = DVP (eq. 17, the share
@@ -207,12 +222,14 @@ def dvp(ctx: EvaluationContext, *, threshold: float = 0.8) -> MetricResult:
     norm, ext = _normalised_nn(ctx)
     far = norm >= threshold
     raw = float(far.mean())
-    return MetricResult(id="dvp", value=_clip(1.0 - raw), raw=raw,
+    return Measurement(value=_clip(1.0 - raw), raw=raw,
                         details={**_extreme_details(norm, ext), "far_real_rows": int(far.sum())})
 
 
-@metric("nsnd", family="distance", source="seed 000 §2.2.6", risk="re-identification")
-def nsnd(ctx: EvaluationContext) -> MetricResult:
+@metric("nsnd", family="distance", source="seed 000 §2.2.6", risk=Risk.REIDENTIFICATION,
+        default={"threshold": 0.95, "severity": "WARN"},  # 0.91 vs 0.87
+        expect=Expect(copy_min=0.999, indep_max=0.75))  # normalised NN distance ≈ 0.36 → value ≈ 0.64
+def nsnd(ctx: EvaluationContext) -> Measurement:
     """Nearest Synthetic Neighbour Distance: mean normalised real→synthetic nearest distance (eq. 24).
 
     Seed 000 §2.2.6: raw = NSND = mean over real rows of (d − d_min)/(d_max − d_min) with C_NSND = C_CVP;
@@ -220,7 +237,7 @@ def nsnd(ctx: EvaluationContext) -> MetricResult:
     """
     norm, ext = _normalised_nn(ctx)
     raw = float(norm.mean())
-    return MetricResult(id="nsnd", value=_clip(1.0 - raw), raw=raw, details=_extreme_details(norm, ext))
+    return Measurement(value=_clip(1.0 - raw), raw=raw, details=_extreme_details(norm, ext))
 
 
 # ------------------------------------------------------------------------------- Identifiability
@@ -257,8 +274,10 @@ def _entropy_weighted(ctx: EvaluationContext) -> dict[str, np.ndarray]:
     return out
 
 
-@metric("identifiability", family="distance", source="seed 000 §2.2.5", risk="re-identification")
-def identifiability(ctx: EvaluationContext) -> MetricResult:
+@metric("identifiability", family="distance", source="seed 000 §2.2.5", risk=Risk.REIDENTIFICATION,
+        default={"threshold": 0.4, "severity": "WARN"},  # 0.46 vs 0.32
+        expect=Expect(copy_min=0.999, indep_max=0.3))
+def identifiability(ctx: EvaluationContext) -> Measurement:
     """Identifiability score: share of real rows nearer to a synthetic row than to any other real row.
 
     Seed 000 §2.2.5, eqs. 20–23, in the entropy-weighted space Ŷ, Ẑ (``_entropy_weighted``): ID = the
@@ -278,15 +297,17 @@ def identifiability(ctx: EvaluationContext) -> MetricResult:
     d_rs[ctx.copies_of("real", "synthetic")] = 0.0  # a synthetic copy is the nearest synthetic row
     at_risk = d_rs < d_rr
     raw = float(at_risk.mean())
-    return MetricResult(id="identifiability", value=_clip(raw), raw=raw,
+    return Measurement(value=_clip(raw), raw=raw,
                         details={"identifiable_real_rows": int(at_risk.sum()), "epsilon": _ID_EPS})
 
 
 # ----------------------------------------------------------------------------------- Hidden rate
 
 
-@metric("hidden_rate", family="distance", source="seed 000 §2.2.12", risk="membership")
-def hidden_rate(ctx: EvaluationContext) -> MetricResult:
+@metric("hidden_rate", family="distance", source="seed 000 §2.2.12", risk=Risk.MEMBERSHIP,
+        default={"threshold": 0.1, "severity": "WARN", "optional": True},  # needs the source-row mapping
+        expect=Expect(copy_min=None, indep_max=None))  # needs the source-row mapping g
+def hidden_rate(ctx: EvaluationContext) -> Measurement:
     """Hidden rate: real rows whose nearest synthetic row is one generated from them, per synthetic row.
 
     Seed 000 §2.2.12, eq. 31, in Φ^k with d_M = the Minkowski distance of order 2. g comes from the
@@ -297,9 +318,8 @@ def hidden_rate(ctx: EvaluationContext) -> MetricResult:
     """
     g = ctx.source_index
     if g is None:
-        return MetricResult.not_applicable(
-            "hidden_rate", "needs the synthetic→real source-row mapping g: give source_index_column= "
-            "(--source-index-column C)")
+        raise NotApplicable("needs the synthetic→real source-row mapping g: give source_index_column= "
+                            "(--source-index-column C)")
     nn = ctx.neighbors("projected", "real", "synthetic", 1)
     x, z = ctx.projected("real"), ctx.projected("synthetic")
     diff = x[g].astype(np.float64) - z.astype(np.float64)
@@ -310,7 +330,7 @@ def hidden_rate(ctx: EvaluationContext) -> MetricResult:
     hidden = own_best <= nn.dist[:, 0] + 1e-12
     raw = float(hidden.sum()) / ctx.n("synthetic")
     flagged = np.nonzero(d_own <= nn.dist[g, 0] + 1e-12)[0]
-    return MetricResult(id="hidden_rate", value=_clip(raw), raw=raw, flagged=flagged,
+    return Measurement(value=_clip(raw), raw=raw, flagged=flagged,
                         details={"hidden_real_rows": int(hidden.sum()),
                                  "real_rows_with_synthetic": int(np.unique(g).size),
                                  "projection_k": ctx.projection.k})
@@ -341,8 +361,10 @@ def _hit_groups(ctx: EvaluationContext, cat: list[str], num: list[str]
     return inv[:n_real], inv[n_real:]
 
 
-@metric("hitting_rate", family="distance", source="seed 000 §2.2.13", risk="membership")
-def hitting_rate(ctx: EvaluationContext) -> MetricResult:
+@metric("hitting_rate", family="distance", source="seed 000 §2.2.13", risk=Risk.MEMBERSHIP,
+        default={"threshold": 0.2, "severity": "WARN"},  # 0.30 vs 0.11
+        expect=Expect(copy_min=0.999, indep_max=0.05))  # a classifier cannot tell a copy from the real table (value 0 there); this test's independent
+def hitting_rate(ctx: EvaluationContext) -> Measurement:
     """Hitting rate: real rows with a synthetic row equal on categories and within h(a) on numbers.
 
     Seed 000 §2.2.13, eqs. 32–33: a pair (y, z) hits when every categorical/binary value is equal and
@@ -405,7 +427,7 @@ def hitting_rate(ctx: EvaluationContext) -> MetricResult:
         hit_syn = np.nonzero(syn_hit)[0]
     raw = pairs / n_real
     value = float(hit.mean())
-    return MetricResult(id="hitting_rate", value=_clip(value), raw=raw, flagged=hit_syn,
+    return Measurement(value=_clip(value), raw=raw, flagged=hit_syn,
                         details={"hit_pairs": pairs, "real_rows_hit": int(hit.sum()),
                                  "raw_capped": min(1.0, raw), "synthetic_rows_hitting": int(hit_syn.size),
                                  "thresholds_over_range": 1.0 / 30.0})

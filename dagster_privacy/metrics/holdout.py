@@ -24,8 +24,8 @@ import numpy as np
 from ..context import EvaluationContext
 from ..errors import MetricError
 from ..neighbors import Neighbors, knn_euclidean
-from ..registry import metric
-from ..results import MetricResult
+from ..registry import Expect, metric
+from ..results import Measurement, Risk
 from ..stats import bootstrap_ci
 
 #: knn_percentile's default k. The other indicators ask the context for this many neighbours too, so
@@ -109,9 +109,11 @@ def _percentile_value(train: np.ndarray, hold: np.ndarray, alpha: float) -> tupl
 # ------------------------------------------------------------------------------ seed 004 §4.2.1
 
 
-@metric("ims", family="holdout", source="seed 004 §4.2.1", risk="re-identification",
-        needs=("real", "synthetic", "holdout"))
-def ims(ctx: EvaluationContext) -> MetricResult:
+@metric("ims", family="holdout", source="seed 004 §4.2.1", risk=Risk.REIDENTIFICATION,
+        needs=("real", "synthetic", "holdout"),
+        default={"threshold": 0.05, "on": "ci_upper", "severity": "ERROR"},
+        expect=Expect(copy_min=0.999, indep_max=0.02))
+def ims(ctx: EvaluationContext) -> Measurement:
     """Identical match share against a holdout (seed 004 §4.2.1), normalised per training record.
 
     raw = IMS(D, D̂) = |D ∩ D̂| / |D̂|, the formula's reading: synthetic rows identical (row hash) to a
@@ -132,8 +134,7 @@ def ims(ctx: EvaluationContext) -> MetricResult:
     ci = _ci(value, lambda i, j: normalised(float(train_hit[i].mean()), float(hold_hit[j].mean())),
              (train_hit.size, hold_hit.size), ctx.rng("ims"))
     raw = float(syn_copy.mean())
-    return MetricResult(
-        id="ims", value=value, raw=raw, baseline=m_h, ci=ci, flagged=np.nonzero(syn_copy)[0],
+    return Measurement(value=value, raw=raw, baseline=m_h, ci=ci, flagged=np.nonzero(syn_copy)[0],
         sizes={"real": ctx.n("real"), "synthetic": ctx.n("synthetic"), "holdout": ctx.n("holdout"),
                "queries": int(train_hit.size + hold_hit.size)},
         details={"ims_formula_synthetic_share": raw, "ims_text_real_share": m_t, "m_train": m_t,
@@ -144,7 +145,7 @@ def ims(ctx: EvaluationContext) -> MetricResult:
 # ----------------------------------------------------------------------- seed 004 §4.2.2, §4.2.3
 
 
-def _percentile_metric(ctx: EvaluationContext, mid: str, k: int, alpha: float) -> MetricResult:
+def _percentile_metric(ctx: EvaluationContext, mid: str, k: int, alpha: float) -> Measurement:
     """Eq. 4 (raw) and the per-training-record normalisation (value) with mean k-NN distances."""
     if not 0.0 < alpha < 1.0:
         raise MetricError("alpha must be in (0, 1)")
@@ -163,8 +164,8 @@ def _percentile_metric(ctx: EvaluationContext, mid: str, k: int, alpha: float) -
     value, p_train, q = _percentile_value(d_train, d_hold, alpha)
     ci = _ci(value, lambda i, j: _percentile_value(d_train[i], d_hold[j], alpha)[0],
              (d_train.size, d_hold.size), ctx.rng(mid))
-    return MetricResult(
-        id=mid, value=value, raw=raw, baseline=alpha, ci=ci, flagged=np.nonzero(below)[0],
+    return Measurement(
+        value=value, raw=raw, baseline=alpha, ci=ci, flagged=np.nonzero(below)[0],
         sizes={"real": ctx.n("real"), "synthetic": ctx.n("synthetic"), "holdout": ctx.n("holdout"),
                "queries": int(d_train.size + d_hold.size + srd.size + rrd.size)},
         details={"alpha": alpha, "k": int(srd_nn.k), "space": SPACE, "p_train": p_train, "p_holdout": alpha,
@@ -173,9 +174,11 @@ def _percentile_metric(ctx: EvaluationContext, mid: str, k: int, alpha: float) -
                  "synthetic_share_below_rrd_alpha": float(below.mean()) / alpha})
 
 
-@metric("dcr_percentile", family="holdout", source="seed 004 §4.2.2", risk="re-identification",
-        needs=("real", "synthetic", "holdout"), queries=QUERIES)
-def dcr_percentile(ctx: EvaluationContext, *, alpha: float = 0.02) -> MetricResult:
+@metric("dcr_percentile", family="holdout", source="seed 004 §4.2.2", risk=Risk.REIDENTIFICATION,
+        needs=("real", "synthetic", "holdout"), queries=QUERIES,
+        default={"threshold": 0.05, "on": "ci_upper", "severity": "ERROR"},
+        expect=Expect(copy_min=0.999, indep_max=0.1))
+def dcr_percentile(ctx: EvaluationContext, *, alpha: float = 0.02) -> Measurement:
     """DCR percentile against a holdout (seed 004 §4.2.2, eqs. 2–4, α = 2 %), normalised per record.
 
     raw = eq. 4: |{d̂ : SRD(d̂) < RRD_α}| / (α·|D1|), SRD synthetic→train (eq. 2), RRD holdout→train
@@ -187,9 +190,11 @@ def dcr_percentile(ctx: EvaluationContext, *, alpha: float = 0.02) -> MetricResu
     return _percentile_metric(ctx, "dcr_percentile", 1, alpha)
 
 
-@metric("knn_percentile", family="holdout", source="seed 004 §4.2.3", risk="re-identification",
-        needs=("real", "synthetic", "holdout"), queries=QUERIES)
-def knn_percentile(ctx: EvaluationContext, *, k: int = 5, alpha: float = 0.02) -> MetricResult:
+@metric("knn_percentile", family="holdout", source="seed 004 §4.2.3", risk=Risk.REIDENTIFICATION,
+        needs=("real", "synthetic", "holdout"), queries=QUERIES,
+        default={"threshold": 0.02, "severity": "WARN", "optional": True},  # k = 5 reads low
+        expect=Expect(copy_min=0.01, indep_max=0.1))  # k = 5 means dilute a copy (docs/metrics.md)
+def knn_percentile(ctx: EvaluationContext, *, k: int = 5, alpha: float = 0.02) -> Measurement:
     """k-NN percentile against a holdout (seed 004 §4.2.3): dcr_percentile with mean k-NN distances.
 
     The neighbourhoods are taken in the training table D (the seed writes D̂ where D is meant). k = 1
@@ -210,7 +215,7 @@ def _band(diff_percent: float) -> str:
 
 
 def _diff_metric(ctx: EvaluationContext, mid: str, syn: np.ndarray, hold: np.ndarray,
-                 flagged: np.ndarray, what: str) -> MetricResult:
+                 flagged: np.ndarray, what: str) -> Measurement:
     """Diff % = (mean holdout figure − mean synthetic figure) / mean holdout figure × 100 (seed 001)."""
     mean_h, mean_s = float(hold.mean()), float(syn.mean())
     if mean_h <= 0.0:
@@ -224,8 +229,8 @@ def _diff_metric(ctx: EvaluationContext, mid: str, syn: np.ndarray, hold: np.nda
         return 1.0 if h <= 0.0 else _clip((h - float(syn[i].mean())) / h)
 
     ci = _ci(value, stat, (syn.size, hold.size), ctx.rng(mid))
-    return MetricResult(
-        id=mid, value=value, raw=diff, baseline=mean_h, ci=ci, flagged=flagged,
+    return Measurement(
+        value=value, raw=diff, baseline=mean_h, ci=ci, flagged=flagged,
         sizes={"real": ctx.n("real"), "synthetic": ctx.n("synthetic"), "holdout": ctx.n("holdout"),
                "queries": int(syn.size + hold.size)},
         details={"diff_percent": diff, "privacy_score": 100.0 - diff, "band": _band(diff),
@@ -235,9 +240,11 @@ def _diff_metric(ctx: EvaluationContext, mid: str, syn: np.ndarray, hold: np.nda
                  "statistic": "mean", "space": SPACE, "exact_copies": int(flagged.size)})
 
 
-@metric("dcr_holdout_diff", family="holdout", source="seed 001 (DCR test)", risk="re-identification",
-        needs=("real", "synthetic", "holdout"), queries=QUERIES)
-def dcr_holdout_diff(ctx: EvaluationContext) -> MetricResult:
+@metric("dcr_holdout_diff", family="holdout", source="seed 001 (DCR test)", risk=Risk.REIDENTIFICATION,
+        needs=("real", "synthetic", "holdout"), queries=QUERIES,
+        default={"threshold": 0.1, "severity": "WARN", "optional": True},  # seed 001: D < 10 High
+        expect=Expect(copy_min=0.999, indep_max=0.1))
+def dcr_holdout_diff(ctx: EvaluationContext) -> Measurement:
     """Diff DCR % of seed 001: mean DCR synthetic→train against mean DCR holdout→train.
 
     raw = Diff % = (mean holdout DCR − mean synthetic DCR) / mean holdout DCR × 100, positive when
@@ -264,9 +271,11 @@ def _nndr(ctx: EvaluationContext, query: str) -> np.ndarray:
     return _round(ratio)
 
 
-@metric("nndr_holdout_diff", family="holdout", source="seed 001 (NNDR test)", risk="re-identification",
-        needs=("real", "synthetic", "holdout"), queries=QUERIES)
-def nndr_holdout_diff(ctx: EvaluationContext) -> MetricResult:
+@metric("nndr_holdout_diff", family="holdout", source="seed 001 (NNDR test)", risk=Risk.REIDENTIFICATION,
+        needs=("real", "synthetic", "holdout"), queries=QUERIES,
+        default={"threshold": 0.1, "severity": "WARN", "optional": True},
+        expect=Expect(copy_min=0.999, indep_max=0.1))
+def nndr_holdout_diff(ctx: EvaluationContext) -> Measurement:
     """Diff NNDR % of seed 001: mean NNDR synthetic→train against mean NNDR holdout→train.
 
     NNDR = d(nearest training row) / d(second nearest training row), seed 001's definition and its
@@ -313,9 +322,11 @@ def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
     return _round(r)
 
 
-@metric("proximity_ratio_score", family="holdout", source="seed 003", risk="re-identification",
-        queries=((SPACE, "real", "synthetic", SHARED_K),))
-def proximity_ratio_score(ctx: EvaluationContext, *, alpha: float = 0.1, splits: int = 5) -> MetricResult:
+@metric("proximity_ratio_score", family="holdout", source="seed 003", risk=Risk.REIDENTIFICATION,
+        queries=((SPACE, "real", "synthetic", SHARED_K),),
+        default={"threshold": 0.5, "severity": "WARN"},  # seed 003 score < 50
+        expect=Expect(copy_min=0.89, indep_max=0.2))  # at most 1 − α = 0.9
+def proximity_ratio_score(ctx: EvaluationContext, *, alpha: float = 0.1, splits: int = 5) -> Measurement:
     """Privacy score of seed 003 from Train-to-Train and Train-to-Synthetic proximity ratios.
 
     Split the training table R into halves R1, R2 (seeded). For r ∈ R1: TTPR = d(r, R2)/d(r, R1∖r),
@@ -378,8 +389,7 @@ def proximity_ratio_score(ctx: EvaluationContext, *, alpha: float = 0.1, splits:
 
     lo, hi = bootstrap_ci(single, n // 2, rng, resamples=RESAMPLES)
     ci = (_clip(min(lo, value)), _clip(max(hi, value)))
-    return MetricResult(
-        id="proximity_ratio_score", value=value, raw=raw, baseline=alpha, ci=ci,
+    return Measurement(value=value, raw=raw, baseline=alpha, ci=ci,
         flagged=np.array(sorted(flagged), dtype=np.int64),
         sizes={"real": n, "synthetic": ctx.n("synthetic"), "r1": n // 2, "r2": n - n // 2,
                "queries": n // 2},

@@ -9,12 +9,14 @@ import numpy as np
 from ..context import EvaluationContext
 from ..errors import MetricError
 from ..neighbors import MixedRows, euclidean_chunks, mixed_chunks
-from ..registry import metric
-from ..results import MetricResult
+from ..registry import Expect, metric
+from ..results import Measurement, Risk
 
 
-@metric("crp", family="simulation", source="seed 000 §2.1.4", risk="re-identification")
-def crp(ctx: EvaluationContext) -> MetricResult:
+@metric("crp", family="simulation", source="seed 000 §2.1.4", risk=Risk.REIDENTIFICATION,
+        default={"threshold": 0.05, "severity": "ERROR"},
+        expect=Expect(copy_min=0.999, indep_max=0.02))
+def crp(ctx: EvaluationContext) -> Measurement:
     """Common Rows Proportion: synthetic rows identical to a real row, per real row (seed 000 §2.1.4).
 
     CRP = |C_CRP| / (|Y| + 1e-8) (eq. 12) with C_CRP the synthetic rows found in Y, decided on row
@@ -24,7 +26,7 @@ def crp(ctx: EvaluationContext) -> MetricResult:
     copies = ctx.copies_of("synthetic", "real")
     c = int(copies.sum())
     raw = c / (ctx.n("real") + 1e-8)
-    return MetricResult(id="crp", value=min(1.0, raw), raw=raw, flagged=np.nonzero(copies)[0],
+    return Measurement(value=min(1.0, raw), raw=raw, flagged=np.nonzero(copies)[0],
                         details={"common_rows": c})
 
 
@@ -97,8 +99,10 @@ def _worst(per_column: dict[str, dict], field: str = "value") -> tuple[float, st
 # ----------------------------------------------------------------------------------------- ZCAP
 
 
-@metric("zcap", family="simulation", source="seed 000 §2.1.1", risk="inference")
-def zcap(ctx: EvaluationContext) -> MetricResult:
+@metric("zcap", family="simulation", source="seed 000 §2.1.1", risk=Risk.INFERENCE,
+        default={"threshold": 0.05, "severity": "WARN"},  # 0.20 vs 0.0003
+        expect=Expect(copy_min=0.8, indep_max=0.4))  # 0.84 / 0.32 measured
+def zcap(ctx: EvaluationContext) -> Measurement:
     """Categorical Zero CAP: share of key-matching synthetic rows that also hold the real sensitive value.
 
     Seed 000 §2.1.1, eqs. 3–4: zcap(y) = |C_y| / max(1, |G_y|) with G_y the synthetic rows whose key
@@ -122,7 +126,7 @@ def zcap(ctx: EvaluationContext) -> MetricResult:
             per[s] = {"value": float(score.mean()), "kind": _sensitive_kind(ctx, s),
                       "real_rows_matched": int((matches > 0).sum()), "key_columns": list(kcols)}
     value, col = _worst(per)
-    return MetricResult(id="zcap", value=value, raw=value,
+    return Measurement(value=value, raw=value,
                         details={"worst_column": col, "per_column": per, "sensitive_columns": sens})
 
 
@@ -150,8 +154,10 @@ def _tied_matches(ties: np.ndarray, v_query: np.ndarray, v_ref: np.ndarray) -> t
     return ties.sum(axis=1), (ties & (v_query[:, None] == v_ref[None, :])).sum(axis=1)
 
 
-@metric("gcap", family="simulation", source="seed 000 §2.1.2", risk="inference")
-def gcap(ctx: EvaluationContext) -> MetricResult:
+@metric("gcap", family="simulation", source="seed 000 §2.1.2", risk=Risk.INFERENCE,
+        default={"threshold": 0.9, "severity": "WARN"},  # 0.83 vs 0.79
+        expect=Expect(copy_min=0.8, indep_max=0.7))  # 0.84 / 0.61: GCAP always guesses
+def gcap(ctx: EvaluationContext) -> Measurement:
     """Categorical Generalized CAP: the nearest synthetic rows by Hamming distance on the keys vote.
 
     Seed 000 §2.1.2, eqs. 5–6: for each real row y, G_y = every synthetic row at the minimum Hamming
@@ -184,7 +190,7 @@ def gcap(ctx: EvaluationContext) -> MetricResult:
                       "mean_tied_rows": float(n_ties.mean()), "mean_hamming_distance": float(d_min.mean()),
                       "key_columns": list(kcols)}
     value, col = _worst(per)
-    return MetricResult(id="gcap", value=value, raw=value,
+    return Measurement(value=value, raw=value,
                         details={"worst_column": col, "per_column": per, "sensitive_columns": sens})
 
 
@@ -273,8 +279,10 @@ def _pattern_weights(ctx: EvaluationContext) -> tuple[np.ndarray, float]:
     return -np.log(p[inv.reshape(-1)]) / (n * h), h
 
 
-@metric("air", family="simulation", source="seed 000 §2.1.3", risk="inference")
-def air(ctx: EvaluationContext) -> MetricResult:
+@metric("air", family="simulation", source="seed 000 §2.1.3", risk=Risk.INFERENCE,
+        default={"threshold": 0.9, "severity": "WARN"},  # 0.83 vs 0.79
+        expect=Expect(copy_min=0.6, indep_max=0.55))  # 0.65 / 0.48: a mixed tie scores F1 ≈ 0
+def air(ctx: EvaluationContext) -> Measurement:
     """Attribute Inference Risk: the nearest synthetic rows (Euclidean, keys) guess the sensitive value.
 
     Seed 000 §2.1.3, eqs. 7–11. Keys in the one-hot + min-max space fitted on the real table; G_y = all
@@ -328,6 +336,6 @@ def air(ctx: EvaluationContext) -> MetricResult:
                       "pooled_f1": 2.0 * tp_all / max(1, 2 * tp_all + fp_all + fn_all),
                       "mean_tied_rows": float(n_ties.mean()), "key_columns": list(kcols)}
     value, col = _worst(per)
-    return MetricResult(id="air", value=min(1.0, value), raw=value,
+    return Measurement(value=min(1.0, value), raw=value,
                         details={"worst_column": col, "per_column": per, "sensitive_columns": sens,
                                  "row_entropy": entropy})

@@ -27,6 +27,7 @@ from .settings import ReleaseSettings as ReleaseSettings
 from .signoff import build_signoff_check as build_signoff_check
 from .signoff import record_signoff as record_signoff
 from .signoff import verify_signoff as verify_signoff
+from .translator import PrivacyCheckTranslator as PrivacyCheckTranslator
 
 __all__ = [
     "PrivacyRelease",
@@ -48,6 +49,7 @@ __all__ = [
     "build_schema_gate_check",
     "build_signoff_check",
     "build_table_asset",
+    "PrivacyCheckTranslator",
     "required_check_names",
     "record_signoff",
     "verify_release",

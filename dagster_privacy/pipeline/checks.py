@@ -15,10 +15,10 @@ import dagster as dg
 from .. import policy as pol
 from ..errors import safe_reason
 from ..metrics import registry
-from ..results import Evaluation, MetricResult, Severity
-from . import metadata as md
+from ..results import Evaluation, Severity
 from .assets import DUCKDB_KEY, RELEASE_KEY
 from .resources import PrivacyRelease, ReadOnlyDuckDB
+from .translator import DEFAULT_TRANSLATOR, PrivacyCheckTranslator
 
 #: called inside the check with the Evaluation (e.g. the HTML report); may return extra metadata that is
 #: attached to every check result. Raising fails the checks closed.
@@ -27,94 +27,18 @@ EvaluationHook = Callable[[Evaluation, dg.AssetCheckExecutionContext], Mapping[s
 PolicyLike = str | Path | pol.Policy | Mapping[str, Any]
 
 
-def metric_ids(policy: pol.Policy) -> list[str]:
-    """The policy's metrics in registry order (policy.select: a policy must configure each one)."""
-    return policy.select()
-
-
-def gates(policy: pol.Policy, metric_id: str) -> bool:
-    """ERROR metrics gate (blocking specs); WARN metrics inform."""
-    return policy.entry(metric_id).severity is Severity.ERROR
-
-
 def required_check_names(policy: PolicyLike, *, schema_gate: bool = True,
                          extra: Sequence[str] = ()) -> list[str]:
     """The checks publication requires to have passed: every gating metric, the schema gate, the
     human sign-off when the policy requires one (``privacy_signoff``), and ``extra``."""
-    p = pol.load_policy(policy)
-    names = [m for m in metric_ids(p) if gates(p, m)]
+    plan = pol.resolve(policy)
+    names = list(plan.gating)
     if schema_gate:
         names.append("schema_gate")
-    if p.require_signoff:
+    if plan.policy.require_signoff:
         names.append("privacy_signoff")
     names += [n for n in extra if n not in names]
     return names
-
-
-def _severity(policy: pol.Policy, metric_id: str) -> dg.AssetCheckSeverity:
-    return dg.AssetCheckSeverity.ERROR if gates(policy, metric_id) else dg.AssetCheckSeverity.WARN
-
-
-def _markdown(r: MetricResult, passed: bool, release: str) -> str:
-    def f(x: float | None) -> str:
-        return "—" if x is None else f"{x:.4g}"
-
-    ci = "—" if r.ci is None else f"[{r.ci[0]:.4g}, {r.ci[1]:.4g}]"
-    gate = "threshold —" if r.threshold is None else f"{r.on} ≤ {r.threshold:g}"
-    lines = [
-        f"**{r.id}** ({r.family}, {r.source}; risk: {r.risk}) on release `{release}`: "
-        f"**{'passed' if passed else r.status.value}** ({r.severity.value})",
-        "",
-        "| value | 95 % CI | baseline | raw | gate |",
-        "|---|---|---|---|---|",
-        f"| {f(r.value)} | {ci} | {f(r.baseline)} | {f(r.raw)} | {gate} |",
-    ]
-    if r.reason:
-        lines += ["", f"Reason: {r.reason}"]
-    lines += ["", "value ∈ [0, 1]: 0 = private, 1 = no privacy. Figures only — no record values."]
-    return "\n".join(lines)
-
-
-def result_metadata(r: MetricResult, ev: Evaluation, *, passed: bool, release: str,
-                    fingerprint: str) -> dict[str, Any]:
-    """Typed metadata of one check result: figures, hashes and names — never a record's value."""
-    return {
-        "value": md.number(r.value),
-        "raw": md.number(r.raw),
-        "baseline": md.number(r.baseline),
-        "ci_low": md.number(r.ci[0] if r.ci else None),
-        "ci_high": md.number(r.ci[1] if r.ci else None),
-        "threshold": md.number(r.threshold),
-        "threshold_on": md.text(r.on),
-        "status": md.text(r.status.value),
-        "severity": md.text(r.severity.value),
-        "reason": md.text(r.reason),
-        "sizes": md.json(r.sizes),
-        "seconds": md.number(r.seconds),
-        "details": md.json(r.details),
-        "seed": dg.MetadataValue.int(ev.seed),
-        "verdict": md.text(ev.verdict.value),
-        "policy": md.json(ev.policy),
-        "versions": md.json(ev.versions),
-        "tables": md.json(ev.tables),
-        md.FINGERPRINT: dg.MetadataValue.text(fingerprint),
-        md.RELEASE_ID: dg.MetadataValue.text(release),
-        "summary": dg.MetadataValue.md(_markdown(r, passed, release)),
-    }
-
-
-def failure_metadata(reason: str, *, release: str | None, fingerprint: str | None) -> dict[str, Any]:
-    meta: dict[str, Any] = {
-        "status": md.text("error"),
-        "reason": md.text(reason),
-        "summary": dg.MetadataValue.md(f"**The privacy evaluation failed**, so this check has not passed "
-                                       f"(fail closed).\n\nReason: {reason}"),
-    }
-    if release:
-        meta[md.RELEASE_ID] = dg.MetadataValue.text(release)
-    if fingerprint:
-        meta[md.FINGERPRINT] = dg.MetadataValue.text(fingerprint)
-    return meta
 
 
 def failed_closed(context: Any, what: str, reason: str, *, release: str | None = None,
@@ -122,7 +46,8 @@ def failed_closed(context: Any, what: str, reason: str, *, release: str | None =
     """The result of a single check whose body raised: failed, ERROR, the reason logged and recorded."""
     context.log.error(f"{what} failed closed: {reason}")
     return dg.AssetCheckResult(passed=False, severity=dg.AssetCheckSeverity.ERROR,
-                               metadata=failure_metadata(reason, release=release, fingerprint=fingerprint),
+                               metadata=DEFAULT_TRANSLATOR.failure_metadata(reason, release=release,
+                                                                            fingerprint=fingerprint),
                                description=f"{what} failed: {reason}")
 
 
@@ -138,6 +63,7 @@ def build_privacy_checks(
     release_resource_key: str = RELEASE_KEY,
     additional_deps: Sequence[dg.AssetsDefinition | dg.AssetKey | str] = (),
     on_evaluation: EvaluationHook | None = None,
+    translator: PrivacyCheckTranslator = DEFAULT_TRANSLATOR,
 ) -> Sequence[dg.AssetChecksDefinition]:
     """Privacy checks on a synthetic table asset: one spec per metric of ``policy``.
 
@@ -146,37 +72,36 @@ def build_privacy_checks(
     specs with severity ERROR; advisory (WARN) metrics are non-blocking specs with severity WARN, so a
     warning neither blocks a run nor holds up ``all_deps_blocking_checks_passed()``. Every result
     records the release id and the fingerprint of the content evaluated; ``on_evaluation`` is called
-    with the ``Evaluation`` (hook for reports) and may return extra metadata.
+    with the ``Evaluation`` (hook for reports) and may return extra metadata; ``translator`` decides how
+    a result becomes a check (descriptions, severity, metadata, markdown).
     """
-    p = pol.load_policy(policy)
+    plan = pol.resolve(policy)
     key = dg.AssetKey.from_coercible_or_definition(asset)
     synthetic_source = synthetic or key.path[-1]
-    ids = metric_ids(p)
-    summaries = {m: registry()[m].summary for m in ids}
     specs = []
-    for m in ids:
-        e = p.entry(m)
-        gate = "no threshold" if e.threshold is None else f"{e.on} ≤ {e.threshold:g}"
+    for m in plan.ids:
+        e = plan.entry(m)
         specs.append(dg.AssetCheckSpec(
-            m, asset=key, blocking=gates(p, m), additional_deps=list(additional_deps) or None,
-            description=f"{summaries[m] or m} — {e.severity.value}, {gate}",
+            m, asset=key, blocking=e.severity is Severity.ERROR, additional_deps=list(additional_deps) or None,
+            description=translator.spec_description(m, registry()[m].summary, e),
             metadata={"severity": e.severity.value, "threshold": e.threshold, "on": e.on},
         ))
 
     @dg.multi_asset_check(specs=specs, name=name, required_resource_keys={resource_key, release_resource_key},
-                          description=f"Privacy metrics of policy {p.name!r}, one shared evaluation.")
+                          description=f"Privacy metrics of policy {plan.policy.name!r}, one shared evaluation.")
     def _privacy_checks(context: dg.AssetCheckExecutionContext) -> Iterator[dg.AssetCheckResult]:
-        yield from evaluate_checks(context, policy=p, ids=ids, key=key, real=real, synthetic=synthetic_source,
+        yield from evaluate_checks(context, plan=plan, key=key, real=real, synthetic=synthetic_source,
                                    holdout=holdout, resource_key=resource_key,
-                                   release_resource_key=release_resource_key, on_evaluation=on_evaluation)
+                                   release_resource_key=release_resource_key, on_evaluation=on_evaluation,
+                                   translator=translator)
 
     return [_privacy_checks]
 
 
-def evaluate_checks(context: dg.AssetCheckExecutionContext, *, policy: pol.Policy, ids: Sequence[str],
+def evaluate_checks(context: dg.AssetCheckExecutionContext, *, plan: pol.EvaluationPlan,
                     key: dg.AssetKey, real: str, synthetic: str, holdout: str | None, resource_key: str,
                     release_resource_key: str, on_evaluation: EvaluationHook | None,
-                    ) -> list[dg.AssetCheckResult]:
+                    translator: PrivacyCheckTranslator = DEFAULT_TRANSLATOR) -> list[dg.AssetCheckResult]:
     """The body of the check: one evaluation, one result per metric; any exception fails every spec."""
     from ..evaluate import evaluate
     from ..tables import fingerprint as content_fingerprint
@@ -191,17 +116,16 @@ def evaluate_checks(context: dg.AssetCheckExecutionContext, *, policy: pol.Polic
         hold_df = db.read(holdout, role="holdout") if holdout else None
         fp = content_fingerprint(syn_df)
         release = rel.resolve(fp, dict(context.run.tags))
-        ev = evaluate(real_df, syn_df, hold_df, metrics=list(ids), policy=policy, progress=False)
+        ev = evaluate(real_df, syn_df, hold_df, metrics=list(plan.ids), policy=plan.policy, progress=False)
         del real_df, syn_df, hold_df
         extra = dict(on_evaluation(ev, context) or {}) if on_evaluation else {}
         out = []
         for r in ev.results:
-            ok = pol.passed(r)
-            meta = {**result_metadata(r, ev, passed=ok, release=release, fingerprint=fp), **extra}
+            meta = {**translator.metadata(r, ev, release=release, fingerprint=fp), **extra}
             out.append(dg.AssetCheckResult(
-                asset_key=key, check_name=r.id, passed=ok, severity=_severity(policy, r.id), metadata=meta,
-                description=f"{r.id} {'passed' if ok else r.status.value}" + (f": {r.reason}" if r.reason and not ok else "")))
-        missing = set(ids) - {r.id for r in ev.results}
+                asset_key=key, check_name=r.id, passed=r.passed, severity=translator.severity(plan.entry(r.id)),
+                metadata=meta, description=translator.result_description(r)))
+        missing = set(plan.ids) - {r.id for r in ev.results}
         if missing:
             raise RuntimeError(f"the evaluation returned no result for {', '.join(sorted(missing))}")
         context.log.info(f"release {release}: verdict {ev.verdict.value} "
@@ -210,7 +134,7 @@ def evaluate_checks(context: dg.AssetCheckExecutionContext, *, policy: pol.Polic
     except Exception as exc:  # fail closed: every spec fails with the reason
         reason = safe_reason(exc)
     context.log.error(f"privacy evaluation failed, every check fails closed: {reason}")
-    return [dg.AssetCheckResult(asset_key=key, check_name=m, passed=False, severity=_severity(policy, m),
-                                metadata=failure_metadata(reason, release=release, fingerprint=fp),
+    return [dg.AssetCheckResult(asset_key=key, check_name=m, passed=False, severity=translator.severity(plan.entry(m)),
+                                metadata=translator.failure_metadata(reason, release=release, fingerprint=fp),
                                 description=f"evaluation failed: {reason}")
-            for m in ids]
+            for m in plan.ids]

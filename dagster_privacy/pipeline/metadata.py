@@ -28,9 +28,9 @@ def text(x: str | None) -> dg.MetadataValue:
 
 
 def json(x: Mapping[str, Any] | list[Any] | None) -> dg.MetadataValue:
-    from ..results import _clean
+    from ..results import to_jsonable
 
-    return dg.MetadataValue.null() if x is None else dg.MetadataValue.json(_clean(x))
+    return dg.MetadataValue.null() if x is None else dg.MetadataValue.json(to_jsonable(x))
 
 
 def column_schema(df: pl.DataFrame) -> dg.TableSchema:

@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any
 
 from ..distances import DistanceSummary
-from ..policy import blocks
 from ..results import Evaluation, MetricResult, Status
 from . import plots
 from .risks import by_risk, risk_class, worst
@@ -133,7 +132,7 @@ def render_report(
     v = ev.verdict
     counts = {s: sum(1 for r in ev.results if r.status is s) for s in Status}
     gating = [r for r in ev.results if r.severity.value == "ERROR"]
-    blockers = [r for r in gating if blocks(r)]
+    blockers = [r for r in gating if r.blocks]
     out: list[str] = []
     w = out.append
     w("<!DOCTYPE html>")

@@ -15,7 +15,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
 from ..distances import DistanceSummary
-from ..results import Evaluation, MetricResult, Status
+from ..results import RATE_KEYS, Evaluation, MetricResult, Status
 
 COLOURS = {"synthetic": "#c0392b", "holdout": "#2e86c1", "train": "#c0392b", "control": "#7f8c8d"}
 STATUS_COLOURS = {Status.PASS: "#1e8449", Status.WARN: "#b9770e", Status.FAIL: "#c0392b",
@@ -120,7 +120,7 @@ def attack_rates(results: Sequence[MetricResult]) -> list[AttackRates]:
     """The attack results whose details carry e_train and e_control (seed 004 eq. 8)."""
     out = []
     for r in results:
-        t, c = _rate(r.details, "e_train"), _rate(r.details, "e_control")
+        t, c = (_rate(r.details, key) for key in RATE_KEYS)
         if t is not None and c is not None:
             out.append(AttackRates(r.id, t[0], t[1], c[0], c[1]))
     return out

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..results import MetricResult, Status
+from ..results import MetricResult, Risk, Status
 
 
 @dataclass(frozen=True)
@@ -16,41 +16,33 @@ class RiskClass:
     meaning: str
 
 
-RISKS: tuple[RiskClass, ...] = (
-    RiskClass("singling out", "Singling out", "WP29",
+RISKS: tuple[RiskClass, ...] = (  # one per results.Risk, in report order
+    RiskClass(Risk.SINGLING_OUT, "Singling out", "WP29",
               "isolating some or all records that identify an individual in the training data"),
-    RiskClass("linkability", "Linkability", "WP29",
+    RiskClass(Risk.LINKABILITY, "Linkability", "WP29",
               "linking two records (in one or two data sets) that concern the same person or group"),
-    RiskClass("inference", "Inference", "WP29",
+    RiskClass(Risk.INFERENCE, "Inference", "WP29",
               "deducing, with significant probability, an attribute of a person from other attributes"),
-    RiskClass("membership", "Membership inference", "adversarial ML (seed 004 §2.3.2)",
+    RiskClass(Risk.MEMBERSHIP, "Membership inference", "adversarial ML (seed 004 §2.3.2)",
               "telling whether a given person's record was in the training data"),
-    RiskClass("re-identification", "Re-identification (distance / copy proxies)", "identity disclosure proxy",
+    RiskClass(Risk.REIDENTIFICATION, "Re-identification (distance / copy proxies)", "identity disclosure proxy",
               "synthetic records sitting on, or unusually close to, training records; a proxy "
               "for singling out, not an attack"),
-    RiskClass("distinguishability", "Distinguishability", "proxy",
+    RiskClass(Risk.DISTINGUISHABILITY, "Distinguishability", "proxy",
               "a classifier telling synthetic from real records; a fidelity figure, not an attack"),
 )
 
-_BY_KEY = {r.key: r for r in RISKS}
+_BY_KEY = {str(r.key): r for r in RISKS}
+assert set(_BY_KEY) == {str(r) for r in Risk}, "every Risk needs its RiskClass"
 _ORDER = {s: i for i, s in enumerate((Status.ERROR, Status.FAIL, Status.WARN, Status.NOT_APPLICABLE, Status.PASS))}
 
 
 def risk_class(result: MetricResult) -> RiskClass:
-    """The risk class of a result (an unknown risk string becomes its own class, never dropped)."""
+    """The risk class of a result; a risk this version does not know (JSON written by another version)
+    becomes its own class, never dropped."""
     key = (result.risk or "").strip().lower()
     if key in _BY_KEY:
         return _BY_KEY[key]
-    if "single" in key:
-        return _BY_KEY["singling out"]
-    if "link" in key:
-        return _BY_KEY["linkability"]
-    if "member" in key:
-        return _BY_KEY["membership"]
-    if "identif" in key:
-        return _BY_KEY["re-identification"]
-    if "infer" in key:
-        return _BY_KEY["inference"]
     return RiskClass(key or "unclassified", (key or "unclassified").capitalize(), "—", "not mapped")
 
 
@@ -61,7 +53,7 @@ def worst(statuses: list[Status]) -> Status | None:
 
 def by_risk(results: list[MetricResult]) -> list[tuple[RiskClass, list[MetricResult]]]:
     """The results grouped per risk class, the WP29 risks first (also when nothing measured them)."""
-    groups: dict[str, tuple[RiskClass, list[MetricResult]]] = {r.key: (r, []) for r in RISKS}
+    groups: dict[str, tuple[RiskClass, list[MetricResult]]] = {str(r.key): (r, []) for r in RISKS}
     for res in results:
         rc = risk_class(res)
         groups.setdefault(rc.key, (rc, []))[1].append(res)

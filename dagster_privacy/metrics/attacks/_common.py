@@ -16,7 +16,8 @@ from typing import Any
 import numpy as np
 
 from ...context import EvaluationContext
-from ...results import MetricResult
+from ...errors import NotApplicable
+from ...results import Measurement, RateDetails
 from ...stats import Rate, bonferroni, control_risk, wilson
 
 CONFIDENCE = 0.95
@@ -88,10 +89,10 @@ def rate(successes: float, n: int, confidence: float = CONFIDENCE) -> Rate:
     return wilson(successes, n, confidence)  # type: ignore[arg-type]
 
 
-def rate_dict(r: Rate, successes: float | None = None) -> dict[str, Any]:
+def rate_dict(r: Rate, successes: float | None = None) -> RateDetails:
     s = r.value * r.n if successes is None else successes
-    return {"rate": r.value, "center": r.center, "ci": [r.low, r.high],
-            "successes": float(s) if not float(s).is_integer() else int(s), "n": r.n}
+    return RateDetails(rate=r.value, center=r.center, ci=[r.low, r.high],
+                       successes=float(s) if not float(s).is_integer() else int(s), n=r.n)
 
 
 def measured(value: float, error: float, n: int) -> Rate:
@@ -131,14 +132,14 @@ def family_confidence(m: int) -> float:
     return bonferroni(CONFIDENCE, m)
 
 
-def worst_of(metric_id: str, parts: dict[str, dict[str, Any]], *, label: str, sizes: dict[str, int],
-             extra: dict[str, Any] | None = None, flagged: np.ndarray | None = None) -> MetricResult:
+def worst_of(parts: dict[str, dict[str, Any]], *, label: str, sizes: dict[str, int],
+             extra: dict[str, Any] | None = None, flagged: np.ndarray | None = None) -> Measurement:
     """value = the largest E over the parts (columns, predicate sizes), with its simultaneous interval."""
     ok = {k: v for k, v in parts.items() if v.get("risk") is not None}
     if not ok:
         reasons = sorted({str(v.get("reason")) for v in parts.values() if v.get("reason")})
-        return MetricResult.not_applicable(metric_id, "; ".join(reasons) or "nothing to attack", sizes=sizes,
-                                           details={"per_" + label: parts, **(extra or {})})
+        raise NotApplicable("; ".join(reasons) or "nothing to attack", sizes=sizes,
+                            details={"per_" + label: parts, **(extra or {})})
     worst = max(ok, key=lambda k: (ok[k]["risk"], ok[k]["risk_ci"][1], str(k)))
     w = ok[worst]
     details: dict[str, Any] = {
@@ -147,9 +148,9 @@ def worst_of(metric_id: str, parts: dict[str, dict[str, Any]], *, label: str, si
         **({"e_naive": w["e_naive"]} if "e_naive" in w else {}),
         "n_attacks": w.get("n_attacks"), **(extra or {}), "per_" + label: parts,
     }
-    return MetricResult(id=metric_id, value=w["risk"], ci=(w["risk_ci"][0], w["risk_ci"][1]),
-                        raw=w["e_train"]["rate"], baseline=w["e_control"]["rate"], sizes=sizes,
-                        details=details, flagged=flagged)
+    return Measurement(value=w["risk"], ci=(w["risk_ci"][0], w["risk_ci"][1]),
+                       raw=w["e_train"]["rate"], baseline=w["e_control"]["rate"], sizes=sizes,
+                       details=details, flagged=flagged)
 
 
 def finite(x: float) -> float:

@@ -16,9 +16,10 @@ from typing import Any
 import numpy as np
 
 from ...context import EvaluationContext
+from ...errors import NotApplicable
 from ...neighbors import euclidean_chunks
-from ...registry import metric
-from ...results import MetricResult
+from ...registry import Expect, metric
+from ...results import Measurement, Risk
 from ...stats import z_score
 from ._common import content_order, n_targets
 from ._gower import one_blas_thread
@@ -76,9 +77,11 @@ def auc_delong(members: np.ndarray, others: np.ndarray, confidence: float = 0.95
     return float(auc), (max(0.0, auc - half), min(1.0, auc + half))
 
 
-@metric("domias", family="attacks", source="seed 004 §4.3.1 eq. 6, §6.2.2", risk="membership",
-        needs=("real", "synthetic", "holdout"))
-def domias(ctx: EvaluationContext, *, n_attacks: int = 2000) -> MetricResult:
+@metric("domias", family="attacks", source="seed 004 §4.3.1 eq. 6, §6.2.2", risk=Risk.MEMBERSHIP,
+        needs=("real", "synthetic", "holdout"),
+        default={"threshold": 0.05, "severity": "WARN"},  # 0.00 vs 0.07
+        expect=Expect(copy_min=0.3, indep_max=0.2))  # KDE on Φ^k: a copy is one kernel
+def domias(ctx: EvaluationContext, *, n_attacks: int = 2000) -> Measurement:
     """DOMIAS (seed 004 §4.3.1 eq. 6, §6.2.2): score = p_synthetic(x) / p_reference(x), ROC AUC.
 
     The holdout is split in two seeded halves: the reference set (its KDE is p_reference) and the
@@ -88,7 +91,7 @@ def domias(ctx: EvaluationContext, *, n_attacks: int = 2000) -> MetricResult:
     """
     n_hold = ctx.n("holdout")
     if n_hold < 4 or ctx.n("synthetic") < 2:
-        return MetricResult.not_applicable("domias", "needs at least 4 holdout and 2 synthetic rows")
+        raise NotApplicable("needs at least 4 holdout and 2 synthetic rows")
     order = content_order(ctx, "holdout", "domias")
     reference, pool = order[: n_hold // 2], order[n_hold // 2 :]
     n = n_targets(ctx, n_attacks, control_rows=pool.size)
@@ -107,7 +110,7 @@ def domias(ctx: EvaluationContext, *, n_attacks: int = 2000) -> MetricResult:
         "space": "projected", "projection_k": ctx.projection.k,
         "bandwidth_factor": {"synthetic": p_syn.factor, "reference": p_ref.factor},
     }
-    return MetricResult(id="domias", value=max(0.0, 2 * auc - 1), raw=auc,
+    return Measurement(value=max(0.0, 2 * auc - 1), raw=auc,
                         ci=(max(0.0, 2 * lo - 1), max(0.0, 2 * hi - 1)),
                         sizes={"real": ctx.n("real"), "synthetic": ctx.n("synthetic"), "holdout": n_hold,
                                "queries": 2 * int(n)}, details=details)

@@ -14,8 +14,9 @@ from typing import Any
 import numpy as np
 
 from ...context import EvaluationContext
-from ...registry import metric
-from ...results import MetricResult
+from ...errors import NotApplicable
+from ...registry import Expect, metric
+from ...results import Measurement, Risk
 from ...stats import z_score
 from . import _gower
 from ._common import (
@@ -86,10 +87,12 @@ def _naive_rate(ctx: EvaluationContext, column: str, idx: np.ndarray, tolerance:
 # --------------------------------------------------------------------------------- distance-based
 
 
-@metric("inference_distance", family="attacks", source="seed 004 §4.3.3, §5.3.2, §6.2.3", risk="inference",
-        needs=("real", "synthetic", "holdout"))
+@metric("inference_distance", family="attacks", source="seed 004 §4.3.3, §5.3.2, §6.2.3", risk=Risk.INFERENCE,
+        needs=("real", "synthetic", "holdout"),
+        default={"threshold": 0.25, "severity": "ERROR"},  # 0.12 vs 0.26: worst of 15 columns is noisy
+        expect=Expect(copy_min=0.9, indep_max=0.2))
 def inference_distance(ctx: EvaluationContext, *, n_attacks: int = 2000, tolerance: float = 0.05
-                       ) -> MetricResult:
+                       ) -> Measurement:
     """Distance-based attribute inference (seed 004 §4.3.3): the nearest synthetic record's secret.
 
     For each secret column, the guess is the secret of the nearest synthetic record on all other
@@ -100,7 +103,7 @@ def inference_distance(ctx: EvaluationContext, *, n_attacks: int = 2000, toleran
     secrets = _secrets(ctx)
     n = n_targets(ctx, n_attacks)
     if n == 0 or len(ctx.schema.names) < 2:
-        return MetricResult.not_applicable("inference_distance", "needs at least two columns and one target")
+        raise NotApplicable("needs at least two columns and one target")
     t_idx, c_idx = _targets(ctx, n, "inference_distance")
     order = hash_order(ctx, "synthetic")
     cols = canonical_columns(ctx)
@@ -119,7 +122,7 @@ def inference_distance(ctx: EvaluationContext, *, n_attacks: int = 2000, toleran
                     naive=rate(_naive_rate(ctx, s, t_idx, tolerance) * n, n, conf))
         parts[s] = {**side.details(), "n_attacks": n}
         flagged.append(nearest[:n, i][ok_t])
-    return worst_of("inference_distance", parts, label="column", sizes=_sizes(ctx, n),
+    return worst_of(parts, label="column", sizes=_sizes(ctx, n),
                     extra={"tolerance": tolerance},
                     flagged=np.unique(np.concatenate(flagged)) if flagged else None)
 
@@ -158,10 +161,12 @@ def _nrmse_side(y: np.ndarray, pred: np.ndarray, spread: float, confidence: floa
     return measured(1.0 - rmse / spread, err, se.size), rmse
 
 
-@metric("inference_ml", family="attacks", source="seed 004 §4.3.3, §5.3.2, §6.2.3 eq. 10", risk="inference",
-        needs=("real", "synthetic", "holdout"))
+@metric("inference_ml", family="attacks", source="seed 004 §4.3.3, §5.3.2, §6.2.3 eq. 10", risk=Risk.INFERENCE,
+        needs=("real", "synthetic", "holdout"),
+        default={"threshold": 0.3, "severity": "WARN"},  # 0.16 vs 0.18: a model generalises
+        expect=Expect(copy_min=0.5, indep_max=0.25))
 def inference_ml(ctx: EvaluationContext, *, n_attacks: int = 2000, n_estimators: int = 30,
-                 min_class_rows: int = 50) -> MetricResult:
+                 min_class_rows: int = 50) -> Measurement:
     """ML-based attribute inference (seed 004 §4.3.3, §6.2.3): LightGBM trained on the synthetic table.
 
     Per secret column: a LightGBM classifier (categorical/binary secret; score = accuracy) or regressor
@@ -175,7 +180,7 @@ def inference_ml(ctx: EvaluationContext, *, n_attacks: int = 2000, n_estimators:
     secrets = _secrets(ctx)
     n = n_targets(ctx, n_attacks)
     if n == 0 or len(ctx.schema.names) < 2:
-        return MetricResult.not_applicable("inference_ml", "needs at least two columns and one target")
+        raise NotApplicable("needs at least two columns and one target")
     t_idx, c_idx = _targets(ctx, n, "inference_ml")
     order = hash_order(ctx, "synthetic")  # fit on rows in content order: the model ignores row order
     cols = canonical_columns(ctx)
@@ -227,7 +232,7 @@ def inference_ml(ctx: EvaluationContext, *, n_attacks: int = 2000, n_estimators:
             side = Side(rate(int((p_t == y_t).sum()), n, conf), rate(int((p_c == y_c).sum()), n, conf),
                         naive=rate(int((y_t == mode).sum()), n, conf))
             parts[s] = {**side.details(), "n_attacks": n, "task": "classification", "score": "accuracy"}
-    return worst_of("inference_ml", parts, label="column", sizes=_sizes(ctx, n),
+    return worst_of(parts, label="column", sizes=_sizes(ctx, n),
                     extra={"model": "lightgbm", "n_estimators": n_estimators})
 
 
@@ -293,9 +298,11 @@ def _tcap(ctx: EvaluationContext, role: str, idx: np.ndarray, target: str, radiu
     return float((numer[has] / denom[has]).sum()), int(has.sum())
 
 
-@metric("gtcap", family="attacks", source="seed 004 §4.3.3 eq. 7, §5.3.2, §6.2.3", risk="inference",
-        needs=("real", "synthetic", "holdout"))
-def gtcap(ctx: EvaluationContext, *, n_attacks: int = 2000, radius: float = 0.1) -> MetricResult:
+@metric("gtcap", family="attacks", source="seed 004 §4.3.3 eq. 7, §5.3.2, §6.2.3", risk=Risk.INFERENCE,
+        needs=("real", "synthetic", "holdout"),
+        default={"threshold": 0.3, "severity": "WARN"},  # 0.15 vs 0.26
+        expect=Expect(copy_min=0.8, indep_max=0.3))
+def gtcap(ctx: EvaluationContext, *, n_attacks: int = 2000, radius: float = 0.1) -> Measurement:
     """GTCAP (seed 004 §4.3.3 eq. 7, §6.2.3): correct attribution probability of synthetic equivalence classes.
 
     Targets t = the sensitive columns (every column when none is given); quasi-identifiers A = all other
@@ -308,7 +315,7 @@ def gtcap(ctx: EvaluationContext, *, n_attacks: int = 2000, radius: float = 0.1)
     secrets = _secrets(ctx)
     n = n_targets(ctx, n_attacks)
     if n == 0 or len(ctx.schema.names) < 2:
-        return MetricResult.not_applicable("gtcap", "needs at least two columns and one target")
+        raise NotApplicable("needs at least two columns and one target")
     t_idx, c_idx = _targets(ctx, n, "gtcap")
     cols = canonical_columns(ctx)
     syn = ctx.table("synthetic")
@@ -330,4 +337,4 @@ def gtcap(ctx: EvaluationContext, *, n_attacks: int = 2000, radius: float = 0.1)
         side = Side(rate(sum_t, m_t, conf), rate(sum_c, m_c, conf), train_successes=sum_t,
                     control_successes=sum_c)
         parts[s] = {**side.details(), **info, "n_attacks": n}
-    return worst_of("gtcap", parts, label="column", sizes=_sizes(ctx, n), extra={"radius": radius})
+    return worst_of(parts, label="column", sizes=_sizes(ctx, n), extra={"radius": radius})

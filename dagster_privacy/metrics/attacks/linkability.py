@@ -17,8 +17,9 @@ from typing import Any
 import numpy as np
 
 from ...context import EvaluationContext
-from ...registry import metric
-from ...results import MetricResult
+from ...errors import NotApplicable
+from ...registry import Expect, metric
+from ...results import Measurement, Risk
 from . import _gower
 from ._common import Side, canonical_columns, hash_order, n_targets, rate, sample_targets
 
@@ -120,10 +121,12 @@ def _link_chunk(s: int, d1: np.ndarray, d2: np.ndarray, h1: Profiles, h2: Profil
     link[s + hit_t] = syn_order[syn_rows[ok]]
 
 
-@metric("linkability", family="attacks", source="seed 004 §4.3.2, §5.3.2", risk="linkability",
-        needs=("real", "synthetic", "holdout"))
+@metric("linkability", family="attacks", source="seed 004 §4.3.2, §5.3.2", risk=Risk.LINKABILITY,
+        needs=("real", "synthetic", "holdout"),
+        default={"threshold": 0.1, "severity": "ERROR"},  # 0.00 vs 0.19
+        expect=Expect(copy_min=0.9, indep_max=0.1))
 def linkability(ctx: EvaluationContext, *, n_attacks: int = 2000, k: int = 1,
-                columns: list[list[str]] | None = None) -> MetricResult:
+                columns: list[list[str]] | None = None) -> Measurement:
     """Linkability (seed 004 §4.3.2): the two halves of a record share a synthetic Gower neighbour.
 
     ``columns`` = [A1, A2] (disjoint); default: the columns in name order dealt alternately. Neighbour
@@ -135,17 +138,17 @@ def linkability(ctx: EvaluationContext, *, n_attacks: int = 2000, k: int = 1,
     names = set(ctx.schema.names)
     unknown = [c for c in (*a1, *a2) if c not in names]
     if unknown:
-        return MetricResult.not_applicable("linkability", f"unknown column(s) in the split: {', '.join(unknown)}")
+        raise NotApplicable(f"unknown column(s) in the split: {', '.join(unknown)}")
     if set(a1) & set(a2):
-        return MetricResult.not_applicable("linkability", "the two column sets overlap")
+        raise NotApplicable("the two column sets overlap")
     if not a1 or not a2:
-        return MetricResult.not_applicable("linkability", "needs at least two columns (one per half)")
+        raise NotApplicable("needs at least two columns (one per half)")
     if k < 1:
-        return MetricResult.not_applicable("linkability", "k must be at least 1")
+        raise NotApplicable("k must be at least 1")
     n = n_targets(ctx, n_attacks)
     sizes = {"real": ctx.n("real"), "synthetic": ctx.n("synthetic"), "holdout": ctx.n("holdout"), "queries": n}
     if n == 0:
-        return MetricResult.not_applicable("linkability", "no target record", sizes=sizes)
+        raise NotApplicable("no target record", sizes=sizes)
     order = hash_order(ctx, "synthetic")
     t_idx = sample_targets(ctx, "real", n, "linkability")
     c_idx = sample_targets(ctx, "holdout", n, "linkability")
@@ -161,5 +164,5 @@ def linkability(ctx: EvaluationContext, *, n_attacks: int = 2000, k: int = 1,
     E, ci = side.risk()
     details: dict[str, Any] = {**side.details(), "n_attacks": n, "k": k, "columns": [sorted(a1), sorted(a2)],
                                "tie_tolerance": _gower.TIE}
-    return MetricResult(id="linkability", value=E, ci=ci, raw=side.train.value, baseline=side.control.value,
+    return Measurement(value=E, ci=ci, raw=side.train.value, baseline=side.control.value,
                         sizes=sizes, details=details, flagged=np.unique(link_t[ok_t]))

@@ -13,6 +13,7 @@ clean release both sides have the same expectation whatever their sizes.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,8 +21,9 @@ import numpy as np
 from scipy.special import gammaln
 
 from ...context import EvaluationContext
-from ...registry import metric
-from ...results import MetricResult
+from ...errors import NotApplicable
+from ...registry import Expect, metric
+from ...results import Measurement, Risk
 from ._common import Side, canonical_columns, family_confidence, rate, salt, worst_of
 from ._predicates import BIG, Predicates, Target
 
@@ -224,8 +226,10 @@ def _check(ctx: EvaluationContext) -> str | None:
 
 
 @metric("singling_out_univariate", family="attacks", source="seed 004 §4.3.1, §5.3.2, §6.2.2",
-        risk="singling out", needs=("real", "synthetic", "holdout"))
-def singling_out_univariate(ctx: EvaluationContext, *, n_attacks: int = 2000) -> MetricResult:
+        risk=Risk.SINGLING_OUT, needs=("real", "synthetic", "holdout"),
+        default={"threshold": 0.1, "severity": "ERROR"},  # 0.00 vs 0.24
+        expect=Expect(copy_min=0.9, indep_max=0.15))
+def singling_out_univariate(ctx: EvaluationContext, *, n_attacks: int = 2000) -> Measurement:
     """Univariate singling out (seed 004 §4.3.1, §6.2.2): rare single-attribute predicates, E of eq. 8.
 
     Predicates come from the synthetic table's distinct rows (a value occurring once, a missing value
@@ -236,7 +240,7 @@ def singling_out_univariate(ctx: EvaluationContext, *, n_attacks: int = 2000) ->
     """
     why = _check(ctx)
     if why:
-        return MetricResult.not_applicable("singling_out_univariate", why)
+        raise NotApplicable(why)
     pr = ctx.shared("singling-out predicate tables", lambda: _prepare(ctx))
     cand = _univariate_candidates(pr)
     counts, _ = pr.syn.count_exact(cand)
@@ -245,26 +249,26 @@ def singling_out_univariate(ctx: EvaluationContext, *, n_attacks: int = 2000) ->
     rng = np.random.default_rng([int(salt(ctx, "singling_out_univariate")) % (2**32), 0])
     sizes = {"real": ctx.n("real"), "synthetic": ctx.n("synthetic"), "holdout": ctx.n("holdout")}
     if available == 0:
-        return MetricResult.not_applicable(
-            "singling_out_univariate", "no single-attribute predicate isolates a synthetic record", sizes=sizes,
-            details={"n_requested": n_attacks, "n_available": 0})
+        raise NotApplicable("no single-attribute predicate isolates a synthetic record", sizes=sizes,
+                            details={"n_requested": n_attacks, "n_available": 0})
     preds = cand.take(np.sort(rng.permutation(available)[: max(1, min(n_attacks, available))]))
     naive = _random_predicates(pr, rng, preds.n, 1)
     s = _score(pr, preds, naive, family_confidence(1))
     success = s.pop("_success")
     _, src = pr.syn.count_exact(preds.take(np.nonzero(success)[0]))
     flagged = np.nonzero(np.isin(pr.syn_rows, src))[0]
-    return MetricResult(
-        id="singling_out_univariate", value=s["risk"], ci=(s["risk_ci"][0], s["risk_ci"][1]),
+    return Measurement(value=s["risk"], ci=(s["risk_ci"][0], s["risk_ci"][1]),
         raw=s["e_train"]["rate"], baseline=s["e_control"]["rate"], flagged=flagged,
         sizes={**sizes, "queries": preds.n},
         details={**s, "n_requested": n_attacks, "n_available": available})
 
 
 @metric("singling_out_multivariate", family="attacks", source="seed 004 §4.3.1, §5.3.2, §6.2.2",
-        risk="singling out", needs=("real", "synthetic", "holdout"))
+        risk=Risk.SINGLING_OUT, needs=("real", "synthetic", "holdout"),
+        default={"threshold": 0.1, "severity": "ERROR"},  # 0.03 vs 0.27
+        expect=Expect(copy_min=0.9, indep_max=0.15))
 def singling_out_multivariate(ctx: EvaluationContext, *, n_attacks: int = 2000, min_cols: int = 3,
-                              max_cols: int = 12, max_attempts: int = 500_000) -> MetricResult:
+                              max_cols: int = 12, max_attempts: int = 500_000) -> Measurement:
     """Multivariate singling out (seed 004 §4.3.1, §6.2.2): conjunctions over 3–12 attributes, worst E.
 
     For each predicate size k in [min_cols, max_cols] (capped at the number of columns): predicates
@@ -275,14 +279,13 @@ def singling_out_multivariate(ctx: EvaluationContext, *, n_attacks: int = 2000, 
     """
     why = _check(ctx)
     if why:
-        return MetricResult.not_applicable("singling_out_multivariate", why)
+        raise NotApplicable(why)
     pr = ctx.shared("singling-out predicate tables", lambda: _prepare(ctx))
     d = len(pr.cols)
     ks = list(range(max(1, min_cols), min(max_cols, d) + 1))
     sizes = {"real": ctx.n("real"), "synthetic": ctx.n("synthetic"), "holdout": ctx.n("holdout")}
     if not ks:
-        return MetricResult.not_applicable("singling_out_multivariate",
-                                           f"needs at least {min_cols} columns (has {d})", sizes=sizes)
+        raise NotApplicable(f"needs at least {min_cols} columns (has {d})", sizes=sizes)
     conf = family_confidence(len(ks))
     parts: dict[str, dict[str, Any]] = {}
     flagged_rows: list[np.ndarray] = []
@@ -299,11 +302,9 @@ def singling_out_multivariate(ctx: EvaluationContext, *, n_attacks: int = 2000, 
         flagged_rows.append(src[s.pop("_success")])
         parts[str(k)] = {**s, **info}
     flagged = np.nonzero(np.isin(pr.syn_rows, np.concatenate(flagged_rows)))[0] if flagged_rows else None
-    result = worst_of("singling_out_multivariate", parts, label="n_cols", sizes=sizes, flagged=flagged,
+    result = worst_of(parts, label="n_cols", sizes=sizes, flagged=flagged,
                       extra={"n_requested": n_attacks})
-    if result.value is not None:
-        w = parts[str(result.details["n_cols"])]
-        result.details["equal_footing"] = w["equal_footing"]
-        result.details["n_found"] = w["n_found"]
-        result.sizes = {**sizes, "queries": int(w["n_attacks"])}
-    return result
+    w = parts[str(result.details["n_cols"])]
+    return dataclasses.replace(result, sizes={**sizes, "queries": int(w["n_attacks"])},
+                               details={**result.details, "equal_footing": w["equal_footing"],
+                                        "n_found": w["n_found"]})

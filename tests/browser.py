@@ -1,4 +1,4 @@
-"""Render a report in headless Chromium (offline: every host unresolvable, no proxy reachable)."""
+"""Test helper: render a report in headless Chromium (offline: no host resolves, no proxy reachable)."""
 
 from __future__ import annotations
 

@@ -1,0 +1,92 @@
+"""How a privacy result becomes Dagster: every such decision in one overridable class (the model is
+dagster-dbt's ``DagsterDbtTranslator``). Subclass it and pass ``translator=`` to ``build_privacy_checks``
+to change a check's description, severity, metadata or markdown without touching the check."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import dagster as dg
+
+from .. import policy as pol
+from ..results import Evaluation, MetricResult, Severity
+from . import metadata as md
+
+
+class PrivacyCheckTranslator:
+    """Result → check spec, severity, metadata, markdown. Metadata carries figures, hashes and names,
+    never a record's value; ``passed`` is read from the judged result, never re-derived here."""
+
+    def severity(self, entry: pol.MetricPolicy) -> dg.AssetCheckSeverity:
+        """ERROR metrics gate (blocking checks); WARN metrics inform."""
+        return dg.AssetCheckSeverity.ERROR if entry.severity is Severity.ERROR else dg.AssetCheckSeverity.WARN
+
+    def spec_description(self, metric_id: str, summary: str, entry: pol.MetricPolicy) -> str:
+        gate = "no threshold" if entry.threshold is None else f"{entry.on} ≤ {entry.threshold:g}"
+        return f"{summary or metric_id} — {entry.severity.value}, {gate}"
+
+    def result_description(self, r: MetricResult) -> str:
+        return f"{r.id} {'passed' if r.passed else r.status}" + (
+            f": {r.reason}" if r.reason and not r.passed else "")
+
+    def markdown(self, r: MetricResult, release: str) -> str:
+        def f(x: float | None) -> str:
+            return "—" if x is None else f"{x:.4g}"
+
+        ci = "—" if r.ci is None else f"[{r.ci[0]:.4g}, {r.ci[1]:.4g}]"
+        gate = "threshold —" if r.threshold is None else f"{r.on} ≤ {r.threshold:g}"
+        lines = [
+            f"**{r.id}** ({r.family}, {r.source}; risk: {r.risk}) on release `{release}`: "
+            f"**{'passed' if r.passed else r.status}** ({r.severity.value})",
+            "",
+            "| value | 95 % CI | baseline | raw | gate |",
+            "|---|---|---|---|---|",
+            f"| {f(r.value)} | {ci} | {f(r.baseline)} | {f(r.raw)} | {gate} |",
+        ]
+        if r.reason:
+            lines += ["", f"Reason: {r.reason}"]
+        lines += ["", "value ∈ [0, 1]: 0 = private, 1 = no privacy. Figures only — no record values."]
+        return "\n".join(lines)
+
+    def metadata(self, r: MetricResult, ev: Evaluation, *, release: str, fingerprint: str) -> dict[str, Any]:
+        """Typed metadata of one check result."""
+        return {
+            "value": md.number(r.value),
+            "raw": md.number(r.raw),
+            "baseline": md.number(r.baseline),
+            "ci_low": md.number(r.ci[0] if r.ci else None),
+            "ci_high": md.number(r.ci[1] if r.ci else None),
+            "threshold": md.number(r.threshold),
+            "threshold_on": md.text(r.on),
+            "status": md.text(r.status),
+            "severity": md.text(r.severity.value),
+            "reason": md.text(r.reason),
+            "sizes": md.json(r.sizes),
+            "seconds": md.number(r.seconds),
+            "details": md.json(r.details),
+            "seed": dg.MetadataValue.int(ev.seed),
+            "verdict": md.text(ev.verdict.value),
+            "policy": md.json(dict(ev.policy)),
+            "versions": md.json(ev.versions),
+            "tables": md.json(dict(ev.tables)),
+            md.FINGERPRINT: dg.MetadataValue.text(fingerprint),
+            md.RELEASE_ID: dg.MetadataValue.text(release),
+            "summary": dg.MetadataValue.md(self.markdown(r, release)),
+        }
+
+    def failure_metadata(self, reason: str, *, release: str | None, fingerprint: str | None) -> dict[str, Any]:
+        """Metadata of a check that failed closed (the evaluation raised): the reason, no figures."""
+        meta: dict[str, Any] = {
+            "status": md.text("error"),
+            "reason": md.text(reason),
+            "summary": dg.MetadataValue.md(f"**The privacy evaluation failed**, so this check has not passed "
+                                           f"(fail closed).\n\nReason: {reason}"),
+        }
+        if release:
+            meta[md.RELEASE_ID] = dg.MetadataValue.text(release)
+        if fingerprint:
+            meta[md.FINGERPRINT] = dg.MetadataValue.text(fingerprint)
+        return meta
+
+
+DEFAULT_TRANSLATOR = PrivacyCheckTranslator()

@@ -1,0 +1,95 @@
+"""The registry: a metric is added in one module. A toy metric, declared in one file outside the
+package, shows up in the registry, the CLI's `metrics` listing, the standard policy (its default entry)
+and the common tests (its expectation), with nothing else edited."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import dagster_privacy as dp
+from dagster_privacy.registry import Expect, metric
+
+ROOT = Path(__file__).parents[1]
+
+TOY = textwrap.dedent('''
+    """A toy metric: the share of synthetic rows whose content is a real row's."""
+    import numpy as np
+
+    from dagster_privacy import Expect, Measurement, Risk, metric
+
+
+    @metric("toy_copies", family="simulation", source="toy", risk=Risk.REIDENTIFICATION,
+            default={"threshold": 0.05, "severity": "ERROR"}, expect=Expect(copy_min=0.999, indep_max=0.02))
+    def toy_copies(ctx) -> Measurement:
+        """Toy: synthetic rows that copy a real row."""
+        hit = np.isin(ctx.row_hashes("synthetic"), ctx.row_hashes("real"))
+        return Measurement(value=float(hit.mean()), flagged=np.nonzero(hit)[0])
+''')
+
+SEEN = textwrap.dedent('''
+    import toy_metric  # noqa: F401  (the one module)
+    from click.testing import CliRunner
+
+    import dagster_privacy as dp
+    from dagster_privacy.cli import cli
+
+    assert "toy_copies" in dp.registry(), "registry"
+    listing = CliRunner().invoke(cli, ["metrics"]).output
+    assert "toy_copies" in listing, "CLI listing"
+    entry = dp.load_policy("standard").entry("toy_copies")
+    assert entry.threshold == 0.05 and entry.severity.value == "ERROR", "default policy"
+    print("seen")
+''')
+
+
+@pytest.fixture(scope="module")
+def toy_dir(tmp_path_factory) -> Path:
+    d = tmp_path_factory.mktemp("toy")
+    (d / "toy_metric.py").write_text(TOY)
+    return d
+
+
+def _env(toy_dir: Path) -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(toy_dir), os.environ.get("PYTHONPATH", "")])}
+
+
+def test_a_toy_metric_in_one_module_is_in_registry_cli_and_default_policy(toy_dir: Path) -> None:
+    out = subprocess.run([sys.executable, "-c", SEEN], env=_env(toy_dir), capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0 and "seen" in out.stdout, out.stderr[-2000:]
+
+
+def test_a_toy_metric_in_one_module_runs_the_common_tests(toy_dir: Path) -> None:
+    out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "toy_metric", "-k", "toy_copies",
+                          str(ROOT / "tests" / "test_common.py")], env=_env(toy_dir), capture_output=True,
+                         text=True, timeout=300, cwd=ROOT)
+    assert out.returncode == 0, out.stdout[-3000:]
+    # the copy, independent, unit-interval, row-order and column-order tests, each on toy_copies
+    assert " passed" in out.stdout and "toy_copies" not in out.stdout.split("passed")[-1]
+    n = int(out.stdout.strip().splitlines()[-1].split(" passed")[0].split()[-1])
+    assert n >= 5, out.stdout[-500:]
+
+
+def test_a_metric_must_name_its_risk_and_cannot_register_twice() -> None:
+    with pytest.raises(TypeError, match="risk must be"):
+        metric("_toy_bad", family="distance", source="t", risk="re-identification",  # type: ignore[arg-type]
+               default={"threshold": 0.1, "severity": "ERROR"}, expect=Expect(None, None))(lambda ctx: None)
+    with pytest.raises(ValueError, match="registered twice"):
+        metric("crp", family="simulation", source="t", risk=dp.Risk.REIDENTIFICATION,
+               default={"threshold": 0.1, "severity": "ERROR"}, expect=Expect(None, None))(lambda ctx: None)
+    assert "_toy_bad" not in dp.registry()
+
+
+def test_every_default_entry_is_a_valid_policy_entry_and_the_standard_preset_is_the_defaults() -> None:
+    from dagster_privacy.policy import MetricPolicy
+
+    std = dp.load_policy("standard")
+    for mid, spec in dp.registry().items():
+        assert std.entry(mid) == MetricPolicy.model_validate(spec.default), mid
+        assert isinstance(spec.risk, dp.Risk) and isinstance(spec.expect, Expect)
