@@ -67,7 +67,7 @@ def test_a_toy_metric_in_one_module_is_in_registry_cli_and_default_policy(toy_di
 
 def test_a_toy_metric_in_one_module_runs_the_common_tests(toy_dir: Path) -> None:
     out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "toy_metric", "-k", "toy_copies",
-                          str(ROOT / "tests" / "test_common.py")], env=_env(toy_dir), capture_output=True,
+                          str(ROOT / "tests" / "metrics" / "test_common.py")], env=_env(toy_dir), capture_output=True,
                          text=True, timeout=300, cwd=ROOT)
     assert out.returncode == 0, out.stdout[-3000:]
     # the copy, independent, unit-interval, row-order and column-order tests, each on toy_copies

@@ -24,7 +24,7 @@ from dagster_privacy.report import (
 )
 from dagster_privacy.results import Evaluation, MetricResult, Status
 
-ARTIFACTS = Path(__file__).parent / "artifacts"
+ARTIFACTS = Path(__file__).parents[1] / "artifacts"
 CANARY = "Zq7CanaryOccupation"
 POLICY = {"name": "report-test", "require_signoff": True, "metrics": {
     "crp": {"threshold": 0.05, "severity": "ERROR"},

@@ -28,7 +28,7 @@ from conftest import Release
 from test_pipeline import CANARY, published_ids, write_db
 
 pytestmark = pytest.mark.slow
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-ADULT = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "adult.csv"
+ADULT = Path(__file__).resolve().parents[3] / "shared" / "datasets" / "adult.csv"
 CANARIES = ("CANARY-7Q2X", "31337731", "BRIEN-CANARY", "555-01-")  # planted values, and the ssn prefix
 METRICS = "crp,ims,dcr,dcr_percentile,nndr"
 ERR = "dagster-privacy: error:"

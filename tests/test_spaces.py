@@ -1,0 +1,66 @@
+"""spaces.py: the encoders every metric shares, on a table small enough to encode by hand."""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+import pytest
+
+from dagster_privacy import tables as tb
+from dagster_privacy.errors import MetricError
+from dagster_privacy.spaces import MISSING, Encoder, Projection, joint_codes
+
+REAL = pl.DataFrame({"x": [0.0, 5.0, 10.0, None], "c": ["a", "b", "a", None]})
+
+
+@pytest.fixture(scope="module")
+def enc() -> Encoder:
+    return Encoder.fit(REAL, tb.infer_schema(REAL, {"x": "numerical", "c": "categorical"}))
+
+
+def test_fit_records_range_median_and_categories(enc: Encoder) -> None:
+    assert enc.num_min["x"] == 0.0 and enc.num_range["x"] == 10.0 and enc.num_median["x"] == 5.0
+    assert enc.num_missing["x"] is True
+    assert enc.categories["c"] == [MISSING, "a", "b"]  # a missing category is a category of its own
+
+
+def test_scaled_uses_the_real_range_fills_the_median_and_clips(enc: Encoder) -> None:
+    df = pl.DataFrame({"x": [2.5, None, 100.0, -100.0]})
+    # (2.5 − 0)/10 = .25; null → median 5 → .5; 100 → 10 clipped to 1 + 1 = 2; −100 → −10 clipped to −1
+    assert enc.scaled(df, "x").tolist() == [0.25, 0.5, 2.0, -1.0]
+    tiny = pl.DataFrame({"x": [0.0, 1e-300]})  # a range so small that 1e308 / range overflows
+    tiny_enc = Encoder.fit(tiny, tb.infer_schema(tiny, {"x": "numerical"}))
+    with pytest.raises(MetricError, match="too large"):
+        tiny_enc.scaled(pl.DataFrame({"x": [1e308]}), "x")
+
+
+def test_category_codes_and_one_hot(enc: Encoder) -> None:
+    df = pl.DataFrame({"x": [0.0, 10.0, None], "c": ["b", "z", None]})
+    assert enc.category_codes(df, "c").tolist() == [2, -1, 0]  # unseen "z" → −1
+    e = enc.euclidean(df)
+    # columns in name order: c (one-hot: missing, a, b), then x (scaled) and x's missing indicator
+    labels = enc.euclidean_labels()
+    assert labels == ["c", "c", "c", "x", "x"]
+    assert e.dtype == np.float32
+    assert e.tolist() == [[0, 0, 1, 0.0, 0], [0, 0, 0, 1.0, 0], [1, 0, 0, 0.5, 1]]  # unseen: all-zero block
+
+
+def test_projection_keeps_the_variance_asked_for() -> None:
+    rng = np.random.default_rng(0)
+    t = rng.normal(size=(200, 1))
+    x = np.hstack([t, 2 * t, -t])  # rank 1: one component carries all the variance
+    p = Projection.fit(x, variance=0.95)
+    assert p.k == 1 and p.explained == pytest.approx(1.0)
+    z = p.transform(x)
+    assert z.shape == (200, 1)
+    assert np.var(z[:, 0], ddof=1) == pytest.approx(np.var(x, axis=0, ddof=1).sum(), rel=1e-5)
+    assert p.components[0][np.argmax(np.abs(p.components[0]))] > 0  # sign fixed: deterministic
+
+
+def test_joint_codes_are_shared_across_frames() -> None:
+    a = pl.DataFrame({"c": ["u", None], "x": [1.0, 2.0]})
+    b = pl.DataFrame({"c": [None, "v"], "x": [2.0, 3.0]})
+    schema = tb.infer_schema(a, {"c": "categorical", "x": "numerical"})
+    ca, cb = joint_codes([a, b], schema)
+    assert ca[1, 0] == cb[0, 0]  # null equals null
+    assert ca[1, 1] == cb[0, 1] and ca[0, 1] != cb[1, 1]  # 2.0 == 2.0; 1.0 != 3.0

@@ -1,0 +1,62 @@
+"""stats.py: the Wilson interval, the control baseline of seed 004 eq. 8, Bonferroni and the bootstrap,
+against values worked out by hand."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from dagster_privacy.errors import MetricError
+from dagster_privacy.stats import Rate, bonferroni, bootstrap_ci, control_risk, wilson, z_score
+
+Z = 1.959963984540054  # the 97.5 % normal quantile
+
+
+def test_wilson_five_of_ten() -> None:
+    # p = .5, z²/n = .384146: centre = (.5 + .192073)/1.384146 = .5;
+    # half = z·sqrt(.025 + z²/400)/1.384146 = 1.959964 · .186021 / 1.384146 = .263407
+    r = wilson(5, 10)
+    assert r.value == 0.5 and r.center == pytest.approx(0.5)
+    assert (r.low, r.high) == pytest.approx((0.236593, 0.763407), abs=1e-6)
+
+
+def test_wilson_zero_successes_starts_at_zero() -> None:
+    # p = 0: centre = half = (z²/2n)/(1 + z²/n), so low = 0 and high = (z²/n)/(1 + z²/n) = .277533 at n = 10
+    r = wilson(0, 10)
+    assert r.low == pytest.approx(0.0, abs=1e-15)
+    assert r.high == pytest.approx((Z * Z / 10) / (1 + Z * Z / 10), rel=1e-12)
+    with pytest.raises(MetricError):
+        wilson(0, 0)
+
+
+def test_z_score() -> None:
+    assert z_score(0.95) == pytest.approx(Z, rel=1e-12)
+
+
+def test_control_risk_eq_8() -> None:
+    # E = (e_train − e_control)/(e* − e_control) = (.5 − .1)/(1 − .1) = .4444
+    train, control = Rate(50, 100, 0.5, 0.5, 0.45, 0.55), Rate(10, 100, 0.1, 0.1, 0.08, 0.12)
+    e, (lo, hi) = control_risk(train, control)
+    assert e == pytest.approx(0.4 / 0.9)
+    # dE/de_t = 1/.9, dE/de_c = |.5 − 1|/.81: err = sqrt((.05/.9)² + (.02 · .5/.81)²)
+    err = math.sqrt((0.05 / 0.9) ** 2 + (0.02 * 0.5 / 0.81) ** 2)
+    assert (lo, hi) == pytest.approx((0.4 / 0.9 - err, 0.4 / 0.9 + err))
+    # a control at or above e*: nothing left to detect, and the interval says so
+    assert control_risk(train, Rate(100, 100, 1.0, 1.0, 1.0, 1.0)) == (0.0, (0.0, 1.0))
+    # training worse than control clips to 0
+    assert control_risk(control, train)[0] == 0.0
+
+
+def test_bonferroni() -> None:
+    assert bonferroni(0.95, 5) == pytest.approx(0.99)
+    assert bonferroni(0.95, 1) == bonferroni(0.95, 0) == pytest.approx(0.95)
+
+
+def test_bootstrap_ci_brackets_the_mean_at_the_expected_width() -> None:
+    x = np.arange(100, dtype=np.float64)  # mean 49.5, sd 28.87: a 95 % interval is about ±1.96·2.887
+    lo, hi = bootstrap_ci(lambda i: float(x[i].mean()), x.size, np.random.default_rng(0), resamples=400)
+    assert lo < 49.5 < hi and 8.0 < hi - lo < 15.0
+    const = bootstrap_ci(lambda i: 3.0, 10, np.random.default_rng(0))
+    assert const == (3.0, 3.0)
