@@ -12,10 +12,16 @@ The DuckDB file holds tables ``real``, ``holdout`` and ``synthetic``; the policy
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).parent))  # assets/ and checks/ are not installed packages
+# assets/ and checks/ are the project's own top-level folders (not installed packages): Dagster puts the
+# working directory on sys.path, this line makes the file load from any directory as well
+sys.path.insert(0, str(Path(__file__).parent))
 
 import assets  # noqa: E402
 import checks  # noqa: E402
-from dagster_privacy.pipeline import build_release_definitions  # noqa: E402
+from dagster_privacy.pipeline import ReleaseSettings, build_release_definitions  # noqa: E402
 
-defs = build_release_definitions(settings=checks.settings, assets=assets.assets, checks=checks.checks)
+# one settings object, read once here and handed to both folders: neither imports the other
+settings = ReleaseSettings.from_env(default_policy=checks.DEFAULT_POLICY)
+defs = build_release_definitions(
+    settings=settings, assets=assets.build(settings), checks=checks.build(settings)
+)

@@ -1,6 +1,9 @@
 """The reference code location's assets: real_table, holdout_table, synthetic_table, published_release."""
 
-from checks import settings
-from dagster_privacy.pipeline import build_release_assets
+import dagster as dg
 
-assets = build_release_assets(settings=settings)
+from dagster_privacy.pipeline import ReleaseSettings, build_release_assets
+
+
+def build(settings: ReleaseSettings) -> list[dg.AssetsDefinition]:
+    return build_release_assets(settings=settings)

@@ -24,7 +24,9 @@ ROOT = Path(__file__).resolve().parents[1]
 ADULT = ROOT.parent / "shared" / "datasets" / "adult.csv"
 
 
-def child(variant: str, real: str, rows: int | None, fractions: list[float], metrics: list[str] | None) -> None:
+def child(
+    variant: str, real: str, rows: int | None, fractions: list[float], metrics: list[str] | None
+) -> None:
     import numpy as np
 
     import dagster_privacy as dp
@@ -44,13 +46,31 @@ def child(variant: str, real: str, rows: int | None, fractions: list[float], met
         evs = []
         for f in fractions:
             s = cb.leaky_split(df, f, seed=0)
-            evs.append(dp.evaluate(s.train, s.synthetic, s.control, metrics=metrics, policy="standard", seed=0,
-                                   progress=False))
+            evs.append(
+                dp.evaluate(
+                    s.train,
+                    s.synthetic,
+                    s.control,
+                    metrics=metrics,
+                    policy="standard",
+                    seed=0,
+                    progress=False,
+                )
+            )
     for ev in evs:
         for r in ev:
             values.setdefault(r.id, []).append(r.value)
-    print(json.dumps({"variant": variant, "seconds": time.perf_counter() - t0, "rows": df.height,
-                      "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "values": values}))
+    print(
+        json.dumps(
+            {
+                "variant": variant,
+                "seconds": time.perf_counter() - t0,
+                "rows": df.height,
+                "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                "values": values,
+            }
+        )
+    )
 
 
 def main() -> None:
@@ -75,12 +95,16 @@ def main() -> None:
         res = subprocess.run(cmd, check=True, capture_output=True, text=True)
         out[variant] = json.loads(res.stdout.strip().splitlines()[-1])
         o = out[variant]
-        print(f"{variant:>6}: {o['seconds']:7.1f} s  peak {o['peak_mb']:7.0f} MB  "
-              f"({o['rows']} rows, {len(fractions)} fractions, {len(o['values'])} metrics, one repeat)")
+        print(
+            f"{variant:>6}: {o['seconds']:7.1f} s  peak {o['peak_mb']:7.0f} MB  "
+            f"({o['rows']} rows, {len(fractions)} fractions, {len(o['values'])} metrics, one repeat)"
+        )
     if "plain" in out:
-        same = all(abs((x or 0) - (y or 0)) < 1e-9 and (x is None) == (y is None)
-                   for m, xs in out["shared"]["values"].items() for x, y in zip(xs, out["plain"]["values"][m],
-                                                                                strict=True))
+        same = all(
+            abs((x or 0) - (y or 0)) < 1e-9 and (x is None) == (y is None)
+            for m, xs in out["shared"]["values"].items()
+            for x, y in zip(xs, out["plain"]["values"][m], strict=True)
+        )
         print(f"speed-up {out['plain']['seconds'] / out['shared']['seconds']:.2f}×; identical values: {same}")
 
 

@@ -30,9 +30,23 @@ CORE = ["crp", "dcr", "mdcr", "nndr", "authenticity", "nnaa"]
 
 
 def make_split(adult: Path, out: Path, fraction: float, *, extra: list[str] | None = None) -> Path:
-    subprocess.run([sys.executable, str(SHARED / "tools" / "make_leaky_splits.py"), "--input", str(adult),
-                    "--out-dir", str(out), "--leak-fraction", str(fraction), "--seed", "0", *(extra or [])],
-                   check=True, capture_output=True)
+    subprocess.run(
+        [
+            sys.executable,
+            str(SHARED / "tools" / "make_leaky_splits.py"),
+            "--input",
+            str(adult),
+            "--out-dir",
+            str(out),
+            "--leak-fraction",
+            str(fraction),
+            "--seed",
+            "0",
+            *(extra or []),
+        ],
+        check=True,
+        capture_output=True,
+    )
     return out
 
 
@@ -57,8 +71,12 @@ def main() -> None:
         real = d / "train.csv"
         synthetic: object = d / "synthetic.csv"
         if a.halves:
-            synthetic = pl.concat([pl.read_csv(d / "control.csv", infer_schema_length=0),
-                                   pl.read_csv(d / "synthetic.csv", infer_schema_length=0)])
+            synthetic = pl.concat(
+                [
+                    pl.read_csv(d / "control.csv", infer_schema_length=0),
+                    pl.read_csv(d / "synthetic.csv", infer_schema_length=0),
+                ]
+            )
             synthetic.write_csv(d / "halves.csv")
             synthetic = d / "halves.csv"
         evaluate(real, real, metrics=["crp"], policy="report-only", progress=False)  # warm imports
@@ -83,8 +101,10 @@ def main() -> None:
         t_prod = min(t_prod, time.perf_counter() - t1)
         del prod
 
-    print(f"tables: real {ctx.n('real')} rows, synthetic {ctx.n('synthetic')} rows, "
-          f"euclidean {x_real.shape[1]} dims, Φ^k k={ctx.projection.k}")
+    print(
+        f"tables: real {ctx.n('real')} rows, synthetic {ctx.n('synthetic')} rows, "
+        f"euclidean {x_real.shape[1]} dims, Φ^k k={ctx.projection.k}"
+    )
     print(f"load + validate + schema: {t_load:.3f} s; encodings: {ctx.encode_seconds:.3f} s")
     print("\nneighbour queries (shared by every metric):")
     for label, s in ctx.query_seconds.items():
@@ -92,10 +112,17 @@ def main() -> None:
     print("\nmetric            value    seconds (own work, shared queries excluded)")
     for r in ev.results:
         v = "—" if r.value is None else f"{r.value:.4f}"
-        print(f"  {r.id:<15} {v:>7}   {r.seconds:7.3f}   {r.status.value}{'  ' + r.reason if r.reason else ''}")
-    print(f"\nfloat32 product synthetic × real ({x_syn.shape[0]} × {x_real.shape[0]} × {x_syn.shape[1]}): "
-          f"{t_prod:.3f} s")
-    print(f"synthetic→real euclidean k=1 query (same run): {q.seconds:.3f} s = {q.seconds / t_prod:.2f} × the product")
+        print(
+            f"  {r.id:<15} {v:>7}   {r.seconds:7.3f}   {r.status.value}{'  ' + r.reason if r.reason else ''}"
+        )
+    print(
+        f"\nfloat32 product synthetic × real ({x_syn.shape[0]} × {x_real.shape[0]} × {x_syn.shape[1]}): "
+        f"{t_prod:.3f} s"
+    )
+    print(
+        f"synthetic→real euclidean k=1 query (same run): {q.seconds:.3f} s = "
+        f"{q.seconds / t_prod:.2f} × the product"
+    )
     print(f"total (load → all metrics): {total:.2f} s; peak memory {peak:.0f} MB")
 
 

@@ -25,14 +25,34 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
-IDS = ["ims", "dcr_percentile", "knn_percentile", "dcr_holdout_diff", "nndr_holdout_diff", "proximity_ratio_score"]
+IDS = [
+    "ims",
+    "dcr_percentile",
+    "knn_percentile",
+    "dcr_holdout_diff",
+    "nndr_holdout_diff",
+    "proximity_ratio_score",
+]
 CORE = ["crp", "dcr", "mdcr", "nndr", "authenticity", "nnaa"]
 
 
 def make_split(adult: Path, out: Path, fraction: float) -> Path:
-    subprocess.run([sys.executable, str(SHARED / "tools" / "make_leaky_splits.py"), "--input", str(adult),
-                    "--out-dir", str(out), "--leak-fraction", str(fraction), "--seed", "0"],
-                   check=True, capture_output=True)
+    subprocess.run(
+        [
+            sys.executable,
+            str(SHARED / "tools" / "make_leaky_splits.py"),
+            "--input",
+            str(adult),
+            "--out-dir",
+            str(out),
+            "--leak-fraction",
+            str(fraction),
+            "--seed",
+            "0",
+        ],
+        check=True,
+        capture_output=True,
+    )
     return out
 
 
@@ -49,8 +69,10 @@ def print_results(ev, title: str) -> None:
     print(f"    {'metric':22s} {'value':>7s} {'baseline':>9s} {'95 % CI':>18s} {'raw':>9s} {'seconds':>8s}")
     for r in ev:
         ci = "—" if r.ci is None else f"[{r.ci[0]:.4f}, {r.ci[1]:.4f}]"
-        print(f"    {r.id:22s} {_fmt(r.value):>7s} {_fmt(r.baseline):>9s} {ci:>18s} {_fmt(r.raw):>9s} "
-              f"{r.seconds:8.3f}" + (f"  {r.status.value}: {r.reason}" if r.reason else ""))
+        print(
+            f"    {r.id:22s} {_fmt(r.value):>7s} {_fmt(r.baseline):>9s} {ci:>18s} {_fmt(r.raw):>9s} "
+            f"{r.seconds:8.3f}" + (f"  {r.status.value}: {r.reason}" if r.reason else "")
+        )
 
 
 def one(d: Path, fraction: float) -> None:
@@ -71,8 +93,10 @@ def one(d: Path, fraction: float) -> None:
     ev = run_metrics(ctx, IDS, p, fingerprints=fp)
     t_six = time.perf_counter() - t0
     print_results(ev, "the six on a fresh context (seconds = own work, shared queries excluded)")
-    print(f"    load+prepare {t_prep:.2f} s; six metrics {t_six:.2f} s wall, of which shared queries "
-          f"{sum(ctx.query_seconds.values()):.2f} s and encodings {ctx.encode_seconds:.2f} s")
+    print(
+        f"    load+prepare {t_prep:.2f} s; six metrics {t_six:.2f} s wall, of which shared queries "
+        f"{sum(ctx.query_seconds.values()):.2f} s and encodings {ctx.encode_seconds:.2f} s"
+    )
     for label, s in ctx.query_seconds.items():
         print(f"      query {label:40s} {s:6.3f} s")
 
@@ -92,8 +116,11 @@ def one(d: Path, fraction: float) -> None:
         t_rem = time.perf_counter() - t0
         out = d / "remediated.csv"
         clean.write_csv(out)
-        print(f"    remediation: dropped {ctx.n('synthetic') - clean.height} of {ctx.n('synthetic')} synthetic rows "
-              f"(ims ∪ dcr_percentile flagged) in {t_rem:.2f} s")
+        print(
+            f"    remediation: dropped {ctx.n('synthetic') - clean.height} of {ctx.n('synthetic')} "
+            f"synthetic rows "
+            f"(ims ∪ dcr_percentile flagged) in {t_rem:.2f} s"
+        )
         again = dp.evaluate(real, out, hold, metrics=IDS, policy=p, progress=False)
         print_results(again, "after remediation")
     print(f"    peak memory (ru_maxrss) {peak_mb():.0f} MB")
@@ -122,8 +149,20 @@ def main() -> None:
         if 0.2 in dirs and (dirs[0.2] / "remediated.csv").exists():
             runs.append(("f = 0.2 after remediation", dirs[0.2] / "remediated.csv", dirs[0.2]))
         for title, syn, d in runs:
-            cmd = ["dagster-privacy", "evaluate", "--real", str(d / "train.csv"), "--synthetic", str(syn),
-                   "--holdout", str(d / "control.csv"), "--metrics", ",".join(IDS), "--policy", "report-only"]
+            cmd = [
+                "dagster-privacy",
+                "evaluate",
+                "--real",
+                str(d / "train.csv"),
+                "--synthetic",
+                str(syn),
+                "--holdout",
+                str(d / "control.csv"),
+                "--metrics",
+                ",".join(IDS),
+                "--policy",
+                "report-only",
+            ]
             print(f"== CLI, {title}: {' '.join(c if '/' not in c else Path(c).name for c in cmd)}")
             t0 = time.perf_counter()
             proc = subprocess.run(cmd, capture_output=True, text=True)

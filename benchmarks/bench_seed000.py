@@ -35,16 +35,48 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
-IDS = ["zcap", "gcap", "air", "crp", "cvp", "dvp", "detection_mlp", "authenticity", "identifiability", "nsnd",
-       "nndr", "dcr", "mdcr", "nnaa", "mir", "hidden_rate", "hitting_rate"]
+IDS = [
+    "zcap",
+    "gcap",
+    "air",
+    "crp",
+    "cvp",
+    "dvp",
+    "detection_mlp",
+    "authenticity",
+    "identifiability",
+    "nsnd",
+    "nndr",
+    "dcr",
+    "mdcr",
+    "nnaa",
+    "mir",
+    "hidden_rate",
+    "hitting_rate",
+]
 #: a metric "separates" leaky from clean when its value moves by more than this (and in the risk direction)
 SEPARATES = 0.02
 
 
 def make_split(adult: Path, out: Path, fraction: float) -> Path:
-    subprocess.run([sys.executable, str(SHARED / "tools" / "make_leaky_splits.py"), "--input", str(adult),
-                    "--out-dir", str(out), "--leak-fraction", str(fraction), "--seed", "0",
-                    "--missing-as", "?"], check=True, capture_output=True)
+    subprocess.run(
+        [
+            sys.executable,
+            str(SHARED / "tools" / "make_leaky_splits.py"),
+            "--input",
+            str(adult),
+            "--out-dir",
+            str(out),
+            "--leak-fraction",
+            str(fraction),
+            "--seed",
+            "0",
+            "--missing-as",
+            "?",
+        ],
+        check=True,
+        capture_output=True,
+    )
     return out
 
 
@@ -58,7 +90,8 @@ def concat_csv(parts: list[Path], out: Path) -> Path:
 
 
 def run_measured(cmd: list[str], *, env: dict[str, str] | None = None) -> tuple[float, float, int, str, str]:
-    """Run a command as a child; (wall seconds, peak MB of that child and its waited children, rc, out, err)."""
+    """Run a command as a child: (wall seconds, peak MB of the child and its waited children, rc, out,
+    err)."""
     t0 = time.perf_counter()
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         p = subprocess.Popen(cmd, stdout=out, stderr=err, env=env)
@@ -89,8 +122,10 @@ def child(real: str, synthetic: str, label: str) -> None:
     t1 = time.perf_counter()
     ev = run_metrics(ctx, IDS, load_policy("report-only"))
     t_metrics = time.perf_counter() - t1
-    print(f"== {label}: real {ctx.n('real')} rows, synthetic {ctx.n('synthetic')} rows, "
-          f"{len(ctx.schema.names)} columns; load + schema {t_prep:.2f} s")
+    print(
+        f"== {label}: real {ctx.n('real')} rows, synthetic {ctx.n('synthetic')} rows, "
+        f"{len(ctx.schema.names)} columns; load + schema {t_prep:.2f} s"
+    )
     print(f"  {'metric':18s} {'value':>7s} {'raw':>9s} {'seconds':>8s}")
     for r in ev:
         extra = f"  {r.status.value}: {r.reason}" if r.reason else ""
@@ -105,20 +140,36 @@ def child(real: str, synthetic: str, label: str) -> None:
         pass
     t_prod = time.perf_counter() - tp
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
-    print(f"  one float32 product synthetic × realᵀ ({x_syn.shape[0]} × {x_real.shape[0]}, "
-          f"{x_real.shape[1]} dims, chunked): {t_prod:.3f} s")
-    print(f"  17 metrics: {t_metrics:.2f} s (load + schema + metrics {t_prep + t_metrics:.2f} s); "
-          f"peak memory {peak:.0f} MB")
+    print(
+        f"  one float32 product synthetic × realᵀ ({x_syn.shape[0]} × {x_real.shape[0]}, "
+        f"{x_real.shape[1]} dims, chunked): {t_prod:.3f} s"
+    )
+    print(
+        f"  17 metrics: {t_metrics:.2f} s (load + schema + metrics {t_prep + t_metrics:.2f} s); "
+        f"peak memory {peak:.0f} MB"
+    )
     values = {r.id: (r.value, r.status.value) for r in ev}
-    print("JSON " + json.dumps({"label": label, "values": values, "metrics_seconds": t_metrics,
-                                "peak_mb": peak, "product_seconds": t_prod}))
+    print(
+        "JSON "
+        + json.dumps(
+            {
+                "label": label,
+                "values": values,
+                "metrics_seconds": t_metrics,
+                "peak_mb": peak,
+                "product_seconds": t_prod,
+            }
+        )
+    )
 
 
 # ------------------------------------------------------------------------------------ parent side
 
 
 def run_child(real: Path, synthetic: Path, label: str) -> dict:
-    wall, peak, rc, out, err = run_measured([sys.executable, __file__, "--child", str(real), str(synthetic), label])
+    wall, peak, rc, out, err = run_measured(
+        [sys.executable, __file__, "--child", str(real), str(synthetic), label]
+    )
     if rc != 0:
         print(err, file=sys.stderr)
         raise SystemExit(f"child {label} failed ({rc})")
@@ -149,8 +200,16 @@ def vs_priveval(real: Path, synthetic: Path, mirror: str | None) -> None:
     script = SHARED / "tools" / "priveval_ref.sh"
     cli = shutil.which("dagster-privacy") or ""
     ours_cmd = ([cli] if cli else [sys.executable, "-m", "dagster_privacy.cli"]) + [
-        "evaluate", "--real", str(real), "--synthetic", str(synthetic), "--metrics", ",".join(IDS),
-        "--policy", "report-only"]
+        "evaluate",
+        "--real",
+        str(real),
+        "--synthetic",
+        str(synthetic),
+        "--metrics",
+        ",".join(IDS),
+        "--policy",
+        "report-only",
+    ]
     print("== side by side on the leaky split (whole processes, same files)")
     w_ours, m_ours, rc, _out, err = run_measured(ours_cmd)
     if rc not in (0, 1):
@@ -159,8 +218,9 @@ def vs_priveval(real: Path, synthetic: Path, mirror: str | None) -> None:
     env = dict(os.environ)
     if mirror:
         env["PRIVEVAL_MIRROR"] = mirror
-    w_pe, m_pe, rc, out, err = run_measured(["bash", str(script), "--real", str(real), "--synthetic", str(synthetic)],
-                                            env=env)
+    w_pe, m_pe, rc, out, err = run_measured(
+        ["bash", str(script), "--real", str(real), "--synthetic", str(synthetic)], env=env
+    )
     if rc != 0:
         print(err, file=sys.stderr)
         raise SystemExit(f"priveval_ref.sh failed ({rc})")
@@ -198,8 +258,16 @@ def main() -> None:
             print("== CLI on Adult halves: dagster-privacy evaluate --metrics <the 17> --policy report-only")
             cli = shutil.which("dagster-privacy")
             cmd = ([cli] if cli else [sys.executable, "-m", "dagster_privacy.cli"]) + [
-                "evaluate", "--real", str(clean / "train.csv"), "--synthetic", str(halves),
-                "--metrics", ",".join(IDS), "--policy", "report-only"]
+                "evaluate",
+                "--real",
+                str(clean / "train.csv"),
+                "--synthetic",
+                str(halves),
+                "--metrics",
+                ",".join(IDS),
+                "--policy",
+                "report-only",
+            ]
             p = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "COLUMNS": "160"})
             print(p.stdout)
             print(f"  exit code {p.returncode}\n")

@@ -6,9 +6,12 @@
 
 from pathlib import Path
 
+import dagster as dg
+
 from dagster_privacy.pipeline import ReleaseSettings, build_release_checks
 
 DEFAULT_POLICY = Path(__file__).with_name("policy.yaml")
 
-settings = ReleaseSettings.from_env(default_policy=DEFAULT_POLICY)
-checks = build_release_checks(settings=settings)
+
+def build(settings: ReleaseSettings) -> list[dg.AssetChecksDefinition]:
+    return build_release_checks(settings=settings)

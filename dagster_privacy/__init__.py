@@ -47,6 +47,7 @@ def __getattr__(name: str):  # PEP 562
         return getattr(importlib.import_module(f".pipeline.{_PIPELINE[name]}", __name__), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
+
 __all__ = [
     "Evaluation",
     "EvaluationPlan",

@@ -160,7 +160,11 @@ class EvaluationContext:
         m = float(len(cols))
         table = self.table(role)
         values = [self.encoder.scaled(table, self.schema.names[j]) for j in num]
-        x = (np.column_stack(values) / m).astype(np.float32) if values else np.empty((table.height, 0), np.float32)
+        x = (
+            (np.column_stack(values) / m).astype(np.float32)
+            if values
+            else np.empty((table.height, 0), np.float32)
+        )
         return MixedRows(x, codes[:, cat], 1.0 / m)
 
     def _dims(self, columns: Sequence[str]) -> np.ndarray:
@@ -191,8 +195,9 @@ class EvaluationContext:
                 key = (space, None, query, reference)
                 self._plan[key] = max(self._plan.get(key, 0), int(k))
 
-    def neighbors(self, space: Space, query: str, reference: str, k: int = 1,
-                  *, columns: Sequence[str] | None = None) -> Neighbors:
+    def neighbors(
+        self, space: Space, query: str, reference: str, k: int = 1, *, columns: Sequence[str] | None = None
+    ) -> Neighbors:
         """The k nearest `reference` rows of every `query` row, computed once and cached."""
         cols = None if columns is None else tuple(columns)
         key = (space, cols, query, reference)
@@ -235,7 +240,7 @@ class EvaluationContext:
             return nn
         dist, idx = nn.dist.copy(), nn.idx.copy()
         for i in todo:  # rare: only copies a float32 tie hid
-            cands = order[lo[i]:hi[i]]
+            cands = order[lo[i] : hi[i]]
             match = int(cands[cands != i][0]) if same else int(cands[0])
             rest = [j for j in range(idx.shape[1]) if idx[i, j] != match][: idx.shape[1] - 1]
             idx[i] = [match, *idx[i, rest]]

@@ -43,20 +43,36 @@ class DistanceSummary:
     space: str = SPACE
 
     def to_dict(self) -> dict[str, Any]:
-        return {"space": self.space, "edges": list(self.edges),
-                "sides": {k: {"n": s.n, "counts": list(s.counts), "quantiles": dict(s.quantiles),
-                              "zeros": s.zeros} for k, s in self.sides.items()}}
+        return {
+            "space": self.space,
+            "edges": list(self.edges),
+            "sides": {
+                k: {"n": s.n, "counts": list(s.counts), "quantiles": dict(s.quantiles), "zeros": s.zeros}
+                for k, s in self.sides.items()
+            },
+        }
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> DistanceSummary:
-        sides = {k: DistanceSide(int(v["n"]), [int(c) for c in v["counts"]],
-                                 {q: float(x) for q, x in v["quantiles"].items()}, int(v["zeros"]))
-                 for k, v in d.get("sides", {}).items()}
+        sides = {
+            k: DistanceSide(
+                int(v["n"]),
+                [int(c) for c in v["counts"]],
+                {q: float(x) for q, x in v["quantiles"].items()},
+                int(v["zeros"]),
+            )
+            for k, v in d.get("sides", {}).items()
+        }
         return cls([float(e) for e in d["edges"]], sides, str(d.get("space", SPACE)))
 
 
-def summarize(distances: Mapping[str, np.ndarray], *, zeros: Mapping[str, int] | None = None,
-              bins: int = 40, space: str = SPACE) -> DistanceSummary:
+def summarize(
+    distances: Mapping[str, np.ndarray],
+    *,
+    zeros: Mapping[str, int] | None = None,
+    bins: int = 40,
+    space: str = SPACE,
+) -> DistanceSummary:
     """A summary from arrays of nearest-training-record distances per side ("synthetic", "holdout").
 
     The bins are shared (0 to the largest 99.5th percentile of the sides) so the shapes compare; the

@@ -47,8 +47,9 @@ class NotApplicable(OwnMessage):
     """Raised by a metric that cannot run on these tables (too few rows, no key column…): the result is
     ``not_applicable`` with this reason, and the policy decides whether that blocks (``optional``)."""
 
-    def __init__(self, reason: str, *, sizes: dict[str, int] | None = None,
-                 details: dict[str, object] | None = None) -> None:
+    def __init__(
+        self, reason: str, *, sizes: dict[str, int] | None = None, details: dict[str, object] | None = None
+    ) -> None:
         super().__init__(reason)
         self.sizes = dict(sizes or {})
         self.details = dict(details or {})
@@ -71,4 +72,12 @@ def safe_reason(exc: BaseException) -> str:
     return f"{name} ({hint})"
 
 
-__all__ = ["CalibrationError", "MetricError", "NotApplicable", "OwnMessage", "TableError", "first_line", "safe_reason"]
+__all__ = [
+    "CalibrationError",
+    "MetricError",
+    "NotApplicable",
+    "OwnMessage",
+    "TableError",
+    "first_line",
+    "safe_reason",
+]

@@ -53,8 +53,14 @@ def _progress(enabled: bool, total: int):
     from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-    prog = Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
-                    TimeElapsedColumn(), console=Console(stderr=True), transient=True)
+    prog = Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TextColumn("{task.completed}/{task.total}"),
+        TimeElapsedColumn(),
+        console=Console(stderr=True),
+        transient=True,
+    )
     prog.start()
     prog.add_task("privacy metrics", total=total)
     return prog
@@ -93,12 +99,21 @@ def prepare(
         if role in canon:
             unseen = tb.unseen_categories(canon["real"], canon[role], schema)
             if unseen:
-                schema.notes.append(f"{role}: categories absent from the real table in "
-                                    + ", ".join(f"{c} ({n} rows)" for c, n in unseen.items()))
+                schema.notes.append(
+                    f"{role}: categories absent from the real table in "
+                    + ", ".join(f"{c} ({n} rows)" for c, n in unseen.items())
+                )
     fingerprints = {role: tb.table_info(df) for role, df in raw.items()}
-    ctx = EvaluationContext(canon["real"], canon["synthetic"], canon.get("holdout"), schema=schema,
-                            key_columns=key_columns, sensitive_columns=sensitive_columns, seed=seed,
-                            source_index=source)
+    ctx = EvaluationContext(
+        canon["real"],
+        canon["synthetic"],
+        canon.get("holdout"),
+        schema=schema,
+        key_columns=key_columns,
+        sensitive_columns=sensitive_columns,
+        seed=seed,
+        source_index=source,
+    )
     ctx.source_index_column = source_index_column
     ctx.input_rows = order
     return ctx, fingerprints
@@ -126,11 +141,25 @@ def evaluate(
     policy ``PolicyError``; a metric that raises becomes an ``error`` result.
     """
     t0 = time.perf_counter()
-    plan = pol.resolve(policy, metrics, key_columns=key_columns, sensitive_columns=sensitive_columns,
-                       column_kinds=column_kinds, source_index_column=source_index_column, seed=seed)
+    plan = pol.resolve(
+        policy,
+        metrics,
+        key_columns=key_columns,
+        sensitive_columns=sensitive_columns,
+        column_kinds=column_kinds,
+        source_index_column=source_index_column,
+        seed=seed,
+    )
     ctx, fingerprints = prepare(
-        real, synthetic, holdout, key_columns=plan.key_columns, sensitive_columns=plan.sensitive_columns,
-        column_kinds=plan.column_kinds, source_index_column=plan.source_index_column, seed=plan.seed)
+        real,
+        synthetic,
+        holdout,
+        key_columns=plan.key_columns,
+        sensitive_columns=plan.sensitive_columns,
+        column_kinds=plan.column_kinds,
+        source_index_column=plan.source_index_column,
+        seed=plan.seed,
+    )
     return run_metrics(ctx, plan, fingerprints=fingerprints, progress=progress, started=t0)
 
 
@@ -150,16 +179,26 @@ def left_out_findings(schema: tb.Schema) -> list[str]:
     out = []
     for name in schema.left_out_leaks:
         n = schema.left_out[name]
-        what = "its values could not be compared with the real column" if n is None else \
-            f"{n} of its synthetic values occur in the real table"
-        out.append(f"column {name!r} is left out of every metric ({reasons.get(name, 'excluded')}) and {what}: "
-                   "drop it from the synthetic table or evaluate it (--column-kind)")
+        what = (
+            "its values could not be compared with the real column"
+            if n is None
+            else f"{n} of its synthetic values occur in the real table"
+        )
+        out.append(
+            f"column {name!r} is left out of every metric ({reasons.get(name, 'excluded')}) and {what}: "
+            "drop it from the synthetic table or evaluate it (--column-kind)"
+        )
     return out
 
 
-def run_metrics(ctx: EvaluationContext, plan: pol.EvaluationPlan, *,
-                fingerprints: dict[str, TableInfo] | None = None, progress: bool = False,
-                started: float | None = None) -> Evaluation:
+def run_metrics(
+    ctx: EvaluationContext,
+    plan: pol.EvaluationPlan,
+    *,
+    fingerprints: dict[str, TableInfo] | None = None,
+    progress: bool = False,
+    started: float | None = None,
+) -> Evaluation:
     """Run the plan's metrics on a prepared context and judge each by its policy entry."""
     t0 = time.perf_counter() if started is None else started
     specs = registry()
@@ -184,14 +223,21 @@ def run_metrics(ctx: EvaluationContext, plan: pol.EvaluationPlan, *,
         findings=findings,
         seed=ctx.seed,
         policy=PolicyRef(name=plan.policy.name, preset=plan.policy.preset, sha256=plan.policy.sha256),
-        threat_model=ThreatModelRef(key_columns=ctx.key_columns, sensitive_columns=ctx.sensitive_columns,
-                                    source_index_column=ctx.source_index_column),
+        threat_model=ThreatModelRef(
+            key_columns=ctx.key_columns,
+            sensitive_columns=ctx.sensitive_columns,
+            source_index_column=ctx.source_index_column,
+        ),
         tables=fingerprints or {},
         schema=ctx.schema.to_json(),
         versions=versions(),
         distances=_distances(ctx),
-        timings=Timings(total=time.perf_counter() - t0, encode=ctx.encode_seconds,
-                        metrics={r.id: r.seconds for r in results}, queries=dict(ctx.query_seconds)),
+        timings=Timings(
+            total=time.perf_counter() - t0,
+            encode=ctx.encode_seconds,
+            metrics={r.id: r.seconds for r in results},
+            queries=dict(ctx.query_seconds),
+        ),
     )
 
 

@@ -82,26 +82,36 @@ def _read_csv(path: Path, role: str) -> pl.DataFrame:
     rows skipped. A file without a header (its first record would become the column names) or with a
     row of another width is refused, not read (an unpinned dialect reads a ragged file as one column)."""
     delim = "\t" if path.name.lower().endswith(".tsv") else ","
-    opts = (f"delim = {_quote(delim)}, quote = '\"', escape = '\"', skip = 0, strict_mode = true, "
-            "ignore_errors = false, null_padding = false")
+    opts = (
+        f"delim = {_quote(delim)}, quote = '\"', escape = '\"', skip = 0, strict_mode = true, "
+        "ignore_errors = false, null_padding = false"
+    )
     q = _quote(str(path))
     sniff = read_select(f"select HasHeader as h from sniff_csv({q}, {opts})", allowed_paths=[path])
     if not bool(sniff.item(0, "h")):
-        raise TableError(f"{role} table {path}: the CSV file has no header row (its first line reads as "
-                         "data); add a line of column names")
+        raise TableError(
+            f"{role} table {path}: the CSV file has no header row (its first line reads as "
+            "data); add a line of column names"
+        )
     df = read_select(f"select * from read_csv({q}, header = true, {opts})", allowed_paths=[path])
-    numeric_names = sum(bool(re.fullmatch(r"\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*", c)) for c in df.columns)
+    numeric_names = sum(
+        bool(re.fullmatch(r"\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*", c)) for c in df.columns
+    )
     if numeric_names:
-        raise TableError(f"{role} table {path}: {numeric_names} column name(s) are numbers, so the first line "
-                         "looks like data, not a header; add a line of column names")
+        raise TableError(
+            f"{role} table {path}: {numeric_names} column name(s) are numbers, so the first line "
+            "looks like data, not a header; add a line of column names"
+        )
     # an all-text file without a header sniffs as having one: its first record then names the columns,
     # and a record's values occur among their own column's values, which column names seldom do
     text = [c for c in df.columns if _is_text(df.schema[c])]
     named_by_value = sum(bool(df.get_column(c).is_in([c]).any()) for c in text)
     if text and named_by_value * 2 >= len(text):
-        raise TableError(f"{role} table {path}: {named_by_value} of {len(text)} text column name(s) occur among "
-                         "their own column's values, so the first line looks like a record, not a header; add "
-                         "a line of column names")
+        raise TableError(
+            f"{role} table {path}: {named_by_value} of {len(text)} text column name(s) occur among "
+            "their own column's values, so the first line looks like a record, not a header; add "
+            "a line of column names"
+        )
     return df
 
 
@@ -113,7 +123,9 @@ def _read_file(path: Path, role: str) -> pl.DataFrame:
         return _read_csv(path, role)
     if name.endswith(".duckdb"):
         raise TableError(f"{role} table: give the table as {path}:TABLE")
-    raise TableError(f"{role} table: unsupported file type {path.suffix!r} (CSV, Parquet or FILE.duckdb:TABLE)")
+    raise TableError(
+        f"{role} table: unsupported file type {path.suffix!r} (CSV, Parquet or FILE.duckdb:TABLE)"
+    )
 
 
 def _load_text(text: str, role: str) -> pl.DataFrame:

@@ -17,7 +17,8 @@ Query rows are processed in chunks so memory stays O(chunk × reference + rows �
 always whole: only a caller may choose to query fewer rows, never to search fewer references.
 
 Euclidean: per chunk one float32 BLAS product gives ‖r‖² − 2 q·r (the row constant ‖q‖² does not change
-the order); the k smallest are selected by repeated ``argmin`` (k ≤ 4) or a blocked two-stage selection; the chosen
+the order); the k smallest are selected by repeated ``argmin`` (k ≤ 4) or a blocked two-stage
+selection; the chosen
 neighbours' distances are then recomputed exactly in float64 from the encoded rows, so an identical
 row is at distance exactly 0. Ties: among equal float32 scores the lowest reference index is taken;
 the k neighbours are returned by exact distance, then index.
@@ -129,8 +130,17 @@ def mixed_plan(q: MixedRows, r: MixedRows) -> MixedPlan:
     return MixedPlan(oq, np.ascontiguousarray(orf.T * np.float32(-q.cat_weight)), sparse)
 
 
-def mixed_block(q: MixedRows, r: MixedRows, s: int, e: int, plan: MixedPlan, out: np.ndarray,
-                tmp: np.ndarray, *, terms: dict[int, np.ndarray] | None = None) -> None:
+def mixed_block(
+    q: MixedRows,
+    r: MixedRows,
+    s: int,
+    e: int,
+    plan: MixedPlan,
+    out: np.ndarray,
+    tmp: np.ndarray,
+    *,
+    terms: dict[int, np.ndarray] | None = None,
+) -> None:
     """out = mixed distances of query rows s:e to every reference row (float32); ``tmp`` is scratch of
     the same shape; ``terms[j]``, when given, receives numerical column j's |Δ| (callers that need the
     distance without one column subtract it)."""
@@ -146,7 +156,9 @@ def mixed_block(q: MixedRows, r: MixedRows, s: int, e: int, plan: MixedPlan, out
         if total:
             rows = np.repeat(np.arange(e - s), cnt)
             first = np.repeat(np.cumsum(cnt) - cnt, cnt)
-            out[rows, order[np.repeat(lo[s:e], cnt) + (np.arange(total) - first)]] -= w  # a pair once per column
+            out[rows, order[np.repeat(lo[s:e], cnt) + (np.arange(total) - first)]] -= (
+                w  # a pair once per column
+            )
     for j in range(q.num.shape[1]):
         t = terms[j] if terms is not None and j in terms else tmp
         np.subtract(q.num[s:e, j][:, None], r.num[None, :, j], out=t)
@@ -154,8 +166,9 @@ def mixed_block(q: MixedRows, r: MixedRows, s: int, e: int, plan: MixedPlan, out
         out += t
 
 
-def _euclidean_blocks(query: np.ndarray, ref: np.ndarray, *, exclude_self: bool = False, pad: int = 1
-                      ) -> Iterator[tuple[int, np.ndarray]]:
+def _euclidean_blocks(
+    query: np.ndarray, ref: np.ndarray, *, exclude_self: bool = False, pad: int = 1
+) -> Iterator[tuple[int, np.ndarray]]:
     """(start, scores) per chunk, scores = ‖r‖² − 2 q·r in float32, width rounded up to a multiple of
     ``pad`` with +inf columns (padding references: zero vectors of infinite norm)."""
     n_ref = ref.shape[0]
@@ -177,16 +190,18 @@ def _euclidean_blocks(query: np.ndarray, ref: np.ndarray, *, exclude_self: bool 
         yield s, b
 
 
-def euclidean_chunks(query: np.ndarray, ref: np.ndarray, *, exclude_self: bool = False
-                     ) -> Iterator[tuple[int, np.ndarray]]:
+def euclidean_chunks(
+    query: np.ndarray, ref: np.ndarray, *, exclude_self: bool = False
+) -> Iterator[tuple[int, np.ndarray]]:
     """Yields (start, scores) with scores = ‖r‖² − 2 q·r per chunk (float32; + ‖q‖² = squared distance)."""
     n_ref = ref.shape[0]
     for s, b in _euclidean_blocks(query, ref, exclude_self=exclude_self):
         yield s, b[:, :n_ref]
 
 
-def _mixed_blocks(query: MixedRows, ref: MixedRows, *, exclude_self: bool = False, pad: int = 1
-                  ) -> Iterator[tuple[int, np.ndarray]]:
+def _mixed_blocks(
+    query: MixedRows, ref: MixedRows, *, exclude_self: bool = False, pad: int = 1
+) -> Iterator[tuple[int, np.ndarray]]:
     """(start, distances) of the mixed space per chunk (float32), width padded with +inf as above."""
     plan = mixed_plan(query, ref)
     n_ref = ref.n
@@ -205,8 +220,9 @@ def _mixed_blocks(query: MixedRows, ref: MixedRows, *, exclude_self: bool = Fals
         yield s, full[: e - s]
 
 
-def mixed_chunks(query: MixedRows, ref: MixedRows, *, exclude_self: bool = False
-                 ) -> Iterator[tuple[int, np.ndarray]]:
+def mixed_chunks(
+    query: MixedRows, ref: MixedRows, *, exclude_self: bool = False
+) -> Iterator[tuple[int, np.ndarray]]:
     """Yields (start, distances) of the mixed space per chunk (float32)."""
     for s, b in _mixed_blocks(query, ref, exclude_self=exclude_self):
         yield s, b[:, : ref.n]
@@ -271,8 +287,9 @@ def _finish(dist: np.ndarray, idx: np.ndarray, t0: float) -> Neighbors:
     if not np.isfinite(dist).all():  # a NaN or inf distance would sort as nearest or farthest: no figure
         raise MetricError("a neighbour distance is not a finite number")
     order = np.lexsort((idx, dist), axis=1)  # by exact distance, then index
-    return Neighbors(np.take_along_axis(dist, order, 1), np.take_along_axis(idx, order, 1),
-                     time.perf_counter() - t0)
+    return Neighbors(
+        np.take_along_axis(dist, order, 1), np.take_along_axis(idx, order, 1), time.perf_counter() - t0
+    )
 
 
 def knn_euclidean(query: np.ndarray, ref: np.ndarray, k: int, *, exclude_self: bool = False) -> Neighbors:

@@ -94,8 +94,10 @@ class Policy(BaseModel):
         it is refused rather than given a default that would pass."""
         entry = self.metrics.get(metric_id)
         if entry is None:
-            raise PolicyError(f"metric {metric_id} is not configured in policy {self.name!r}: add an entry "
-                              "(threshold and severity) or leave it out")
+            raise PolicyError(
+                f"metric {metric_id} is not configured in policy {self.name!r}: add an entry "
+                "(threshold and severity) or leave it out"
+            )
         return entry
 
     def entry_or_inform(self, metric_id: str) -> MetricPolicy:
@@ -114,11 +116,15 @@ class Policy(BaseModel):
         if unknown:
             raise PolicyError(f"unknown metric id(s): {', '.join(unknown)} (see `dagster-privacy metrics`)")
         if not ids:
-            raise PolicyError(f"policy {self.name!r} configures no metric: name at least one, or use a preset")
+            raise PolicyError(
+                f"policy {self.name!r} configures no metric: name at least one, or use a preset"
+            )
         unconfigured = [m for m in ids if m not in self.metrics]
         if unconfigured:
-            raise PolicyError(f"metric(s) {', '.join(unconfigured)} not configured in policy {self.name!r}: "
-                              "add an entry (threshold and severity) for each, or start from a preset")
+            raise PolicyError(
+                f"metric(s) {', '.join(unconfigured)} not configured in policy {self.name!r}: "
+                "add an entry (threshold and severity) for each, or start from a preset"
+            )
         wanted = set(ids)
         return [m for m in specs if m in wanted]
 
@@ -135,8 +141,9 @@ _Loader.yaml_implicit_resolvers = {
     k: [(tag, rx) for tag, rx in v if tag != "tag:yaml.org,2002:bool"]
     for k, v in yaml.SafeLoader.yaml_implicit_resolvers.items()
 }
-_Loader.add_implicit_resolver("tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"),
-                              list("tTfF"))
+_Loader.add_implicit_resolver(
+    "tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")
+)
 
 
 def read_yaml(text: str) -> Any:
@@ -168,7 +175,9 @@ def _preset_data(name: str) -> dict[str, Any]:
 
     path = PRESETS_DIR / f"{name}.yaml"
     if name not in PRESET_NAMES or not path.is_file():
-        raise PolicyError(f"unknown policy preset {name!r}: use one of {', '.join(PRESET_NAMES)} or a YAML file")
+        raise PolicyError(
+            f"unknown policy preset {name!r}: use one of {', '.join(PRESET_NAMES)} or a YAML file"
+        )
     data = read_yaml(path.read_text()) or {}
     every = data.pop("every", None) or {}
     defaults = {m: _merge(spec.default, every) for m, spec in registry().items()}
@@ -186,8 +195,9 @@ def _merge(base: dict[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def from_mapping(data: Mapping[str, Any], *, name: str = "custom", node: yaml.Node | None = None,
-                 where: str = "policy") -> Policy:
+def from_mapping(
+    data: Mapping[str, Any], *, name: str = "custom", node: yaml.Node | None = None, where: str = "policy"
+) -> Policy:
     """A policy from a mapping: its ``preset`` first, then its own keys over it."""
     data = dict(data)
     preset = data.get("preset")
@@ -254,8 +264,10 @@ def _plain(node: yaml.Node | None, where: str, seen: set[int] | None = None) -> 
     if node is None:
         return
     if id(node) in seen or getattr(node, "anchor", None):
-        raise PolicyError(f"{where}, line {node.start_mark.line + 1}: anchors and aliases are not allowed in a "
-                          "policy; write each entry out")
+        raise PolicyError(
+            f"{where}, line {node.start_mark.line + 1}: anchors and aliases are not allowed in a "
+            "policy; write each entry out"
+        )
     seen.add(id(node))
     if isinstance(node, yaml.MappingNode):
         keys: set[str] = set()
@@ -295,11 +307,17 @@ class EvaluationPlan:
         return [m for m in self.ids if self.entries[m].severity is Severity.ERROR]
 
 
-def resolve(policy: str | Path | Policy | Mapping[str, Any] | None = "standard",
-            metrics: Sequence[str] | None = None, *, key_columns: Sequence[str] | None = None,
-            sensitive_columns: Sequence[str] | None = None, column_kinds: Mapping[str, str] | None = None,
-            source_index_column: str | None = None, seed: int | None = None,
-            unconfigured: Literal["refuse", "inform"] = "refuse") -> EvaluationPlan:
+def resolve(
+    policy: str | Path | Policy | Mapping[str, Any] | None = "standard",
+    metrics: Sequence[str] | None = None,
+    *,
+    key_columns: Sequence[str] | None = None,
+    sensitive_columns: Sequence[str] | None = None,
+    column_kinds: Mapping[str, str] | None = None,
+    source_index_column: str | None = None,
+    seed: int | None = None,
+    unconfigured: Literal["refuse", "inform"] = "refuse",
+) -> EvaluationPlan:
     """The one policy resolution. ``metrics`` = ids (None: every metric the policy configures); each must
     be configured, unless ``unconfigured="inform"`` (calibration measures metrics the policy does not
     gate: each gets an informing entry with no threshold). Arguments override the threat model."""
@@ -319,12 +337,15 @@ def resolve(policy: str | Path | Policy | Mapping[str, Any] | None = "standard",
         entries = {m: p.metrics[m] for m in ids}
     tm = p.threat_model
     return EvaluationPlan(
-        policy=p, ids=tuple(ids), entries=entries,
+        policy=p,
+        ids=tuple(ids),
+        entries=entries,
         key_columns=list(key_columns) if key_columns is not None else tm.key_columns,
         sensitive_columns=list(sensitive_columns) if sensitive_columns is not None else tm.sensitive_columns,
         column_kinds={**tm.column_kinds, **(column_kinds or {})},
         source_index_column=source_index_column or tm.source_index_column,
-        seed=p.seed if seed is None else int(seed))
+        seed=p.seed if seed is None else int(seed),
+    )
 
 
 # --------------------------------------------------------------------------------------------- verdict
@@ -333,18 +354,32 @@ def resolve(policy: str | Path | Policy | Mapping[str, Any] | None = "standard",
 def judge(entry: MetricPolicy, result: MetricResult) -> MetricResult:
     """The judged copy of an unjudged result: threshold, severity and status from the policy entry.
     error and not_applicable stay what they are (the entry says whether not_applicable blocks)."""
-    gate = {"threshold": entry.threshold, "on": entry.on, "severity": entry.severity, "optional": entry.optional}
+    gate = {
+        "threshold": entry.threshold,
+        "on": entry.on,
+        "severity": entry.severity,
+        "optional": entry.optional,
+    }
     if result.status in (Status.ERROR, Status.NOT_APPLICABLE):
         return result.model_copy(update=gate)
     figure = result.model_copy(update=gate).gated_figure
     if figure is None or not math.isfinite(figure):  # fail closed: nothing to compare is not a pass
-        return result.model_copy(update={**gate, "status": Status.ERROR,
-                                         "reason": f"no finite {entry.on.replace('_', ' ')} to gate on"})
+        return result.model_copy(
+            update={
+                **gate,
+                "status": Status.ERROR,
+                "reason": f"no finite {entry.on.replace('_', ' ')} to gate on",
+            }
+        )
     if entry.threshold is not None and figure > entry.threshold:
         what = "CI upper bound" if entry.on == "ci_upper" and result.ci else "value"
-        return result.model_copy(update={
-            **gate, "status": Status.FAIL if entry.severity is Severity.ERROR else Status.WARN,
-            "reason": f"{what} {figure:.4g} > threshold {entry.threshold:g}"})
+        return result.model_copy(
+            update={
+                **gate,
+                "status": Status.FAIL if entry.severity is Severity.ERROR else Status.WARN,
+                "reason": f"{what} {figure:.4g} > threshold {entry.threshold:g}",
+            }
+        )
     return result.model_copy(update={**gate, "status": Status.PASS})
 
 

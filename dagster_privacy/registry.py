@@ -60,9 +60,17 @@ _REGISTRY: dict[str, MetricSpec] = {}
 FAMILIES = ("simulation", "distance", "classifiers", "holdout", "attacks")
 
 
-def metric(id: str, *, family: str, source: str, risk: Risk, default: DefaultEntry, expect: Expect,
-           needs: Sequence[str] = ("real", "synthetic"),
-           queries: Sequence[tuple[str, str, str, int]] = ()) -> Callable[[MetricFn], MetricFn]:
+def metric(
+    id: str,
+    *,
+    family: str,
+    source: str,
+    risk: Risk,
+    default: DefaultEntry,
+    expect: Expect,
+    needs: Sequence[str] = ("real", "synthetic"),
+    queries: Sequence[tuple[str, str, str, int]] = (),
+) -> Callable[[MetricFn], MetricFn]:
     """Register a metric. Its keyword-only parameters with defaults are its parameters; ``default`` is
     its entry in the ``standard`` policy; ``expect`` what the common tests check; ``queries`` declares
     its shared neighbour queries so the context can compute each once at the largest k."""
@@ -77,8 +85,9 @@ def metric(id: str, *, family: str, source: str, risk: Risk, default: DefaultEnt
             for name, p in inspect.signature(func).parameters.items()
             if p.kind is inspect.Parameter.KEYWORD_ONLY and p.default is not inspect.Parameter.empty
         }
-        _REGISTRY[id] = MetricSpec(id, family, source, Risk(risk), tuple(needs), func, dict(default), expect,
-                                   params, tuple(queries))
+        _REGISTRY[id] = MetricSpec(
+            id, family, source, Risk(risk), tuple(needs), func, dict(default), expect, params, tuple(queries)
+        )
         return func
 
     return register
@@ -121,8 +130,9 @@ def run(spec: MetricSpec, ctx: Any, params: dict[str, Any] | None = None) -> Met
         return MetricResult(**named, status=Status.NOT_APPLICABLE, reason=f"needs a {missing[0]} table")
     unknown = set(params or {}) - set(spec.params)
     if unknown:
-        return MetricResult(**named, status=Status.ERROR,
-                            reason=f"unknown parameter(s): {', '.join(sorted(unknown))}")
+        return MetricResult(
+            **named, status=Status.ERROR, reason=f"unknown parameter(s): {', '.join(sorted(unknown))}"
+        )
     shared_before = ctx.spent_seconds
     t0 = time.perf_counter()
     m: Measurement | None = None
@@ -151,7 +161,13 @@ def run(spec: MetricSpec, ctx: Any, params: dict[str, Any] | None = None) -> Met
             if "synthetic" in getattr(ctx, "input_rows", {}):
                 flagged = np.sort(ctx.input_rows["synthetic"][m.flagged])
     return MetricResult(
-        **named, **figures, status=status, reason=reason, seconds=seconds,
+        **named,
+        **figures,
+        status=status,
+        reason=reason,
+        seconds=seconds,
         sizes=sizes or {role: ctx.n(role) for role in spec.needs if ctx.has(role)},
         details={"params": {**spec.params, **(params or {})}, **details},
-        flagged=flagged, flagged_hashes=flagged_hashes)
+        flagged=flagged,
+        flagged_hashes=flagged_hashes,
+    )

@@ -23,8 +23,9 @@ from .results import Evaluation, MetricResult, Status
 DEFAULT_METRICS: tuple[str, ...] = ("ims", "dcr_percentile")
 
 
-def _flagged(results: Evaluation | Iterable[MetricResult], metrics: Sequence[str] | None,
-             attr: str) -> np.ndarray:
+def _flagged(
+    results: Evaluation | Iterable[MetricResult], metrics: Sequence[str] | None, attr: str
+) -> np.ndarray:
     by_id = {r.id: r for r in results}
     wanted = [i for i, r in by_id.items() if r.flagged is not None] if metrics is None else list(metrics)
     if not wanted:
@@ -35,17 +36,22 @@ def _flagged(results: Evaluation | Iterable[MetricResult], metrics: Sequence[str
         if r is None:
             raise ValueError(f"the evaluation has no {mid} result: run it with that metric")
         if r.status in (Status.ERROR, Status.NOT_APPLICABLE):
-            raise ValueError(f"{mid} did not run ({r.status.value}: {r.reason}): cannot tell which rows to drop")
+            raise ValueError(
+                f"{mid} did not run ({r.status.value}: {r.reason}): cannot tell which rows to drop"
+            )
         rows = getattr(r, attr)
         if rows is None:
-            raise ValueError(f"{mid} carries no flagged rows: they are kept in memory only, so remediate "
-                             "the Evaluation returned by evaluate(), not one read back from JSON")
+            raise ValueError(
+                f"{mid} carries no flagged rows: they are kept in memory only, so remediate "
+                "the Evaluation returned by evaluate(), not one read back from JSON"
+            )
         out.append(np.asarray(rows))
     return np.unique(np.concatenate(out))
 
 
-def flagged_rows(results: Evaluation | Iterable[MetricResult],
-                 metrics: Sequence[str] | None = DEFAULT_METRICS) -> np.ndarray:
+def flagged_rows(
+    results: Evaluation | Iterable[MetricResult], metrics: Sequence[str] | None = DEFAULT_METRICS
+) -> np.ndarray:
     """Sorted union of the synthetic rows (input row numbers) flagged by `metrics` (None: every result
     that flags rows).
 
@@ -55,8 +61,9 @@ def flagged_rows(results: Evaluation | Iterable[MetricResult],
     return _flagged(results, metrics, "flagged").astype(np.int64)
 
 
-def remediate(evaluation: Evaluation, synthetic: Any, *,
-              metrics: Sequence[str] | None = DEFAULT_METRICS) -> Any:
+def remediate(
+    evaluation: Evaluation, synthetic: Any, *, metrics: Sequence[str] | None = DEFAULT_METRICS
+) -> Any:
     """The synthetic table without the rows `metrics` flagged (default: exact copies of training
     records and rows closer to one than the holdout's α-quantile).
 
@@ -73,7 +80,9 @@ def remediate(evaluation: Evaluation, synthetic: Any, *,
     frame = load(synthetic, role="synthetic")
     expected = evaluation.tables.get("synthetic") or {}
     if expected.get("rows") is not None and frame.height != expected["rows"]:
-        raise ValueError(f"the synthetic table has {frame.height} rows, the evaluation saw {expected['rows']}")
+        raise ValueError(
+            f"the synthetic table has {frame.height} rows, the evaluation saw {expected['rows']}"
+        )
     if expected.get("sha256") and tb.fingerprint(frame) != expected["sha256"]:
         raise ValueError("the synthetic table is not the one evaluated (its content fingerprint differs)")
     schema = tb.Schema([tb.Column(c["name"], c["kind"]) for c in evaluation.schema_.get("columns", [])])

@@ -108,7 +108,9 @@ class MetricResult(BaseModel):
     raw: float | None = Field(None, description="the formula's own figure (may be unbounded or reversed)")
     baseline: float | None = Field(None, description="the same figure on the holdout/control, where defined")
     ci: tuple[float, float] | None = Field(None, description="95 % interval of value, where defined")
-    status: Status | None = Field(None, description="pass / warn / fail / error / not_applicable; None: unjudged")
+    status: Status | None = Field(
+        None, description="pass / warn / fail / error / not_applicable; None: unjudged"
+    )
     threshold: float | None = Field(None, description="policy threshold on value (or on the CI upper bound)")
     on: str = Field("value", description="what the threshold applies to: value or ci_upper")
     severity: Severity = Field(Severity.ERROR, description="ERROR gates, WARN informs")
@@ -116,10 +118,13 @@ class MetricResult(BaseModel):
     reason: str | None = Field(None, description="why error / not_applicable / fail, one line")
     sizes: dict[str, int] = Field(default_factory=dict, description="rows used per table")
     seconds: float = Field(0.0, description="wall time of this metric, shared queries excluded")
-    details: dict[str, Any] = Field(default_factory=dict, description="parameters, per-column figures, counts")
+    details: dict[str, Any] = Field(
+        default_factory=dict, description="parameters, per-column figures, counts"
+    )
     flagged: np.ndarray | None = Field(None, exclude=True, description="at-risk synthetic rows (memory only)")
-    flagged_hashes: np.ndarray | None = Field(None, exclude=True,
-                                              description="content hashes of the flagged rows (memory only)")
+    flagged_hashes: np.ndarray | None = Field(
+        None, exclude=True, description="content hashes of the flagged rows (memory only)"
+    )
 
     @property
     def passed(self) -> bool:
@@ -140,7 +145,9 @@ class MetricResult(BaseModel):
         return self.value
 
     def to_dict(self) -> dict[str, Any]:
-        d = self.model_dump(mode="python", exclude={"flagged", "flagged_hashes", "seconds"})  # seconds: in "timings"
+        d = self.model_dump(
+            mode="python", exclude={"flagged", "flagged_hashes", "seconds"}
+        )  # seconds: in "timings"
         d["status"] = None if self.status is None else self.status.value
         d["severity"] = self.severity.value
         return to_jsonable(d)
@@ -181,16 +188,20 @@ class Evaluation(BaseModel):
     results: list[MetricResult]
     verdict: Status = Status.PASS
     seed: int = 0
-    policy: PolicyRef | dict[str, Any] = Field(default_factory=dict, description="name and sha256 of the policy")
+    policy: PolicyRef | dict[str, Any] = Field(
+        default_factory=dict, description="name and sha256 of the policy"
+    )
     threat_model: ThreatModelRef | dict[str, Any] = Field(default_factory=dict)
     tables: dict[str, TableInfo] = Field(default_factory=dict, description="rows, columns, sha256 per role")
     schema_: dict[str, Any] = Field(default_factory=dict, alias="schema")
     versions: dict[str, str] = Field(default_factory=dict)
-    distances: dict[str, Any] = Field(default_factory=dict,
-                                      description="histograms of synthetic→real and holdout→real NN distances")
+    distances: dict[str, Any] = Field(
+        default_factory=dict, description="histograms of synthetic→real and holdout→real NN distances"
+    )
     timings: Timings = Field(default_factory=Timings)
-    findings: list[str] = Field(default_factory=list,
-                                description="blocking findings outside the metrics (a left-out column copied)")
+    findings: list[str] = Field(
+        default_factory=list, description="blocking findings outside the metrics (a left-out column copied)"
+    )
 
     def __getitem__(self, metric_id: str) -> MetricResult:
         for r in self.results:
@@ -206,20 +217,22 @@ class Evaluation(BaseModel):
         return [r.id for r in self.results]
 
     def to_dict(self) -> dict[str, Any]:
-        return to_jsonable({
-            "format": FORMAT,
-            "verdict": self.verdict.value,
-            "seed": self.seed,
-            "policy": self.policy,
-            "threat_model": self.threat_model,
-            "tables": self.tables,
-            "schema": self.schema_,
-            "versions": self.versions,
-            "findings": self.findings,
-            "metrics": [r.to_dict() for r in self.results],
-            "distances": self.distances,
-            "timings": self.timings,
-        })
+        return to_jsonable(
+            {
+                "format": FORMAT,
+                "verdict": self.verdict.value,
+                "seed": self.seed,
+                "policy": self.policy,
+                "threat_model": self.threat_model,
+                "tables": self.tables,
+                "schema": self.schema_,
+                "versions": self.versions,
+                "findings": self.findings,
+                "metrics": [r.to_dict() for r in self.results],
+                "distances": self.distances,
+                "timings": self.timings,
+            }
+        )
 
     def to_json(self, *, indent: int | None = 2) -> str:
         return json.dumps(self.to_dict(), indent=indent, allow_nan=False)
@@ -230,26 +243,52 @@ class Evaluation(BaseModel):
         if d.get("format") != FORMAT:
             raise ValueError(f"not a {FORMAT} document")
         secs = d.get("timings", {}).get("metrics", {})
-        results = [MetricResult(**{**m, "ci": tuple(m["ci"]) if m.get("ci") else None,
-                                   "seconds": secs.get(m["id"], 0.0)}) for m in d["metrics"]]
-        return cls(results=results, verdict=Status(d["verdict"]), seed=d.get("seed", 0),
-                   policy=d.get("policy", {}), threat_model=d.get("threat_model", {}),
-                   tables=d.get("tables", {}), schema=d.get("schema", {}),
-                   versions=d.get("versions", {}), distances=d.get("distances", {}),
-                   timings=d.get("timings", {}), findings=d.get("findings", []))
+        results = [
+            MetricResult(
+                **{**m, "ci": tuple(m["ci"]) if m.get("ci") else None, "seconds": secs.get(m["id"], 0.0)}
+            )
+            for m in d["metrics"]
+        ]
+        return cls(
+            results=results,
+            verdict=Status(d["verdict"]),
+            seed=d.get("seed", 0),
+            policy=d.get("policy", {}),
+            threat_model=d.get("threat_model", {}),
+            tables=d.get("tables", {}),
+            schema=d.get("schema", {}),
+            versions=d.get("versions", {}),
+            distances=d.get("distances", {}),
+            timings=d.get("timings", {}),
+            findings=d.get("findings", []),
+        )
 
     def to_frame(self):  # -> polars.DataFrame
         import polars as pl
 
         rows = []
         for r in self.results:
-            rows.append({
-                "id": r.id, "family": r.family, "risk": r.risk, "value": r.value, "raw": r.raw,
-                "baseline": r.baseline, "ci_low": r.ci[0] if r.ci else None,
-                "ci_high": r.ci[1] if r.ci else None, "threshold": r.threshold,
-                "severity": r.severity.value, "status": r.status.value, "reason": r.reason,
-                "seconds": r.seconds,
-            })
-        return pl.DataFrame(rows, schema_overrides={k: pl.Float64 for k in
-                                                     ("value", "raw", "baseline", "ci_low", "ci_high",
-                                                      "threshold", "seconds")})
+            rows.append(
+                {
+                    "id": r.id,
+                    "family": r.family,
+                    "risk": r.risk,
+                    "value": r.value,
+                    "raw": r.raw,
+                    "baseline": r.baseline,
+                    "ci_low": r.ci[0] if r.ci else None,
+                    "ci_high": r.ci[1] if r.ci else None,
+                    "threshold": r.threshold,
+                    "severity": r.severity.value,
+                    "status": r.status.value,
+                    "reason": r.reason,
+                    "seconds": r.seconds,
+                }
+            )
+        return pl.DataFrame(
+            rows,
+            schema_overrides={
+                k: pl.Float64
+                for k in ("value", "raw", "baseline", "ci_low", "ci_high", "threshold", "seconds")
+            },
+        )

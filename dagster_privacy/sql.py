@@ -37,14 +37,24 @@ def quote_ident(name: str) -> str:
     return ".".join('"' + part.replace('"', '""') + '"' for part in name.split("."))
 
 
-def locked_connection(database: str | None = None, *, allowed_paths: Sequence[str | os.PathLike[str]] = (),
-                      allowed_directories: Sequence[str | os.PathLike[str]] = ()) -> duckdb.DuckDBPyConnection:
+def locked_connection(
+    database: str | None = None,
+    *,
+    allowed_paths: Sequence[str | os.PathLike[str]] = (),
+    allowed_directories: Sequence[str | os.PathLike[str]] = (),
+) -> duckdb.DuckDBPyConnection:
     """A connection that can read ``database`` (read-only) and the allowed files, and nothing else."""
     import duckdb
 
-    con = duckdb.connect(database or ":memory:", read_only=bool(database),
-                         config={"autoload_known_extensions": False, "autoinstall_known_extensions": False,
-                                 "temp_directory": ""})  # else DuckDB adds its temp directory to the allowed
+    con = duckdb.connect(
+        database or ":memory:",
+        read_only=bool(database),
+        config={
+            "autoload_known_extensions": False,
+            "autoinstall_known_extensions": False,
+            "temp_directory": "",
+        },
+    )  # else DuckDB adds its temp directory to the allowed
     try:
         if allowed_paths:
             con.execute("set allowed_paths = ?", [_abs(allowed_paths)])
@@ -78,8 +88,13 @@ def one_select(sql: str) -> str:
     return sql
 
 
-def read_select(sql: str, *, database: str | None = None, allowed_paths: Sequence[str | os.PathLike[str]] = (),
-                allowed_directories: Sequence[str | os.PathLike[str]] = ()) -> pl.DataFrame:
+def read_select(
+    sql: str,
+    *,
+    database: str | None = None,
+    allowed_paths: Sequence[str | os.PathLike[str]] = (),
+    allowed_directories: Sequence[str | os.PathLike[str]] = (),
+) -> pl.DataFrame:
     """Run one SELECT on a locked connection and return a polars frame (via Arrow). Raises
     :class:`SqlRefused` before running anything else; DuckDB's own errors propagate (callers turn
     them into a one-line message with :func:`~dagster_privacy.errors.safe_reason`)."""

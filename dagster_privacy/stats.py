@@ -70,8 +70,14 @@ def _unit(x: float) -> float:
     return float(min(1.0, max(0.0, x)))
 
 
-def bootstrap_ci(statistic: Callable[[np.ndarray], float], n: int, rng: np.random.Generator,
-                 *, resamples: int = 200, confidence: float = 0.95) -> tuple[float, float]:
+def bootstrap_ci(
+    statistic: Callable[[np.ndarray], float],
+    n: int,
+    rng: np.random.Generator,
+    *,
+    resamples: int = 200,
+    confidence: float = 0.95,
+) -> tuple[float, float]:
     """Percentile bootstrap over n query rows: ``statistic`` receives resampled row indices."""
     values = np.array([statistic(rng.integers(0, n, n)) for _ in range(resamples)], dtype=np.float64)
     lo, hi = np.quantile(values, [(1 - confidence) / 2, 1 - (1 - confidence) / 2])

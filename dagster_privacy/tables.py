@@ -65,9 +65,14 @@ class Schema:
     def to_json(self) -> dict[str, Any]:
         return {
             "columns": [{"name": c.name, "kind": c.kind} for c in self.columns],
-            "excluded": [{"name": n, "reason": r, **({"synthetic_values_in_real": self.left_out[n]}
-                                                     if n in self.left_out else {})}
-                         for n, r in self.excluded],
+            "excluded": [
+                {
+                    "name": n,
+                    "reason": r,
+                    **({"synthetic_values_in_real": self.left_out[n]} if n in self.left_out else {}),
+                }
+                for n, r in self.excluded
+            ],
             "notes": list(self.notes),
         }
 
@@ -155,8 +160,10 @@ def _finite(s: pl.Series, *, role: str) -> pl.Series:
     f = s.cast(pl.Float64)
     n_inf = int(f.is_infinite().sum())
     if n_inf:
-        raise TableError(f"column {s.name!r} of the {role} table holds {n_inf} infinite value(s): give a finite "
-                         "number or leave the cell empty (missing)")
+        raise TableError(
+            f"column {s.name!r} of the {role} table holds {n_inf} infinite value(s): give a finite "
+            "number or leave the cell empty (missing)"
+        )
     x = f.fill_nan(None).to_numpy()
     with np.errstate(all="ignore"):
         r = np.where(np.abs(x) < _FLOAT32_MAX, x.astype(np.float32).astype(np.float64), x)
@@ -170,7 +177,9 @@ def _as_text(s: pl.Series, *, role: str) -> pl.Series:
     if s.dtype.is_numeric():
         f = _finite(s, role=role)
         whole = f.drop_nulls()
-        if whole.len() == 0 or bool(((whole - whole.round(0)).abs() == 0).all() & (whole.abs() < _WHOLE_LIMIT).all()):
+        if whole.len() == 0 or bool(
+            ((whole - whole.round(0)).abs() == 0).all() & (whole.abs() < _WHOLE_LIMIT).all()
+        ):
             return f.cast(pl.Int64).cast(pl.String)
         return f.cast(pl.String)
     return s.cast(pl.String)
@@ -220,7 +229,9 @@ def content_order(df: pl.DataFrame) -> np.ndarray:
     evaluation sees, so that no figure, interval or seeded sample depends on the input's row order."""
     if df.width == 0:
         return np.arange(df.height)
-    keyed = df.with_columns(pl.Series("__hash", df.hash_rows(seed=0)), pl.Series("__row", np.arange(df.height)))
+    keyed = df.with_columns(
+        pl.Series("__hash", df.hash_rows(seed=0)), pl.Series("__row", np.arange(df.height))
+    )
     order = keyed.sort(["__hash", *df.columns], nulls_last=True, maintain_order=True).get_column("__row")
     return order.to_numpy()
 
@@ -262,16 +273,25 @@ def _value_keys(s: pl.Series) -> pl.Series | None:
         text = s.cast(pl.String).str.strip_chars()
     except Exception:
         return None
-    num = _finite(text.cast(pl.Float64, strict=False).fill_nan(None).replace([float("inf"), float("-inf")], None),
-                  role="")
+    num = _finite(
+        text.cast(pl.Float64, strict=False).fill_nan(None).replace([float("inf"), float("-inf")], None),
+        role="",
+    )
     try:
         when = _seconds(text.str.to_datetime(strict=False, time_zone="UTC"))
     except Exception:  # no datetime format fits the text
         when = pl.Series([None] * text.len(), dtype=pl.Float64)
-    return (pl.DataFrame({"n": num, "t": when, "s": text})
-            .select(pl.when(pl.col("n").is_not_null()).then("n:" + pl.col("n").cast(pl.String))
-                    .when(pl.col("t").is_not_null()).then("t:" + pl.col("t").cast(pl.String))
-                    .otherwise("s:" + pl.col("s"))).to_series())
+    return (
+        pl.DataFrame({"n": num, "t": when, "s": text})
+        .select(
+            pl.when(pl.col("n").is_not_null())
+            .then("n:" + pl.col("n").cast(pl.String))
+            .when(pl.col("t").is_not_null())
+            .then("t:" + pl.col("t").cast(pl.String))
+            .otherwise("s:" + pl.col("s"))
+        )
+        .to_series()
+    )
 
 
 def validate(tables: Mapping[str, pl.DataFrame], schema: Schema, *, ignore: Sequence[str] = ()) -> None:
@@ -294,7 +314,9 @@ def validate(tables: Mapping[str, pl.DataFrame], schema: Schema, *, ignore: Sequ
         for c in schema.columns:
             col = df.get_column(c.name)
             if c.kind == "numerical" and not _is_numeric(col.dtype) and col.null_count() < col.len():
-                raise TableError(f"column {c.name!r} is numerical in the real table but text in the {role} table")
+                raise TableError(
+                    f"column {c.name!r} is numerical in the real table but text in the {role} table"
+                )
 
 
 def unseen_categories(real: pl.DataFrame, other: pl.DataFrame, schema: Schema) -> dict[str, int]:

@@ -11,9 +11,17 @@ from pathlib import Path
 CANDIDATES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 
 FLAGS = (
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-    "--hide-scrollbars", "--host-resolver-rules=MAP * ~NOTFOUND", "--proxy-server=127.0.0.1:9",
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--hide-scrollbars",
+    "--host-resolver-rules=MAP * ~NOTFOUND",
+    "--proxy-server=127.0.0.1:9",
 )
 
 
@@ -28,14 +36,27 @@ def find_chromium() -> str | None:
 def _run(args: list[str], timeout: float) -> subprocess.CompletedProcess[str]:
     exe = find_chromium()
     if exe is None:
-        raise FileNotFoundError("Chromium not found (install Debian's `chromium` or set DAGSTER_PRIVACY_CHROMIUM)")
+        raise FileNotFoundError(
+            "Chromium not found (install Debian's `chromium` or set DAGSTER_PRIVACY_CHROMIUM)"
+        )
     with tempfile.TemporaryDirectory(prefix="dp-chromium-") as profile:
-        return subprocess.run([exe, *FLAGS, f"--user-data-dir={profile}", *args], capture_output=True,
-                              text=True, timeout=timeout, check=True)
+        return subprocess.run(
+            [exe, *FLAGS, f"--user-data-dir={profile}", *args],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=True,
+        )
 
 
-def screenshot(html: str | os.PathLike[str], png: str | os.PathLike[str], *, width: int = 1100,
-               height: int = 2400, timeout: float = 90.0) -> Path:
+def screenshot(
+    html: str | os.PathLike[str],
+    png: str | os.PathLike[str],
+    *,
+    width: int = 1100,
+    height: int = 2400,
+    timeout: float = 90.0,
+) -> Path:
     """Save a PNG screenshot of a local HTML file; returns the PNG path."""
     out = Path(png).resolve()
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -29,5 +29,9 @@ def _in_domain(df: pl.DataFrame, real: pl.DataFrame) -> pl.DataFrame:
 def release() -> Release:
     data = load_demo().head(1200)
     clean, leaky = leaky_split(data, 0.0, seed=0), leaky_split(data, 0.3, seed=0)
-    return Release(clean.train, clean.control, _in_domain(clean.synthetic, clean.train),
-                   _in_domain(leaky.synthetic, leaky.train))
+    return Release(
+        clean.train,
+        clean.control,
+        _in_domain(clean.synthetic, clean.train),
+        _in_domain(leaky.synthetic, leaky.train),
+    )

@@ -70,8 +70,11 @@ def test_hamming_matches_brute_force() -> None:
 def test_gower_matches_hand_computation() -> None:
     # two numerical columns already min-max scaled, one categorical; m = 3 columns
     q = MixedRows(np.array([[0.0, 0.5]], np.float32) / 3, np.array([[1]], np.int32), 1 / 3)
-    r = MixedRows(np.array([[0.25, 0.5], [0.0, 0.0], [1.0, 1.0]], np.float32) / 3,
-                  np.array([[1], [2], [1]], np.int32), 1 / 3)
+    r = MixedRows(
+        np.array([[0.25, 0.5], [0.0, 0.0], [1.0, 1.0]], np.float32) / 3,
+        np.array([[1], [2], [1]], np.int32),
+        1 / 3,
+    )
     nn = knn_mixed(q, r, 3)
     # row 0: (0.25 + 0 + 0)/3; row 1: (0 + 0.5 + 1)/3; row 2: (1 + 0.5 + 0)/3
     assert nn.idx[0].tolist() == [0, 1, 2]

@@ -45,13 +45,21 @@ def _r(mid: str, value: float | None, status: Status | None = None, ci=None) -> 
 
 
 def test_statuses_and_verdict() -> None:
-    p = pol.from_mapping({"metrics": {
-        "crp": {"threshold": 0.1},
-        "dcr": {"threshold": 0.5, "severity": "WARN"},
-        "mdcr": {"threshold": 0.3, "on": "ci_upper"},
-        "nndr": {"optional": True, "severity": "WARN"},
-    }})
-    ok = [pol.judge(p.entry("crp"), _r("crp", 0.1)), pol.judge(p.entry("dcr"), _r("dcr", 0.2)), pol.judge(p.entry("mdcr"), _r("mdcr", 0.2, ci=(0.1, 0.29)))]
+    p = pol.from_mapping(
+        {
+            "metrics": {
+                "crp": {"threshold": 0.1},
+                "dcr": {"threshold": 0.5, "severity": "WARN"},
+                "mdcr": {"threshold": 0.3, "on": "ci_upper"},
+                "nndr": {"optional": True, "severity": "WARN"},
+            }
+        }
+    )
+    ok = [
+        pol.judge(p.entry("crp"), _r("crp", 0.1)),
+        pol.judge(p.entry("dcr"), _r("dcr", 0.2)),
+        pol.judge(p.entry("mdcr"), _r("mdcr", 0.2, ci=(0.1, 0.29))),
+    ]
     assert [r.status for r in ok] == [Status.PASS] * 3 and pol.verdict(ok) is Status.PASS
 
     warn = pol.judge(p.entry("dcr"), _r("dcr", 0.6))
@@ -70,7 +78,9 @@ def test_statuses_and_verdict() -> None:
     na_optional = pol.judge(p.entry("nndr"), _r("nndr", None, Status.NOT_APPLICABLE))
     assert pol.verdict([na_optional]) is Status.PASS
 
-    nan_upper = pol.judge(p.entry("mdcr"), _r("mdcr", 0.2, ci=(0.1, float("nan"))))  # issue 18 case 6: NaN ≯ threshold
+    nan_upper = pol.judge(
+        p.entry("mdcr"), _r("mdcr", 0.2, ci=(0.1, float("nan")))
+    )  # issue 18 case 6: NaN ≯ threshold
     assert nan_upper.status is Status.ERROR and pol.verdict([nan_upper]) is Status.FAIL
 
 
@@ -78,8 +88,13 @@ def test_a_metric_that_raises_is_an_error_not_zero() -> None:
     import polars as pl
 
     real = pl.DataFrame({"x": [1.0, 2.0, 3.0, 4.0]})
-    ev = dp.evaluate(real, real, metrics=["crp"],
-                     policy={"metrics": {"crp": {"threshold": 0.1, "params": {"bogus": 1}}}}, progress=False)
+    ev = dp.evaluate(
+        real,
+        real,
+        metrics=["crp"],
+        policy={"metrics": {"crp": {"threshold": 0.1, "params": {"bogus": 1}}}},
+        progress=False,
+    )
     assert ev["crp"].status is Status.ERROR and ev["crp"].value is None
     assert "unknown parameter" in ev["crp"].reason and ev.verdict is Status.FAIL
 
@@ -89,8 +104,14 @@ def test_an_exception_inside_a_metric_becomes_an_error_result_with_its_reason() 
 
     from dagster_privacy.registry import _REGISTRY, Expect, metric
 
-    @metric("_boom", family="distance", source="test", risk=dp.Risk.REIDENTIFICATION,
-            default={"threshold": 0.5, "severity": "ERROR"}, expect=Expect(None, None))
+    @metric(
+        "_boom",
+        family="distance",
+        source="test",
+        risk=dp.Risk.REIDENTIFICATION,
+        default={"threshold": 0.5, "severity": "ERROR"},
+        expect=Expect(None, None),
+    )
     def boom(ctx) -> dp.Measurement:
         raise RuntimeError("division went wrong at value 'CANARY-99'")
 
@@ -110,15 +131,18 @@ def test_an_exception_inside_a_metric_becomes_an_error_result_with_its_reason() 
 
 def test_unquoted_on_key_is_a_string_key(tmp_path) -> None:
     f = tmp_path / "p.yaml"
-    f.write_text("metrics:\n  crp: {threshold: 0.1, on: ci_upper}\n  dcr:\n    on: value\n    optional: true\n"
-                 "    threshold: 0.5\n")
+    f.write_text(
+        "metrics:\n  crp: {threshold: 0.1, on: ci_upper}\n  dcr:\n    on: value\n    optional: true\n"
+        "    threshold: 0.5\n"
+    )
     p = dp.load_policy(f)
     assert p.metrics["crp"].on == "ci_upper" and p.metrics["dcr"].optional is True
 
 
 def test_resolve_is_the_one_resolution() -> None:
-    plan = pol.resolve("standard", ["ims", "crp"], key_columns=["age"], column_kinds={"age": "categorical"},
-                       seed=7)
+    plan = pol.resolve(
+        "standard", ["ims", "crp"], key_columns=["age"], column_kinds={"age": "categorical"}, seed=7
+    )
     assert plan.ids == ("crp", "ims")  # registry order, whatever the request order
     assert plan.entry("ims").on == "ci_upper" and plan.seed == 7 and plan.key_columns == ["age"]
     assert plan.sensitive_columns is None and plan.column_kinds == {"age": "categorical"}

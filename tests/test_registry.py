@@ -32,7 +32,7 @@ TOY = textwrap.dedent('''
         return Measurement(value=float(hit.mean()), flagged=np.nonzero(hit)[0])
 ''')
 
-SEEN = textwrap.dedent('''
+SEEN = textwrap.dedent("""
     import toy_metric  # noqa: F401  (the one module)
     from click.testing import CliRunner
 
@@ -45,7 +45,7 @@ SEEN = textwrap.dedent('''
     entry = dp.load_policy("standard").entry("toy_copies")
     assert entry.threshold == 0.05 and entry.severity.value == "ERROR", "default policy"
     print("seen")
-''')
+""")
 
 
 @pytest.fixture(scope="module")
@@ -60,15 +60,31 @@ def _env(toy_dir: Path) -> dict[str, str]:
 
 
 def test_a_toy_metric_in_one_module_is_in_registry_cli_and_default_policy(toy_dir: Path) -> None:
-    out = subprocess.run([sys.executable, "-c", SEEN], env=_env(toy_dir), capture_output=True, text=True,
-                         timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-c", SEEN], env=_env(toy_dir), capture_output=True, text=True, timeout=120
+    )
     assert out.returncode == 0 and "seen" in out.stdout, out.stderr[-2000:]
 
 
 def test_a_toy_metric_in_one_module_runs_the_common_tests(toy_dir: Path) -> None:
-    out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "toy_metric", "-k", "toy_copies",
-                          str(ROOT / "tests" / "metrics" / "test_common.py")], env=_env(toy_dir), capture_output=True,
-                         text=True, timeout=300, cwd=ROOT)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "toy_metric",
+            "-k",
+            "toy_copies",
+            str(ROOT / "tests" / "metrics" / "test_common.py"),
+        ],
+        env=_env(toy_dir),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+    )
     assert out.returncode == 0, out.stdout[-3000:]
     # the copy, independent, unit-interval, row-order and column-order tests, each on toy_copies
     assert " passed" in out.stdout and "toy_copies" not in out.stdout.split("passed")[-1]
@@ -78,11 +94,23 @@ def test_a_toy_metric_in_one_module_runs_the_common_tests(toy_dir: Path) -> None
 
 def test_a_metric_must_name_its_risk_and_cannot_register_twice() -> None:
     with pytest.raises(TypeError, match="risk must be"):
-        metric("_toy_bad", family="distance", source="t", risk="re-identification",  # type: ignore[arg-type]
-               default={"threshold": 0.1, "severity": "ERROR"}, expect=Expect(None, None))(lambda ctx: None)
+        metric(
+            "_toy_bad",
+            family="distance",
+            source="t",
+            risk="re-identification",  # type: ignore[arg-type]
+            default={"threshold": 0.1, "severity": "ERROR"},
+            expect=Expect(None, None),
+        )(lambda ctx: None)
     with pytest.raises(ValueError, match="registered twice"):
-        metric("crp", family="simulation", source="t", risk=dp.Risk.REIDENTIFICATION,
-               default={"threshold": 0.1, "severity": "ERROR"}, expect=Expect(None, None))(lambda ctx: None)
+        metric(
+            "crp",
+            family="simulation",
+            source="t",
+            risk=dp.Risk.REIDENTIFICATION,
+            default={"threshold": 0.1, "severity": "ERROR"},
+            expect=Expect(None, None),
+        )(lambda ctx: None)
     assert "_toy_bad" not in dp.registry()
 
 

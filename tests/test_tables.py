@@ -17,23 +17,34 @@ from dagster_privacy.loading import load
 
 def test_kinds_are_inferred_from_dtype_and_cardinality() -> None:
     n = 30
-    df = pl.DataFrame({
-        "id": list(range(n)),  # integer unique per row → identifier
-        "name": [f"p{i}" for i in range(n)],  # text unique per row → identifier
-        "age": [20 + i % 7 for i in range(n)],
-        "flag": [i % 2 for i in range(n)],  # two values → binary
-        "sex": ["F", "M"] * (n // 2),
-        "city": ["a", "b", "c"] * (n // 3),
-        "when": [dt.date(2020, 1, 1 + i % 5) for i in range(n)],
-        "score": np.linspace(0, 1, n),  # floats unique per row stay numerical
-        "empty": [None] * n,
-    })
+    df = pl.DataFrame(
+        {
+            "id": list(range(n)),  # integer unique per row → identifier
+            "name": [f"p{i}" for i in range(n)],  # text unique per row → identifier
+            "age": [20 + i % 7 for i in range(n)],
+            "flag": [i % 2 for i in range(n)],  # two values → binary
+            "sex": ["F", "M"] * (n // 2),
+            "city": ["a", "b", "c"] * (n // 3),
+            "when": [dt.date(2020, 1, 1 + i % 5) for i in range(n)],
+            "score": np.linspace(0, 1, n),  # floats unique per row stay numerical
+            "empty": [None] * n,
+        }
+    )
     schema = tb.infer_schema(df)
     kinds = {c.name: c.kind for c in schema.columns}
-    assert kinds == {"age": "numerical", "flag": "binary", "sex": "binary", "city": "categorical",
-                     "when": "numerical", "score": "numerical"}
-    assert dict(schema.excluded) == {"id": "identifier: unique per row", "name": "identifier: unique per row",
-                                     "empty": "empty: every value is missing"}
+    assert kinds == {
+        "age": "numerical",
+        "flag": "binary",
+        "sex": "binary",
+        "city": "categorical",
+        "when": "numerical",
+        "score": "numerical",
+    }
+    assert dict(schema.excluded) == {
+        "id": "identifier: unique per row",
+        "name": "identifier: unique per row",
+        "empty": "empty: every value is missing",
+    }
 
 
 def test_overrides_win_and_are_checked() -> None:
@@ -101,9 +112,13 @@ def test_load_csv_parquet_duckdb_and_sql(tmp_path, monkeypatch) -> None:
     con = duckdb.connect(str(tmp_path / "db.duckdb"))
     con.sql("create table people as select * from read_parquet('" + str(tmp_path / "t.parquet") + "')")
     con.close()
-    for src in (tmp_path / "t.csv", tmp_path / "t.parquet", f"{tmp_path / 'db.duckdb'}:people",
-                f"{tmp_path / 'db.duckdb'}:select * from people",
-                f"select * from read_csv('{tmp_path / 't.csv'}')"):
+    for src in (
+        tmp_path / "t.csv",
+        tmp_path / "t.parquet",
+        f"{tmp_path / 'db.duckdb'}:people",
+        f"{tmp_path / 'db.duckdb'}:select * from people",
+        f"select * from read_csv('{tmp_path / 't.csv'}')",
+    ):
         got = load(src)
         assert got.sort("age").to_dicts() == df.to_dicts(), src
     # the DuckDB file is closed again: a read-write connection can open it
@@ -133,6 +148,7 @@ def test_fingerprint_is_content_not_order() -> None:
 def test_numbers_as_categories_print_alike_across_dtypes() -> None:
     real = pl.DataFrame({"edu": [9, 10, 13, 13]})
     syn = pl.DataFrame({"edu": [9.0, 13.0]})  # floats in the synthetic table, integers in the real one
-    ev = dp.evaluate(real, syn, column_kinds={"edu": "categorical"}, metrics=["crp"], policy="report-only",
-                     progress=False)
+    ev = dp.evaluate(
+        real, syn, column_kinds={"edu": "categorical"}, metrics=["crp"], policy="report-only", progress=False
+    )
     assert ev["crp"].details["common_rows"] == 2

@@ -26,7 +26,6 @@ def level_label(v: Any) -> str:
     return f"{v:g}" if isinstance(v, (int, float)) else str(v)
 
 
-
 @dataclass
 class Response:
     """One row of the seed-004-Table-2-style response table."""
@@ -110,8 +109,20 @@ def responses(sweep: Sweep, *, leak_index: int | None = None) -> list[Response]:
         missing = np.isnan(x).any()
         if missing:
             reason = sweep.reasons.get(mid, "not computed at every level")
-            out.append(Response(mid, None, None, None, None, to_jsonable(means), to_jsonable(sds), False, False,
-                                f"not computed at every level ({reason})"))
+            out.append(
+                Response(
+                    mid,
+                    None,
+                    None,
+                    None,
+                    None,
+                    to_jsonable(means),
+                    to_jsonable(sds),
+                    False,
+                    False,
+                    f"not computed at every level ({reason})",
+                )
+            )
             continue
         drop_tol = max(MIN_DROP, 2.0 * pooled)
         diffs = np.diff(means)
@@ -120,16 +131,31 @@ def responses(sweep: Sweep, *, leak_index: int | None = None) -> list[Response]:
         responds = delta > max(MIN_RESPONSE, 2.0 * pooled)
         flags = []
         if not responds:
-            flags.append(f"does not respond: change {delta:+.4f} from no risk to max risk "
-                         f"(needs > {max(MIN_RESPONSE, 2.0 * pooled):.4f}: max(0.01, 2 × noise))")
+            flags.append(
+                f"does not respond: change {delta:+.4f} from no risk to max risk "
+                f"(needs > {max(MIN_RESPONSE, 2.0 * pooled):.4f}: max(0.01, 2 × noise))"
+            )
         if not monotone:
             i = int(np.argmin(diffs))
-            flags.append(f"non-monotone: drops {-diffs[i]:.4f} from {sweep.parameter} = {level_label(sweep.levels[i])} "
-                         f"to {level_label(sweep.levels[i + 1])}")
-        out.append(Response(
-            mid, float(means[0]), None if leak_index is None else float(means[leak_index]), float(means[-1]),
-            float(sds[-1]), [float(v) for v in means], [float(v) for v in sds], monotone, responds,
-            "; ".join(flags) or None))
+            flags.append(
+                f"non-monotone: drops {-diffs[i]:.4f} from {sweep.parameter} = "
+                f"{level_label(sweep.levels[i])} "
+                f"to {level_label(sweep.levels[i + 1])}"
+            )
+        out.append(
+            Response(
+                mid,
+                float(means[0]),
+                None if leak_index is None else float(means[leak_index]),
+                float(means[-1]),
+                float(sds[-1]),
+                [float(v) for v in means],
+                [float(v) for v in sds],
+                monotone,
+                responds,
+                "; ".join(flags) or None,
+            )
+        )
     return out
 
 
@@ -150,8 +176,15 @@ def correlation(sweep: Sweep) -> np.ndarray:
     return out
 
 
-def thresholds(sweep: Sweep, resp: Sequence[Response], policy: pol.Policy, *, clean_index: int,
-               leak_index: int, confidence: float = 0.95) -> dict[str, Threshold]:
+def thresholds(
+    sweep: Sweep,
+    resp: Sequence[Response],
+    policy: pol.Policy,
+    *,
+    clean_index: int,
+    leak_index: int,
+    confidence: float = 0.95,
+) -> dict[str, Threshold]:
     """Per metric the threshold a leak at ``levels[leak_index]`` exceeds with probability ≈ ``confidence``.
 
     On the gated figure g (the value, or the CI upper bound for ``on: ci_upper``), with a per-level
@@ -183,16 +216,30 @@ def thresholds(sweep: Sweep, resp: Sequence[Response], policy: pol.Policy, *, cl
         with _quiet():
             moved = float(np.nanmean(g[leak_index]) - np.nanmean(g[clean_index]))
         if not moved > 0:  # the figure does not move at this level: no threshold can catch it
-            out[mid] = Threshold(mid, on, prev, prev, False, False, None, None,
-                                 f"kept: no response at {what} (change {moved:+.4f}); responds only to larger risk")
+            out[mid] = Threshold(
+                mid,
+                on,
+                prev,
+                prev,
+                False,
+                False,
+                None,
+                None,
+                f"kept: no response at {what} (change {moved:+.4f}); responds only to larger risk",
+            )
             continue
         if clean_high < leak_low:
             t = (clean_high + leak_low) / 2.0
             sep, note = True, f"calibrated: no risk ≤ {clean_high:.4f}, {what} ≥ {leak_low:.4f}"
         else:
             t = leak_low
-            sep, note = False, (f"calibrated, does not separate: no risk ≤ {clean_high:.4f} overlaps "
-                                f"{what} ≥ {leak_low:.4f}; clean releases may fail")
+            sep, note = (
+                False,
+                (
+                    f"calibrated, does not separate: no risk ≤ {clean_high:.4f} overlaps "
+                    f"{what} ≥ {leak_low:.4f}; clean releases may fail"
+                ),
+            )
         t = float(min(1.0, max(0.0, round(t, 6))))
         out[mid] = Threshold(mid, on, prev, t, True, sep, clean_high, leak_low, note)
     return out
@@ -209,8 +256,10 @@ def threshold_cells(r: Response, t: Threshold | None) -> tuple[str, str]:
     if t is None:
         return "—", r.flag or ""
     if t.calibrated:
-        return (f"{fmt_figure(t.previous)} → {fmt_figure(t.threshold, 4)}",
-                r.flag or ("separates" if t.separates else "overlaps no risk: clean may fail"))
+        return (
+            f"{fmt_figure(t.previous)} → {fmt_figure(t.threshold, 4)}",
+            r.flag or ("separates" if t.separates else "overlaps no risk: clean may fail"),
+        )
     return f"{fmt_figure(t.previous)} (kept)", r.flag or t.note
 
 
@@ -228,11 +277,26 @@ class OutlierShift:
         rows = []
         for r in self.responses:
             b = base[r.id]
-            rows.append({"id": r.id, "no_risk": r.no_risk, "at_leak": r.at_leak, "max_risk": r.max_risk,
-                         "change_no_risk": _diff(r.no_risk, b.no_risk), "change_at_leak": _diff(r.at_leak, b.at_leak),
-                         "change_max_risk": _diff(r.max_risk, b.max_risk), "flag": r.flag})
-        return to_jsonable({"fraction": self.fraction, "removed_rows": self.removed, "metrics": rows,
-                       "seconds": self.sweep.seconds})
+            rows.append(
+                {
+                    "id": r.id,
+                    "no_risk": r.no_risk,
+                    "at_leak": r.at_leak,
+                    "max_risk": r.max_risk,
+                    "change_no_risk": _diff(r.no_risk, b.no_risk),
+                    "change_at_leak": _diff(r.at_leak, b.at_leak),
+                    "change_max_risk": _diff(r.max_risk, b.max_risk),
+                    "flag": r.flag,
+                }
+            )
+        return to_jsonable(
+            {
+                "fraction": self.fraction,
+                "removed_rows": self.removed,
+                "metrics": rows,
+                "seconds": self.sweep.seconds,
+            }
+        )
 
 
 def _diff(a: float | None, b: float | None) -> float | None:

@@ -19,7 +19,6 @@ from .sweep import Sweep
 FORMAT = "dagster-privacy/calibration/1"
 
 
-
 @dataclass
 class Calibration:
     """Everything a calibration produced: figures only, never a value of a record."""
@@ -45,27 +44,35 @@ class Calibration:
     def to_dict(self) -> dict[str, Any]:
         s = self.sweep
         corr = [[None if math.isnan(v) else float(v) for v in row] for row in self.correlation]
-        return to_jsonable({
-            "format": FORMAT,
-            "risk_model": s.model,
-            "generator": self.generator,
-            "parameter": s.parameter,
-            "levels": s.levels,
-            "seeds": s.seeds,
-            "leak_level": self.leak_level,
-            "confidence": self.confidence,
-            "table": self.table,
-            "sizes": s.sizes,
-            "policy": {"name": self.policy.name, "sha256": self.policy.sha256},
-            "responses": [r.to_dict() for r in self.responses],
-            "thresholds": None if self.thresholds is None else {k: t.to_dict() for k, t in self.thresholds.items()},
-            "correlation": {"metrics": s.metrics, "matrix": corr},
-            "runs": {"metrics": s.metrics, "gate_on": s.gate_on,
-                     "values": s.values.tolist(), "gated": s.gated.tolist()},
-            "not_computed": s.reasons,
-            "outliers": [o.to_dict(self.responses) for o in self.outliers],
-            "seconds": s.seconds + sum(o.sweep.seconds for o in self.outliers),
-        })
+        return to_jsonable(
+            {
+                "format": FORMAT,
+                "risk_model": s.model,
+                "generator": self.generator,
+                "parameter": s.parameter,
+                "levels": s.levels,
+                "seeds": s.seeds,
+                "leak_level": self.leak_level,
+                "confidence": self.confidence,
+                "table": self.table,
+                "sizes": s.sizes,
+                "policy": {"name": self.policy.name, "sha256": self.policy.sha256},
+                "responses": [r.to_dict() for r in self.responses],
+                "thresholds": None
+                if self.thresholds is None
+                else {k: t.to_dict() for k, t in self.thresholds.items()},
+                "correlation": {"metrics": s.metrics, "matrix": corr},
+                "runs": {
+                    "metrics": s.metrics,
+                    "gate_on": s.gate_on,
+                    "values": s.values.tolist(),
+                    "gated": s.gated.tolist(),
+                },
+                "not_computed": s.reasons,
+                "outliers": [o.to_dict(self.responses) for o in self.outliers],
+                "seconds": s.seconds + sum(o.sweep.seconds for o in self.outliers),
+            }
+        )
 
     def to_json(self, *, indent: int | None = 2) -> str:
         return json.dumps(self.to_dict(), indent=indent, allow_nan=False)
@@ -76,13 +83,36 @@ class Calibration:
         rows = []
         for r in self.responses:
             t = thr.get(r.id)
-            rows.append({"metric": r.id, "no_risk": r.no_risk, "at_leak": r.at_leak, "max_risk": r.max_risk,
-                         "stdev_max_risk": r.stdev, "monotone": r.monotone, "responds": r.responds,
-                         "gate_on": self.sweep.gate_on.get(r.id), "previous_threshold": t.previous if t else None,
-                         "calibrated_threshold": t.threshold if t and t.calibrated else None,
-                         "separates": t.separates if t else None, "flag": r.flag})
-        return pl.DataFrame(rows, schema_overrides={k: pl.Float64 for k in (
-            "no_risk", "at_leak", "max_risk", "stdev_max_risk", "previous_threshold", "calibrated_threshold")})
+            rows.append(
+                {
+                    "metric": r.id,
+                    "no_risk": r.no_risk,
+                    "at_leak": r.at_leak,
+                    "max_risk": r.max_risk,
+                    "stdev_max_risk": r.stdev,
+                    "monotone": r.monotone,
+                    "responds": r.responds,
+                    "gate_on": self.sweep.gate_on.get(r.id),
+                    "previous_threshold": t.previous if t else None,
+                    "calibrated_threshold": t.threshold if t and t.calibrated else None,
+                    "separates": t.separates if t else None,
+                    "flag": r.flag,
+                }
+            )
+        return pl.DataFrame(
+            rows,
+            schema_overrides={
+                k: pl.Float64
+                for k in (
+                    "no_risk",
+                    "at_leak",
+                    "max_risk",
+                    "stdev_max_risk",
+                    "previous_threshold",
+                    "calibrated_threshold",
+                )
+            },
+        )
 
     def to_markdown(self) -> str:
         """The response table as Markdown (Dagster metadata, summaries): figures and metric ids only."""
@@ -90,18 +120,35 @@ class Calibration:
         f = fmt_figure
         leak = self.leak_level
         s = self.sweep
-        head = ["metric", "gate", "no risk", *([f"at {s.parameter} = {level_label(leak)}"] if leak is not None else []),
-                "max risk", "stdev", "monotone", "responds", "threshold", "note"]
+        head = [
+            "metric",
+            "gate",
+            "no risk",
+            *([f"at {s.parameter} = {level_label(leak)}"] if leak is not None else []),
+            "max risk",
+            "stdev",
+            "monotone",
+            "responds",
+            "threshold",
+            "note",
+        ]
         lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
         thr = self.thresholds or {}
         for r in self.responses:
             th, note = threshold_cells(r, thr.get(r.id))
             known = r.no_risk is not None
-            cells = [f"`{r.id}`", s.gate_on.get(r.id, "value"), f(r.no_risk),
-                     *([f(r.at_leak)] if leak is not None else []), f(r.max_risk), f(r.stdev, 4),
-                     ("yes" if r.monotone else "**no**") if known else "—",
-                     ("yes" if r.responds else "**no**") if known else "—", th,
-                     ("**flag**: " + note if r.flag else note).replace("|", "/")]
+            cells = [
+                f"`{r.id}`",
+                s.gate_on.get(r.id, "value"),
+                f(r.no_risk),
+                *([f(r.at_leak)] if leak is not None else []),
+                f(r.max_risk),
+                f(r.stdev, 4),
+                ("yes" if r.monotone else "**no**") if known else "—",
+                ("yes" if r.responds else "**no**") if known else "—",
+                th,
+                ("**flag**: " + note if r.flag else note).replace("|", "/"),
+            ]
             lines.append("| " + " | ".join(cells) + " |")
         return "\n".join(lines) + "\n"
 
@@ -111,7 +158,9 @@ class Calibration:
         for mid, t in (self.thresholds or {}).items():
             if t.calibrated:
                 # a swept metric the policy does not name gets the entry the engine would apply to it
-                entry = data["metrics"].setdefault(mid, self.policy.entry_or_inform(mid).model_dump(mode="json"))
+                entry = data["metrics"].setdefault(
+                    mid, self.policy.entry_or_inform(mid).model_dump(mode="json")
+                )
                 entry["threshold"] = t.threshold
         data["name"] = "calibrated"
         data["preset"] = None
@@ -133,9 +182,11 @@ class Calibration:
             caught = f"a release generated at {s.parameter} = {level_label(self.leak_level)}"
         lines = [
             f"# Calibrated by dagster_privacy.calibration: {model};",
-            f"# a table of {self.table.get('rows', '?')} rows (sha256 {str(self.table.get('sha256', '?'))[:16]}…), "
+            f"# a table of {self.table.get('rows', '?')} rows (sha256 "
+            f"{str(self.table.get('sha256', '?'))[:16]}…), "
             f"{len(s.seeds)} repeat(s), seeds {s.seeds[0]}…{s.seeds[-1]}.",
-            f"# A calibrated threshold is exceeded by {caught} with probability ≈ {self.confidence:.0%} on this",
+            f"# A calibrated threshold is exceeded by {caught} with probability ≈ "
+            f"{self.confidence:.0%} on this",
             "# data (docs/calibration.md). Metrics that do not respond keep the input policy's threshold.",
             f"name: {p.name}",
             f"seed: {p.seed}",
@@ -146,7 +197,11 @@ class Calibration:
         lines.append("metrics:")
         width = max((len(m) for m in p.metrics), default=0) + 1
         for mid, entry in p.metrics.items():
-            d: dict[str, Any] = {"threshold": entry.threshold, "on": entry.on, "severity": entry.severity.value}
+            d: dict[str, Any] = {
+                "threshold": entry.threshold,
+                "on": entry.on,
+                "severity": entry.severity.value,
+            }
             if entry.optional:
                 d["optional"] = True
             if entry.params:
@@ -161,13 +216,22 @@ class Calibration:
         """Write the table (CSV, JSON), correlation (CSV), calibrated policy (YAML) and plots (PNG)."""
         out = Path(out)
         out.mkdir(parents=True, exist_ok=True)
-        paths = {"json": out / "calibration.json", "table": out / "calibration_response.csv",
-                 "correlation_csv": out / "calibration_correlation.csv"}
+        paths = {
+            "json": out / "calibration.json",
+            "table": out / "calibration_response.csv",
+            "correlation_csv": out / "calibration_correlation.csv",
+        }
         paths["json"].write_text(self.to_json())
         self.response_frame().write_csv(paths["table"])
-        corr = pl.DataFrame({"metric": self.sweep.metrics,
-                             **{m: [None if math.isnan(v) else float(v) for v in self.correlation[:, i]]
-                                for i, m in enumerate(self.sweep.metrics)}})
+        corr = pl.DataFrame(
+            {
+                "metric": self.sweep.metrics,
+                **{
+                    m: [None if math.isnan(v) else float(v) for v in self.correlation[:, i]]
+                    for i, m in enumerate(self.sweep.metrics)
+                },
+            }
+        )
         corr.write_csv(paths["correlation_csv"])
         if self.thresholds is not None:
             paths["policy"] = out / "calibrated_policy.yaml"

@@ -75,8 +75,13 @@ def plot_responses(cal: Calibration, path: str | Path) -> Path:
         ax.plot(x, mean, "-", color="tab:blue", lw=1.5)
         t = thr.get(mid)
         if t is not None and t.threshold is not None:
-            ax.axhline(t.threshold, ls="--", lw=1, color="tab:red" if t.calibrated else "grey",
-                       label="calibrated threshold" if t.calibrated else "policy threshold")
+            ax.axhline(
+                t.threshold,
+                ls="--",
+                lw=1,
+                color="tab:red" if t.calibrated else "grey",
+                label="calibrated threshold" if t.calibrated else "policy threshold",
+            )
         if cal.leak_level is not None and s.model == "leaky":
             ax.axvline(cal.leak_level, ls=":", lw=1, color="grey")
         r = cal.response(mid)
@@ -89,10 +94,15 @@ def plot_responses(cal: Calibration, path: str | Path) -> Path:
         ax.grid(alpha=0.3)
     for m in range(n, rows * cols):
         axes[m // cols][m % cols].axis("off")
-    what = ("leak fraction f (seed 004 §5.1.1)" if s.model == "leaky"
-            else f"{s.parameter} ({cal.generator}), increasing risk →")
-    fig.suptitle(f"Response to inserted risk — {what}; {len(s.seeds)} repeat(s); risk value (0 private, 1 none)",
-                 fontsize=10)
+    what = (
+        "leak fraction f (seed 004 §5.1.1)"
+        if s.model == "leaky"
+        else f"{s.parameter} ({cal.generator}), increasing risk →"
+    )
+    fig.suptitle(
+        f"Response to inserted risk — {what}; {len(s.seeds)} repeat(s); risk value (0 private, 1 none)",
+        fontsize=10,
+    )
     fig.tight_layout(rect=(0, 0, 1, 0.97))
     path = Path(path)
     fig.savefig(path, dpi=110)
@@ -118,8 +128,15 @@ def plot_correlation(cal: Calibration, path: str | Path) -> Path:
             for j in range(n):
                 v = cal.correlation[i, j]
                 if not math.isnan(v):
-                    ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=5,
-                            color="white" if abs(v) > 0.6 else "black")
+                    ax.text(
+                        j,
+                        i,
+                        f"{v:.2f}",
+                        ha="center",
+                        va="center",
+                        fontsize=5,
+                        color="white" if abs(v) > 0.6 else "black",
+                    )
     fig.colorbar(im, ax=ax, fraction=0.04)
     ax.set_title("Correlation between metrics over all runs (seed 004 Appendix A)", fontsize=9)
     fig.tight_layout()

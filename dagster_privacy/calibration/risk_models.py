@@ -15,7 +15,6 @@ import polars as pl
 Generator = Callable[..., Any]
 
 
-
 @dataclass(frozen=True)
 class LeakySplit:
     """train 50 % / control 25 % / release 25 %; synthetic = release + a fraction f of train rows."""
@@ -33,10 +32,12 @@ def _parts(n: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Row indices of train (n // 2), control (n // 4) and release (the rest) from a seeded permutation."""
     perm = np.random.default_rng(seed).permutation(n)
     n_train, n_control = n // 2, n // 4
-    return perm[:n_train], perm[n_train:n_train + n_control], perm[n_train + n_control:]
+    return perm[:n_train], perm[n_train : n_train + n_control], perm[n_train + n_control :]
 
 
-def _leak(train: np.ndarray, release: np.ndarray, fraction: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
+def _leak(
+    train: np.ndarray, release: np.ndarray, fraction: float, seed: int
+) -> tuple[np.ndarray, np.ndarray]:
     """(leaked table rows, synthetic table rows): round(f·|train|) train rows drawn from the stream
     [seed, 1] (so the split does not move with f), appended to the release and shuffled."""
     if not 0.0 <= fraction <= 1.0:
@@ -58,9 +59,15 @@ def leaky_split(df: pl.DataFrame, fraction: float, *, seed: int = 0) -> LeakySpl
     tr, co, re = _parts(df.height, seed)
     leak, syn = _leak(tr, re, fraction, seed)
     pos = {int(v): i for i, v in enumerate(tr)}
-    return LeakySplit(df[tr], df[co], df[re], df[syn], np.array([pos[int(v)] for v in leak], dtype=np.int64),
-                      float(fraction), int(seed))
-
+    return LeakySplit(
+        df[tr],
+        df[co],
+        df[re],
+        df[syn],
+        np.array([pos[int(v)] for v in leak], dtype=np.int64),
+        float(fraction),
+        int(seed),
+    )
 
 
 def per_column_sampler(train: pl.DataFrame, noise: float, *, seed: int = 0) -> pl.DataFrame:

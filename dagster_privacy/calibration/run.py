@@ -57,7 +57,9 @@ def calibrate(
     setup = _Setup.make(policy, metrics, column_kinds, key_columns, sensitive_columns)
     df = load(real, role="real")
     if df.height < 8:
-        raise tb.TableError("the real table needs at least 8 rows to split into training, control and release")
+        raise tb.TableError(
+            "the real table needs at least 8 rows to split into training, control and release"
+        )
     levels = _levels(fractions, (0.0, leak_level))
     seeds = _seeds(repeats, setup.policy.seed if seed is None else int(seed))
     xs = sorted({float(x) for x in outliers if x > 0})
@@ -67,23 +69,37 @@ def calibrate(
     li = _level_index(levels, leak_level)
     resp = responses(sweep, leak_index=li)
     assert li is not None
-    cal = Calibration(sweep, resp, correlation(sweep), setup.policy,
-                      thresholds(sweep, resp, setup.policy, clean_index=0, leak_index=li, confidence=confidence),
-                      leak_level, confidence, tb.table_info(df))
+    cal = Calibration(
+        sweep,
+        resp,
+        correlation(sweep),
+        setup.policy,
+        thresholds(sweep, resp, setup.policy, clean_index=0, leak_index=li, confidence=confidence),
+        leak_level,
+        confidence,
+        tb.table_info(df),
+    )
     if xs:
         scores = outlier_scores(df, column_kinds=setup.column_kinds)
         order = np.argsort(-scores, kind="stable")  # most outlying first
         for x in xs:
             n_drop = int(math.ceil(x * df.height))
             keep = np.sort(order[n_drop:])
-            sw = _leaky_sweep(df[keep], levels, seeds, setup, progress=progress,
-                              what=f"calibration without {x:.0%} outliers")
+            sw = _leaky_sweep(
+                df[keep],
+                levels,
+                seeds,
+                setup,
+                progress=progress,
+                what=f"calibration without {x:.0%} outliers",
+            )
             cal.outliers.append(OutlierShift(x, n_drop, sw, responses(sw, leak_index=li)))
     return cal
 
 
-def outlier_scores(df: pl.DataFrame, *, column_kinds: Mapping[str, str] | None = None,
-                   n_neighbors: int = 20) -> np.ndarray:
+def outlier_scores(
+    df: pl.DataFrame, *, column_kinds: Mapping[str, str] | None = None, n_neighbors: int = 20
+) -> np.ndarray:
     """Local outlier factor per row (≈ 1 inlier, larger = more outlying), on the one-hot + min-max space.
 
     The encoding is the engine's euclidean space fitted on the table itself (``ctx.euclidean``), so an
@@ -101,7 +117,6 @@ def outlier_scores(df: pl.DataFrame, *, column_kinds: Mapping[str, str] | None =
 
 
 # -------------------------------------------------------------- overfitting and DP risk models
-
 
 
 def _call(generator: Generator, train: pl.DataFrame, param: Any, seed: int) -> Any:
@@ -169,8 +184,9 @@ def sweep_generator(
                 except tb.TableError:
                     raise
                 except Exception as exc:
-                    raise CalibrationError(f"the generator raised at {parameter} = {p}: "
-                                           f"{safe_reason(exc)}") from None
+                    raise CalibrationError(
+                        f"the generator raised at {parameter} = {p}: {safe_reason(exc)}"
+                    ) from None
                 ctx = setup.prepare(train, syn, control, s)
                 if base is None:
                     base = ctx
@@ -179,16 +195,39 @@ def sweep_generator(
                 evals[i].append(setup.run(ctx))
                 sizes = sizes or dict(ctx.sizes)
     values, gated, se = _collect(evals, setup.ids)
-    sweep = Sweep("generator", parameter, [float(v) if isinstance(v, (int, float)) else v for v in levels],
-                  seeds, setup.ids, {m: setup.plan.entry(m).on for m in setup.ids}, values, gated, se,
-                  _reasons(evals, setup.ids), sizes, time.perf_counter() - t0)
+    sweep = Sweep(
+        "generator",
+        parameter,
+        [float(v) if isinstance(v, (int, float)) else v for v in levels],
+        seeds,
+        setup.ids,
+        {m: setup.plan.entry(m).on for m in setup.ids},
+        values,
+        gated,
+        se,
+        _reasons(evals, setup.ids),
+        sizes,
+        time.perf_counter() - t0,
+    )
     li = None
     if threshold_at is not None:
         li = next((i for i, v in enumerate(levels) if v == threshold_at), None)
         if li is None or li == 0:
             raise CalibrationError("threshold_at must be one of params, other than the first (no risk)")
     resp = responses(sweep, leak_index=li)
-    thr = None if li is None else thresholds(sweep, resp, setup.policy, clean_index=0, leak_index=li,
-                                             confidence=confidence)
-    return Calibration(sweep, resp, correlation(sweep), setup.policy, thr,
-                       None if li is None else levels[li], confidence, tb.table_info(df), generator=label)
+    thr = (
+        None
+        if li is None
+        else thresholds(sweep, resp, setup.policy, clean_index=0, leak_index=li, confidence=confidence)
+    )
+    return Calibration(
+        sweep,
+        resp,
+        correlation(sweep),
+        setup.policy,
+        thr,
+        None if li is None else levels[li],
+        confidence,
+        tb.table_info(df),
+        generator=label,
+    )

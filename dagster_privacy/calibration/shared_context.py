@@ -22,8 +22,16 @@ class _SharedContext(EvaluationContext):
     overridden, so a metric cannot tell the difference.
     """
 
-    def __init__(self, real: pl.DataFrame, synthetic: pl.DataFrame, holdout: pl.DataFrame | None, *,
-                 base: EvaluationContext, rows: np.ndarray | None = None, **kw: Any) -> None:
+    def __init__(
+        self,
+        real: pl.DataFrame,
+        synthetic: pl.DataFrame,
+        holdout: pl.DataFrame | None,
+        *,
+        base: EvaluationContext,
+        rows: np.ndarray | None = None,
+        **kw: Any,
+    ) -> None:
         super().__init__(real, synthetic, holdout, **kw)
         self.encoder = base.encoder  # fitted on the same real table
         self._base = base
@@ -41,8 +49,9 @@ class _SharedContext(EvaluationContext):
             self._slices[name] = full()[self._rows]
         return self._slices[name]
 
-    def _per_row(self, name: str, role: str, own: Callable[[str], np.ndarray],
-                 base: Callable[[str], np.ndarray]) -> np.ndarray:
+    def _per_row(
+        self, name: str, role: str, own: Callable[[str], np.ndarray], base: Callable[[str], np.ndarray]
+    ) -> np.ndarray:
         """Real/holdout: the base's; synthetic: its rows of the base's pool, or this context's own."""
         if role != "synthetic":
             return base(role)
@@ -71,8 +80,15 @@ class _SharedContext(EvaluationContext):
             return self._base.codes(role)
         return self._slice("codes", lambda: self._base.codes("synthetic"))
 
-    def neighbors(self, space, query: str, reference: str, k: int = 1, *,  # type: ignore[override]
-                  columns: Sequence[str] | None = None) -> Neighbors:
+    def neighbors(
+        self,
+        space,
+        query: str,
+        reference: str,
+        k: int = 1,
+        *,  # type: ignore[override]
+        columns: Sequence[str] | None = None,
+    ) -> Neighbors:
         if "synthetic" not in (query, reference):
             return self._base.neighbors(space, query, reference, k, columns=columns)
         if self._rows is not None and query == "synthetic" and reference != "synthetic":

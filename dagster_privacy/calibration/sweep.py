@@ -84,8 +84,14 @@ def _progress(enabled: bool, total: int, what: str) -> Iterator[Callable[[str], 
     from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-    prog = Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
-                    TimeElapsedColumn(), console=Console(stderr=True), transient=True)
+    prog = Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TextColumn("{task.completed}/{task.total}"),
+        TimeElapsedColumn(),
+        console=Console(stderr=True),
+        transient=True,
+    )
     task = prog.add_task(what, total=total)
     prog.start()
     state = {"first": True}
@@ -110,10 +116,24 @@ class _Setup:
     plan: pol.EvaluationPlan
 
     @classmethod
-    def make(cls, policy: Any, metrics: Sequence[str] | None, column_kinds: Mapping[str, str] | None,
-             key_columns: Sequence[str] | None, sensitive_columns: Sequence[str] | None) -> _Setup:
-        return cls(pol.resolve(policy, metrics, key_columns=key_columns, sensitive_columns=sensitive_columns,
-                               column_kinds=column_kinds, unconfigured="inform"))
+    def make(
+        cls,
+        policy: Any,
+        metrics: Sequence[str] | None,
+        column_kinds: Mapping[str, str] | None,
+        key_columns: Sequence[str] | None,
+        sensitive_columns: Sequence[str] | None,
+    ) -> _Setup:
+        return cls(
+            pol.resolve(
+                policy,
+                metrics,
+                key_columns=key_columns,
+                sensitive_columns=sensitive_columns,
+                column_kinds=column_kinds,
+                unconfigured="inform",
+            )
+        )
 
     @property
     def policy(self) -> pol.Policy:
@@ -130,16 +150,36 @@ class _Setup:
     def prepare(self, real: Any, synthetic: Any, holdout: Any, seed: int) -> EvaluationContext:
         from ..evaluate import prepare
 
-        ctx, _ = prepare(real, synthetic, holdout, key_columns=self.plan.key_columns,
-                         sensitive_columns=self.plan.sensitive_columns, column_kinds=self.plan.column_kinds,
-                         seed=seed)
+        ctx, _ = prepare(
+            real,
+            synthetic,
+            holdout,
+            key_columns=self.plan.key_columns,
+            sensitive_columns=self.plan.sensitive_columns,
+            column_kinds=self.plan.column_kinds,
+            seed=seed,
+        )
         return ctx
 
-    def context(self, ctx: EvaluationContext, synthetic: pl.DataFrame, *, base: EvaluationContext,
-                rows: np.ndarray | None) -> _SharedContext:
-        return _SharedContext(ctx.table("real"), synthetic, ctx.tables.get("holdout"), base=base, rows=rows,
-                              schema=ctx.schema, key_columns=ctx.key_columns,
-                              sensitive_columns=ctx.sensitive_columns, seed=ctx.seed)
+    def context(
+        self,
+        ctx: EvaluationContext,
+        synthetic: pl.DataFrame,
+        *,
+        base: EvaluationContext,
+        rows: np.ndarray | None,
+    ) -> _SharedContext:
+        return _SharedContext(
+            ctx.table("real"),
+            synthetic,
+            ctx.tables.get("holdout"),
+            base=base,
+            rows=rows,
+            schema=ctx.schema,
+            key_columns=ctx.key_columns,
+            sensitive_columns=ctx.sensitive_columns,
+            seed=ctx.seed,
+        )
 
     def run(self, ctx: EvaluationContext) -> Evaluation:
         from ..evaluate import run_metrics
@@ -147,15 +187,23 @@ class _Setup:
         return run_metrics(ctx, self.plan)
 
 
-def _leaky_repeat(df: pl.DataFrame, seed: int, levels: Sequence[float], setup: _Setup,
-                  step: Callable[[str], None]) -> tuple[list[Evaluation], dict[str, int]]:
+def _leaky_repeat(
+    df: pl.DataFrame, seed: int, levels: Sequence[float], setup: _Setup, step: Callable[[str], None]
+) -> tuple[list[Evaluation], dict[str, int]]:
     """All fractions of one repeat from one split and one encoded pool (release + all training rows)."""
     tr, co, re = _parts(df.height, seed)
     # prepare() validates and canonicalises once; its synthetic table is the release (f = 0 rows)
     first = setup.prepare(df[tr], df[re], df[co], seed)
     train_c, release_c, control_c = first.table("real"), first.table("synthetic"), first.table("holdout")
-    pool = EvaluationContext(train_c, pl.concat([release_c, train_c]), control_c, schema=first.schema,
-                             key_columns=first.key_columns, sensitive_columns=first.sensitive_columns, seed=seed)
+    pool = EvaluationContext(
+        train_c,
+        pl.concat([release_c, train_c]),
+        control_c,
+        schema=first.schema,
+        key_columns=first.key_columns,
+        sensitive_columns=first.sensitive_columns,
+        seed=seed,
+    )
     where = np.empty(df.height, dtype=np.int64)  # table row → pool row (prepare() put rows in content order)
     where[re[first.input_rows["synthetic"]]] = np.arange(re.size)
     where[tr[first.input_rows["real"]]] = re.size + np.arange(tr.size)
@@ -172,8 +220,15 @@ def _leaky_repeat(df: pl.DataFrame, seed: int, levels: Sequence[float], setup: _
     return out, sizes
 
 
-def _leaky_sweep(df: pl.DataFrame, levels: Sequence[float], seeds: Sequence[int], setup: _Setup, *,
-                 progress: bool, what: str = "calibration") -> Sweep:
+def _leaky_sweep(
+    df: pl.DataFrame,
+    levels: Sequence[float],
+    seeds: Sequence[int],
+    setup: _Setup,
+    *,
+    progress: bool,
+    what: str = "calibration",
+) -> Sweep:
     t0 = time.perf_counter()
     per_repeat: list[list[Evaluation]] = []
     sizes: dict[str, int] = {}
@@ -184,10 +239,20 @@ def _leaky_sweep(df: pl.DataFrame, levels: Sequence[float], seeds: Sequence[int]
             sizes = sizes or sz
     evals = [[per_repeat[j][i] for j in range(len(seeds))] for i in range(len(levels))]
     values, gated, se = _collect(evals, setup.ids)
-    return Sweep("leaky", "f", list(levels), list(seeds), setup.ids,
-                 {m: setup.plan.entry(m).on for m in setup.ids}, values, gated, se,
-                 _reasons(evals, setup.ids), sizes, time.perf_counter() - t0)
-
+    return Sweep(
+        "leaky",
+        "f",
+        list(levels),
+        list(seeds),
+        setup.ids,
+        {m: setup.plan.entry(m).on for m in setup.ids},
+        values,
+        gated,
+        se,
+        _reasons(evals, setup.ids),
+        sizes,
+        time.perf_counter() - t0,
+    )
 
 
 def _levels(fractions: Sequence[float], extra: Sequence[float]) -> list[float]:

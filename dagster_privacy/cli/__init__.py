@@ -37,8 +37,16 @@ def print_table(ev: Evaluation) -> None:
     for r in ev.results:
         ci = "—" if r.ci is None else f"[{r.ci[0]:.3f}, {r.ci[1]:.3f}]"
         st = r.status.value
-        t.add_row(r.id, _fmt(r.value), ci, _fmt(r.baseline), _fmt(r.threshold), r.severity.value,
-                  f"[{colour[st]}]{st}[/]", r.reason or "")
+        t.add_row(
+            r.id,
+            _fmt(r.value),
+            ci,
+            _fmt(r.baseline),
+            _fmt(r.threshold),
+            r.severity.value,
+            f"[{colour[st]}]{st}[/]",
+            r.reason or "",
+        )
     console = Console(width=max(120, Console().width))
     console.print(t)
     for finding in ev.findings:
@@ -52,7 +60,9 @@ def cli() -> None:
 
 
 @cli.command()
-@click.option("--real", required=True, help="the training table: CSV, Parquet, FILE.duckdb:TABLE or one SELECT")
+@click.option(
+    "--real", required=True, help="the training table: CSV, Parquet, FILE.duckdb:TABLE or one SELECT"
+)
 @click.option("--synthetic", required=True, help="the release under test")
 @click.option("--holdout", default=None, help="records of the same population the generator never saw")
 @click.option("--metrics", "metric_ids", multiple=True, help="metric ids, comma-separated, repeatable")
@@ -61,25 +71,52 @@ def cli() -> None:
 @click.option("--sensitive-columns", multiple=True, help="attributes the attacker wants to infer")
 @click.option("--column-kind", multiple=True, help="COLUMN=numerical|categorical|binary|exclude")
 @click.option("--source-index-column", default=None, help="synthetic column: the real row each came from")
-@click.option("--seed", type=click.IntRange(0, 2**32 - 1), default=None, help="random seed (default: the policy's)")
+@click.option(
+    "--seed", type=click.IntRange(0, 2**32 - 1), default=None, help="random seed (default: the policy's)"
+)
 @click.option("--json", "json_out", type=click.Path(dir_okay=False), default=None, help="write the JSON here")
-@click.option("--report", "report_out", type=click.Path(dir_okay=False), default=None,
-              help="write the HTML report here")
-def evaluate(real: str, synthetic: str, holdout: str | None, metric_ids: tuple[str, ...], policy: str,
-             key_columns: tuple[str, ...], sensitive_columns: tuple[str, ...], column_kind: tuple[str, ...],
-             source_index_column: str | None, seed: int | None, json_out: str | None,
-             report_out: str | None) -> None:
+@click.option(
+    "--report", "report_out", type=click.Path(dir_okay=False), default=None, help="write the HTML report here"
+)
+def evaluate(
+    real: str,
+    synthetic: str,
+    holdout: str | None,
+    metric_ids: tuple[str, ...],
+    policy: str,
+    key_columns: tuple[str, ...],
+    sensitive_columns: tuple[str, ...],
+    column_kind: tuple[str, ...],
+    source_index_column: str | None,
+    seed: int | None,
+    json_out: str | None,
+    report_out: str | None,
+) -> None:
     """Evaluate a synthetic table; exit 1 when the verdict is fail."""
     from ..evaluate import evaluate as run
 
     # before the evaluation: an unwritable output is bad input, not a lost verdict
     writable("--json", json_out, inputs=(real, synthetic, holdout), suffixes=(".json",), marker=FORMAT_MARK)
-    writable("--report", report_out, inputs=(real, synthetic, holdout), suffixes=(".html", ".htm"),
-             marker=b'content="dagster-privacy"')
-    ev = run(real, synthetic, holdout, metrics=split_list(metric_ids), policy=policy,
-             key_columns=split_list(key_columns), sensitive_columns=split_list(sensitive_columns),
-             column_kinds=parse_kinds(column_kind), source_index_column=source_index_column, seed=seed,
-             progress=True)
+    writable(
+        "--report",
+        report_out,
+        inputs=(real, synthetic, holdout),
+        suffixes=(".html", ".htm"),
+        marker=b'content="dagster-privacy"',
+    )
+    ev = run(
+        real,
+        synthetic,
+        holdout,
+        metrics=split_list(metric_ids),
+        policy=policy,
+        key_columns=split_list(key_columns),
+        sensitive_columns=split_list(sensitive_columns),
+        column_kinds=parse_kinds(column_kind),
+        source_index_column=source_index_column,
+        seed=seed,
+        progress=True,
+    )
     finish(ev, json_out=json_out, report_out=report_out, policy=policy)
 
 
@@ -87,8 +124,14 @@ def evaluate(real: str, synthetic: str, holdout: str | None, metric_ids: tuple[s
 FORMAT_MARK = b'"format": "dagster-privacy/evaluation/'
 
 
-def writable(option: str, target: str | None, *, inputs: Sequence[str | None] = (), suffixes: Sequence[str],
-             marker: bytes) -> None:
+def writable(
+    option: str,
+    target: str | None,
+    *,
+    inputs: Sequence[str | None] = (),
+    suffixes: Sequence[str],
+    marker: bytes,
+) -> None:
     """Refuse an output path (exit 2) that is an input table, lacks the output's suffix, is not a regular
     file (a device, a symlink), exists without being an output of ours, or whose directory does not
     exist or cannot be written. An input named by SQL cannot be matched by path: the suffix and the
@@ -107,8 +150,10 @@ def writable(option: str, target: str | None, *, inputs: Sequence[str | None] = 
     if path.exists():
         with path.open("rb") as f:
             if marker not in f.read(4096):
-                raise UsageFailure(f"{option} {target} exists and is not an output of dagster-privacy; remove it "
-                                   "or write elsewhere")
+                raise UsageFailure(
+                    f"{option} {target} exists and is not an output of dagster-privacy; remove it "
+                    "or write elsewhere"
+                )
     parent = resolved.parent
     if not parent.is_dir():
         raise UsageFailure(f"{option} {target}: the directory {parent} does not exist")
@@ -116,8 +161,9 @@ def writable(option: str, target: str | None, *, inputs: Sequence[str | None] = 
         raise UsageFailure(f"{option} {target}: not writable")
 
 
-def finish(ev: Evaluation, *, json_out: str | None = None, report_out: str | None = None,
-           policy: str | None = None) -> None:
+def finish(
+    ev: Evaluation, *, json_out: str | None = None, report_out: str | None = None, policy: str | None = None
+) -> None:
     """Print the table, write the outputs, exit with the verdict's code (2 if an output fails)."""
     print_table(ev)
     try:
@@ -131,14 +177,19 @@ def finish(ev: Evaluation, *, json_out: str | None = None, report_out: str | Non
             write_report(ev, report_out, policy=load_policy(policy) if policy else None)
             click.echo(f"report written to {report_out}", err=True)
     except OSError as exc:
-        raise UsageFailure(f"cannot write an output ({type(exc).__name__}); the verdict was "
-                           f"{ev.verdict.value}") from None
+        raise UsageFailure(
+            f"cannot write an output ({type(exc).__name__}); the verdict was {ev.verdict.value}"
+        ) from None
     sys.exit(1 if ev.verdict is Status.FAIL else 0)
 
 
 @cli.command()
-@click.option("--workdir", type=click.Path(file_okay=False), default=None,
-              help="where the embedded DuckDB, publication and Dagster instance go (default .dagster_privacy/demo)")
+@click.option(
+    "--workdir",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="where the embedded DuckDB, publication and Dagster instance go (default .dagster_privacy/demo)",
+)
 def demo(workdir: str | None) -> None:
     """The demo release: the Dagster pipeline on the shipped demo data (UCI Adult subset, CC BY 4.0);
     v1 (clean) is published, v2 (30 % of the training rows copied) is blocked. Exit 1 otherwise."""
@@ -178,8 +229,9 @@ def main(argv: Sequence[str] | None = None) -> None:
 
         warnings.simplefilter("ignore")
     try:
-        cli.main(args=list(argv) if argv is not None else None, prog_name="dagster-privacy",
-                 standalone_mode=False)
+        cli.main(
+            args=list(argv) if argv is not None else None, prog_name="dagster-privacy", standalone_mode=False
+        )
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
     except click.exceptions.Abort:
@@ -196,8 +248,11 @@ def main(argv: Sequence[str] | None = None) -> None:
             raise
         from ..errors import safe_reason
 
-        click.echo(f"dagster-privacy: internal error: {safe_reason(exc)} "
-                   "(DAGSTER_PRIVACY_DEBUG=1 shows the traceback)", err=True)
+        click.echo(
+            f"dagster-privacy: internal error: {safe_reason(exc)} "
+            "(DAGSTER_PRIVACY_DEBUG=1 shows the traceback)",
+            err=True,
+        )
         sys.exit(3)
     sys.exit(0)
 

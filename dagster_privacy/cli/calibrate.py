@@ -35,10 +35,24 @@ def print_calibration(cal: Calibration, *, title: str | None = None) -> None:
 
     s = cal.sweep
     leak = cal.leak_level
-    leak_label = (f"{leak:.0%} leak" if s.model == "leaky" else f"{s.parameter}={level_label(leak)}") if leak is not None else None
+    leak_label = (
+        (f"{leak:.0%} leak" if s.model == "leaky" else f"{s.parameter}={level_label(leak)}")
+        if leak is not None
+        else None
+    )
     t = Table(title=title or "response to inserted risk", title_justify="left")
-    cols = ["metric", "gate", "no risk", *([leak_label] if leak_label else []), "max risk", "stdev",
-            "monotone", "responds", "threshold", "note"]
+    cols = [
+        "metric",
+        "gate",
+        "no risk",
+        *([leak_label] if leak_label else []),
+        "max risk",
+        "stdev",
+        "monotone",
+        "responds",
+        "threshold",
+        "note",
+    ]
     for c in cols:
         t.add_column(c, overflow="fold", no_wrap=c in ("metric", "threshold"))
     thr = cal.thresholds or {}
@@ -48,32 +62,59 @@ def print_calibration(cal: Calibration, *, title: str | None = None) -> None:
             note = f"[yellow]{note}[/]"
         if r.flag:
             note = f"[red]FLAG[/] {note}"
-        row = [r.id, s.gate_on.get(r.id, "value"), _f(r.no_risk), *([_f(r.at_leak)] if leak_label else []),
-               _f(r.max_risk), _f(r.stdev, 4), _yes(r.monotone, r.no_risk is not None),
-               _yes(r.responds, r.no_risk is not None), threshold, note]
+        row = [
+            r.id,
+            s.gate_on.get(r.id, "value"),
+            _f(r.no_risk),
+            *([_f(r.at_leak)] if leak_label else []),
+            _f(r.max_risk),
+            _f(r.stdev, 4),
+            _yes(r.monotone, r.no_risk is not None),
+            _yes(r.responds, r.no_risk is not None),
+            threshold,
+            note,
+        ]
         t.add_row(*row)
     console = Console(width=max(150, Console().width))
     console.print(t)
     flagged = cal.flagged
-    console.print(f"{len(flagged)} of {len(cal.responses)} metrics flagged"
-                  + (f": {', '.join(r.id for r in flagged)}" if flagged else ""))
+    console.print(
+        f"{len(flagged)} of {len(cal.responses)} metrics flagged"
+        + (f": {', '.join(r.id for r in flagged)}" if flagged else "")
+    )
     by_id = {r.id: r for r in cal.responses}
     overlap = [t.id for t in thr.values() if not t.separates and not by_id[t.id].flag]
     if overlap:
-        console.print(f"{len(overlap)} metric(s) cannot tell {leak_label or 'the leak'} from no risk on this data "
-                      f"(calibrated to catch the leak, clean releases may fail; or kept): {', '.join(overlap)}")
+        console.print(
+            f"{len(overlap)} metric(s) cannot tell {leak_label or 'the leak'} from no risk on this data "
+            f"(calibrated to catch the leak, clean releases may fail; or kept): {', '.join(overlap)}"
+        )
     for o in cal.outliers:
-        ot = Table(title=f"without the {o.fraction:.0%} most outlying rows (LOF, {o.removed} rows removed): "
-                         "change against the full table", title_justify="left")
-        for c in ("metric", "no risk", "Δ no risk", *([leak_label, f"Δ {leak_label}"] if leak_label else []),
-                  "max risk", "Δ max risk"):
+        ot = Table(
+            title=f"without the {o.fraction:.0%} most outlying rows (LOF, {o.removed} rows removed): "
+            "change against the full table",
+            title_justify="left",
+        )
+        for c in (
+            "metric",
+            "no risk",
+            "Δ no risk",
+            *([leak_label, f"Δ {leak_label}"] if leak_label else []),
+            "max risk",
+            "Δ max risk",
+        ):
             ot.add_column(c)
         base = {r.id: r for r in cal.responses}
         for r in o.responses:
             b = base[r.id]
-            ot.add_row(r.id, _f(r.no_risk), _d(r.no_risk, b.no_risk),
-                       *([_f(r.at_leak), _d(r.at_leak, b.at_leak)] if leak_label else []),
-                       _f(r.max_risk), _d(r.max_risk, b.max_risk))
+            ot.add_row(
+                r.id,
+                _f(r.no_risk),
+                _d(r.no_risk, b.no_risk),
+                *([_f(r.at_leak), _d(r.at_leak, b.at_leak)] if leak_label else []),
+                _f(r.max_risk),
+                _d(r.max_risk, b.max_risk),
+            )
         console.print(ot)
 
 
@@ -90,29 +131,67 @@ def _d(a: float | None, b: float | None) -> str:
 @click.command("calibrate")
 @click.option("--real", default=None, help="the table to calibrate on: CSV, Parquet or FILE.duckdb:TABLE")
 @click.option("--demo", is_flag=True, help="calibrate on the shipped demo data (UCI Adult subset) instead")
-@click.option("--policy", default="standard", show_default=True,
-              help="preset name or policy YAML: its metrics are calibrated, its thresholds the starting point")
+@click.option(
+    "--policy",
+    default="standard",
+    show_default=True,
+    help="preset name or policy YAML: its metrics are calibrated, its thresholds the starting point",
+)
 @click.option("--metrics", "metric_ids", multiple=True, help="only these metric ids (comma-separated)")
-@click.option("--fractions", multiple=True,
-              help=f"leak fractions f in [0, 1] (default {','.join(f'{v:g}' for v in DEFAULT_FRACTIONS)}); "
-                   "0 and the leak level are always added")
+@click.option(
+    "--fractions",
+    multiple=True,
+    help=f"leak fractions f in [0, 1] (default {','.join(f'{v:g}' for v in DEFAULT_FRACTIONS)}); "
+    "0 and the leak level are always added",
+)
 @click.option("--repeats", type=click.IntRange(min=1), default=3, show_default=True, help="seeded repeats")
-@click.option("--leak-level", type=click.FloatRange(0, 1, min_open=True), default=DEFAULT_LEAK_LEVEL,
-              show_default=True, help="the leak a calibrated threshold must catch")
-@click.option("--confidence", type=click.FloatRange(0.5, 1, min_open=True, max_open=True), default=0.95,
-              show_default=True, help="probability that the leak exceeds the threshold")
-@click.option("--outliers", multiple=True,
-              help="also repeat without these fractions of outliers (LOF), e.g. 0.01,0.05 (seed 004 §5.2.1)")
+@click.option(
+    "--leak-level",
+    type=click.FloatRange(0, 1, min_open=True),
+    default=DEFAULT_LEAK_LEVEL,
+    show_default=True,
+    help="the leak a calibrated threshold must catch",
+)
+@click.option(
+    "--confidence",
+    type=click.FloatRange(0.5, 1, min_open=True, max_open=True),
+    default=0.95,
+    show_default=True,
+    help="probability that the leak exceeds the threshold",
+)
+@click.option(
+    "--outliers",
+    multiple=True,
+    help="also repeat without these fractions of outliers (LOF), e.g. 0.01,0.05 (seed 004 §5.2.1)",
+)
 @click.option("--seed", type=int, default=None, help="first seed (default: the policy's)")
 @click.option("--key-columns", multiple=True, help="quasi-identifiers the attacker knows")
 @click.option("--sensitive-columns", multiple=True, help="attributes the attacker wants to infer")
 @click.option("--column-kind", multiple=True, help="COLUMN=numerical|categorical|binary|exclude")
-@click.option("--out", "out_dir", type=click.Path(file_okay=False), default=".", show_default=True,
-              help="directory for the plots, tables and calibrated policy")
-def calibrate_command(real: str | None, demo: bool, policy: str, metric_ids: tuple[str, ...],
-                      fractions: tuple[str, ...], repeats: int, leak_level: float, confidence: float,
-                      outliers: tuple[str, ...], seed: int | None, key_columns: tuple[str, ...],
-                      sensitive_columns: tuple[str, ...], column_kind: tuple[str, ...], out_dir: str) -> None:
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(file_okay=False),
+    default=".",
+    show_default=True,
+    help="directory for the plots, tables and calibrated policy",
+)
+def calibrate_command(
+    real: str | None,
+    demo: bool,
+    policy: str,
+    metric_ids: tuple[str, ...],
+    fractions: tuple[str, ...],
+    repeats: int,
+    leak_level: float,
+    confidence: float,
+    outliers: tuple[str, ...],
+    seed: int | None,
+    key_columns: tuple[str, ...],
+    sensitive_columns: tuple[str, ...],
+    column_kind: tuple[str, ...],
+    out_dir: str,
+) -> None:
     """Insert known risk (seed 004 §5.1.1 leaky model) and see which metrics respond; fit thresholds."""
     import time
 
@@ -130,18 +209,30 @@ def calibrate_command(real: str | None, demo: bool, policy: str, metric_ids: tup
         click.echo(f"demo data: {CITATION}", err=True)
     t0 = time.perf_counter()
     try:
-        cal = calibrate(source, policy=policy, metrics=split_list(metric_ids),
-                        fractions=_floats(fractions, "--fractions") or DEFAULT_FRACTIONS, repeats=repeats,
-                        seed=seed, leak_level=leak_level, confidence=confidence,
-                        outliers=_floats(outliers, "--outliers") or (),
-                        key_columns=split_list(key_columns), sensitive_columns=split_list(sensitive_columns),
-                        column_kinds=parse_kinds(column_kind), progress=True)
+        cal = calibrate(
+            source,
+            policy=policy,
+            metrics=split_list(metric_ids),
+            fractions=_floats(fractions, "--fractions") or DEFAULT_FRACTIONS,
+            repeats=repeats,
+            seed=seed,
+            leak_level=leak_level,
+            confidence=confidence,
+            outliers=_floats(outliers, "--outliers") or (),
+            key_columns=split_list(key_columns),
+            sensitive_columns=split_list(sensitive_columns),
+            column_kinds=parse_kinds(column_kind),
+            progress=True,
+        )
     except CalibrationError as exc:
         raise UsageFailure(str(exc)) from None
     s = cal.sweep
-    title = (f"Leaky risk model (seed 004 §5.1.1) on {name}: {cal.table['rows']} rows → training "
-             f"{s.sizes.get('real')}, control {s.sizes.get('holdout')}; f ∈ {{{', '.join(f'{v:g}' for v in s.levels)}}}; "
-             f"{len(s.seeds)} repeat(s); policy {cal.policy.name}")
+    title = (
+        f"Leaky risk model (seed 004 §5.1.1) on {name}: {cal.table['rows']} rows → training "
+        f"{s.sizes.get('real')}, control {s.sizes.get('holdout')}; f ∈ "
+        f"{{{', '.join(f'{v:g}' for v in s.levels)}}}; "
+        f"{len(s.seeds)} repeat(s); policy {cal.policy.name}"
+    )
     print_calibration(cal, title=title)
     paths = cal.write(out_dir)
     for what, p in paths.items():

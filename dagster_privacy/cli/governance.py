@@ -21,11 +21,22 @@ DECISIONS = ("approve", "reject")
 @click.option("--reason", required=True, help="why: recorded with the decision")
 @click.option("--asset", default="synthetic_table", show_default=True, help="the synthetic table asset")
 @click.option("--report-sha256", default=None, help="sha256 of the report you read (checked when given)")
-@click.option("--audit", "audit_path", default=None,
-              help="audit DuckDB file [default: $DAGSTER_PRIVACY_AUDIT, else "
-                   "$DAGSTER_HOME/dagster_privacy/audit.duckdb]")
-def signoff_command(release: str, decision: str, by: str, reason: str, asset: str, report_sha256: str | None,
-                    audit_path: str | None) -> None:
+@click.option(
+    "--audit",
+    "audit_path",
+    default=None,
+    help="audit DuckDB file [default: $DAGSTER_PRIVACY_AUDIT, else "
+    "$DAGSTER_HOME/dagster_privacy/audit.duckdb]",
+)
+def signoff_command(
+    release: str,
+    decision: str,
+    by: str,
+    reason: str,
+    asset: str,
+    report_sha256: str | None,
+    audit_path: str | None,
+) -> None:
     """Record a decision on a release, in the Dagster instance at $DAGSTER_HOME and the audit table."""
     import dagster as dg
 
@@ -36,27 +47,39 @@ def signoff_command(release: str, decision: str, by: str, reason: str, asset: st
     try:
         instance = dg.DagsterInstance.get()
     except Exception as exc:
-        raise UsageFailure(f"no Dagster instance ({type(exc).__name__}): set DAGSTER_HOME to the instance "
-                           "the privacy checks ran in") from None
+        raise UsageFailure(
+            f"no Dagster instance ({type(exc).__name__}): set DAGSTER_HOME to the instance "
+            "the privacy checks ran in"
+        ) from None
     try:
         with instance:
-            rec = record_signoff(release=release, decision=decision, by=by, reason=reason, instance=instance,
-                                 asset=dg.AssetKey.from_user_string(asset), report_sha256=report_sha256,
-                                 audit=audit_path)
+            rec = record_signoff(
+                release=release,
+                decision=decision,
+                by=by,
+                reason=reason,
+                instance=instance,
+                asset=dg.AssetKey.from_user_string(asset),
+                report_sha256=report_sha256,
+                audit=audit_path,
+            )
     except (SignoffError, AuditError) as exc:
         raise UsageFailure(f"sign-off not recorded: {exc}") from None
     click.echo(f"{rec.decision} of release {rec.release_id} by {rec.approver} recorded at {rec.signed_at}")
     click.echo(f"  report sha256 {rec.report_sha256}" + (f" ({rec.report_path})" if rec.report_path else ""))
-    click.echo(f"  privacy_signoff evaluation against {asset} materialization {rec.storage_id}; "
-               f"audit row #{rec.audit_seq} in {rec.audit_path}")
+    click.echo(
+        f"  privacy_signoff evaluation against {asset} materialization {rec.storage_id}; "
+        f"audit row #{rec.audit_seq} in {rec.audit_path}"
+    )
 
 
 @click.command("withdraw")
 @click.option("--release", required=True, help="the release id the publication target holds")
 @click.option("--by", "by", required=True, help="who decides")
 @click.option("--reason", required=True, help="why: recorded in the audit table and the publication log")
-@click.option("--target", default=None,
-              help="DuckDB publication target [default: $DAGSTER_PRIVACY_PUBLISH_TARGET]")
+@click.option(
+    "--target", default=None, help="DuckDB publication target [default: $DAGSTER_PRIVACY_PUBLISH_TARGET]"
+)
 @click.option("--audit", "audit_path", default=None, help="audit DuckDB file [default: as for signoff]")
 def withdraw_command(release: str, by: str, reason: str, target: str | None, audit_path: str | None) -> None:
     """Withdraw a published release: remove it from the target in one transaction and record why in
@@ -73,11 +96,15 @@ def withdraw_command(release: str, by: str, reason: str, target: str | None, aud
     if not path or not os.path.isfile(path):
         raise UsageFailure("give the DuckDB publication target (--target or DAGSTER_PRIVACY_PUBLISH_TARGET)")
     try:
-        row = withdraw_release(PublishTarget(path=path), release_id=release, by=by, reason=reason, audit=audit_path)
+        row = withdraw_release(
+            PublishTarget(path=path), release_id=release, by=by, reason=reason, audit=audit_path
+        )
     except (PublicationRefused, AuditError, ReleaseIdError) as exc:
         raise UsageFailure(f"not withdrawn: {exc}") from None
-    click.echo(f"withdrew release {release} from {path} at {row['published_at']} by {row['by']}: {row['reason']} "
-               f"(audit row #{row['audit_seq']})")
+    click.echo(
+        f"withdrew release {release} from {path} at {row['published_at']} by {row['by']}: {row['reason']} "
+        f"(audit row #{row['audit_seq']})"
+    )
 
 
 @click.group("audit")
@@ -86,10 +113,19 @@ def audit_command() -> None:
 
 
 @audit_command.command("verify")
-@click.option("--audit", "audit_path", default=None,
-              help="audit DuckDB file [default: $DAGSTER_PRIVACY_AUDIT, else $DAGSTER_HOME/dagster_privacy/audit.duckdb]")
-@click.option("--target", default=None, type=click.Path(dir_okay=False, exists=True),
-              help="a DuckDB publication target whose log recorded audit heads")
+@click.option(
+    "--audit",
+    "audit_path",
+    default=None,
+    help="audit DuckDB file [default: $DAGSTER_PRIVACY_AUDIT, else "
+    "$DAGSTER_HOME/dagster_privacy/audit.duckdb]",
+)
+@click.option(
+    "--target",
+    default=None,
+    type=click.Path(dir_okay=False, exists=True),
+    help="a DuckDB publication target whose log recorded audit heads",
+)
 @click.option("--asset", default="synthetic_table", show_default=True, help="the synthetic table asset")
 def verify_command(audit_path: str | None, target: str | None, asset: str) -> None:
     """List every decision after checking the hash chain and every recorded head (the Dagster sign-off
@@ -108,8 +144,9 @@ def verify_command(audit_path: str | None, target: str | None, asset: str) -> No
         raise UsageFailure(f"no audit table at {log.path} (--audit, or DAGSTER_PRIVACY_AUDIT)")
     instance = dg.DagsterInstance.get() if os.environ.get("DAGSTER_HOME") else None
     try:
-        rows, anchors, problems = audit_problems(log, instance, asset=dg.AssetKey.from_user_string(asset),
-                                                 target=target)
+        rows, anchors, problems = audit_problems(
+            log, instance, asset=dg.AssetKey.from_user_string(asset), target=target
+        )
     except AuditError as exc:
         click.echo(f"audit: {exc}", err=True)
         sys.exit(1)
@@ -117,9 +154,13 @@ def verify_command(audit_path: str | None, target: str | None, asset: str) -> No
         click.echo(f"audit: {p}", err=True)
     if problems:
         sys.exit(1)
-    click.echo(f"audit table {log.path}: {len(rows)} decision(s), hash chain intact, {anchors} recorded "
-               "head(s) match" + ("" if instance else " (no DAGSTER_HOME: Dagster sign-off events not checked)"))
+    click.echo(
+        f"audit table {log.path}: {len(rows)} decision(s), hash chain intact, {anchors} recorded "
+        "head(s) match" + ("" if instance else " (no DAGSTER_HOME: Dagster sign-off events not checked)")
+    )
     for r in rows:
-        click.echo(f"  #{r.seq} {r.recorded_at} release {r.release_id}: {r.decision.upper()} by {r.approver} — "
-                   f"{r.reason} (report sha256 {(r.report_sha256 or '')[:16]}…, materialization "
-                   f"{r.materialization_storage_id}, verdict {r.verdict})")
+        click.echo(
+            f"  #{r.seq} {r.recorded_at} release {r.release_id}: {r.decision.upper()} by {r.approver} — "
+            f"{r.reason} (report sha256 {(r.report_sha256 or '')[:16]}…, materialization "
+            f"{r.materialization_storage_id}, verdict {r.verdict})"
+        )

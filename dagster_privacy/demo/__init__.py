@@ -7,8 +7,10 @@ from pathlib import Path
 import polars as pl
 
 DEMO_CSV = Path(__file__).parent / "adult_demo.csv.gz"
-CITATION = ("Becker, B. & Kohavi, R. (1996). Adult [Dataset]. UCI Machine Learning Repository. "
-            "https://doi.org/10.24432/C5XW20 (CC BY 4.0)")
+CITATION = (
+    "Becker, B. & Kohavi, R. (1996). Adult [Dataset]. UCI Machine Learning Repository. "
+    "https://doi.org/10.24432/C5XW20 (CC BY 4.0)"
+)
 
 
 def load_demo() -> pl.DataFrame:

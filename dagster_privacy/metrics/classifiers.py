@@ -37,7 +37,9 @@ def _labelled(ctx: EvaluationContext) -> tuple[np.ndarray, np.ndarray]:
     dims = sorted(range(len(labels)), key=lambda d: (labels[d], d))
     x = np.vstack([ctx.euclidean("real"), ctx.euclidean("synthetic")])[:, dims]
     y = np.concatenate([np.ones(ctx.n("real"), dtype=np.int8), np.zeros(ctx.n("synthetic"), dtype=np.int8)])
-    h = np.concatenate([ctx.table(role).select(names).hash_rows(seed=0).to_numpy() for role in ("real", "synthetic")])
+    h = np.concatenate(
+        [ctx.table(role).select(names).hash_rows(seed=0).to_numpy() for role in ("real", "synthetic")]
+    )
     order = np.lexsort((h, y))
     return np.ascontiguousarray(x[order]), y[order]
 
@@ -46,11 +48,17 @@ def _seed(ctx: EvaluationContext, name: str) -> int:
     return int(ctx.rng(name).integers(0, 2**31 - 1))
 
 
-@metric("detection_mlp", family="classifiers", source="seed 000 §2.2.3", risk=Risk.DISTINGUISHABILITY,
-        default={"threshold": 0.5, "severity": "WARN"},  # blind to copies
-        expect=Expect(copy_min=0.0, copy_max=0.05, indep_max=0.9))
-def detection_mlp(ctx: EvaluationContext, *, folds: int = 3, hidden: int = 32, epochs: int = 10,
-                  min_steps: int = 400) -> Measurement:
+@metric(
+    "detection_mlp",
+    family="classifiers",
+    source="seed 000 §2.2.3",
+    risk=Risk.DISTINGUISHABILITY,
+    default={"threshold": 0.5, "severity": "WARN"},  # blind to copies
+    expect=Expect(copy_min=0.0, copy_max=0.05, indep_max=0.9),
+)
+def detection_mlp(
+    ctx: EvaluationContext, *, folds: int = 3, hidden: int = 32, epochs: int = 10, min_steps: int = 400
+) -> Measurement:
     """DetectionMLP: mean k-fold ROC AUC of a one-hidden-layer MLP telling real rows from synthetic rows.
 
     Seed 000 §2.2.3: raw = the mean AUC over ``folds`` stratified folds (0.5 = indistinguishable).
@@ -73,22 +81,36 @@ def detection_mlp(ctx: EvaluationContext, *, folds: int = 3, hidden: int = 32, e
     passes = max(epochs, math.ceil(min_steps * _BATCH / max(1, n_train)))
     aucs = []
     for train, test in StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed).split(x, y):
-        model = MLPClassifier(hidden_layer_sizes=(hidden,), batch_size=min(_BATCH, train.size), max_iter=passes,
-                              learning_rate_init=1e-3, random_state=seed)
+        model = MLPClassifier(
+            hidden_layer_sizes=(hidden,),
+            batch_size=min(_BATCH, train.size),
+            max_iter=passes,
+            learning_rate_init=1e-3,
+            random_state=seed,
+        )
         with warnings.catch_warnings():  # a fixed number of epochs is the setting, not a failure
             warnings.simplefilter("ignore", ConvergenceWarning)
             model.fit(x[train], y[train])
         aucs.append(float(roc_auc_score(y[test], model.predict_proba(x[test])[:, 1])))
     auc = float(np.mean(aucs))
-    return Measurement(value=_clip(2.0 * auc - 1.0), raw=auc,
-                        details={"fold_auc": aucs, "gini": 2.0 * auc - 1.0, "epochs": passes})
+    return Measurement(
+        value=_clip(2.0 * auc - 1.0),
+        raw=auc,
+        details={"fold_auc": aucs, "gini": 2.0 * auc - 1.0, "epochs": passes},
+    )
 
 
-@metric("mir", family="classifiers", source="seed 000 §2.2.11", risk=Risk.MEMBERSHIP,
-        default={"threshold": 0.5, "severity": "WARN"},  # blind to copies
-        expect=Expect(copy_min=0.0, copy_max=0.05, indep_max=0.9))
-def mir(ctx: EvaluationContext, *, test_share: float = 0.3, n_estimators: int = 100, threads: int = 1
-        ) -> Measurement:
+@metric(
+    "mir",
+    family="classifiers",
+    source="seed 000 §2.2.11",
+    risk=Risk.MEMBERSHIP,
+    default={"threshold": 0.5, "severity": "WARN"},  # blind to copies
+    expect=Expect(copy_min=0.0, copy_max=0.05, indep_max=0.9),
+)
+def mir(
+    ctx: EvaluationContext, *, test_share: float = 0.3, n_estimators: int = 100, threads: int = 1
+) -> Measurement:
     """Membership Inference Risk: recall of a LightGBM real-vs-synthetic classifier on held-out real rows.
 
     Seed 000 §2.2.11: D = real (1) ∪ synthetic (0), a seeded stratified split (``test_share`` held out),
@@ -105,16 +127,31 @@ def mir(ctx: EvaluationContext, *, test_share: float = 0.3, n_estimators: int = 
     x, y = _labelled(ctx)
     seed = _seed(ctx, "mir")
     x_tr, x_te, y_tr, y_te = train_test_split(x, y, test_size=test_share, stratify=y, random_state=seed)
-    model = lgb.LGBMClassifier(n_estimators=n_estimators, num_leaves=31, learning_rate=0.1,
-                               class_weight="balanced", random_state=seed, n_jobs=threads, verbose=-1,
-                               deterministic=True, force_row_wise=True)
+    model = lgb.LGBMClassifier(
+        n_estimators=n_estimators,
+        num_leaves=31,
+        learning_rate=0.1,
+        class_weight="balanced",
+        random_state=seed,
+        n_jobs=threads,
+        verbose=-1,
+        deterministic=True,
+        force_row_wise=True,
+    )
     model.fit(x_tr, y_tr)
     pred = model.predict(x_te)
     real, syn = y_te == 1, y_te == 0
     recall = float((pred[real] == 1).mean())
     fpr = float((pred[syn] == 1).mean())
-    return Measurement(value=_clip(recall - fpr), raw=recall,
-                        sizes={"real": ctx.n("real"), "synthetic": ctx.n("synthetic"),
-                               "queries": int(y_te.size)},
-                        details={"recall": recall, "false_positive_rate": fpr, "youden_j": recall - fpr,
-                                 "held_out_real": int(real.sum()), "held_out_synthetic": int(syn.sum())})
+    return Measurement(
+        value=_clip(recall - fpr),
+        raw=recall,
+        sizes={"real": ctx.n("real"), "synthetic": ctx.n("synthetic"), "queries": int(y_te.size)},
+        details={
+            "recall": recall,
+            "false_positive_rate": fpr,
+            "youden_j": recall - fpr,
+            "held_out_real": int(real.sum()),
+            "held_out_synthetic": int(syn.sum()),
+        },
+    )

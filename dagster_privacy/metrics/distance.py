@@ -23,9 +23,14 @@ def _clip(x: float) -> float:
     return float(min(1.0, max(0.0, x)))
 
 
-@metric("dcr", family="distance", source="seed 000 §2.2.8", risk=Risk.REIDENTIFICATION,
-        default={"threshold": 0.9, "severity": "WARN"},
-        expect=Expect(copy_min=0.999, indep_max=0.95))  # 1/(1+DCR) cannot reach 0 (docs/metrics.md)
+@metric(
+    "dcr",
+    family="distance",
+    source="seed 000 §2.2.8",
+    risk=Risk.REIDENTIFICATION,
+    default={"threshold": 0.9, "severity": "WARN"},
+    expect=Expect(copy_min=0.999, indep_max=0.95),
+)  # 1/(1+DCR) cannot reach 0 (docs/metrics.md)
 def dcr(ctx: EvaluationContext) -> Measurement:
     """Distance to Closest Record: mean distance from each real row to its nearest synthetic row in Φ^k.
 
@@ -35,14 +40,25 @@ def dcr(ctx: EvaluationContext) -> Measurement:
     nn = ctx.neighbors("projected", "real", "synthetic", 1)
     d = nn.dist[:, 0]
     raw = float(d.mean())
-    return Measurement(value=1.0 / (1.0 + raw), raw=raw,
-                        details={"median": float(np.median(d)), "projection_k": ctx.projection.k,
-                                 "explained_variance": ctx.projection.explained})
+    return Measurement(
+        value=1.0 / (1.0 + raw),
+        raw=raw,
+        details={
+            "median": float(np.median(d)),
+            "projection_k": ctx.projection.k,
+            "explained_variance": ctx.projection.explained,
+        },
+    )
 
 
-@metric("mdcr", family="distance", source="seed 000 §2.2.9", risk=Risk.REIDENTIFICATION,
-        default={"threshold": 0.5, "severity": "WARN"},
-        expect=Expect(copy_min=0.999, indep_max=0.2))
+@metric(
+    "mdcr",
+    family="distance",
+    source="seed 000 §2.2.9",
+    risk=Risk.REIDENTIFICATION,
+    default={"threshold": 0.5, "severity": "WARN"},
+    expect=Expect(copy_min=0.999, indep_max=0.2),
+)
 def mdcr(ctx: EvaluationContext) -> Measurement:
     """Median Distance to Closest Record: median real→synthetic over median real→real NN distance.
 
@@ -59,15 +75,22 @@ def mdcr(ctx: EvaluationContext) -> Measurement:
     else:
         raw = num / den
         value = _clip(1.0 - raw)
-    details = {"median_real_to_synthetic": num, "median_real_to_real": den,
-               "mdcr_sigmoid": None if raw is None else 1.0 / (1.0 + math.exp(-min(raw, 700.0)))}
-    return Measurement(value=value, raw=raw if raw is None or math.isfinite(raw) else None,
-                        details=details)
+    details = {
+        "median_real_to_synthetic": num,
+        "median_real_to_real": den,
+        "mdcr_sigmoid": None if raw is None else 1.0 / (1.0 + math.exp(-min(raw, 700.0))),
+    }
+    return Measurement(value=value, raw=raw if raw is None or math.isfinite(raw) else None, details=details)
 
 
-@metric("nndr", family="distance", source="seed 000 §2.2.7", risk=Risk.REIDENTIFICATION,
-        default={"threshold": 0.9, "severity": "WARN"},
-        expect=Expect(copy_min=0.999, indep_max=0.95))  # an independent row scores d1/d2 ≈ 0.6–0.9
+@metric(
+    "nndr",
+    family="distance",
+    source="seed 000 §2.2.7",
+    risk=Risk.REIDENTIFICATION,
+    default={"threshold": 0.9, "severity": "WARN"},
+    expect=Expect(copy_min=0.999, indep_max=0.95),
+)  # an independent row scores d1/d2 ≈ 0.6–0.9
 def nndr(ctx: EvaluationContext) -> Measurement:
     """Nearest Neighbour Distance Ratio: per synthetic row, 1 for an exact copy, else d1/d2 in Φ^k.
 
@@ -82,14 +105,26 @@ def nndr(ctx: EvaluationContext) -> Measurement:
         ratio = np.where(d2 > 0, d1 / d2, 1.0)
     score = np.where(copies, 1.0, ratio)
     raw = float(score.mean())
-    return Measurement(value=_clip(raw), raw=raw, flagged=np.nonzero(copies)[0],
-                        details={"exact_copies": int(copies.sum()), "median_ratio": float(np.median(score)),
-                                 "projection_k": ctx.projection.k})
+    return Measurement(
+        value=_clip(raw),
+        raw=raw,
+        flagged=np.nonzero(copies)[0],
+        details={
+            "exact_copies": int(copies.sum()),
+            "median_ratio": float(np.median(score)),
+            "projection_k": ctx.projection.k,
+        },
+    )
 
 
-@metric("authenticity", family="distance", source="seed 000 §2.2.4", risk=Risk.REIDENTIFICATION,
-        default={"threshold": 0.7, "severity": "WARN"},
-        expect=Expect(copy_min=0.999, indep_max=0.65))  # ≈ 0.5 for a same-size sample
+@metric(
+    "authenticity",
+    family="distance",
+    source="seed 000 §2.2.4",
+    risk=Risk.REIDENTIFICATION,
+    default={"threshold": 0.7, "severity": "WARN"},
+    expect=Expect(copy_min=0.999, indep_max=0.65),
+)  # ≈ 0.5 for a same-size sample
 def authenticity(ctx: EvaluationContext) -> Measurement:
     """Authenticity: share of real rows whose nearest real neighbour is closer than their nearest synthetic.
 
@@ -99,13 +134,19 @@ def authenticity(ctx: EvaluationContext) -> Measurement:
     rr = ctx.neighbors("euclidean", "real", "real", 1).dist[:, 0]
     rs = ctx.neighbors("euclidean", "real", "synthetic", 1).dist[:, 0]
     auth = float(np.mean(rr < rs))
-    return Measurement(value=_clip(1.0 - auth), raw=auth,
-                        details={"authentic_real_rows": int(np.sum(rr < rs))})
+    return Measurement(
+        value=_clip(1.0 - auth), raw=auth, details={"authentic_real_rows": int(np.sum(rr < rs))}
+    )
 
 
-@metric("nnaa", family="distance", source="seed 000 §2.2.10", risk=Risk.MEMBERSHIP,
-        default={"threshold": 0.3, "severity": "WARN"},
-        expect=Expect(copy_min=0.999, indep_max=0.2))
+@metric(
+    "nnaa",
+    family="distance",
+    source="seed 000 §2.2.10",
+    risk=Risk.MEMBERSHIP,
+    default={"threshold": 0.3, "severity": "WARN"},
+    expect=Expect(copy_min=0.999, indep_max=0.2),
+)
 def nnaa(ctx: EvaluationContext) -> Measurement:
     """Nearest Neighbour Adversarial Accuracy (seed 000 §2.2.10, eq. 30).
 
@@ -120,8 +161,11 @@ def nnaa(ctx: EvaluationContext) -> Measurement:
     term_real = float(np.mean(rs > rr))
     term_syn = float(np.mean(sr > ss))
     raw = term_real + term_syn
-    return Measurement(value=_clip(1.0 - raw), raw=raw,
-                        details={"term_real": term_real, "term_synthetic": term_syn, "nnaa_prime": 1.0 - raw})
+    return Measurement(
+        value=_clip(1.0 - raw),
+        raw=raw,
+        details={"term_real": term_real, "term_synthetic": term_syn, "nnaa_prime": 1.0 - raw},
+    )
 
 
 # ------------------------------------------------------------- CVP, DVP, NSND: the extreme pair
@@ -187,13 +231,22 @@ def _normalised_nn(ctx: EvaluationContext) -> tuple[np.ndarray, Extremes]:
 
 
 def _extreme_details(norm: np.ndarray, ext: Extremes) -> dict:
-    return {"d_min": ext.d_min, "d_max": ext.d_max, "median_normalised_distance": float(np.median(norm)),
-            "max_normalised_distance": float(norm.max())}
+    return {
+        "d_min": ext.d_min,
+        "d_max": ext.d_max,
+        "median_normalised_distance": float(np.median(norm)),
+        "max_normalised_distance": float(norm.max()),
+    }
 
 
-@metric("cvp", family="distance", source="seed 000 §2.2.1", risk=Risk.REIDENTIFICATION,
-        default={"threshold": 0.8, "severity": "WARN"},  # 0.77 vs 0.67
-        expect=Expect(copy_min=0.999, indep_max=0.15))
+@metric(
+    "cvp",
+    family="distance",
+    source="seed 000 §2.2.1",
+    risk=Risk.REIDENTIFICATION,
+    default={"threshold": 0.8, "severity": "WARN"},  # 0.77 vs 0.67
+    expect=Expect(copy_min=0.999, indep_max=0.15),
+)
 def cvp(ctx: EvaluationContext, *, threshold: float = 0.2) -> Measurement:
     """Close Value Probability: share of real rows whose nearest synthetic row is close (eq. 16).
 
@@ -205,13 +258,21 @@ def cvp(ctx: EvaluationContext, *, threshold: float = 0.2) -> Measurement:
     norm, ext = _normalised_nn(ctx)
     close = norm <= threshold
     raw = float(close.mean())
-    return Measurement(value=_clip(raw), raw=raw,
-                        details={**_extreme_details(norm, ext), "close_real_rows": int(close.sum())})
+    return Measurement(
+        value=_clip(raw),
+        raw=raw,
+        details={**_extreme_details(norm, ext), "close_real_rows": int(close.sum())},
+    )
 
 
-@metric("dvp", family="distance", source="seed 000 §2.2.2", risk=Risk.REIDENTIFICATION,
-        default={"threshold": 1.0, "severity": "WARN"},  # saturates at 1: never fails
-        expect=Expect(copy_min=0.999, indep_max=1.0))  # saturates at 1 on real data (d_max normalisation)
+@metric(
+    "dvp",
+    family="distance",
+    source="seed 000 §2.2.2",
+    risk=Risk.REIDENTIFICATION,
+    default={"threshold": 1.0, "severity": "WARN"},  # saturates at 1: never fails
+    expect=Expect(copy_min=0.999, indep_max=1.0),
+)  # saturates at 1 on real data (d_max normalisation)
 def dvp(ctx: EvaluationContext, *, threshold: float = 0.8) -> Measurement:
     """Distant Value Probability: share of real rows whose nearest synthetic row is far (eq. 17).
 
@@ -222,13 +283,21 @@ def dvp(ctx: EvaluationContext, *, threshold: float = 0.8) -> Measurement:
     norm, ext = _normalised_nn(ctx)
     far = norm >= threshold
     raw = float(far.mean())
-    return Measurement(value=_clip(1.0 - raw), raw=raw,
-                        details={**_extreme_details(norm, ext), "far_real_rows": int(far.sum())})
+    return Measurement(
+        value=_clip(1.0 - raw),
+        raw=raw,
+        details={**_extreme_details(norm, ext), "far_real_rows": int(far.sum())},
+    )
 
 
-@metric("nsnd", family="distance", source="seed 000 §2.2.6", risk=Risk.REIDENTIFICATION,
-        default={"threshold": 0.95, "severity": "WARN"},  # 0.91 vs 0.87
-        expect=Expect(copy_min=0.999, indep_max=0.75))  # normalised NN distance ≈ 0.36 → value ≈ 0.64
+@metric(
+    "nsnd",
+    family="distance",
+    source="seed 000 §2.2.6",
+    risk=Risk.REIDENTIFICATION,
+    default={"threshold": 0.95, "severity": "WARN"},  # 0.91 vs 0.87
+    expect=Expect(copy_min=0.999, indep_max=0.75),
+)  # normalised NN distance ≈ 0.36 → value ≈ 0.64
 def nsnd(ctx: EvaluationContext) -> Measurement:
     """Nearest Synthetic Neighbour Distance: mean normalised real→synthetic nearest distance (eq. 24).
 
@@ -274,9 +343,14 @@ def _entropy_weighted(ctx: EvaluationContext) -> dict[str, np.ndarray]:
     return out
 
 
-@metric("identifiability", family="distance", source="seed 000 §2.2.5", risk=Risk.REIDENTIFICATION,
-        default={"threshold": 0.4, "severity": "WARN"},  # 0.46 vs 0.32
-        expect=Expect(copy_min=0.999, indep_max=0.3))
+@metric(
+    "identifiability",
+    family="distance",
+    source="seed 000 §2.2.5",
+    risk=Risk.REIDENTIFICATION,
+    default={"threshold": 0.4, "severity": "WARN"},  # 0.46 vs 0.32
+    expect=Expect(copy_min=0.999, indep_max=0.3),
+)
 def identifiability(ctx: EvaluationContext) -> Measurement:
     """Identifiability score: share of real rows nearer to a synthetic row than to any other real row.
 
@@ -286,10 +360,13 @@ def identifiability(ctx: EvaluationContext) -> Measurement:
     weighted space has tiny coordinates, so float32 ties are common): a copy is at distance 0.
     """
     space = ctx.shared("entropy-weighted space", lambda: _entropy_weighted(ctx))
-    rr = ctx.shared("entropy-weighted real→real k=1",
-                    lambda: knn_euclidean(space["real"], space["real"], 1, exclude_self=True))
-    rs = ctx.shared("entropy-weighted real→synthetic k=1",
-                    lambda: knn_euclidean(space["real"], space["synthetic"], 1))
+    rr = ctx.shared(
+        "entropy-weighted real→real k=1",
+        lambda: knn_euclidean(space["real"], space["real"], 1, exclude_self=True),
+    )
+    rs = ctx.shared(
+        "entropy-weighted real→synthetic k=1", lambda: knn_euclidean(space["real"], space["synthetic"], 1)
+    )
     d_rr, d_rs = rr.dist[:, 0].copy(), rs.dist[:, 0].copy()
     hashes = ctx.row_hashes("real")
     _, inv, counts = np.unique(hashes, return_inverse=True, return_counts=True)
@@ -297,16 +374,22 @@ def identifiability(ctx: EvaluationContext) -> Measurement:
     d_rs[ctx.copies_of("real", "synthetic")] = 0.0  # a synthetic copy is the nearest synthetic row
     at_risk = d_rs < d_rr
     raw = float(at_risk.mean())
-    return Measurement(value=_clip(raw), raw=raw,
-                        details={"identifiable_real_rows": int(at_risk.sum()), "epsilon": _ID_EPS})
+    return Measurement(
+        value=_clip(raw), raw=raw, details={"identifiable_real_rows": int(at_risk.sum()), "epsilon": _ID_EPS}
+    )
 
 
 # ----------------------------------------------------------------------------------- Hidden rate
 
 
-@metric("hidden_rate", family="distance", source="seed 000 §2.2.12", risk=Risk.MEMBERSHIP,
-        default={"threshold": 0.1, "severity": "WARN", "optional": True},  # needs the source-row mapping
-        expect=Expect(copy_min=None, indep_max=None))  # needs the source-row mapping g
+@metric(
+    "hidden_rate",
+    family="distance",
+    source="seed 000 §2.2.12",
+    risk=Risk.MEMBERSHIP,
+    default={"threshold": 0.1, "severity": "WARN", "optional": True},  # needs the source-row mapping
+    expect=Expect(copy_min=None, indep_max=None),
+)  # needs the source-row mapping g
 def hidden_rate(ctx: EvaluationContext) -> Measurement:
     """Hidden rate: real rows whose nearest synthetic row is one generated from them, per synthetic row.
 
@@ -318,8 +401,10 @@ def hidden_rate(ctx: EvaluationContext) -> Measurement:
     """
     g = ctx.source_index
     if g is None:
-        raise NotApplicable("needs the synthetic→real source-row mapping g: give source_index_column= "
-                            "(--source-index-column C)")
+        raise NotApplicable(
+            "needs the synthetic→real source-row mapping g: give source_index_column= "
+            "(--source-index-column C)"
+        )
     nn = ctx.neighbors("projected", "real", "synthetic", 1)
     x, z = ctx.projected("real"), ctx.projected("synthetic")
     diff = x[g].astype(np.float64) - z.astype(np.float64)
@@ -330,10 +415,16 @@ def hidden_rate(ctx: EvaluationContext) -> Measurement:
     hidden = own_best <= nn.dist[:, 0] + 1e-12
     raw = float(hidden.sum()) / ctx.n("synthetic")
     flagged = np.nonzero(d_own <= nn.dist[g, 0] + 1e-12)[0]
-    return Measurement(value=_clip(raw), raw=raw, flagged=flagged,
-                        details={"hidden_real_rows": int(hidden.sum()),
-                                 "real_rows_with_synthetic": int(np.unique(g).size),
-                                 "projection_k": ctx.projection.k})
+    return Measurement(
+        value=_clip(raw),
+        raw=raw,
+        flagged=flagged,
+        details={
+            "hidden_real_rows": int(hidden.sum()),
+            "real_rows_with_synthetic": int(np.unique(g).size),
+            "projection_k": ctx.projection.k,
+        },
+    )
 
 
 # ---------------------------------------------------------------------------------- Hitting rate
@@ -342,15 +433,17 @@ def hidden_rate(ctx: EvaluationContext) -> Measurement:
 _HIT_BATCH = 1 << 22
 
 
-def _hit_groups(ctx: EvaluationContext, cat: list[str], num: list[str]
-                ) -> tuple[np.ndarray, np.ndarray]:
+def _hit_groups(ctx: EvaluationContext, cat: list[str], num: list[str]) -> tuple[np.ndarray, np.ndarray]:
     """One id per row for its categorical values and its numerical columns' missing pattern."""
     names = ctx.schema.names
     parts = []
     for role in ("real", "synthetic"):
         codes = ctx.codes(role)[:, [names.index(c) for c in cat]].astype(np.int64)
-        nulls = np.column_stack([ctx.table(role).get_column(c).is_null().to_numpy() for c in num]) if num \
+        nulls = (
+            np.column_stack([ctx.table(role).get_column(c).is_null().to_numpy() for c in num])
+            if num
             else np.empty((codes.shape[0], 0), dtype=bool)
+        )
         parts.append(np.hstack([codes, nulls.astype(np.int64)]))
     n_real = parts[0].shape[0]
     stacked = np.vstack(parts)
@@ -361,9 +454,14 @@ def _hit_groups(ctx: EvaluationContext, cat: list[str], num: list[str]
     return inv[:n_real], inv[n_real:]
 
 
-@metric("hitting_rate", family="distance", source="seed 000 §2.2.13", risk=Risk.MEMBERSHIP,
-        default={"threshold": 0.2, "severity": "WARN"},  # 0.30 vs 0.11
-        expect=Expect(copy_min=0.999, indep_max=0.05))  # a classifier cannot tell a copy from the real table (value 0 there); this test's independent
+@metric(
+    "hitting_rate",
+    family="distance",
+    source="seed 000 §2.2.13",
+    risk=Risk.MEMBERSHIP,
+    default={"threshold": 0.2, "severity": "WARN"},  # 0.30 vs 0.11
+    expect=Expect(copy_min=0.999, indep_max=0.05),
+)  # a classifier cannot tell a copy from the real table (value 0 there); this test's independent
 def hitting_rate(ctx: EvaluationContext) -> Measurement:
     """Hitting rate: real rows with a synthetic row equal on categories and within h(a) on numbers.
 
@@ -387,7 +485,9 @@ def hitting_rate(ctx: EvaluationContext) -> Measurement:
         # a missing value sits in its own group (missing pattern): 0 on both sides compares equal
         yv[c], zv[c] = np.nan_to_num(yv[c], nan=0.0), np.nan_to_num(zv[c], nan=0.0)
     if not num:
-        counts = np.bincount(g_syn, minlength=int(max(g_real.max(initial=0), g_syn.max(initial=0))) + 1)[g_real]
+        counts = np.bincount(g_syn, minlength=int(max(g_real.max(initial=0), g_syn.max(initial=0))) + 1)[
+            g_real
+        ]
         pairs, hit = int(counts.sum()), counts > 0
         hit_syn = np.nonzero(np.isin(g_syn, g_real[hit]))[0]
     else:
@@ -427,7 +527,15 @@ def hitting_rate(ctx: EvaluationContext) -> Measurement:
         hit_syn = np.nonzero(syn_hit)[0]
     raw = pairs / n_real
     value = float(hit.mean())
-    return Measurement(value=_clip(value), raw=raw, flagged=hit_syn,
-                        details={"hit_pairs": pairs, "real_rows_hit": int(hit.sum()),
-                                 "raw_capped": min(1.0, raw), "synthetic_rows_hitting": int(hit_syn.size),
-                                 "thresholds_over_range": 1.0 / 30.0})
+    return Measurement(
+        value=_clip(value),
+        raw=raw,
+        flagged=hit_syn,
+        details={
+            "hit_pairs": pairs,
+            "real_rows_hit": int(hit.sum()),
+            "raw_capped": min(1.0, raw),
+            "synthetic_rows_hitting": int(hit_syn.size),
+            "thresholds_over_range": 1.0 / 30.0,
+        },
+    )

@@ -51,8 +51,10 @@ def _round(d: np.ndarray) -> np.ndarray:
 
 #: the shared euclidean queries of the indicators, declared to the registry so the evaluation computes
 #: each once at SHARED_K even when another family asks for k = 1 first
-QUERIES = tuple((SPACE, q, r, SHARED_K) for q, r in (("synthetic", "real"), ("holdout", "real"),
-                                                     ("real", "synthetic"), ("holdout", "synthetic")))
+QUERIES = tuple(
+    (SPACE, q, r, SHARED_K)
+    for q, r in (("synthetic", "real"), ("holdout", "real"), ("real", "synthetic"), ("holdout", "synthetic"))
+)
 
 
 def _nn(ctx: EvaluationContext, query: str, reference: str, k: int) -> Neighbors:
@@ -60,8 +62,9 @@ def _nn(ctx: EvaluationContext, query: str, reference: str, k: int) -> Neighbors
     return ctx.neighbors(SPACE, query, reference, max(k, SHARED_K)).first(k)
 
 
-def _ci(value: float, stat: Callable[..., float], sizes: tuple[int, ...],
-        rng: np.random.Generator) -> tuple[float, float]:
+def _ci(
+    value: float, stat: Callable[..., float], sizes: tuple[int, ...], rng: np.random.Generator
+) -> tuple[float, float]:
     """95 % percentile bootstrap, every query side resampled on its own; widened to contain `value`.
 
     ``stat`` receives one array of resampled row indices per side (in the order of ``sizes``).
@@ -109,10 +112,15 @@ def _percentile_value(train: np.ndarray, hold: np.ndarray, alpha: float) -> tupl
 # ------------------------------------------------------------------------------ seed 004 §4.2.1
 
 
-@metric("ims", family="holdout", source="seed 004 §4.2.1", risk=Risk.REIDENTIFICATION,
-        needs=("real", "synthetic", "holdout"),
-        default={"threshold": 0.05, "on": "ci_upper", "severity": "ERROR"},
-        expect=Expect(copy_min=0.999, indep_max=0.02))
+@metric(
+    "ims",
+    family="holdout",
+    source="seed 004 §4.2.1",
+    risk=Risk.REIDENTIFICATION,
+    needs=("real", "synthetic", "holdout"),
+    default={"threshold": 0.05, "on": "ci_upper", "severity": "ERROR"},
+    expect=Expect(copy_min=0.999, indep_max=0.02),
+)
 def ims(ctx: EvaluationContext) -> Measurement:
     """Identical match share against a holdout (seed 004 §4.2.1), normalised per training record.
 
@@ -131,15 +139,35 @@ def ims(ctx: EvaluationContext) -> Measurement:
 
     m_t, m_h = float(train_hit.mean()), float(hold_hit.mean())
     value = normalised(m_t, m_h)
-    ci = _ci(value, lambda i, j: normalised(float(train_hit[i].mean()), float(hold_hit[j].mean())),
-             (train_hit.size, hold_hit.size), ctx.rng("ims"))
+    ci = _ci(
+        value,
+        lambda i, j: normalised(float(train_hit[i].mean()), float(hold_hit[j].mean())),
+        (train_hit.size, hold_hit.size),
+        ctx.rng("ims"),
+    )
     raw = float(syn_copy.mean())
-    return Measurement(value=value, raw=raw, baseline=m_h, ci=ci, flagged=np.nonzero(syn_copy)[0],
-        sizes={"real": ctx.n("real"), "synthetic": ctx.n("synthetic"), "holdout": ctx.n("holdout"),
-               "queries": int(train_hit.size + hold_hit.size)},
-        details={"ims_formula_synthetic_share": raw, "ims_text_real_share": m_t, "m_train": m_t,
-                 "m_holdout": m_h, "synthetic_copies": int(syn_copy.sum()),
-                 "training_rows_copied": int(train_hit.sum()), "holdout_rows_matched": int(hold_hit.sum())})
+    return Measurement(
+        value=value,
+        raw=raw,
+        baseline=m_h,
+        ci=ci,
+        flagged=np.nonzero(syn_copy)[0],
+        sizes={
+            "real": ctx.n("real"),
+            "synthetic": ctx.n("synthetic"),
+            "holdout": ctx.n("holdout"),
+            "queries": int(train_hit.size + hold_hit.size),
+        },
+        details={
+            "ims_formula_synthetic_share": raw,
+            "ims_text_real_share": m_t,
+            "m_train": m_t,
+            "m_holdout": m_h,
+            "synthetic_copies": int(syn_copy.sum()),
+            "training_rows_copied": int(train_hit.sum()),
+            "holdout_rows_matched": int(hold_hit.sum()),
+        },
+    )
 
 
 # ----------------------------------------------------------------------- seed 004 §4.2.2, §4.2.3
@@ -162,22 +190,48 @@ def _percentile_metric(ctx: EvaluationContext, mid: str, k: int, alpha: float) -
     d_train = _round(_nn(ctx, "real", "synthetic", k).dist.mean(axis=1))
     d_hold = _round(_nn(ctx, "holdout", "synthetic", k).dist.mean(axis=1))
     value, p_train, q = _percentile_value(d_train, d_hold, alpha)
-    ci = _ci(value, lambda i, j: _percentile_value(d_train[i], d_hold[j], alpha)[0],
-             (d_train.size, d_hold.size), ctx.rng(mid))
+    ci = _ci(
+        value,
+        lambda i, j: _percentile_value(d_train[i], d_hold[j], alpha)[0],
+        (d_train.size, d_hold.size),
+        ctx.rng(mid),
+    )
     return Measurement(
-        value=value, raw=raw, baseline=alpha, ci=ci, flagged=np.nonzero(below)[0],
-        sizes={"real": ctx.n("real"), "synthetic": ctx.n("synthetic"), "holdout": ctx.n("holdout"),
-               "queries": int(d_train.size + d_hold.size + srd.size + rrd.size)},
-        details={"alpha": alpha, "k": int(srd_nn.k), "space": SPACE, "p_train": p_train, "p_holdout": alpha,
-                 "quantile_holdout_to_synthetic": q, "rrd_alpha_holdout_to_train": rrd_alpha,
-                 "synthetic_below_rrd_alpha": int(below.sum()),
-                 "synthetic_share_below_rrd_alpha": float(below.mean()) / alpha})
+        value=value,
+        raw=raw,
+        baseline=alpha,
+        ci=ci,
+        flagged=np.nonzero(below)[0],
+        sizes={
+            "real": ctx.n("real"),
+            "synthetic": ctx.n("synthetic"),
+            "holdout": ctx.n("holdout"),
+            "queries": int(d_train.size + d_hold.size + srd.size + rrd.size),
+        },
+        details={
+            "alpha": alpha,
+            "k": int(srd_nn.k),
+            "space": SPACE,
+            "p_train": p_train,
+            "p_holdout": alpha,
+            "quantile_holdout_to_synthetic": q,
+            "rrd_alpha_holdout_to_train": rrd_alpha,
+            "synthetic_below_rrd_alpha": int(below.sum()),
+            "synthetic_share_below_rrd_alpha": float(below.mean()) / alpha,
+        },
+    )
 
 
-@metric("dcr_percentile", family="holdout", source="seed 004 §4.2.2", risk=Risk.REIDENTIFICATION,
-        needs=("real", "synthetic", "holdout"), queries=QUERIES,
-        default={"threshold": 0.05, "on": "ci_upper", "severity": "ERROR"},
-        expect=Expect(copy_min=0.999, indep_max=0.1))
+@metric(
+    "dcr_percentile",
+    family="holdout",
+    source="seed 004 §4.2.2",
+    risk=Risk.REIDENTIFICATION,
+    needs=("real", "synthetic", "holdout"),
+    queries=QUERIES,
+    default={"threshold": 0.05, "on": "ci_upper", "severity": "ERROR"},
+    expect=Expect(copy_min=0.999, indep_max=0.1),
+)
 def dcr_percentile(ctx: EvaluationContext, *, alpha: float = 0.02) -> Measurement:
     """DCR percentile against a holdout (seed 004 §4.2.2, eqs. 2–4, α = 2 %), normalised per record.
 
@@ -190,10 +244,16 @@ def dcr_percentile(ctx: EvaluationContext, *, alpha: float = 0.02) -> Measuremen
     return _percentile_metric(ctx, "dcr_percentile", 1, alpha)
 
 
-@metric("knn_percentile", family="holdout", source="seed 004 §4.2.3", risk=Risk.REIDENTIFICATION,
-        needs=("real", "synthetic", "holdout"), queries=QUERIES,
-        default={"threshold": 0.02, "severity": "WARN", "optional": True},  # k = 5 reads low
-        expect=Expect(copy_min=0.01, indep_max=0.1))  # k = 5 means dilute a copy (docs/metrics.md)
+@metric(
+    "knn_percentile",
+    family="holdout",
+    source="seed 004 §4.2.3",
+    risk=Risk.REIDENTIFICATION,
+    needs=("real", "synthetic", "holdout"),
+    queries=QUERIES,
+    default={"threshold": 0.02, "severity": "WARN", "optional": True},  # k = 5 reads low
+    expect=Expect(copy_min=0.01, indep_max=0.1),
+)  # k = 5 means dilute a copy (docs/metrics.md)
 def knn_percentile(ctx: EvaluationContext, *, k: int = 5, alpha: float = 0.02) -> Measurement:
     """k-NN percentile against a holdout (seed 004 §4.2.3): dcr_percentile with mean k-NN distances.
 
@@ -214,13 +274,16 @@ def _band(diff_percent: float) -> str:
     return "Medium" if diff_percent <= 50.0 else "Low"
 
 
-def _diff_metric(ctx: EvaluationContext, mid: str, syn: np.ndarray, hold: np.ndarray,
-                 flagged: np.ndarray, what: str) -> Measurement:
+def _diff_metric(
+    ctx: EvaluationContext, mid: str, syn: np.ndarray, hold: np.ndarray, flagged: np.ndarray, what: str
+) -> Measurement:
     """Diff % = (mean holdout figure − mean synthetic figure) / mean holdout figure × 100 (seed 001)."""
     mean_h, mean_s = float(hold.mean()), float(syn.mean())
     if mean_h <= 0.0:
-        raise MetricError(f"every holdout row has an identical training row: the holdout {what} is 0 "
-                         "and Diff % is undefined")
+        raise MetricError(
+            f"every holdout row has an identical training row: the holdout {what} is 0 "
+            "and Diff % is undefined"
+        )
     diff = (mean_h - mean_s) / mean_h * 100.0
     value = _clip(diff / 100.0)
 
@@ -230,20 +293,42 @@ def _diff_metric(ctx: EvaluationContext, mid: str, syn: np.ndarray, hold: np.nda
 
     ci = _ci(value, stat, (syn.size, hold.size), ctx.rng(mid))
     return Measurement(
-        value=value, raw=diff, baseline=mean_h, ci=ci, flagged=flagged,
-        sizes={"real": ctx.n("real"), "synthetic": ctx.n("synthetic"), "holdout": ctx.n("holdout"),
-               "queries": int(syn.size + hold.size)},
-        details={"diff_percent": diff, "privacy_score": 100.0 - diff, "band": _band(diff),
-                 f"mean_{what}_synthetic_to_train": mean_s, f"mean_{what}_holdout_to_train": mean_h,
-                 f"median_{what}_synthetic_to_train": float(np.median(syn)),
-                 f"median_{what}_holdout_to_train": float(np.median(hold)),
-                 "statistic": "mean", "space": SPACE, "exact_copies": int(flagged.size)})
+        value=value,
+        raw=diff,
+        baseline=mean_h,
+        ci=ci,
+        flagged=flagged,
+        sizes={
+            "real": ctx.n("real"),
+            "synthetic": ctx.n("synthetic"),
+            "holdout": ctx.n("holdout"),
+            "queries": int(syn.size + hold.size),
+        },
+        details={
+            "diff_percent": diff,
+            "privacy_score": 100.0 - diff,
+            "band": _band(diff),
+            f"mean_{what}_synthetic_to_train": mean_s,
+            f"mean_{what}_holdout_to_train": mean_h,
+            f"median_{what}_synthetic_to_train": float(np.median(syn)),
+            f"median_{what}_holdout_to_train": float(np.median(hold)),
+            "statistic": "mean",
+            "space": SPACE,
+            "exact_copies": int(flagged.size),
+        },
+    )
 
 
-@metric("dcr_holdout_diff", family="holdout", source="seed 001 (DCR test)", risk=Risk.REIDENTIFICATION,
-        needs=("real", "synthetic", "holdout"), queries=QUERIES,
-        default={"threshold": 0.1, "severity": "WARN", "optional": True},  # seed 001: D < 10 High
-        expect=Expect(copy_min=0.999, indep_max=0.1))
+@metric(
+    "dcr_holdout_diff",
+    family="holdout",
+    source="seed 001 (DCR test)",
+    risk=Risk.REIDENTIFICATION,
+    needs=("real", "synthetic", "holdout"),
+    queries=QUERIES,
+    default={"threshold": 0.1, "severity": "WARN", "optional": True},  # seed 001: D < 10 High
+    expect=Expect(copy_min=0.999, indep_max=0.1),
+)
 def dcr_holdout_diff(ctx: EvaluationContext) -> Measurement:
     """Diff DCR % of seed 001: mean DCR synthetic→train against mean DCR holdout→train.
 
@@ -271,10 +356,16 @@ def _nndr(ctx: EvaluationContext, query: str) -> np.ndarray:
     return _round(ratio)
 
 
-@metric("nndr_holdout_diff", family="holdout", source="seed 001 (NNDR test)", risk=Risk.REIDENTIFICATION,
-        needs=("real", "synthetic", "holdout"), queries=QUERIES,
-        default={"threshold": 0.1, "severity": "WARN", "optional": True},
-        expect=Expect(copy_min=0.999, indep_max=0.1))
+@metric(
+    "nndr_holdout_diff",
+    family="holdout",
+    source="seed 001 (NNDR test)",
+    risk=Risk.REIDENTIFICATION,
+    needs=("real", "synthetic", "holdout"),
+    queries=QUERIES,
+    default={"threshold": 0.1, "severity": "WARN", "optional": True},
+    expect=Expect(copy_min=0.999, indep_max=0.1),
+)
 def nndr_holdout_diff(ctx: EvaluationContext) -> Measurement:
     """Diff NNDR % of seed 001: mean NNDR synthetic→train against mean NNDR holdout→train.
 
@@ -322,10 +413,15 @@ def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
     return _round(r)
 
 
-@metric("proximity_ratio_score", family="holdout", source="seed 003", risk=Risk.REIDENTIFICATION,
-        queries=((SPACE, "real", "synthetic", SHARED_K),),
-        default={"threshold": 0.5, "severity": "WARN"},  # seed 003 score < 50
-        expect=Expect(copy_min=0.89, indep_max=0.2))  # at most 1 − α = 0.9
+@metric(
+    "proximity_ratio_score",
+    family="holdout",
+    source="seed 003",
+    risk=Risk.REIDENTIFICATION,
+    queries=((SPACE, "real", "synthetic", SHARED_K),),
+    default={"threshold": 0.5, "severity": "WARN"},  # seed 003 score < 50
+    expect=Expect(copy_min=0.89, indep_max=0.2),
+)  # at most 1 − α = 0.9
 def proximity_ratio_score(ctx: EvaluationContext, *, alpha: float = 0.1, splits: int = 5) -> Measurement:
     """Privacy score of seed 003 from Train-to-Train and Train-to-Synthetic proximity ratios.
 
@@ -389,11 +485,22 @@ def proximity_ratio_score(ctx: EvaluationContext, *, alpha: float = 0.1, splits:
 
     lo, hi = bootstrap_ci(single, n // 2, rng, resamples=RESAMPLES)
     ci = (_clip(min(lo, value)), _clip(max(hi, value)))
-    return Measurement(value=value, raw=raw, baseline=alpha, ci=ci,
+    return Measurement(
+        value=value,
+        raw=raw,
+        baseline=alpha,
+        ci=ci,
         flagged=np.array(sorted(flagged), dtype=np.int64),
-        sizes={"real": n, "synthetic": ctx.n("synthetic"), "r1": n // 2, "r2": n - n // 2,
-               "queries": n // 2},
-        details={"alpha": alpha, "splits": splits, "space": SPACE, "ttpr_share": a, "tspr_share": b,
-                 "ratio": a / b if b > 0 else None, "per_split_score": [score(p, q) for p, q in zip(a_s, b_s,
-                                                                                                  strict=True)],
-                 "privacy_score": raw, "ratio_direction": "TTPR share / TSPR share"})
+        sizes={"real": n, "synthetic": ctx.n("synthetic"), "r1": n // 2, "r2": n - n // 2, "queries": n // 2},
+        details={
+            "alpha": alpha,
+            "splits": splits,
+            "space": SPACE,
+            "ttpr_share": a,
+            "tspr_share": b,
+            "ratio": a / b if b > 0 else None,
+            "per_split_score": [score(p, q) for p, q in zip(a_s, b_s, strict=True)],
+            "privacy_score": raw,
+            "ratio_direction": "TTPR share / TSPR share",
+        },
+    )

@@ -13,9 +13,14 @@ from ..registry import Expect, metric
 from ..results import Measurement, Risk
 
 
-@metric("crp", family="simulation", source="seed 000 §2.1.4", risk=Risk.REIDENTIFICATION,
-        default={"threshold": 0.05, "severity": "ERROR"},
-        expect=Expect(copy_min=0.999, indep_max=0.02))
+@metric(
+    "crp",
+    family="simulation",
+    source="seed 000 §2.1.4",
+    risk=Risk.REIDENTIFICATION,
+    default={"threshold": 0.05, "severity": "ERROR"},
+    expect=Expect(copy_min=0.999, indep_max=0.02),
+)
 def crp(ctx: EvaluationContext) -> Measurement:
     """Common Rows Proportion: synthetic rows identical to a real row, per real row (seed 000 §2.1.4).
 
@@ -26,8 +31,9 @@ def crp(ctx: EvaluationContext) -> Measurement:
     copies = ctx.copies_of("synthetic", "real")
     c = int(copies.sum())
     raw = c / (ctx.n("real") + 1e-8)
-    return Measurement(value=min(1.0, raw), raw=raw, flagged=np.nonzero(copies)[0],
-                        details={"common_rows": c})
+    return Measurement(
+        value=min(1.0, raw), raw=raw, flagged=np.nonzero(copies)[0], details={"common_rows": c}
+    )
 
 
 # ------------------------------------------------------------------ threat model and shared helpers
@@ -79,12 +85,14 @@ def _group_ids(ctx: EvaluationContext, columns: tuple[str, ...]) -> tuple[np.nda
     r, s = ctx.codes("real")[:, cols], ctx.codes("synthetic")[:, cols]
     _, inv = np.unique(np.vstack([r, s]), axis=0, return_inverse=True)
     inv = inv.reshape(-1)
-    return inv[: r.shape[0]], inv[r.shape[0]:]
+    return inv[: r.shape[0]], inv[r.shape[0] :]
 
 
 def _count_in(sorted_keys: np.ndarray, query: np.ndarray) -> np.ndarray:
     """How many entries of the sorted array equal each query value."""
-    return np.searchsorted(sorted_keys, query, side="right") - np.searchsorted(sorted_keys, query, side="left")
+    return np.searchsorted(sorted_keys, query, side="right") - np.searchsorted(
+        sorted_keys, query, side="left"
+    )
 
 
 def _sensitive_kind(ctx: EvaluationContext, name: str) -> str:
@@ -99,9 +107,14 @@ def _worst(per_column: dict[str, dict], field: str = "value") -> tuple[float, st
 # ----------------------------------------------------------------------------------------- ZCAP
 
 
-@metric("zcap", family="simulation", source="seed 000 §2.1.1", risk=Risk.INFERENCE,
-        default={"threshold": 0.05, "severity": "WARN"},  # 0.20 vs 0.0003
-        expect=Expect(copy_min=0.8, indep_max=0.4))  # 0.84 / 0.32 measured
+@metric(
+    "zcap",
+    family="simulation",
+    source="seed 000 §2.1.1",
+    risk=Risk.INFERENCE,
+    default={"threshold": 0.05, "severity": "WARN"},  # 0.20 vs 0.0003
+    expect=Expect(copy_min=0.8, indep_max=0.4),
+)  # 0.84 / 0.32 measured
 def zcap(ctx: EvaluationContext) -> Measurement:
     """Categorical Zero CAP: share of key-matching synthetic rows that also hold the real sensitive value.
 
@@ -123,11 +136,16 @@ def zcap(ctx: EvaluationContext) -> Measurement:
             pair_syn = np.sort(g_syn.astype(np.int64) * width + v_syn)
             correct = _count_in(pair_syn, g_real.astype(np.int64) * width + v_real)  # |C_y|
             score = correct / np.maximum(1, matches)
-            per[s] = {"value": float(score.mean()), "kind": _sensitive_kind(ctx, s),
-                      "real_rows_matched": int((matches > 0).sum()), "key_columns": list(kcols)}
+            per[s] = {
+                "value": float(score.mean()),
+                "kind": _sensitive_kind(ctx, s),
+                "real_rows_matched": int((matches > 0).sum()),
+                "key_columns": list(kcols),
+            }
     value, col = _worst(per)
-    return Measurement(value=value, raw=value,
-                        details={"worst_column": col, "per_column": per, "sensitive_columns": sens})
+    return Measurement(
+        value=value, raw=value, details={"worst_column": col, "per_column": per, "sensitive_columns": sens}
+    )
 
 
 # ----------------------------------------------------------------------------------------- GCAP
@@ -149,21 +167,26 @@ def _tied_matches(ties: np.ndarray, v_query: np.ndarray, v_ref: np.ndarray) -> t
         onehot[np.arange(v_ref.size), v_ref] = 1.0
         onehot[:, width] = 1.0
         counts = ties.astype(np.float32) @ onehot
-        return (counts[:, width].astype(np.int64),
-                counts[np.arange(v_query.size), v_query].astype(np.int64))
+        return (counts[:, width].astype(np.int64), counts[np.arange(v_query.size), v_query].astype(np.int64))
     return ties.sum(axis=1), (ties & (v_query[:, None] == v_ref[None, :])).sum(axis=1)
 
 
-@metric("gcap", family="simulation", source="seed 000 §2.1.2", risk=Risk.INFERENCE,
-        default={"threshold": 0.9, "severity": "WARN"},  # 0.83 vs 0.79
-        expect=Expect(copy_min=0.8, indep_max=0.7))  # 0.84 / 0.61: GCAP always guesses
+@metric(
+    "gcap",
+    family="simulation",
+    source="seed 000 §2.1.2",
+    risk=Risk.INFERENCE,
+    default={"threshold": 0.9, "severity": "WARN"},  # 0.83 vs 0.79
+    expect=Expect(copy_min=0.8, indep_max=0.7),
+)  # 0.84 / 0.61: GCAP always guesses
 def gcap(ctx: EvaluationContext) -> Measurement:
     """Categorical Generalized CAP: the nearest synthetic rows by Hamming distance on the keys vote.
 
     Seed 000 §2.1.2, eqs. 5–6: for each real row y, G_y = every synthetic row at the minimum Hamming
     distance d_H(y[A_K], z[A_K]) (all ties: eq. 5 counts sets), C_y = those sharing y's sensitive
     value; gcap(y) = |C_y| / |G_y|, GCAP = the mean over real rows. Distances come from chunked
-    Hamming blocks on the shared integer codes (exact integers, so ties are exact; ``neighbors.mixed_chunks``). Every sensitive column is
+    Hamming blocks on the shared integer codes (exact integers, so ties are exact;
+    ``neighbors.mixed_chunks``). Every sensitive column is
     scored; value = the worst. A numerical sensitive column is scored on exact equality of values.
     """
     keys, sens = threat_columns(ctx)
@@ -176,22 +199,31 @@ def gcap(ctx: EvaluationContext) -> Measurement:
         correct = {s: np.zeros(n_real, dtype=np.int64) for s in group}
         n_ties = np.zeros(n_real, dtype=np.int64)
         d_min = np.zeros(n_real, dtype=np.float64)
-        for start, block in mixed_chunks(MixedRows(np.empty((q.shape[0], 0), np.float32), q),
-                                         MixedRows(np.empty((r.shape[0], 0), np.float32), r)):
+        for start, block in mixed_chunks(
+            MixedRows(np.empty((q.shape[0], 0), np.float32), q),
+            MixedRows(np.empty((r.shape[0], 0), np.float32), r),
+        ):
             stop = start + block.shape[0]
             low = block.min(axis=1)
             ties = block == low[:, None]  # integer distances in float32: equality is exact
             d_min[start:stop] = low
             for s in group:
-                n_ties[start:stop], correct[s][start:stop] = _tied_matches(ties, v_real[s][start:stop], v_syn[s])
+                n_ties[start:stop], correct[s][start:stop] = _tied_matches(
+                    ties, v_real[s][start:stop], v_syn[s]
+                )
         for s in group:
             score = correct[s] / n_ties
-            per[s] = {"value": float(score.mean()), "kind": _sensitive_kind(ctx, s),
-                      "mean_tied_rows": float(n_ties.mean()), "mean_hamming_distance": float(d_min.mean()),
-                      "key_columns": list(kcols)}
+            per[s] = {
+                "value": float(score.mean()),
+                "kind": _sensitive_kind(ctx, s),
+                "mean_tied_rows": float(n_ties.mean()),
+                "mean_hamming_distance": float(d_min.mean()),
+                "key_columns": list(kcols),
+            }
     value, col = _worst(per)
-    return Measurement(value=value, raw=value,
-                        details={"worst_column": col, "per_column": per, "sensitive_columns": sens})
+    return Measurement(
+        value=value, raw=value, details={"worst_column": col, "per_column": per, "sensitive_columns": sens}
+    )
 
 
 # ------------------------------------------------------------------------------------------ AIR
@@ -279,9 +311,14 @@ def _pattern_weights(ctx: EvaluationContext) -> tuple[np.ndarray, float]:
     return -np.log(p[inv.reshape(-1)]) / (n * h), h
 
 
-@metric("air", family="simulation", source="seed 000 §2.1.3", risk=Risk.INFERENCE,
-        default={"threshold": 0.9, "severity": "WARN"},  # 0.83 vs 0.79
-        expect=Expect(copy_min=0.6, indep_max=0.55))  # 0.65 / 0.48: a mixed tie scores F1 ≈ 0
+@metric(
+    "air",
+    family="simulation",
+    source="seed 000 §2.1.3",
+    risk=Risk.INFERENCE,
+    default={"threshold": 0.9, "severity": "WARN"},  # 0.83 vs 0.79
+    expect=Expect(copy_min=0.6, indep_max=0.55),
+)  # 0.65 / 0.48: a mixed tie scores F1 ≈ 0
 def air(ctx: EvaluationContext) -> Measurement:
     """Attribute Inference Risk: the nearest synthetic rows (Euclidean, keys) guess the sensitive value.
 
@@ -330,12 +367,18 @@ def air(ctx: EvaluationContext) -> Measurement:
             fn = np.where(fp > 0, n_match, 0)  # |M_y|: only a wrongly matched y has false negatives
             f1 = np.where(t > 0, 2.0 * t / np.maximum(1, 2 * t + fp + fn), 0.0)
             tp_all, fp_all, fn_all = int(t.sum()), int(fp.sum()), int(fn.sum())
-            per[s] = {"value": float(np.dot(weights, f1)), "kind": _sensitive_kind(ctx, s),
-                      "unweighted_mean_f1": float(f1.mean()),
-                      "real_rows_all_tied_correct": int((fp == 0).sum()),
-                      "pooled_f1": 2.0 * tp_all / max(1, 2 * tp_all + fp_all + fn_all),
-                      "mean_tied_rows": float(n_ties.mean()), "key_columns": list(kcols)}
+            per[s] = {
+                "value": float(np.dot(weights, f1)),
+                "kind": _sensitive_kind(ctx, s),
+                "unweighted_mean_f1": float(f1.mean()),
+                "real_rows_all_tied_correct": int((fp == 0).sum()),
+                "pooled_f1": 2.0 * tp_all / max(1, 2 * tp_all + fp_all + fn_all),
+                "mean_tied_rows": float(n_ties.mean()),
+                "key_columns": list(kcols),
+            }
     value, col = _worst(per)
-    return Measurement(value=min(1.0, value), raw=value,
-                        details={"worst_column": col, "per_column": per, "sensitive_columns": sens,
-                                 "row_entropy": entropy})
+    return Measurement(
+        value=min(1.0, value),
+        raw=value,
+        details={"worst_column": col, "per_column": per, "sensitive_columns": sens, "row_entropy": entropy},
+    )

@@ -5,7 +5,6 @@ real value would then sit): each reads its table through the read-only resource 
 schema and a content fingerprint in a ``MaterializeResult``. The checks read the tables themselves.
 """
 
-
 import dagster as dg
 
 from ..errors import TableError

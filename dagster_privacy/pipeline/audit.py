@@ -107,8 +107,10 @@ def default_audit_path(instance: Any = None) -> Path:
 def _guard(path: Path) -> None:
     real_db = os.environ.get(DATABASE_ENV)
     if real_db and os.path.realpath(path) == os.path.realpath(real_db):
-        raise AuditError(f"the audit table must not live in the real data's database ({DATABASE_ENV}); "
-                         f"set {AUDIT_ENV} to a file of its own")
+        raise AuditError(
+            f"the audit table must not live in the real data's database ({DATABASE_ENV}); "
+            f"set {AUDIT_ENV} to a file of its own"
+        )
 
 
 def _hash(fields: dict[str, Any], key: bytes | None = None) -> str:
@@ -137,10 +139,14 @@ def verify_anchors(rows: list[AuditRow], anchors: list[Anchor]) -> list[str]:
     for a in anchors:
         r = by_seq.get(a.seq)
         if r is None:
-            problems.append(f"{a.where} records audit row #{a.seq}; the table ends at #{len(rows)} (rows deleted)")
+            problems.append(
+                f"{a.where} records audit row #{a.seq}; the table ends at #{len(rows)} (rows deleted)"
+            )
         elif r.row_hash != a.row_hash:
-            problems.append(f"{a.where} records audit row #{a.seq} with hash {a.row_hash[:12]}…, the table holds "
-                            f"{r.row_hash[:12]}… (the table was rewritten)")
+            problems.append(
+                f"{a.where} records audit row #{a.seq} with hash {a.row_hash[:12]}…, the table holds "
+                f"{r.row_hash[:12]}… (the table was rewritten)"
+            )
     return problems
 
 
@@ -154,11 +160,16 @@ def verify_publications(rows: list[AuditRow], log: list[dict[str, Any]], where: 
         if entry.get("action") == "publish" and seq:
             last = next((r for r in reversed(rows[: int(seq)]) if r.release_id == entry["release_id"]), None)
             if last is not None and last.decision != "approve":
-                problems.append(f"{where}: release {entry['release_id']} was published ({entry['published_at']}) "
-                                f"while the latest audited decision on it was #{last.seq} '{last.decision}'")
+                problems.append(
+                    f"{where}: release {entry['release_id']} was published ({entry['published_at']}) "
+                    f"while the latest audited decision on it was #{last.seq} '{last.decision}'"
+                )
     logged = {int(e["audit_seq"]) for e in log if e.get("action") == "withdraw" and e.get("audit_seq")}
-    problems += [f"{where}: the audited withdrawal #{r.seq} of release {r.release_id} is not in the log"
-                 for r in rows if r.decision == "withdraw" and r.seq not in logged]
+    problems += [
+        f"{where}: the audited withdrawal #{r.seq} of release {r.release_id} is not in the log"
+        for r in rows
+        if r.decision == "withdraw" and r.seq not in logged
+    ]
     return problems
 
 
@@ -193,8 +204,9 @@ class AuditLog:
         """Append one decision; returns the stored row (with its sequence number and hashes)."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with _connect(self.path, read_only=False) as con:
-            con.execute(f"create table if not exists {TABLE} ("
-                        + ", ".join(f'"{c}" {t}' for c, t in COLUMNS) + ")").fetchall()
+            con.execute(
+                f"create table if not exists {TABLE} (" + ", ".join(f'"{c}" {t}' for c, t in COLUMNS) + ")"
+            ).fetchall()
             key = _key()
             self._check_mode(con, key, create=True)
             con.execute("begin transaction").fetchall()
@@ -204,8 +216,10 @@ class AuditLog:
                 row = {k: fields.get(k) for k in NAMES}
                 row.update(seq=seq, prev_hash=prev)
                 row["row_hash"] = _hash(row, key)
-                con.execute(f"insert into {TABLE} values (" + ", ".join("?" * len(NAMES)) + ")",
-                            [row[k] for k in NAMES]).fetchall()
+                con.execute(
+                    f"insert into {TABLE} values (" + ", ".join("?" * len(NAMES)) + ")",
+                    [row[k] for k in NAMES],
+                ).fetchall()
                 con.execute("commit").fetchall()
             except BaseException:
                 con.execute("rollback").fetchall()
@@ -217,8 +231,9 @@ class AuditLog:
         if not self.path.is_file():
             return []
         with _connect(self.path, read_only=True) as con:
-            have = con.execute("select count(*) from information_schema.tables where table_name = ?",
-                               [TABLE]).fetchall()[0][0]
+            have = con.execute(
+                "select count(*) from information_schema.tables where table_name = ?", [TABLE]
+            ).fetchall()[0][0]
             if not have:
                 return []
             cols = ", ".join(f'"{c}"' for c in NAMES)
@@ -231,7 +246,9 @@ class AuditLog:
         a table from before modes were recorded is sha256."""
         if create:
             con.execute(f"create table if not exists {META} (hash varchar)").fetchall()
-        have = con.execute("select count(*) from information_schema.tables where table_name = ?", [META]).fetchall()
+        have = con.execute(
+            "select count(*) from information_schema.tables where table_name = ?", [META]
+        ).fetchall()
         mode = con.execute(f"select hash from {META}").fetchall() if have[0][0] else []
         if not mode and create:
             empty = con.execute(f"select count(*) from {TABLE}").fetchall()[0][0] == 0
@@ -241,9 +258,11 @@ class AuditLog:
         if keyed and not key:
             raise AuditError(f"the audit table is keyed (HMAC): set {KEY_ENV} to the key its verifier holds")
         if not keyed and key:
-            raise AuditError(f"the audit table says it is not keyed, but {KEY_ENV} is set: it was created "
-                             "without a key, or its mode was changed — do not unset the key to make it verify; "
-                             "compare it with the recorded heads (dagster-privacy audit verify)")
+            raise AuditError(
+                f"the audit table says it is not keyed, but {KEY_ENV} is set: it was created "
+                "without a key, or its mode was changed — do not unset the key to make it verify; "
+                "compare it with the recorded heads (dagster-privacy audit verify)"
+            )
 
     def verify_chain(self) -> list[AuditRow]:
         """The rows, after checking the hash chain; raises AuditError when a row was changed or removed."""
@@ -258,5 +277,3 @@ class AuditLog:
                 raise AuditError(f"the audit table {self.path} was altered at row {r.seq}")
             prev = r.row_hash
         return rows
-
-

@@ -1,6 +1,5 @@
 """Jobs, the re-evaluation schedule and the new-release sensor."""
 
-
 import dagster as dg
 from dagster._core.definitions.unresolved_asset_job_definition import UnresolvedAssetJobDefinition
 
@@ -14,34 +13,48 @@ RELEASE_JOB = "privacy_release_job"
 CHECKS_JOB = "privacy_checks_job"
 
 
-def build_release_job(*, assets: list[str] | None = None, name: str = RELEASE_JOB) -> UnresolvedAssetJobDefinition:
+def build_release_job(
+    *, assets: list[str] | None = None, name: str = RELEASE_JOB
+) -> UnresolvedAssetJobDefinition:
     """Materialize the tables, run their checks and publish (the gate acts inside this run)."""
     keys = assets or ["real_table", "holdout_table", "synthetic_table", "published_release"]
     # re-judging the published release belongs to the scheduled re-evaluation, not to the run publishing it
     selection = dg.AssetSelection.assets(*keys) - dg.AssetSelection.checks_for_assets("published_release")
-    return dg.define_asset_job(name, selection=selection,
-                               description="A whole release: tables, privacy checks, gated publication.")
+    return dg.define_asset_job(
+        name, selection=selection, description="A whole release: tables, privacy checks, gated publication."
+    )
 
 
-def build_checks_job(*, synthetic_asset: str = "synthetic_table", published_asset: str | None = None,
-                     name: str = CHECKS_JOB) -> UnresolvedAssetJobDefinition:
+def build_checks_job(
+    *, synthetic_asset: str = "synthetic_table", published_asset: str | None = None, name: str = CHECKS_JOB
+) -> UnresolvedAssetJobDefinition:
     """Re-run only the checks (no materialization): those on the current release, which target its latest
     materialization, and those on ``published_asset``, which re-judge what the target holds."""
     selection = dg.AssetSelection.checks_for_assets(synthetic_asset)
     if published_asset:
         selection = selection | dg.AssetSelection.checks_for_assets(published_asset)
-    return dg.define_asset_job(name, selection=selection,
-                               description="Re-evaluate the privacy checks on the current release and re-judge "
-                                           "the published one.")
+    return dg.define_asset_job(
+        name,
+        selection=selection,
+        description="Re-evaluate the privacy checks on the current release and re-judge the published one.",
+    )
 
 
-def build_checks_schedule(*, job: UnresolvedAssetJobDefinition, cron_schedule: str = "0 3 * * *",
-                          name: str = "privacy_checks_schedule",
-                          default_status: dg.DefaultScheduleStatus = dg.DefaultScheduleStatus.STOPPED,
-                          ) -> dg.ScheduleDefinition:
+def build_checks_schedule(
+    *,
+    job: UnresolvedAssetJobDefinition,
+    cron_schedule: str = "0 3 * * *",
+    name: str = "privacy_checks_schedule",
+    default_status: dg.DefaultScheduleStatus = dg.DefaultScheduleStatus.STOPPED,
+) -> dg.ScheduleDefinition:
     """Re-run the checks on a schedule (new metric versions or policies apply to the current release)."""
-    return dg.ScheduleDefinition(name=name, job=job, cron_schedule=cron_schedule, default_status=default_status,
-                                 description="Re-evaluate the privacy checks on the current release.")
+    return dg.ScheduleDefinition(
+        name=name,
+        job=job,
+        cron_schedule=cron_schedule,
+        default_status=default_status,
+        description="Re-evaluate the privacy checks on the current release.",
+    )
 
 
 def build_new_release_sensor(
@@ -57,9 +70,14 @@ def build_new_release_sensor(
     """Detect a new synthetic release — new content (fingerprint) or a new release id — and launch the
     release job for it. Nothing is requested while the latest materialization already recorded both."""
 
-    @dg.sensor(name=name, job=job, minimum_interval_seconds=minimum_interval_seconds,
-               default_status=default_status, required_resource_keys={resource_key},
-               description="Launches the release job when the synthetic table holds a new release.")
+    @dg.sensor(
+        name=name,
+        job=job,
+        minimum_interval_seconds=minimum_interval_seconds,
+        default_status=default_status,
+        required_resource_keys={resource_key},
+        description="Launches the release job when the synthetic table holds a new release.",
+    )
     def _sensor(context: dg.SensorEvaluationContext) -> dg.SensorResult | dg.SkipReason:
         db: ReadOnlyDuckDB = getattr(context.resources, resource_key)
         try:
@@ -75,7 +93,8 @@ def build_new_release_sensor(
             return dg.SkipReason(f"release {rid} already materialized")
         if context.cursor == run_key:
             return dg.SkipReason(f"release {rid} already requested")
-        return dg.SensorResult(run_requests=[dg.RunRequest(run_key=run_key, tags={RELEASE_ID_TAG: rid})],
-                               cursor=run_key)
+        return dg.SensorResult(
+            run_requests=[dg.RunRequest(run_key=run_key, tags={RELEASE_ID_TAG: rid})], cursor=run_key
+        )
 
     return _sensor

@@ -5,7 +5,6 @@ typed metadata. Fail closed: whatever raises (a table that cannot be read, a bad
 turns every spec into ``passed=False`` with the reason — never a missing evaluation (dagster-facts §2).
 """
 
-
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -27,8 +26,9 @@ EvaluationHook = Callable[[Evaluation, dg.AssetCheckExecutionContext], Mapping[s
 PolicyLike = str | Path | pol.Policy | Mapping[str, Any]
 
 
-def required_check_names(policy: PolicyLike, *, schema_gate: bool = True,
-                         extra: Sequence[str] = ()) -> list[str]:
+def required_check_names(
+    policy: PolicyLike, *, schema_gate: bool = True, extra: Sequence[str] = ()
+) -> list[str]:
     """The checks publication requires to have passed: every gating metric, the schema gate, the
     human sign-off when the policy requires one (``privacy_signoff``), and ``extra``."""
     plan = pol.resolve(policy)
@@ -41,14 +41,17 @@ def required_check_names(policy: PolicyLike, *, schema_gate: bool = True,
     return names
 
 
-def failed_closed(context: Any, what: str, reason: str, *, release: str | None = None,
-                  fingerprint: str | None = None) -> dg.AssetCheckResult:
+def failed_closed(
+    context: Any, what: str, reason: str, *, release: str | None = None, fingerprint: str | None = None
+) -> dg.AssetCheckResult:
     """The result of a single check whose body raised: failed, ERROR, the reason logged and recorded."""
     context.log.error(f"{what} failed closed: {reason}")
-    return dg.AssetCheckResult(passed=False, severity=dg.AssetCheckSeverity.ERROR,
-                               metadata=DEFAULT_TRANSLATOR.failure_metadata(reason, release=release,
-                                                                            fingerprint=fingerprint),
-                               description=f"{what} failed: {reason}")
+    return dg.AssetCheckResult(
+        passed=False,
+        severity=dg.AssetCheckSeverity.ERROR,
+        metadata=DEFAULT_TRANSLATOR.failure_metadata(reason, release=release, fingerprint=fingerprint),
+        description=f"{what} failed: {reason}",
+    )
 
 
 def build_privacy_checks(
@@ -81,27 +84,53 @@ def build_privacy_checks(
     specs = []
     for m in plan.ids:
         e = plan.entry(m)
-        specs.append(dg.AssetCheckSpec(
-            m, asset=key, blocking=e.severity is Severity.ERROR, additional_deps=list(additional_deps) or None,
-            description=translator.spec_description(m, registry()[m].summary, e),
-            metadata={"severity": e.severity.value, "threshold": e.threshold, "on": e.on},
-        ))
+        specs.append(
+            dg.AssetCheckSpec(
+                m,
+                asset=key,
+                blocking=e.severity is Severity.ERROR,
+                additional_deps=list(additional_deps) or None,
+                description=translator.spec_description(m, registry()[m].summary, e),
+                metadata={"severity": e.severity.value, "threshold": e.threshold, "on": e.on},
+            )
+        )
 
-    @dg.multi_asset_check(specs=specs, name=name, required_resource_keys={resource_key, release_resource_key},
-                          description=f"Privacy metrics of policy {plan.policy.name!r}, one shared evaluation.")
+    @dg.multi_asset_check(
+        specs=specs,
+        name=name,
+        required_resource_keys={resource_key, release_resource_key},
+        description=f"Privacy metrics of policy {plan.policy.name!r}, one shared evaluation.",
+    )
     def _privacy_checks(context: dg.AssetCheckExecutionContext) -> Iterator[dg.AssetCheckResult]:
-        yield from evaluate_checks(context, plan=plan, key=key, real=real, synthetic=synthetic_source,
-                                   holdout=holdout, resource_key=resource_key,
-                                   release_resource_key=release_resource_key, on_evaluation=on_evaluation,
-                                   translator=translator)
+        yield from evaluate_checks(
+            context,
+            plan=plan,
+            key=key,
+            real=real,
+            synthetic=synthetic_source,
+            holdout=holdout,
+            resource_key=resource_key,
+            release_resource_key=release_resource_key,
+            on_evaluation=on_evaluation,
+            translator=translator,
+        )
 
     return [_privacy_checks]
 
 
-def evaluate_checks(context: dg.AssetCheckExecutionContext, *, plan: pol.EvaluationPlan,
-                    key: dg.AssetKey, real: str, synthetic: str, holdout: str | None, resource_key: str,
-                    release_resource_key: str, on_evaluation: EvaluationHook | None,
-                    translator: PrivacyCheckTranslator = DEFAULT_TRANSLATOR) -> list[dg.AssetCheckResult]:
+def evaluate_checks(
+    context: dg.AssetCheckExecutionContext,
+    *,
+    plan: pol.EvaluationPlan,
+    key: dg.AssetKey,
+    real: str,
+    synthetic: str,
+    holdout: str | None,
+    resource_key: str,
+    release_resource_key: str,
+    on_evaluation: EvaluationHook | None,
+    translator: PrivacyCheckTranslator = DEFAULT_TRANSLATOR,
+) -> list[dg.AssetCheckResult]:
     """The body of the check: one evaluation, one result per metric; any exception fails every spec."""
     from ..evaluate import evaluate
     from ..tables import fingerprint as content_fingerprint
@@ -122,19 +151,35 @@ def evaluate_checks(context: dg.AssetCheckExecutionContext, *, plan: pol.Evaluat
         out = []
         for r in ev.results:
             meta = {**translator.metadata(r, ev, release=release, fingerprint=fp), **extra}
-            out.append(dg.AssetCheckResult(
-                asset_key=key, check_name=r.id, passed=r.passed, severity=translator.severity(plan.entry(r.id)),
-                metadata=meta, description=translator.result_description(r)))
+            out.append(
+                dg.AssetCheckResult(
+                    asset_key=key,
+                    check_name=r.id,
+                    passed=r.passed,
+                    severity=translator.severity(plan.entry(r.id)),
+                    metadata=meta,
+                    description=translator.result_description(r),
+                )
+            )
         missing = set(plan.ids) - {r.id for r in ev.results}
         if missing:
             raise RuntimeError(f"the evaluation returned no result for {', '.join(sorted(missing))}")
-        context.log.info(f"release {release}: verdict {ev.verdict.value} "
-                         f"({sum(r.passed for r in out)}/{len(out)} checks passed)")
+        context.log.info(
+            f"release {release}: verdict {ev.verdict.value} "
+            f"({sum(r.passed for r in out)}/{len(out)} checks passed)"
+        )
         return out
     except Exception as exc:  # fail closed: every spec fails with the reason
         reason = safe_reason(exc)
     context.log.error(f"privacy evaluation failed, every check fails closed: {reason}")
-    return [dg.AssetCheckResult(asset_key=key, check_name=m, passed=False, severity=translator.severity(plan.entry(m)),
-                                metadata=translator.failure_metadata(reason, release=release, fingerprint=fp),
-                                description=f"evaluation failed: {reason}")
-            for m in plan.ids]
+    return [
+        dg.AssetCheckResult(
+            asset_key=key,
+            check_name=m,
+            passed=False,
+            severity=translator.severity(plan.entry(m)),
+            metadata=translator.failure_metadata(reason, release=release, fingerprint=fp),
+            description=f"evaluation failed: {reason}",
+        )
+        for m in plan.ids
+    ]

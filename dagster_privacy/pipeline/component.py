@@ -24,17 +24,26 @@ class PrivacyChecksComponent(dg.Component, dg.Model, dg.Resolvable):
     the sign-off check on a synthetic table, with the evidence report; optionally the table assets and a
     gated ``published_release``. Built by ``build_release_definitions`` like every other entry point."""
 
-    database: str = Field(description="DuckDB file holding the tables (relative paths: from the project root)")
-    policy: str = Field(default="standard", description="preset (strict, standard, report-only) or a policy "
-                                                          "YAML file (relative paths: from this defs.yaml's folder)")
+    database: str = Field(
+        description="DuckDB file holding the tables (relative paths: from the project root)"
+    )
+    policy: str = Field(
+        default="standard",
+        description="preset (strict, standard, report-only) or a policy "
+        "YAML file (relative paths: from this defs.yaml's folder)",
+    )
     asset: str = Field(default="synthetic_table", description="key of the synthetic table asset")
     real: str = Field(default="real", description="real (training) table name or query")
     synthetic: str = Field(default="synthetic", description="synthetic table name or query")
     holdout: str | None = Field(default="holdout", description="holdout table name or query; null: none")
     schema_gate: bool = Field(default=True, description="add the Great Expectations schema gate")
-    tables: bool = Field(default=True, description="define the table assets (false: the asset exists elsewhere)")
-    publish_target: str | None = Field(default=None, description="define published_release writing here "
-                                                                   "(DuckDB file, Parquet file or directory)")
+    tables: bool = Field(
+        default=True, description="define the table assets (false: the asset exists elsewhere)"
+    )
+    publish_target: str | None = Field(
+        default=None,
+        description="define published_release writing here (DuckDB file, Parquet file or directory)",
+    )
     release_id: str = Field(default="", description="release id; empty: run tag, env or fingerprint")
 
     def _policy(self, context: dg.ComponentLoadContext) -> pol.Policy:
@@ -56,8 +65,15 @@ class PrivacyChecksComponent(dg.Component, dg.Model, dg.Resolvable):
         from .release import ReleaseSettings, build_release_definitions
 
         settings = ReleaseSettings(
-            database=self._path(context, self.database), policy=self._policy(context),
+            database=self._path(context, self.database),
+            policy=self._policy(context),
             publish_target=self._path(context, self.publish_target) if self.publish_target else None,
-            real=self.real, synthetic=self.synthetic, holdout=self.holdout, schema_gate=self.schema_gate,
-            release_id=self.release_id, asset=self.asset, tables=self.tables)
+            real=self.real,
+            synthetic=self.synthetic,
+            holdout=self.holdout,
+            schema_gate=self.schema_gate,
+            release_id=self.release_id,
+            asset=self.asset,
+            tables=self.tables,
+        )
         return build_release_definitions(settings=settings)

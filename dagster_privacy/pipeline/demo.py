@@ -32,9 +32,22 @@ from .settings import DATABASE_ENV, DEMO_DIR, POLICY_ENV, PUBLISH_TARGET_ENV, Re
 
 #: metrics the demo gates and reports on: the quick ones, with the standard preset's thresholds —
 #: including the gating attacks, so the report covers the three WP29 risks (about 2 s more per release)
-FAST_METRICS = ("crp", "dcr", "mdcr", "nndr", "authenticity", "nnaa", "ims", "dcr_percentile",
-                "dcr_holdout_diff", "nndr_holdout_diff", "singling_out_univariate",
-                "singling_out_multivariate", "linkability", "inference_distance")
+FAST_METRICS = (
+    "crp",
+    "dcr",
+    "mdcr",
+    "nndr",
+    "authenticity",
+    "nnaa",
+    "ims",
+    "dcr_percentile",
+    "dcr_holdout_diff",
+    "nndr_holdout_diff",
+    "singling_out_univariate",
+    "singling_out_multivariate",
+    "linkability",
+    "inference_distance",
+)
 MARKER = ".dagster_privacy_demo"
 QUIET = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
 
@@ -43,7 +56,9 @@ def demo_policy() -> pol.Policy:
     """The standard preset restricted to quick metrics (those registered and listed in it)."""
     std = pol.load_policy("standard")
     known = registry()
-    metrics = {m: e.model_dump(mode="json") for m, e in std.metrics.items() if m in FAST_METRICS and m in known}
+    metrics = {
+        m: e.model_dump(mode="json") for m, e in std.metrics.items() if m in FAST_METRICS and m in known
+    }
     return pol.from_mapping({"seed": std.seed, "metrics": metrics, "require_signoff": False}, name="demo")
 
 
@@ -68,7 +83,10 @@ def in_domain(df: pl.DataFrame, real: pl.DataFrame) -> pl.DataFrame:
     keep = pl.lit(True)
     for name, dtype in real.schema.items():
         if dtype == pl.String:
-            keep = keep & (pl.col(name).is_null() | pl.col(name).is_in(real.get_column(name).drop_nulls().unique().implode()))
+            keep = keep & (
+                pl.col(name).is_null()
+                | pl.col(name).is_in(real.get_column(name).drop_nulls().unique().implode())
+            )
     return df.filter(keep)
 
 
@@ -109,8 +127,16 @@ def _checks(result: dg.ExecuteInProcessResult) -> list[dict[str, Any]]:
     out = []
     for ev in result.get_asset_check_evaluations():
         m = {k: getattr(v, "value", v) for k, v in ev.metadata.items()}
-        out.append({"check": ev.check_name, "passed": ev.passed, "severity": ev.severity.value,
-                    "value": m.get("value"), "threshold": m.get("threshold"), "reason": m.get("reason")})
+        out.append(
+            {
+                "check": ev.check_name,
+                "passed": ev.passed,
+                "severity": ev.severity.value,
+                "value": m.get("value"),
+                "threshold": m.get("threshold"),
+                "reason": m.get("reason"),
+            }
+        )
     return out
 
 
@@ -127,8 +153,14 @@ def published_releases(target: Path) -> list[str]:
         con.close()
 
 
-def run_demo(workdir: Path = DEMO_DIR, *, echo: Callable[[str], None] = print, fraction: float = 0.3,
-             seed: int = 0, dagster_home: Path | None = None) -> DemoOutcome:
+def run_demo(
+    workdir: Path = DEMO_DIR,
+    *,
+    echo: Callable[[str], None] = print,
+    fraction: float = 0.3,
+    seed: int = 0,
+    dagster_home: Path | None = None,
+) -> DemoOutcome:
     """Build the embedded DuckDB, run the release pipeline for v1 and v2, print what happened."""
     workdir = Path(workdir)
     if workdir.exists() and (workdir / MARKER).exists():
@@ -145,16 +177,22 @@ def run_demo(workdir: Path = DEMO_DIR, *, echo: Callable[[str], None] = print, f
     v2 = in_domain(leaky.synthetic, leaky.train)
     dropped = clean.synthetic.height - v1.height
     echo(f"demo data: {CITATION}")
-    echo(f"embedded DuckDB {database}: real = training split ({clean.train.height} rows), "
-         f"holdout = holdout split ({clean.control.height} rows)")
-    echo(f"  v1 = {v1.height} rows of the release split the generator never saw"
-         + (f" ({dropped} row(s) with a category absent from training dropped)" if dropped else ""))
+    echo(
+        f"embedded DuckDB {database}: real = training split ({clean.train.height} rows), "
+        f"holdout = holdout split ({clean.control.height} rows)"
+    )
+    echo(
+        f"  v1 = {v1.height} rows of the release split the generator never saw"
+        + (f" ({dropped} row(s) with a category absent from training dropped)" if dropped else "")
+    )
     echo(f"  v2 = v1 + {v2.height - v1.height} training rows copied ({fraction:.0%} of training)")
     write_tables(database, {"real": clean.train, "holdout": clean.control, "synthetic": v1})
 
     policy_file = (workdir / "policy.yaml").resolve()
-    policy_file.write_text("# the demo policy: the standard preset restricted to quick metrics\n"
-                           + yaml.safe_dump(demo_policy().model_dump(mode="json", exclude={"name"}), sort_keys=False))
+    policy_file.write_text(
+        "# the demo policy: the standard preset restricted to quick metrics\n"
+        + yaml.safe_dump(demo_policy().model_dump(mode="json", exclude={"name"}), sort_keys=False)
+    )
     settings = ReleaseSettings(database=str(database), policy=str(policy_file), publish_target=str(target))
     defs = build_release_definitions(settings=settings)
     job = defs.resolve_job_def("privacy_release_job")
@@ -164,31 +202,55 @@ def run_demo(workdir: Path = DEMO_DIR, *, echo: Callable[[str], None] = print, f
         if release == "v2":
             write_tables(database, {"synthetic": frame})
         t0 = time.perf_counter()
-        res = job.execute_in_process(instance=instance, raise_on_error=False, run_config=QUIET,
-                                     tags={RELEASE_ID_TAG: release})
+        res = job.execute_in_process(
+            instance=instance, raise_on_error=False, run_config=QUIET, tags={RELEASE_ID_TAG: release}
+        )
         mats = {e.asset_key.to_user_string() for e in res.get_asset_materialization_events()}
-        outcomes.append(ReleaseOutcome(release, frame.height, res.success, "published_release" in mats,
-                                       _checks(res), time.perf_counter() - t0))
+        outcomes.append(
+            ReleaseOutcome(
+                release,
+                frame.height,
+                res.success,
+                "published_release" in mats,
+                _checks(res),
+                time.perf_counter() - t0,
+            )
+        )
         _print_release(outcomes[-1], echo)
 
     # a later run that selects only published_release: Dagster would not refuse, our re-verification does
     rerun = defs.resolve_implicit_global_asset_job_def().execute_in_process(
-        instance=instance, raise_on_error=False, run_config=QUIET,
-        asset_selection=[dg.AssetKey("published_release")], run_id=str(uuid.uuid4()))
+        instance=instance,
+        raise_on_error=False,
+        run_config=QUIET,
+        asset_selection=[dg.AssetKey("published_release")],
+        run_id=str(uuid.uuid4()),
+    )
     refused = not rerun.success
-    reason = next((e.event_specific_data.error.message.splitlines()[0].partition("Failure: ")[2] for e in rerun.all_events
-                   if e.event_type_value == "STEP_FAILURE" and e.event_specific_data
-                   and e.event_specific_data.error), "")
+    reason = next(
+        (
+            e.event_specific_data.error.message.splitlines()[0].partition("Failure: ")[2]
+            for e in rerun.all_events
+            if e.event_type_value == "STEP_FAILURE" and e.event_specific_data and e.event_specific_data.error
+        ),
+        "",
+    )
     ids = published_releases(target)
-    echo(f"later run of published_release alone: {'refused' if refused else 'PUBLISHED (unexpected)'}"
-         + (f" — {reason[:300]}" if reason else ""))
-    echo(f"publication target {target}: holds {ids[-1] if ids else 'nothing'} "
-         f"(publications: {', '.join(ids) or 'none'})")
+    echo(
+        f"later run of published_release alone: {'refused' if refused else 'PUBLISHED (unexpected)'}"
+        + (f" — {reason[:300]}" if reason else "")
+    )
+    echo(
+        f"publication target {target}: holds {ids[-1] if ids else 'nothing'} "
+        f"(publications: {', '.join(ids) or 'none'})"
+    )
     out = DemoOutcome(database, target, home, outcomes, refused, ids)
     cwd_home = f"DAGSTER_HOME={home} " if not env_home else ""
     echo("where to look: run history, check metadata and the asset graph in the Dagster UI —")
-    echo(f"  {cwd_home}{DATABASE_ENV}={database} {POLICY_ENV}={policy_file} {PUBLISH_TARGET_ENV}={target} "
-         "dagster dev -w workspace.yaml   (from the repository root)")
+    echo(
+        f"  {cwd_home}{DATABASE_ENV}={database} {POLICY_ENV}={policy_file} {PUBLISH_TARGET_ENV}={target} "
+        "dagster dev -w workspace.yaml   (from the repository root)"
+    )
     echo("demo: v1 published, v2 blocked" if out.as_expected else "demo: UNEXPECTED outcome (see above)")
     return out
 

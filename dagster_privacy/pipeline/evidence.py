@@ -48,8 +48,14 @@ def default_reports_dir(instance: dg.DagsterInstance | None = None) -> Path:
     return Path(env) if env else instance_dir(instance) / "reports"
 
 
-def check_history(instance: dg.DagsterInstance, asset: dg.AssetKey, *, metric_ids: Sequence[str] | None = None,
-                  limit: int = 20, exclude_run: str | None = None) -> list[dict[str, Any]]:
+def check_history(
+    instance: dg.DagsterInstance,
+    asset: dg.AssetKey,
+    *,
+    metric_ids: Sequence[str] | None = None,
+    limit: int = 20,
+    exclude_run: str | None = None,
+) -> list[dict[str, Any]]:
     """Earlier evaluations of the privacy checks on ``asset``, oldest first, one point per run:
     ``{"release", "run_id", "time", "values": {metric: value}, "failed": [metric, ...]}``."""
     ids = list(metric_ids) if metric_ids is not None else list(registry())
@@ -63,9 +69,16 @@ def check_history(instance: dg.DagsterInstance, asset: dg.AssetKey, *, metric_id
             value = md.recorded(ev.metadata, "value")
             if md.recorded(ev.metadata, REPORT_SHA256) is None and value is None:
                 continue
-            point = runs.setdefault(rec.run_id, {"run_id": rec.run_id, "time": rec.create_timestamp,
-                                                 "release": md.recorded(ev.metadata, md.RELEASE_ID) or rec.run_id[:8],
-                                                 "values": {}, "failed": []})
+            point = runs.setdefault(
+                rec.run_id,
+                {
+                    "run_id": rec.run_id,
+                    "time": rec.create_timestamp,
+                    "release": md.recorded(ev.metadata, md.RELEASE_ID) or rec.run_id[:8],
+                    "values": {},
+                    "failed": [],
+                },
+            )
             point["time"] = min(point["time"], rec.create_timestamp)
             if isinstance(value, (int, float)):
                 point["values"][mid] = float(value)
@@ -96,8 +109,9 @@ def build_report_hook(
 
         rel = getattr(context.resources, release_resource_key)
         release = rel.resolve(ev.tables["synthetic"]["sha256"], dict(context.run.tags))
-        history = check_history(context.instance, key, metric_ids=ev.ids, limit=history_limit,
-                                exclude_run=context.run.run_id)
+        history = check_history(
+            context.instance, key, metric_ids=ev.ids, limit=history_limit, exclude_run=context.run.run_id
+        )
         base = Path(reports_dir) if reports_dir is not None else default_reports_dir(context.instance)
         path = (base / file_name(release) / f"{context.run.run_id}.html").resolve()
         sha = write_report(ev, path, release_id=release, history=history, policy=p)
@@ -105,8 +119,9 @@ def build_report_hook(
         return {
             REPORT_PATH: dg.MetadataValue.path(str(path)),
             REPORT_SHA256: dg.MetadataValue.text(sha),
-            REPORT_SUMMARY: dg.MetadataValue.md(markdown_summary(ev, release_id=release, report_path=str(path),
-                                                                 report_sha256=sha)),
+            REPORT_SUMMARY: dg.MetadataValue.md(
+                markdown_summary(ev, release_id=release, report_path=str(path), report_sha256=sha)
+            ),
         }
 
     return hook

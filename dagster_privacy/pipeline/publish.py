@@ -18,7 +18,6 @@ directory of Parquet files) is separate from the real data and is written atomic
 next to it, then ``os.replace`` — a failure leaves the previous publication untouched.
 """
 
-
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -40,8 +39,14 @@ class Verified:
     checks: list[dict[str, Any]]
 
 
-def verify_release(instance: dg.DagsterInstance, *, asset: dg.AssetKey, required: Sequence[dg.AssetCheckKey],
-                   sha256: str, inputs: Mapping[str, str] | None = None) -> Verified:
+def verify_release(
+    instance: dg.DagsterInstance,
+    *,
+    asset: dg.AssetKey,
+    required: Sequence[dg.AssetCheckKey],
+    sha256: str,
+    inputs: Mapping[str, str] | None = None,
+) -> Verified:
     """Re-verify a release from the instance's records; raises ``PublicationRefused`` with the reasons.
     ``inputs``: role → fingerprint of the real / holdout table now, compared with what each check that
     recorded its tables evaluated against."""
@@ -55,8 +60,10 @@ def verify_release(instance: dg.DagsterInstance, *, asset: dg.AssetKey, required
     mat_fp = md.recorded(mat_meta, md.FINGERPRINT)
     problems: list[str] = []
     if mat_fp is not None and mat_fp != sha256:
-        problems.append(f"the {asset.to_user_string()} table changed after its latest materialization "
-                        f"(fingerprint {sha256[:12]} ≠ recorded {mat_fp[:12]}); re-materialize it")
+        problems.append(
+            f"the {asset.to_user_string()} table changed after its latest materialization "
+            f"(fingerprint {sha256[:12]} ≠ recorded {mat_fp[:12]}); re-materialize it"
+        )
     rows: list[dict[str, Any]] = []
     fingerprints_seen = 0
     release_ids: list[str] = []
@@ -65,21 +72,27 @@ def verify_release(instance: dg.DagsterInstance, *, asset: dg.AssetKey, required
         ev = rec.evaluation if rec else None
         row = {"check": key.name, "passed": bool(ev and ev.passed), "current": False, "content": None}
         if ev is None:
-            problems.append(f"{key.name}: no evaluation recorded" + (" (planned or never run)" if rec else ""))
+            problems.append(
+                f"{key.name}: no evaluation recorded" + (" (planned or never run)" if rec else "")
+            )
         else:
             tmd = ev.target_materialization_data
             row["current"] = bool(tmd and tmd.storage_id == mat.storage_id)
             if not ev.passed:
                 problems.append(f"{key.name}: its latest evaluation failed")
             if not row["current"]:
-                problems.append(f"{key.name}: its latest evaluation targets an older materialization "
-                                f"of {asset.to_user_string()}")
+                problems.append(
+                    f"{key.name}: its latest evaluation targets an older materialization "
+                    f"of {asset.to_user_string()}"
+                )
             fp = md.recorded(ev.metadata, md.FINGERPRINT)
             if fp is not None:
                 fingerprints_seen += 1
                 row["content"] = fp == sha256
                 if fp != sha256:
-                    problems.append(f"{key.name}: evaluated other content (fingerprint {fp[:12]} ≠ {sha256[:12]})")
+                    problems.append(
+                        f"{key.name}: evaluated other content (fingerprint {fp[:12]} ≠ {sha256[:12]})"
+                    )
             rid = md.recorded(ev.metadata, md.RELEASE_ID)
             if rid:
                 release_ids.append(str(rid))
@@ -89,7 +102,9 @@ def verify_release(instance: dg.DagsterInstance, *, asset: dg.AssetKey, required
         problems.append("no required check recorded the fingerprint of the content it evaluated")
     if problems:
         raise PublicationRefused("; ".join(problems))
-    release = release_ids[0] if release_ids else md.recorded(mat_meta, md.RELEASE_ID) or f"sha256:{sha256[:16]}"
+    release = (
+        release_ids[0] if release_ids else md.recorded(mat_meta, md.RELEASE_ID) or f"sha256:{sha256[:16]}"
+    )
     return Verified(release_id=str(release), sha256=sha256, checks=rows)
 
 
@@ -111,8 +126,10 @@ def _stale_inputs(check: str, tables: Any, inputs: Mapping[str, str]) -> list[st
     for role, now in inputs.items():
         then = (tables.get(role) or {}).get("sha256")
         if then is not None and then != now:
-            out.append(f"{check}: the {role} table changed after it was evaluated against it (fingerprint "
-                       f"{now[:12]} ≠ {str(then)[:12]}); run the checks again")
+            out.append(
+                f"{check}: the {role} table changed after it was evaluated against it (fingerprint "
+                f"{now[:12]} ≠ {str(then)[:12]}); run the checks again"
+            )
     return out
 
 
@@ -137,20 +154,26 @@ def build_published_release(
     enforce: the body re-verifies).
     """
     syn_key = dg.AssetKey.from_coercible_or_definition(synthetic_asset)
-    required = [k if isinstance(k, dg.AssetCheckKey) else dg.AssetCheckKey(syn_key, k) for k in required_checks]
+    required = [
+        k if isinstance(k, dg.AssetCheckKey) else dg.AssetCheckKey(syn_key, k) for k in required_checks
+    ]
     if not required:
         raise dg.DagsterInvalidDefinitionError("published_release needs at least one required check")
     signoff = any(k.name == "privacy_signoff" for k in required)
-    condition = automation_condition or (dg.AutomationCondition.eager()
-                                         & dg.AutomationCondition.all_deps_blocking_checks_passed())
+    condition = automation_condition or (
+        dg.AutomationCondition.eager() & dg.AutomationCondition.all_deps_blocking_checks_passed()
+    )
 
     @dg.asset(
-        name=key, deps=[syn_key], group_name=group_name, kinds={"duckdb"},
+        name=key,
+        deps=[syn_key],
+        group_name=group_name,
+        kinds={"duckdb"},
         required_resource_keys={resource_key, publish_resource_key},
         automation_condition=condition,
         description="The synthetic release, published only after re-verifying that every required privacy "
-                    "check passed on the latest materialization and on this very content. Required: "
-                    + ", ".join(k.name for k in required),
+        "check passed on the latest materialization and on this very content. Required: "
+        + ", ".join(k.name for k in required),
         metadata={"required_checks": ", ".join(k.name for k in required)},
     )
     def _published(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
@@ -161,22 +184,28 @@ def build_published_release(
             target.guard(db.database)
             df = db.read(synthetic, role="synthetic")
             sha = fingerprint(df)
-            inputs = {role: fingerprint(db.read(src, role=role))
-                      for role, src in (("real", real), ("holdout", holdout)) if src}
+            inputs = {
+                role: fingerprint(db.read(src, role=role))
+                for role, src in (("real", real), ("holdout", holdout))
+                if src
+            }
             audit_rows = _audit_rows(context.instance, syn_key)
             anchor = audit_rows[-1] if audit_rows else None  # the head the log records
             problems = []
             gone = target.withdrawn(sha)
             if gone and not signoff:
-                problems.append(f"this content was withdrawn as release {gone['release_id']} ({gone['published_at']}, "
-                                f"by {gone['by']}): publish it again only under a policy with a sign-off")
+                problems.append(
+                    f"this content was withdrawn as release {gone['release_id']} ({gone['published_at']}, "
+                    f"by {gone['by']}): publish it again only under a policy with a sign-off"
+                )
             if signoff:  # approval of this very report (signoff.py)
                 from .signoff import signoff_problem
 
                 problems += [p for p in [signoff_problem(context.instance, syn_key, rows=audit_rows)] if p]
             try:
-                verified = verify_release(context.instance, asset=syn_key, required=required, sha256=sha,
-                                          inputs=inputs)
+                verified = verify_release(
+                    context.instance, asset=syn_key, required=required, sha256=sha, inputs=inputs
+                )
             except PublicationRefused as exc:
                 problems.append(str(exc))
             if problems:
@@ -185,33 +214,57 @@ def build_published_release(
             refusal = safe_reason(exc)
         if refusal is not None:
             context.log.error(f"publication refused: {refusal}")
-            raise dg.Failure(description=f"publication refused: {refusal}",
-                             metadata={"refused": dg.MetadataValue.text(refusal)})
+            raise dg.Failure(
+                description=f"publication refused: {refusal}",
+                metadata={"refused": dg.MetadataValue.text(refusal)},
+            )
         failure = None
         try:
-            path = target.publish(df, release_id=verified.release_id, sha256=verified.sha256,
-                                  real_sha256=inputs.get("real"), holdout_sha256=inputs.get("holdout"),
-                                  audit_seq=anchor.seq if anchor else None,
-                                  audit_head=anchor.row_hash if anchor else None)
+            path = target.publish(
+                df,
+                release_id=verified.release_id,
+                sha256=verified.sha256,
+                real_sha256=inputs.get("real"),
+                holdout_sha256=inputs.get("holdout"),
+                audit_seq=anchor.seq if anchor else None,
+                audit_head=anchor.row_hash if anchor else None,
+            )
         except Exception as exc:  # the previous publication is untouched (atomic replace)
             failure = f"publication failed, nothing was replaced: {safe_reason(exc)}"
         if failure is not None:
             context.log.error(failure)
             raise dg.Failure(description=failure)
         context.log.info(f"published release {verified.release_id} ({df.height} rows) to {path}")
-        return dg.MaterializeResult(metadata={
-            md.RELEASE_ID: dg.MetadataValue.text(verified.release_id),
-            md.FINGERPRINT: dg.MetadataValue.text(verified.sha256),
-            "dagster/row_count": dg.MetadataValue.int(df.height),
-            "inputs": md.json(inputs),
-            "audit_head": md.json({"seq": anchor.seq, "row_hash": anchor.row_hash} if anchor else None),
-            "target": dg.MetadataValue.path(path),
-            "verified_checks": dg.MetadataValue.table(
-                [dg.TableRecord({"check": r["check"], "passed": r["passed"], "current": r["current"],
-                                 "same_content": r["content"]}) for r in verified.checks],
-                schema=dg.TableSchema(columns=[dg.TableColumn("check", "string"), dg.TableColumn("passed", "bool"),
-                                               dg.TableColumn("current", "bool"),
-                                               dg.TableColumn("same_content", "bool")])),
-        })
+        return dg.MaterializeResult(
+            metadata={
+                md.RELEASE_ID: dg.MetadataValue.text(verified.release_id),
+                md.FINGERPRINT: dg.MetadataValue.text(verified.sha256),
+                "dagster/row_count": dg.MetadataValue.int(df.height),
+                "inputs": md.json(inputs),
+                "audit_head": md.json({"seq": anchor.seq, "row_hash": anchor.row_hash} if anchor else None),
+                "target": dg.MetadataValue.path(path),
+                "verified_checks": dg.MetadataValue.table(
+                    [
+                        dg.TableRecord(
+                            {
+                                "check": r["check"],
+                                "passed": r["passed"],
+                                "current": r["current"],
+                                "same_content": r["content"],
+                            }
+                        )
+                        for r in verified.checks
+                    ],
+                    schema=dg.TableSchema(
+                        columns=[
+                            dg.TableColumn("check", "string"),
+                            dg.TableColumn("passed", "bool"),
+                            dg.TableColumn("current", "bool"),
+                            dg.TableColumn("same_content", "bool"),
+                        ]
+                    ),
+                ),
+            }
+        )
 
     return _published

@@ -29,16 +29,37 @@ CHECK = "published_release_still_passes"
 
 
 def _figures(ev: Evaluation) -> dg.MetadataValue:
-    schema = dg.TableSchema(columns=[
-        dg.TableColumn("metric", "string"), dg.TableColumn("value", "float"), dg.TableColumn("ci_high", "float"),
-        dg.TableColumn("threshold", "float"), dg.TableColumn("severity", "string"), dg.TableColumn("status", "string")])
-    return dg.MetadataValue.table([dg.TableRecord({
-        "metric": r.id, "value": r.value, "ci_high": r.ci[1] if r.ci else None, "threshold": r.threshold,
-        "severity": r.severity.value, "status": r.status.value}) for r in ev.results], schema=schema)
+    schema = dg.TableSchema(
+        columns=[
+            dg.TableColumn("metric", "string"),
+            dg.TableColumn("value", "float"),
+            dg.TableColumn("ci_high", "float"),
+            dg.TableColumn("threshold", "float"),
+            dg.TableColumn("severity", "string"),
+            dg.TableColumn("status", "string"),
+        ]
+    )
+    return dg.MetadataValue.table(
+        [
+            dg.TableRecord(
+                {
+                    "metric": r.id,
+                    "value": r.value,
+                    "ci_high": r.ci[1] if r.ci else None,
+                    "threshold": r.threshold,
+                    "severity": r.severity.value,
+                    "status": r.status.value,
+                }
+            )
+            for r in ev.results
+        ],
+        schema=schema,
+    )
 
 
-def judge_published(db: ReadOnlyDuckDB, target: PublishTarget, *, policy: pol.Policy, real: str,
-                    holdout: str | None) -> tuple[bool, dict[str, Any], str]:
+def judge_published(
+    db: ReadOnlyDuckDB, target: PublishTarget, *, policy: pol.Policy, real: str, holdout: str | None
+) -> tuple[bool, dict[str, Any], str]:
     """(passed, metadata, description) for the release the target holds, under ``policy`` now."""
     from ..evaluate import evaluate
 
@@ -48,10 +69,17 @@ def judge_published(db: ReadOnlyDuckDB, target: PublishTarget, *, policy: pol.Po
     df, row = held
     sha = fingerprint(df)
     if sha != row["sha256"]:
-        raise PublicationRefused(f"the target's release table (fingerprint {sha[:12]}) is not the release its "
-                                 f"log names ({str(row['sha256'])[:12]}): it was changed outside publication")
-    ev = evaluate(db.read(real, role="real"), df, db.read(holdout, role="holdout") if holdout else None,
-                  policy=policy, progress=False)
+        raise PublicationRefused(
+            f"the target's release table (fingerprint {sha[:12]}) is not the release its "
+            f"log names ({str(row['sha256'])[:12]}): it was changed outside publication"
+        )
+    ev = evaluate(
+        db.read(real, role="real"),
+        df,
+        db.read(holdout, role="holdout") if holdout else None,
+        policy=policy,
+        progress=False,
+    )
     passed = ev.verdict is not Status.FAIL
     failing = [r.id for r in ev.results if r.status in (Status.FAIL, Status.ERROR)]
     meta = {
@@ -67,40 +95,67 @@ def judge_published(db: ReadOnlyDuckDB, target: PublishTarget, *, policy: pol.Po
         "tables": md.json(ev.tables),
         "summary": dg.MetadataValue.md(
             f"**Published release `{row['release_id']}`** under policy `{ev.policy.get('name')}` now: "
-            f"**{ev.verdict.value.upper()}**" + (f" — failing: {', '.join(failing)}" if failing else "")
-            + ("" if passed else f"\n\nWithdraw it: `dagster-privacy withdraw --release {row['release_id']} "
-                                 "--by NAME --reason TEXT`")),
+            f"**{ev.verdict.value.upper()}**"
+            + (f" — failing: {', '.join(failing)}" if failing else "")
+            + (
+                ""
+                if passed
+                else f"\n\nWithdraw it: `dagster-privacy withdraw --release {row['release_id']} "
+                "--by NAME --reason TEXT`"
+            )
+        ),
     }
-    desc = (f"published release {row['release_id']} still passes" if passed else
-            f"published release {row['release_id']} no longer passes: {', '.join(failing) or ev.verdict.value}")
+    desc = (
+        f"published release {row['release_id']} still passes"
+        if passed
+        else f"published release {row['release_id']} no longer passes: "
+        f"{', '.join(failing) or ev.verdict.value}"
+    )
     return passed, meta, desc
 
 
-def build_published_release_check(*, policy: PolicyLike, real: str, holdout: str | None,
-                                  asset: str = "published_release", name: str = CHECK,
-                                  resource_key: str = DUCKDB_KEY, publish_resource_key: str = PUBLISH_KEY,
-                                  ) -> dg.AssetChecksDefinition:
+def build_published_release_check(
+    *,
+    policy: PolicyLike,
+    real: str,
+    holdout: str | None,
+    asset: str = "published_release",
+    name: str = CHECK,
+    resource_key: str = DUCKDB_KEY,
+    publish_resource_key: str = PUBLISH_KEY,
+) -> dg.AssetChecksDefinition:
     """The blocking check that re-judges the published release under the current policy and tables."""
     p = pol.load_policy(policy)
 
-    @dg.asset_check(asset=asset, name=name, blocking=True, required_resource_keys={resource_key, publish_resource_key},
-                    description="The release the publication target holds still passes the current policy on "
-                                "the current real and holdout tables (re-read from the target).")
+    @dg.asset_check(
+        asset=asset,
+        name=name,
+        blocking=True,
+        required_resource_keys={resource_key, publish_resource_key},
+        description="The release the publication target holds still passes the current policy on "
+        "the current real and holdout tables (re-read from the target).",
+    )
     def _still_passes(context) -> dg.AssetCheckResult:  # no annotation: a string under __future__ annotations
         try:
-            passed, meta, desc = judge_published(getattr(context.resources, resource_key),
-                                                 getattr(context.resources, publish_resource_key),
-                                                 policy=p, real=real, holdout=holdout)
+            passed, meta, desc = judge_published(
+                getattr(context.resources, resource_key),
+                getattr(context.resources, publish_resource_key),
+                policy=p,
+                real=real,
+                holdout=holdout,
+            )
         except Exception as exc:  # fail closed
             return failed_closed(context, "re-judging the published release", safe_reason(exc))
-        return dg.AssetCheckResult(passed=passed, severity=dg.AssetCheckSeverity.ERROR, metadata=meta,
-                                   description=desc)
+        return dg.AssetCheckResult(
+            passed=passed, severity=dg.AssetCheckSeverity.ERROR, metadata=meta, description=desc
+        )
 
     return _still_passes
 
 
-def withdraw_release(target: PublishTarget, *, release_id: str, by: str, reason: str,
-                     audit: Any = None) -> dict[str, Any]:
+def withdraw_release(
+    target: PublishTarget, *, release_id: str, by: str, reason: str, audit: Any = None
+) -> dict[str, Any]:
     """Remove ``release_id`` from the DuckDB target with a record. Under the target's lock: check it holds
     that release, append the withdrawal to the sign-off audit table (decision ``withdraw``), then drop
     the release and log the withdrawal with that audit row as its anchor in one atomic replace (a crash
@@ -117,9 +172,16 @@ def withdraw_release(target: PublishTarget, *, release_id: str, by: str, reason:
     log = audit if isinstance(audit, AuditLog) else AuditLog(audit)
 
     def record(held: dict[str, Any]) -> dict[str, Any]:  # under the target's lock, after its check
-        row = log.append(recorded_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-                         release_id=release_id, decision="withdraw", approver=by.strip(), os_user=os_user(),
-                         reason=reason.strip(), asset_key="published_release", synthetic_sha256=held["sha256"])
+        row = log.append(
+            recorded_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+            release_id=release_id,
+            decision="withdraw",
+            approver=by.strip(),
+            os_user=os_user(),
+            reason=reason.strip(),
+            asset_key="published_release",
+            synthetic_sha256=held["sha256"],
+        )
         return {"audit_seq": row.seq, "audit_head": row.row_hash}
 
     return target.withdraw(release_id=release_id, by=by.strip(), reason=reason.strip(), record=record)

@@ -28,44 +28,90 @@ def build_release_assets(*, settings: ReleaseSettings) -> list[dg.AssetsDefiniti
     ``settings.tables`` is False), and ``published_release`` (when there is a publication target)."""
     out = []
     if settings.tables:
-        out.append(build_table_asset(key="real_table", source=settings.real, role="real",
-                                     description="The training table the generator saw (read-only; never published)."))
+        out.append(
+            build_table_asset(
+                key="real_table",
+                source=settings.real,
+                role="real",
+                description="The training table the generator saw (read-only; never published).",
+            )
+        )
         if settings.holdout:
-            out.append(build_table_asset(key="holdout_table", source=settings.holdout, role="holdout",
-                                         description="Records of the same population the generator never saw."))
-        out.append(build_table_asset(key=settings.asset, source=settings.synthetic, role="synthetic",
-                                     release_resource_key=RELEASE_KEY,
-                                     description="The synthetic release under test (staging: not yet published)."))
+            out.append(
+                build_table_asset(
+                    key="holdout_table",
+                    source=settings.holdout,
+                    role="holdout",
+                    description="Records of the same population the generator never saw.",
+                )
+            )
+        out.append(
+            build_table_asset(
+                key=settings.asset,
+                source=settings.synthetic,
+                role="synthetic",
+                release_resource_key=RELEASE_KEY,
+                description="The synthetic release under test (staging: not yet published).",
+            )
+        )
     if settings.publish_target:
-        required = required_check_names(settings.loaded_policy(), schema_gate=settings.schema_gate,
-                                        extra=settings.required_checks)
-        out.append(build_published_release(synthetic_asset=settings.asset, synthetic=settings.synthetic,
-                                           required_checks=required, real=settings.real, holdout=settings.holdout))
+        required = required_check_names(
+            settings.loaded_policy(), schema_gate=settings.schema_gate, extra=settings.required_checks
+        )
+        out.append(
+            build_published_release(
+                synthetic_asset=settings.asset,
+                synthetic=settings.synthetic,
+                required_checks=required,
+                real=settings.real,
+                holdout=settings.holdout,
+            )
+        )
     return out
 
 
-def build_release_checks(*, settings: ReleaseSettings, on_evaluation: EvaluationHook | None = None,
-                         ) -> list[dg.AssetChecksDefinition]:
+def build_release_checks(
+    *,
+    settings: ReleaseSettings,
+    on_evaluation: EvaluationHook | None = None,
+) -> list[dg.AssetChecksDefinition]:
     """The privacy checks (one per policy metric), the schema gate and, when the policy requires it, the
     sign-off check on the synthetic table asset."""
     policy = settings.loaded_policy()
-    deps: list[str] = (["real_table"] + (["holdout_table"] if settings.holdout else [])) if settings.tables else []
+    deps: list[str] = (
+        (["real_table"] + (["holdout_table"] if settings.holdout else [])) if settings.tables else []
+    )
     if on_evaluation is None:  # the HTML evidence report, written by the check itself (evidence.py)
         from .evidence import build_report_hook
 
         on_evaluation = build_report_hook(asset=settings.asset, policy=policy)
-    checks = list(build_privacy_checks(asset=settings.asset, policy=policy, real=settings.real,
-                                       synthetic=settings.synthetic, holdout=settings.holdout,
-                                       additional_deps=deps, on_evaluation=on_evaluation))
+    checks = list(
+        build_privacy_checks(
+            asset=settings.asset,
+            policy=policy,
+            real=settings.real,
+            synthetic=settings.synthetic,
+            holdout=settings.holdout,
+            additional_deps=deps,
+            on_evaluation=on_evaluation,
+        )
+    )
     if settings.schema_gate:
-        checks += build_schema_gate_check(asset=settings.asset, real=settings.real, synthetic=settings.synthetic,
-                                          policy=policy, additional_deps=deps[:1])
+        checks += build_schema_gate_check(
+            asset=settings.asset,
+            real=settings.real,
+            synthetic=settings.synthetic,
+            policy=policy,
+            additional_deps=deps[:1],
+        )
     if policy.require_signoff:  # blocking, fails until a person approves (signoff.py)
         from .signoff import build_signoff_check
 
         checks.append(build_signoff_check(asset=settings.asset))
     if settings.publish_target:  # the scheduled re-evaluation also re-judges what is published (rejudge.py)
-        checks.append(build_published_release_check(policy=policy, real=settings.real, holdout=settings.holdout))
+        checks.append(
+            build_published_release_check(policy=policy, real=settings.real, holdout=settings.holdout)
+        )
     return checks
 
 
@@ -103,18 +149,30 @@ def build_release_definitions(
     elif settings_kwargs:
         settings = settings.with_(**settings_kwargs)
     assets = list(assets) if assets is not None else build_release_assets(settings=settings)
-    checks = list(checks) if checks is not None else build_release_checks(settings=settings,
-                                                                           on_evaluation=on_evaluation)
+    checks = (
+        list(checks)
+        if checks is not None
+        else build_release_checks(settings=settings, on_evaluation=on_evaluation)
+    )
     release_job = build_release_job(assets=[a.key.to_user_string() for a in assets])
-    checks_job = build_checks_job(synthetic_asset=settings.asset,
-                                  published_asset="published_release" if settings.publish_target else None)
+    checks_job = build_checks_job(
+        synthetic_asset=settings.asset,
+        published_asset="published_release" if settings.publish_target else None,
+    )
     return dg.Definitions(
         assets=assets,
         asset_checks=[*checks, *extra_checks],
-        jobs=[release_job, checks_job, build_calibration_job(settings=settings)],  # calibration: on demand only
+        jobs=[
+            release_job,
+            checks_job,
+            build_calibration_job(settings=settings),
+        ],  # calibration: on demand only
         schedules=[build_checks_schedule(job=checks_job, cron_schedule=settings.checks_cron)],
-        sensors=[build_new_release_sensor(job=release_job, synthetic=settings.synthetic,
-                                          synthetic_asset=settings.asset)],
+        sensors=[
+            build_new_release_sensor(
+                job=release_job, synthetic=settings.synthetic, synthetic_asset=settings.asset
+            )
+        ],
         resources=build_release_resources(settings=settings),
         executor=executor,
     )

@@ -29,6 +29,7 @@ RELEASE_ID_ENV = "DAGSTER_PRIVACY_RELEASE_ID"
 #: run tag a sensor or a user may set instead of run config
 RELEASE_ID_TAG = "dagster_privacy/release_id"
 
+
 class ReadOnlyDuckDB(dg.ConfigurableResource):
     """DuckDB, read-only and locked: every read is one SELECT on a connection opened ``read_only=True``
     with extensions, external access and configuration changes off (``dagster_privacy.sql``), always
@@ -41,7 +42,9 @@ class ReadOnlyDuckDB(dg.ConfigurableResource):
 
     database: str = Field(default="", description="DuckDB file; empty: in-memory (queries over files)")
     allowed_directories: list[str] = Field(
-        default_factory=list, description="directories queries may read files from; empty: the working directory")
+        default_factory=list,
+        description="directories queries may read files from; empty: the working directory",
+    )
 
     @contextmanager
     def get_connection(self) -> Iterator[duckdb.DuckDBPyConnection]:
@@ -66,8 +69,9 @@ class ReadOnlyDuckDB(dg.ConfigurableResource):
         naming the exception class only (a DuckDB message may quote a record's value)."""
         failure = None
         try:
-            return read_select(source_query(source), database=self._database(),
-                               allowed_directories=self._directories())
+            return read_select(
+                source_query(source), database=self._database(), allowed_directories=self._directories()
+            )
         except TableError:
             raise
         except Exception as exc:  # SQL refused, duckdb errors: the class, in our words
@@ -101,8 +105,10 @@ class ReleaseIdError(OwnMessage, ValueError):
 def valid_release_id(text: str) -> str:
     """``text`` if it is a safe release id, else :class:`ReleaseIdError`."""
     if not _RELEASE_ID.fullmatch(text) or ".." in text:
-        raise ReleaseIdError(f"a release id ({len(text)} characters) must be letters, digits and . _ : + -, "
-                             "at most 128, starting with a letter or digit, without '..'")
+        raise ReleaseIdError(
+            f"a release id ({len(text)} characters) must be letters, digits and . _ : + -, "
+            "at most 128, starting with a letter or digit, without '..'"
+        )
     return text
 
 
@@ -123,5 +129,13 @@ def release_id(configured: str | None, *, tags: dict[str, str] | None = None, fi
     return f"sha256:{fingerprint[:16]}"
 
 
-__all__ = ["PrivacyRelease", "RELEASE_ID_ENV", "RELEASE_ID_TAG", "ReadOnlyDuckDB", "ReleaseIdError", "file_name",
-           "release_id", "valid_release_id"]
+__all__ = [
+    "PrivacyRelease",
+    "RELEASE_ID_ENV",
+    "RELEASE_ID_TAG",
+    "ReadOnlyDuckDB",
+    "ReleaseIdError",
+    "file_name",
+    "release_id",
+    "valid_release_id",
+]

@@ -5,12 +5,12 @@ nulls where the real table (or the caller) forbids them; and no column that the 
 (identifier, empty, unsupported, excluded) may hold values of the real column — it would be published
 unexamined. A synthetic category the real table lacks is counted but does not block by default
 (``unseen_categories="count"``): a value the training data does not hold cannot disclose a training
-record (README); ``"block"`` makes it blocking. GX is imported lazily (≈ 3 s) and run with ``partial_unexpected_count: 0``, so its results carry
+record (README); ``"block"`` makes it blocking. GX is imported lazily (≈ 3 s) and run with
+``partial_unexpected_count: 0``, so its results carry
 counts but no row values; the check records only counts and a per-expectation table (type, column,
 success, counts) — never GX's own result objects, whose expectation configuration repeats the real
 category domain (``value_set``) verbatim.
 """
-
 
 import os
 from collections.abc import Sequence
@@ -27,9 +27,29 @@ from .assets import DUCKDB_KEY, RELEASE_KEY
 from .checks import PolicyLike, failed_closed
 from .resources import PrivacyRelease, ReadOnlyDuckDB
 
-NUMERIC_TYPES = ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float16", "float32",
-                 "float64", "Int8", "Int16", "Int32", "Int64", "UInt8", "UInt16", "UInt32", "UInt64", "Float32",
-                 "Float64"]
+NUMERIC_TYPES = [
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "uint8",
+    "uint16",
+    "uint32",
+    "uint64",
+    "float16",
+    "float32",
+    "float64",
+    "Int8",
+    "Int16",
+    "Int32",
+    "Int64",
+    "UInt8",
+    "UInt16",
+    "UInt32",
+    "UInt64",
+    "Float32",
+    "Float64",
+]
 BOOL_TYPES = ["bool", "boolean"]
 TIME_TYPES = [f"datetime64[{u}]" for u in ("s", "ms", "us", "ns")]
 #: result format that carries counts and no row values (dagster-facts §7)
@@ -56,15 +76,22 @@ def _to_pandas(df: pl.DataFrame) -> Any:
     return pdf
 
 
-def schema_expectations(real: pl.DataFrame, *, column_kinds: dict[str, str] | None = None,
-                        not_null: Sequence[str] | Literal["real"] | None = "real") -> list[Any]:
+def schema_expectations(
+    real: pl.DataFrame,
+    *,
+    column_kinds: dict[str, str] | None = None,
+    not_null: Sequence[str] | Literal["real"] | None = "real",
+) -> list[Any]:
     """The expectations the synthetic table must meet, derived from the real table."""
     import great_expectations.expectations as gxe
 
     schema = infer_schema(real, column_kinds)
     categorical = set(schema.of_kind("categorical", "binary"))
-    no_nulls = ([c for c in real.columns if real.get_column(c).null_count() == 0] if not_null == "real"
-                else list(not_null or []))
+    no_nulls = (
+        [c for c in real.columns if real.get_column(c).null_count() == 0]
+        if not_null == "real"
+        else list(not_null or [])
+    )
     exps: list[Any] = [gxe.ExpectTableColumnsToMatchSet(column_set=list(real.columns), exact_match=True)]
     for name, dtype in real.schema.items():
         fam = _family(dtype)
@@ -83,9 +110,14 @@ UnseenCategories = Literal["count", "block"]
 IN_SET = "expect_column_values_to_be_in_set"
 
 
-def run_schema_gate(real: pl.DataFrame, synthetic: pl.DataFrame, *, column_kinds: dict[str, str] | None = None,
-                    not_null: Sequence[str] | Literal["real"] | None = "real",
-                    unseen_categories: UnseenCategories = "count") -> tuple[bool, list[dict[str, Any]]]:
+def run_schema_gate(
+    real: pl.DataFrame,
+    synthetic: pl.DataFrame,
+    *,
+    column_kinds: dict[str, str] | None = None,
+    not_null: Sequence[str] | Literal["real"] | None = "real",
+    unseen_categories: UnseenCategories = "count",
+) -> tuple[bool, list[dict[str, Any]]]:
     """Validate ``synthetic`` against ``real`` with GX; returns (success, one row of counts per expectation).
 
     Rows hold the expectation type, the column name, success, whether it blocks, and counts — no values.
@@ -96,11 +128,17 @@ def run_schema_gate(real: pl.DataFrame, synthetic: pl.DataFrame, *, column_kinds
 
     ctx = gx.get_context(mode="ephemeral")
     ctx.variables.progress_bars = ProgressBarsConfig(globally=False)
-    batch = (ctx.data_sources.add_pandas("privacy").add_dataframe_asset("synthetic")
-             .add_batch_definition_whole_dataframe("all"))
+    batch = (
+        ctx.data_sources.add_pandas("privacy")
+        .add_dataframe_asset("synthetic")
+        .add_batch_definition_whole_dataframe("all")
+    )
     present = set(synthetic.columns)
-    exps = [e for e in schema_expectations(real, column_kinds=column_kinds, not_null=not_null)
-            if getattr(e, "column", None) is None or e.column in present]
+    exps = [
+        e
+        for e in schema_expectations(real, column_kinds=column_kinds, not_null=not_null)
+        if getattr(e, "column", None) is None or e.column in present
+    ]
     suite = ctx.suites.add(gx.ExpectationSuite(name="schema_gate", expectations=exps))
     vd = ctx.validation_definitions.add(gx.ValidationDefinition(name="schema_gate", data=batch, suite=suite))
     res = vd.run(batch_parameters={"dataframe": _to_pandas(synthetic)}, result_format=RESULT_FORMAT)
@@ -109,22 +147,45 @@ def run_schema_gate(real: pl.DataFrame, synthetic: pl.DataFrame, *, column_kinds
         cfg = r.expectation_config
         out = r.result or {}
         raised = bool(r.exception_info and r.exception_info.get("raised_exception"))
-        row = {"expectation": cfg.type, "column": cfg.kwargs.get("column") or "(table)", "success": bool(r.success),
-               "element_count": out.get("element_count"), "unexpected_count": out.get("unexpected_count"),
-               "missing_count": out.get("missing_count"), "error": raised}
+        row = {
+            "expectation": cfg.type,
+            "column": cfg.kwargs.get("column") or "(table)",
+            "success": bool(r.success),
+            "element_count": out.get("element_count"),
+            "unexpected_count": out.get("unexpected_count"),
+            "missing_count": out.get("missing_count"),
+            "error": raised,
+        }
         if cfg.type == "expect_table_columns_to_match_set":
             row["missing_columns"] = sorted(set(real.columns) - present)
             row["extra_columns"] = sorted(present - set(real.columns))
         rows.append(row)
     missing = [c for c in real.columns if c not in present]
     for c in missing:  # column expectations on absent columns are dropped above: count them as failed
-        rows.append({"expectation": "column_present", "column": c, "success": False, "element_count": None,
-                     "unexpected_count": None, "missing_count": None, "error": False})
+        rows.append(
+            {
+                "expectation": "column_present",
+                "column": c,
+                "success": False,
+                "element_count": None,
+                "unexpected_count": None,
+                "missing_count": None,
+                "error": False,
+            }
+        )
     schema = infer_schema(real, column_kinds)
     for c, n in left_out_overlap(real, synthetic, schema).items():  # never evaluated: must not copy
-        rows.append({"expectation": "left_out_column_holds_no_real_value", "column": c, "success": n == 0,
-                     "element_count": synthetic.height, "unexpected_count": n, "missing_count": None,
-                     "error": n is None})
+        rows.append(
+            {
+                "expectation": "left_out_column_holds_no_real_value",
+                "column": c,
+                "success": n == 0,
+                "element_count": synthetic.height,
+                "unexpected_count": n,
+                "missing_count": None,
+                "error": n is None,
+            }
+        )
     for r in rows:
         r["blocking"] = not (r["expectation"] == IN_SET and unseen_categories == "count")
     success = all(r["success"] for r in rows if r["blocking"]) and not missing
@@ -132,13 +193,29 @@ def run_schema_gate(real: pl.DataFrame, synthetic: pl.DataFrame, *, column_kinds
 
 
 def _table(rows: list[dict[str, Any]]) -> dg.MetadataValue:
-    schema = dg.TableSchema(columns=[
-        dg.TableColumn("expectation", "string"), dg.TableColumn("column", "string"),
-        dg.TableColumn("success", "bool"), dg.TableColumn("element_count", "int"),
-        dg.TableColumn("unexpected_count", "int"), dg.TableColumn("missing_count", "int")])
-    records = [dg.TableRecord({"expectation": r["expectation"], "column": r["column"], "success": r["success"],
-                               "element_count": r["element_count"], "unexpected_count": r["unexpected_count"],
-                               "missing_count": r["missing_count"]}) for r in rows]
+    schema = dg.TableSchema(
+        columns=[
+            dg.TableColumn("expectation", "string"),
+            dg.TableColumn("column", "string"),
+            dg.TableColumn("success", "bool"),
+            dg.TableColumn("element_count", "int"),
+            dg.TableColumn("unexpected_count", "int"),
+            dg.TableColumn("missing_count", "int"),
+        ]
+    )
+    records = [
+        dg.TableRecord(
+            {
+                "expectation": r["expectation"],
+                "column": r["column"],
+                "success": r["success"],
+                "element_count": r["element_count"],
+                "unexpected_count": r["unexpected_count"],
+                "missing_count": r["missing_count"],
+            }
+        )
+        for r in rows
+    ]
     return dg.MetadataValue.table(records, schema=schema)
 
 
@@ -166,10 +243,15 @@ def build_schema_gate_check(
     synthetic_source = synthetic or key.path[-1]
     kinds = dict(pol.load_policy(policy).threat_model.column_kinds) if policy is not None else {}
 
-    @dg.asset_check(asset=key, name=name, blocking=True, required_resource_keys={resource_key, release_resource_key},
-                    additional_deps=list(additional_deps) or None,
-                    description="The synthetic table's columns, types, categories and nulls are compatible "
-                                "with the real table (Great Expectations 1.x; counts only).")
+    @dg.asset_check(
+        asset=key,
+        name=name,
+        blocking=True,
+        required_resource_keys={resource_key, release_resource_key},
+        additional_deps=list(additional_deps) or None,
+        description="The synthetic table's columns, types, categories and nulls are compatible "
+        "with the real table (Great Expectations 1.x; counts only).",
+    )
     def _schema_gate(context: dg.AssetCheckExecutionContext) -> dg.AssetCheckResult:
         from ..tables import fingerprint
 
@@ -181,31 +263,44 @@ def build_schema_gate_check(
             syn_df = db.read(synthetic_source, role="synthetic")
             fp = fingerprint(syn_df)
             release = rel.resolve(fp, dict(context.run.tags))
-            ok, rows = run_schema_gate(real_df, syn_df, column_kinds=kinds, not_null=not_null,
-                                       unseen_categories=unseen_categories)
+            ok, rows = run_schema_gate(
+                real_df, syn_df, column_kinds=kinds, not_null=not_null, unseen_categories=unseen_categories
+            )
             failed = [r for r in rows if not r["success"] and r["blocking"]]
             unseen = sum(int(r["unexpected_count"] or 0) for r in rows if r["expectation"] == IN_SET)
             unexpected = sum(int(r["unexpected_count"] or 0) for r in rows)
-            lines = [f"**Schema gate** on release `{release}`: **{'passed' if ok else 'failed'}** — "
-                     f"{len(rows) - len(failed)}/{len(rows)} blocking expectations met, {unexpected} unexpected "
-                     f"values ({unseen} in categories the real table lacks: counted, "
-                     f"{'blocking' if unseen_categories == 'block' else 'not blocking'})."]
-            lines += [f"- `{r['expectation']}` on `{r['column']}`: {r['unexpected_count'] or 0} unexpected"
-                      + (" (raised)" if r["error"] else "") for r in failed[:20]]
+            lines = [
+                f"**Schema gate** on release `{release}`: **{'passed' if ok else 'failed'}** — "
+                f"{len(rows) - len(failed)}/{len(rows)} blocking expectations met, {unexpected} unexpected "
+                f"values ({unseen} in categories the real table lacks: counted, "
+                f"{'blocking' if unseen_categories == 'block' else 'not blocking'})."
+            ]
+            lines += [
+                f"- `{r['expectation']}` on `{r['column']}`: {r['unexpected_count'] or 0} unexpected"
+                + (" (raised)" if r["error"] else "")
+                for r in failed[:20]
+            ]
             colset = next((r for r in rows if r["expectation"] == "expect_table_columns_to_match_set"), None)
-            return dg.AssetCheckResult(passed=ok, severity=dg.AssetCheckSeverity.ERROR, metadata={
-                "expectations": dg.MetadataValue.int(len(rows)),
-                "failed_expectations": dg.MetadataValue.int(len(failed)),
-                "unexpected_values": dg.MetadataValue.int(unexpected),
-                "unseen_category_values": dg.MetadataValue.int(unseen),
-                "rows": dg.MetadataValue.int(syn_df.height),
-                "missing_columns": md.json(colset["missing_columns"] if colset else []),
-                "extra_columns": md.json(colset["extra_columns"] if colset else []),
-                "results": _table(rows),
-                md.FINGERPRINT: dg.MetadataValue.text(fp),
-                md.RELEASE_ID: dg.MetadataValue.text(release),
-                "summary": dg.MetadataValue.md("\n".join(lines)),
-            }, description=f"{len(failed)} of {len(rows)} expectations failed" if failed else "schema compatible")
+            return dg.AssetCheckResult(
+                passed=ok,
+                severity=dg.AssetCheckSeverity.ERROR,
+                metadata={
+                    "expectations": dg.MetadataValue.int(len(rows)),
+                    "failed_expectations": dg.MetadataValue.int(len(failed)),
+                    "unexpected_values": dg.MetadataValue.int(unexpected),
+                    "unseen_category_values": dg.MetadataValue.int(unseen),
+                    "rows": dg.MetadataValue.int(syn_df.height),
+                    "missing_columns": md.json(colset["missing_columns"] if colset else []),
+                    "extra_columns": md.json(colset["extra_columns"] if colset else []),
+                    "results": _table(rows),
+                    md.FINGERPRINT: dg.MetadataValue.text(fp),
+                    md.RELEASE_ID: dg.MetadataValue.text(release),
+                    "summary": dg.MetadataValue.md("\n".join(lines)),
+                },
+                description=f"{len(failed)} of {len(rows)} expectations failed"
+                if failed
+                else "schema compatible",
+            )
         except Exception as exc:  # fail closed
             reason = safe_reason(exc)
         return failed_closed(context, "schema gate", reason, release=release, fingerprint=fp)

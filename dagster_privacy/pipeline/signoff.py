@@ -54,31 +54,41 @@ def _key(asset: dg.AssetsDefinition | dg.AssetKey | str) -> dg.AssetKey:
 
 
 def _command(release: str | None) -> str:
-    return (f"dagster-privacy signoff --release {release or '<release id>'} --decision approve|reject "
-            "--by NAME --reason TEXT")
+    return (
+        f"dagster-privacy signoff --release {release or '<release id>'} --decision approve|reject "
+        "--by NAME --reason TEXT"
+    )
 
 
-def build_signoff_check(*, asset: dg.AssetsDefinition | dg.AssetKey | str = DEFAULT_ASSET,
-                        name: str = SIGNOFF_CHECK) -> dg.AssetChecksDefinition:
+def build_signoff_check(
+    *, asset: dg.AssetsDefinition | dg.AssetKey | str = DEFAULT_ASSET, name: str = SIGNOFF_CHECK
+) -> dg.AssetChecksDefinition:
     """The blocking ``privacy_signoff`` check: fails, awaiting a person's recorded decision."""
     key = _key(asset)
 
-    @dg.asset_check(asset=key, name=name, blocking=True,
-                    description="Human sign-off of the privacy report: fails until a privacy officer records "
-                                "an approval of this release's report (dagster-privacy signoff).")
+    @dg.asset_check(
+        asset=key,
+        name=name,
+        blocking=True,
+        description="Human sign-off of the privacy report: fails until a privacy officer records "
+        "an approval of this release's report (dagster-privacy signoff).",
+    )
     def _signoff(context) -> dg.AssetCheckResult:  # no annotation: a string under __future__ annotations
         latest = context.instance.fetch_materializations(key, limit=1).records
         meta = latest[0].asset_materialization.metadata if latest and latest[0].asset_materialization else {}
         release = md.recorded(meta, md.RELEASE_ID)
         out: dict[str, Any] = {
             "decision": md.text("awaiting sign-off"),
-            "how": dg.MetadataValue.md(f"Read the privacy report (path and sha256 in the privacy checks' "
-                                       f"metadata), then run\n\n`{_command(release)}`"),
+            "how": dg.MetadataValue.md(
+                f"Read the privacy report (path and sha256 in the privacy checks' "
+                f"metadata), then run\n\n`{_command(release)}`"
+            ),
         }
         if release:
             out[md.RELEASE_ID] = dg.MetadataValue.text(str(release))
-        return dg.AssetCheckResult(passed=False, severity=dg.AssetCheckSeverity.ERROR, metadata=out,
-                                   description="awaiting sign-off")
+        return dg.AssetCheckResult(
+            passed=False, severity=dg.AssetCheckSeverity.ERROR, metadata=out, description="awaiting sign-off"
+        )
 
     return _signoff
 
@@ -99,8 +109,9 @@ class CurrentEvaluation:
     verdict: str | None
 
 
-def current_evaluation(instance: dg.DagsterInstance, asset: dg.AssetsDefinition | dg.AssetKey | str = DEFAULT_ASSET
-                       ) -> CurrentEvaluation:
+def current_evaluation(
+    instance: dg.DagsterInstance, asset: dg.AssetsDefinition | dg.AssetKey | str = DEFAULT_ASSET
+) -> CurrentEvaluation:
     """The latest privacy check evaluation (over every registered metric id) and its report."""
     key = _key(asset)
     keys = [dg.AssetCheckKey(key, m) for m in registry()]
@@ -110,17 +121,26 @@ def current_evaluation(instance: dg.DagsterInstance, asset: dg.AssetsDefinition 
     latest = max(recs.values(), key=lambda r: r.id)
     ev = evaluation_of(latest)
     if ev is None:
-        raise SignoffError(f"the latest privacy evaluation of {key.to_user_string()} (run {latest.run_id[:8]}) "
-                           "has not completed")
+        raise SignoffError(
+            f"the latest privacy evaluation of {key.to_user_string()} (run {latest.run_id[:8]}) "
+            "has not completed"
+        )
     sha = md.recorded(ev.metadata, REPORT_SHA256)
     if not sha:
-        raise SignoffError(f"the latest privacy evaluation of {key.to_user_string()} (run {latest.run_id[:8]}) "
-                           "wrote no report: it failed before one could be written; fix it and run the checks again")
+        raise SignoffError(
+            f"the latest privacy evaluation of {key.to_user_string()} (run {latest.run_id[:8]}) "
+            "wrote no report: it failed before one could be written; fix it and run the checks again"
+        )
     tmd = ev.target_materialization_data
     return CurrentEvaluation(
-        release_id=md.recorded(ev.metadata, md.RELEASE_ID), report_path=md.recorded(ev.metadata, REPORT_PATH),
-        report_sha256=str(sha), synthetic_sha256=md.recorded(ev.metadata, md.FINGERPRINT), run_id=latest.run_id,
-        target_storage_id=tmd.storage_id if tmd else None, verdict=md.recorded(ev.metadata, "verdict"))
+        release_id=md.recorded(ev.metadata, md.RELEASE_ID),
+        report_path=md.recorded(ev.metadata, REPORT_PATH),
+        report_sha256=str(sha),
+        synthetic_sha256=md.recorded(ev.metadata, md.FINGERPRINT),
+        run_id=latest.run_id,
+        target_storage_id=tmd.storage_id if tmd else None,
+        verdict=md.recorded(ev.metadata, "verdict"),
+    )
 
 
 # ------------------------------------------------------------------------------------ recording
@@ -180,18 +200,26 @@ def record_signoff(
     key = _key(asset)
     cur = current_evaluation(instance, key)
     if cur.release_id != release:
-        raise SignoffError(f"release {release!r} is not the release of the latest privacy evaluation of "
-                           f"{key.to_user_string()} ({cur.release_id!r})")
+        raise SignoffError(
+            f"release {release!r} is not the release of the latest privacy evaluation of "
+            f"{key.to_user_string()} ({cur.release_id!r})"
+        )
     mat = _latest_materialization(instance, key)
     if cur.target_storage_id != mat.storage_id:
-        raise SignoffError(f"the latest privacy evaluation is of an older materialization of "
-                           f"{key.to_user_string()}: run the privacy checks again, then sign off")
+        raise SignoffError(
+            f"the latest privacy evaluation is of an older materialization of "
+            f"{key.to_user_string()}: run the privacy checks again, then sign off"
+        )
     if decision == "approve" and cur.verdict == "fail":
-        raise SignoffError(f"the latest privacy evaluation of release {release!r} failed its gates: publication "
-                           "stays blocked whatever the decision (reject it, or fix the release and evaluate again)")
+        raise SignoffError(
+            f"the latest privacy evaluation of release {release!r} failed its gates: publication "
+            "stays blocked whatever the decision (reject it, or fix the release and evaluate again)"
+        )
     if report_sha256 and report_sha256.strip().lower() != cur.report_sha256:
-        raise SignoffError(f"the report you read (sha256 {report_sha256[:12]}…) is not the current evaluation's "
-                           f"report ({cur.report_sha256[:12]}…)")
+        raise SignoffError(
+            f"the report you read (sha256 {report_sha256[:12]}…) is not the current evaluation's "
+            f"report ({cur.report_sha256[:12]}…)"
+        )
     if cur.report_path and Path(cur.report_path).is_file():
         from ..report import file_sha256
 
@@ -199,11 +227,21 @@ def record_signoff(
             raise SignoffError(f"the report file {cur.report_path} changed after the evaluation wrote it")
     log = audit if isinstance(audit, AuditLog) else AuditLog(audit, instance=instance)
     signed_at = (now or dt.datetime.now(dt.UTC)).astimezone(dt.UTC).isoformat(timespec="seconds")
-    row = log.append(recorded_at=signed_at, release_id=release, decision=decision, approver=by.strip(),
-                     os_user=os_user(),
-                     reason=reason.strip(), report_sha256=cur.report_sha256, report_path=cur.report_path,
-                     asset_key=key.to_user_string(), synthetic_sha256=cur.synthetic_sha256,
-                     materialization_storage_id=mat.storage_id, evaluation_run_id=cur.run_id, verdict=cur.verdict)
+    row = log.append(
+        recorded_at=signed_at,
+        release_id=release,
+        decision=decision,
+        approver=by.strip(),
+        os_user=os_user(),
+        reason=reason.strip(),
+        report_sha256=cur.report_sha256,
+        report_path=cur.report_path,
+        asset_key=key.to_user_string(),
+        synthetic_sha256=cur.synthetic_sha256,
+        materialization_storage_id=mat.storage_id,
+        evaluation_run_id=cur.run_id,
+        verdict=cur.verdict,
+    )
     meta: dict[str, Any] = {
         "decision": dg.MetadataValue.text(decision),
         "approver": dg.MetadataValue.text(by.strip()),
@@ -221,22 +259,44 @@ def record_signoff(
         meta[REPORT_PATH] = dg.MetadataValue.path(cur.report_path)
     if cur.synthetic_sha256:
         meta[md.FINGERPRINT] = dg.MetadataValue.text(cur.synthetic_sha256)
-    instance.report_runless_asset_event(dg.AssetCheckEvaluation(
-        asset_key=key, check_name=SIGNOFF_CHECK, passed=decision == "approve",
-        severity=dg.AssetCheckSeverity.ERROR, metadata=meta,
-        description=f"{decision} by {by.strip()}: {reason.strip()}",
-        target_materialization_data=AssetCheckEvaluationTargetMaterializationData(
-            storage_id=mat.storage_id, run_id=mat.run_id, timestamp=mat.timestamp)))
-    return SignoffRecord(release, decision, by.strip(), reason.strip(), signed_at, cur.report_sha256, cur.report_path,
-                         mat.storage_id, row.seq, str(log.path), row.row_hash)
+    instance.report_runless_asset_event(
+        dg.AssetCheckEvaluation(
+            asset_key=key,
+            check_name=SIGNOFF_CHECK,
+            passed=decision == "approve",
+            severity=dg.AssetCheckSeverity.ERROR,
+            metadata=meta,
+            description=f"{decision} by {by.strip()}: {reason.strip()}",
+            target_materialization_data=AssetCheckEvaluationTargetMaterializationData(
+                storage_id=mat.storage_id, run_id=mat.run_id, timestamp=mat.timestamp
+            ),
+        )
+    )
+    return SignoffRecord(
+        release,
+        decision,
+        by.strip(),
+        reason.strip(),
+        signed_at,
+        cur.report_sha256,
+        cur.report_path,
+        mat.storage_id,
+        row.seq,
+        str(log.path),
+        row.row_hash,
+    )
 
 
 # ------------------------------------------------------------------------------------ verification
 
 
-def verify_signoff(instance: dg.DagsterInstance, asset: dg.AssetsDefinition | dg.AssetKey | str = DEFAULT_ASSET,
-                   *, audit: AuditLog | str | Path | None = None,
-                   rows: list[AuditRow] | None = None) -> dict[str, Any]:
+def verify_signoff(
+    instance: dg.DagsterInstance,
+    asset: dg.AssetsDefinition | dg.AssetKey | str = DEFAULT_ASSET,
+    *,
+    audit: AuditLog | str | Path | None = None,
+    rows: list[AuditRow] | None = None,
+) -> dict[str, Any]:
     """Raise ``SignoffError`` unless an approving, audited sign-off of the current evaluation's report
     exists for the latest materialization; returns the approval's figures for the publication metadata.
     ``rows``: the audit table's rows, already checked by ``anchored_rows`` (else read and checked here)."""
@@ -248,8 +308,11 @@ def verify_signoff(instance: dg.DagsterInstance, asset: dg.AssetsDefinition | dg
     decision = md.recorded(ev.metadata, "decision")
     if decision != "approve" or not ev.passed:
         who = md.recorded(ev.metadata, "approver")
-        raise SignoffError(f"the latest sign-off is '{decision or 'awaiting sign-off'}'"
-                           + (f" by {who}" if who else "") + ": the release stays blocked")
+        raise SignoffError(
+            f"the latest sign-off is '{decision or 'awaiting sign-off'}'"
+            + (f" by {who}" if who else "")
+            + ": the release stays blocked"
+        )
     mat = _latest_materialization(instance, key)
     tmd = ev.target_materialization_data
     if tmd is None or tmd.storage_id != mat.storage_id:
@@ -257,25 +320,42 @@ def verify_signoff(instance: dg.DagsterInstance, asset: dg.AssetsDefinition | dg
     cur = current_evaluation(instance, key)
     approved = md.recorded(ev.metadata, REPORT_SHA256)
     if approved != cur.report_sha256:
-        raise SignoffError(f"the approval is of report {str(approved)[:12]}…, the current evaluation's report is "
-                           f"{cur.report_sha256[:12]}… (a new evaluation needs a new sign-off)")
+        raise SignoffError(
+            f"the approval is of report {str(approved)[:12]}…, the current evaluation's report is "
+            f"{cur.report_sha256[:12]}… (a new evaluation needs a new sign-off)"
+        )
     if md.recorded(ev.metadata, md.RELEASE_ID) != cur.release_id:
         raise SignoffError("the approval is of another release than the current evaluation's")
     log = audit if isinstance(audit, AuditLog) else AuditLog(audit, instance=instance)
     rows = anchored_rows(log, instance, key) if rows is None else rows
     row = next((r for r in rows if r.row_hash == str(md.recorded(ev.metadata, "audit_row_hash"))), None)
-    if row is None or row.decision != "approve" or row.report_sha256 != approved or row.release_id != cur.release_id:
+    if (
+        row is None
+        or row.decision != "approve"
+        or row.report_sha256 != approved
+        or row.release_id != cur.release_id
+    ):
         raise SignoffError(f"the approval is not in the audit table {log.path}")
     last = latest_decision(rows, release=str(cur.release_id), report_sha256=str(approved))
     if last is not None and last.row_hash != row.row_hash:  # a replayed or out-of-order approval event
-        raise SignoffError(f"the audit table's latest decision on this release and report is #{last.seq} "
-                           f"'{last.decision}' by {last.approver}, not the approval #{row.seq} presented")
-    return {"release_id": cur.release_id, "approver": row.approver, "signed_at": row.recorded_at,
-            "report_sha256": row.report_sha256, "audit_seq": row.seq}
+        raise SignoffError(
+            f"the audit table's latest decision on this release and report is #{last.seq} "
+            f"'{last.decision}' by {last.approver}, not the approval #{row.seq} presented"
+        )
+    return {
+        "release_id": cur.release_id,
+        "approver": row.approver,
+        "signed_at": row.recorded_at,
+        "report_sha256": row.report_sha256,
+        "audit_seq": row.seq,
+    }
 
 
-def anchored_rows(log: AuditLog, instance: dg.DagsterInstance | None,
-                  asset: dg.AssetsDefinition | dg.AssetKey | str = DEFAULT_ASSET) -> list[Any]:
+def anchored_rows(
+    log: AuditLog,
+    instance: dg.DagsterInstance | None,
+    asset: dg.AssetsDefinition | dg.AssetKey | str = DEFAULT_ASSET,
+) -> list[Any]:
     """The audit table's rows after checking its chain *and* every head recorded in the Dagster
     sign-off events: a table swapped for an older copy, or cut after a rejection, is refused before
     any decision in it is trusted."""
@@ -284,20 +364,32 @@ def anchored_rows(log: AuditLog, instance: dg.DagsterInstance | None,
     except AuditError as exc:
         raise SignoffError(str(exc)) from None
     if problems:
-        raise SignoffError(f"the audit table {log.path} does not match the heads Dagster recorded: {problems[0]}")
+        raise SignoffError(
+            f"the audit table {log.path} does not match the heads Dagster recorded: {problems[0]}"
+        )
     return rows
 
 
 def latest_decision(rows: list[Any], *, release: str, report_sha256: str) -> Any:
     """The latest audited decision on a release and report — a withdrawal of the release counts
     whatever report it followed (None: none)."""
-    return next((r for r in reversed(rows) if r.release_id == release
-                 and (r.report_sha256 == report_sha256 or r.decision == "withdraw")), None)
+    return next(
+        (
+            r
+            for r in reversed(rows)
+            if r.release_id == release and (r.report_sha256 == report_sha256 or r.decision == "withdraw")
+        ),
+        None,
+    )
 
 
-def audit_anchors(instance: dg.DagsterInstance | None, log: AuditLog, *,
-                  asset: dg.AssetsDefinition | dg.AssetKey | str = DEFAULT_ASSET,
-                  target: str | Path | None = None) -> list[Any]:
+def audit_anchors(
+    instance: dg.DagsterInstance | None,
+    log: AuditLog,
+    *,
+    asset: dg.AssetsDefinition | dg.AssetKey | str = DEFAULT_ASSET,
+    target: str | Path | None = None,
+) -> list[Any]:
     """The audit heads recorded outside the audit table: every ``privacy_signoff`` evaluation of
     ``asset`` in the Dagster instance (one audit table per deployment: a moved or copied file is still
     held to them), and every publication-log row of a DuckDB ``target`` that recorded one."""
@@ -313,27 +405,41 @@ def audit_anchors(instance: dg.DagsterInstance | None, log: AuditLog, *,
     if target is not None:
         for row in PublishTarget(path=str(target)).log():
             if row.get("audit_seq") and row.get("audit_head"):
-                out.append(Anchor(int(row["audit_seq"]), str(row["audit_head"]),
-                                  f"the publication log of {target} ({row['action']} {row['release_id']})"))
+                out.append(
+                    Anchor(
+                        int(row["audit_seq"]),
+                        str(row["audit_head"]),
+                        f"the publication log of {target} ({row['action']} {row['release_id']})",
+                    )
+                )
     return out
 
 
-def audit_problems(log: AuditLog, instance: dg.DagsterInstance | None, *,
-                   asset: dg.AssetsDefinition | dg.AssetKey | str = DEFAULT_ASSET,
-                   target: str | Path | None = None) -> tuple[list[AuditRow], int, list[str]]:
+def audit_problems(
+    log: AuditLog,
+    instance: dg.DagsterInstance | None,
+    *,
+    asset: dg.AssetsDefinition | dg.AssetKey | str = DEFAULT_ASSET,
+    target: str | Path | None = None,
+) -> tuple[list[AuditRow], int, list[str]]:
     """(the rows, how many recorded heads were compared, what is wrong): the hash chain (AuditError
     when broken), every recorded head, and with a ``target`` its publications and withdrawals."""
     rows = log.verify_chain()
     anchors = audit_anchors(instance, log, asset=asset, target=target)
     problems = verify_anchors(rows, anchors)
     if target is not None:
-        problems += verify_publications(rows, PublishTarget(path=str(target)).log(),
-                                        f"the publication log of {target}")
+        problems += verify_publications(
+            rows, PublishTarget(path=str(target)).log(), f"the publication log of {target}"
+        )
     return rows, len(anchors), problems
 
 
-def signoff_problem(instance: dg.DagsterInstance, asset: dg.AssetsDefinition | dg.AssetKey | str = DEFAULT_ASSET,
-                    *, rows: list[AuditRow] | None = None) -> str | None:
+def signoff_problem(
+    instance: dg.DagsterInstance,
+    asset: dg.AssetsDefinition | dg.AssetKey | str = DEFAULT_ASSET,
+    *,
+    rows: list[AuditRow] | None = None,
+) -> str | None:
     """Why publication must wait for the sign-off, or None when an audited approval of the current
     report exists (``verify_signoff`` without raising)."""
     try:

@@ -34,9 +34,17 @@ from .resources import file_name
 LOG = "publications"
 #: the publication log: one row per publication or withdrawal, never updated
 LOG_COLUMNS: tuple[tuple[str, str], ...] = (
-    ("release_id", "varchar"), ("sha256", "varchar"), ("rows", "bigint"), ("published_at", "varchar"),
-    ("action", "varchar"), ("by", "varchar"), ("reason", "varchar"), ("real_sha256", "varchar"),
-    ("holdout_sha256", "varchar"), ("audit_seq", "bigint"), ("audit_head", "varchar"),
+    ("release_id", "varchar"),
+    ("sha256", "varchar"),
+    ("rows", "bigint"),
+    ("published_at", "varchar"),
+    ("action", "varchar"),
+    ("by", "varchar"),
+    ("reason", "varchar"),
+    ("real_sha256", "varchar"),
+    ("holdout_sha256", "varchar"),
+    ("audit_seq", "bigint"),
+    ("audit_head", "varchar"),
 )
 
 
@@ -78,22 +86,31 @@ class PublishTarget(dg.ConfigurableResource):
 
     def kind(self) -> str:
         p = self.path.lower()
-        return "duckdb" if p.endswith(".duckdb") else "parquet" if p.endswith((".parquet", ".pq")) else "directory"
+        return (
+            "duckdb"
+            if p.endswith(".duckdb")
+            else "parquet"
+            if p.endswith((".parquet", ".pq"))
+            else "directory"
+        )
 
     def guard(self, database: str | None) -> None:
         """Refuse a target that is the real data's database (or missing)."""
         if not self.path:
             raise PublicationRefused("no publication target configured (DAGSTER_PRIVACY_PUBLISH_TARGET)")
         if database and os.path.realpath(self.path) == os.path.realpath(database):
-            raise PublicationRefused("the publication target is the database holding the real data; "
-                                     "publish to a separate file or directory")
+            raise PublicationRefused(
+                "the publication target is the database holding the real data; "
+                "publish to a separate file or directory"
+            )
 
     def _real(self) -> Path:
         """The target's real path: a symlink (or a relative path) must not lock or replace another file."""
         return Path(os.path.realpath(self.path))
 
     def _lock(self) -> tuple[Path, str]:
-        """(the folder that is locked and holds the temporary files, the glob of this target's temporaries)."""
+        """(the folder that is locked and holds the temporary files, the glob of this target's
+        temporaries)."""
         p = self._real()
         if self.kind() == "directory":
             return p, ".*.directory.tmp*"
@@ -140,8 +157,10 @@ class PublishTarget(dg.ConfigurableResource):
         The release table and the log must agree — a table the log does not account for (log edited or
         dropped), or a log naming a table that is gone, is refused, never read as "nothing held"."""
         if self.kind() != "duckdb":
-            raise PublicationRefused("re-judging reads a DuckDB publication target (with its log); "
-                                     f"{self.kind()} targets keep no log")
+            raise PublicationRefused(
+                "re-judging reads a DuckDB publication target (with its log); "
+                f"{self.kind()} targets keep no log"
+            )
         if not self._real().is_file():
             return None
         import duckdb
@@ -149,24 +168,35 @@ class PublishTarget(dg.ConfigurableResource):
         log = self.log()
         con = duckdb.connect(str(self._real()), read_only=True)
         try:
-            have = con.execute("select count(*) from information_schema.tables where table_name = ?",
-                               [self.table]).fetchall()[0][0]
+            have = con.execute(
+                "select count(*) from information_schema.tables where table_name = ?", [self.table]
+            ).fetchall()[0][0]
             df = con.sql(f"select * from {quote_ident(self.table)}").pl() if have else None
         finally:
             con.close()
         last = log[-1] if log else None
         holds = last is not None and last["action"] != "withdraw"
         if (df is not None) != holds:
-            raise PublicationRefused("the target's release table and its publication log disagree (one was "
-                                     "changed outside publication)")
+            raise PublicationRefused(
+                "the target's release table and its publication log disagree (one was "
+                "changed outside publication)"
+            )
         return (df, last) if df is not None and last is not None else None
 
     def withdrawn(self, sha256: str) -> dict[str, Any] | None:
         """The latest withdrawal of this content in the log (None: never withdrawn)."""
-        return next((r for r in reversed(self.log()) if r["action"] == "withdraw" and r["sha256"] == sha256), None)
+        return next(
+            (r for r in reversed(self.log()) if r["action"] == "withdraw" and r["sha256"] == sha256), None
+        )
 
-    def withdraw(self, *, release_id: str, by: str, reason: str,
-                 record: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> dict[str, Any]:
+    def withdraw(
+        self,
+        *,
+        release_id: str,
+        by: str,
+        reason: str,
+        record: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+    ) -> dict[str, Any]:
         """Remove the release the DuckDB target holds and append the withdrawal to its log, in one atomic
         replace, all under the lock; refused unless ``release_id`` is the release it holds. ``record`` is
         called under the lock, after the check and before the replace, with the held log row; what it
@@ -176,7 +206,9 @@ class PublishTarget(dg.ConfigurableResource):
             held = self.held()
             if held is None or held[1]["release_id"] != release_id:
                 now = held[1]["release_id"] if held else "no release"
-                raise PublicationRefused(f"the target holds {now}, not release {release_id}: nothing withdrawn")
+                raise PublicationRefused(
+                    f"the target holds {now}, not release {release_id}: nothing withdrawn"
+                )
             extra = record(held[1]) if record else {}
             info = _entry("withdraw", release_id, held[1]["sha256"], 0, by=by, reason=reason, **extra)
             self._replace(target, lambda tmp: _write_duckdb(tmp, target, info, df=None, table=self.table))
@@ -191,12 +223,18 @@ class PublishTarget(dg.ConfigurableResource):
 
         con = duckdb.connect(str(target), read_only=True)
         try:
-            have = {r[0] for r in con.execute("select column_name from information_schema.columns "
-                                              "where table_name = ?", [LOG]).fetchall()}
+            have = {
+                r[0]
+                for r in con.execute(
+                    "select column_name from information_schema.columns where table_name = ?", [LOG]
+                ).fetchall()
+            }
             if not have:
                 return []
             cols = [c for c, _ in LOG_COLUMNS if c in have]
-            rows = con.execute(f"select {', '.join(quote_ident(c) for c in cols)} from {LOG} order by rowid").fetchall()
+            rows = con.execute(
+                f"select {', '.join(quote_ident(c) for c in cols)} from {LOG} order by rowid"
+            ).fetchall()
         finally:
             con.close()
         return [{**dict.fromkeys(c for c, _ in LOG_COLUMNS), **dict(zip(cols, r, strict=True))} for r in rows]
@@ -204,11 +242,19 @@ class PublishTarget(dg.ConfigurableResource):
 
 def _entry(action: str, release_id: str, sha256: str, rows: int, **fields: Any) -> dict[str, Any]:
     """One publication-log row (the parquet kinds keep it in the file's metadata)."""
-    return {**fields, "release_id": release_id, "sha256": sha256, "rows": rows, "action": action,
-            "published_at": datetime.now(UTC).isoformat(timespec="seconds")}
+    return {
+        **fields,
+        "release_id": release_id,
+        "sha256": sha256,
+        "rows": rows,
+        "action": action,
+        "published_at": datetime.now(UTC).isoformat(timespec="seconds"),
+    }
 
 
-def _write_duckdb(tmp: Path, target: Path, info: dict[str, Any], *, df: pl.DataFrame | None, table: str) -> None:
+def _write_duckdb(
+    tmp: Path, target: Path, info: dict[str, Any], *, df: pl.DataFrame | None, table: str
+) -> None:
     """The target's next state in ``tmp``: the release table replaced by ``df`` (dropped when None: a
     withdrawal) and one log row appended."""
     import duckdb
@@ -227,8 +273,11 @@ def _write_duckdb(tmp: Path, target: Path, info: dict[str, Any], *, df: pl.DataF
         for name, typ in LOG_COLUMNS:  # older logs gain the newer columns
             con.execute(f"alter table {LOG} add column if not exists {quote_ident(name)} {typ}")
         names = [c for c, _ in LOG_COLUMNS]
-        con.execute(f"insert into {LOG} ({', '.join(quote_ident(c) for c in names)}) values "
-                    f"({', '.join('?' * len(names))})", [info.get(c) for c in names]).fetchall()
+        con.execute(
+            f"insert into {LOG} ({', '.join(quote_ident(c) for c in names)}) values "
+            f"({', '.join('?' * len(names))})",
+            [info.get(c) for c in names],
+        ).fetchall()
         con.execute("checkpoint").fetchall()
     finally:
         con.close()

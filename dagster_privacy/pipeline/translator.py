@@ -27,7 +27,8 @@ class PrivacyCheckTranslator:
 
     def result_description(self, r: MetricResult) -> str:
         return f"{r.id} {'passed' if r.passed else r.status}" + (
-            f": {r.reason}" if r.reason and not r.passed else "")
+            f": {r.reason}" if r.reason and not r.passed else ""
+        )
 
     def markdown(self, r: MetricResult, release: str) -> str:
         def f(x: float | None) -> str:
@@ -74,13 +75,17 @@ class PrivacyCheckTranslator:
             "summary": dg.MetadataValue.md(self.markdown(r, release)),
         }
 
-    def failure_metadata(self, reason: str, *, release: str | None, fingerprint: str | None) -> dict[str, Any]:
+    def failure_metadata(
+        self, reason: str, *, release: str | None, fingerprint: str | None
+    ) -> dict[str, Any]:
         """Metadata of a check that failed closed (the evaluation raised): the reason, no figures."""
         meta: dict[str, Any] = {
             "status": md.text("error"),
             "reason": md.text(reason),
-            "summary": dg.MetadataValue.md(f"**The privacy evaluation failed**, so this check has not passed "
-                                           f"(fail closed).\n\nReason: {reason}"),
+            "summary": dg.MetadataValue.md(
+                f"**The privacy evaluation failed**, so this check has not passed "
+                f"(fail closed).\n\nReason: {reason}"
+            ),
         }
         if release:
             meta[md.RELEASE_ID] = dg.MetadataValue.text(release)

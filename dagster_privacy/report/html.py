@@ -48,7 +48,8 @@ h1{font-size:22px;margin:6px 0 2px} h2{font-size:17px;margin:28px 0 8px;border-b
 .verdict-pass{background:#1e8449}.verdict-warn{background:#b9770e}.verdict-fail,.verdict-error{background:#c0392b}
 table{border-collapse:collapse;width:100%;margin:6px 0 10px;font-size:12.5px}
 th,td{border:1px solid #dde1e6;padding:4px 7px;text-align:left;vertical-align:top}
-th{background:#f0f2f5;font-weight:600} td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
+th{background:#f0f2f5;font-weight:600}
+td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 .st{font-weight:700;border-radius:3px;padding:1px 6px;color:#fff;font-size:11.5px;white-space:nowrap}
 .st-pass{background:#1e8449}.st-warn{background:#b9770e}.st-fail{background:#c0392b}.st-error{background:#7b241c}
 .st-not_applicable{background:#7f8c8d}.st-none{background:#bdc3c7;color:#1b1f23}
@@ -90,19 +91,27 @@ def _reason(r: MetricResult) -> str:
 def _img(b64: str | None, alt: str, caption: str, missing: str) -> str:
     if b64 is None:
         return f'<p class="note">{escape(missing)}</p>'
-    return (f'<figure><img alt="{escape(alt)}" src="data:image/png;base64,{b64}">'
-            f"<figcaption>{escape(caption)}</figcaption></figure>")
+    return (
+        f'<figure><img alt="{escape(alt)}" src="data:image/png;base64,{b64}">'
+        f"<figcaption>{escape(caption)}</figcaption></figure>"
+    )
 
 
 def _cols(names: Sequence[str] | None) -> str:
     return ", ".join(f"<code>{escape(str(n))}</code>" for n in names) if names else "— (none named)"
 
 
-def _history_points(ev: Evaluation, history: Sequence[Mapping[str, Any]] | None, release_id: str) -> list[dict]:
+def _history_points(
+    ev: Evaluation, history: Sequence[Mapping[str, Any]] | None, release_id: str
+) -> list[dict]:
     points = [dict(h) for h in (history or []) if h.get("release") != release_id or h.get("values")]
-    current = {"release": release_id, "values": {r.id: r.value for r in ev.results if r.value is not None},
-               "failed": [r.id for r in ev.results if r.status in (Status.FAIL, Status.WARN)],
-               "verdict": ev.verdict.value, "current": True}
+    current = {
+        "release": release_id,
+        "values": {r.id: r.value for r in ev.results if r.value is not None},
+        "failed": [r.id for r in ev.results if r.status in (Status.FAIL, Status.WARN)],
+        "verdict": ev.verdict.value,
+        "current": True,
+    }
     return [*points, current]
 
 
@@ -142,8 +151,10 @@ def render_report(
     w(f"<title>{escape(title)} — release {escape(release)}</title>")
     w(f"<style>{CSS}</style></head><body><main>")
     w(f"<h1>{escape(title)}</h1>")
-    w(f'<div class="sub">release <code id="release-id">{escape(release)}</code> · generated {when} · '
-      f"policy <code>{escape(str(ev.policy.get('name', '?')))}</code> · seed {ev.seed}</div>")
+    w(
+        f'<div class="sub">release <code id="release-id">{escape(release)}</code> · generated {when} · '
+        f"policy <code>{escape(str(ev.policy.get('name', '?')))}</code> · seed {ev.seed}</div>"
+    )
     w(f'<div class="verdict verdict-{v.value}" id="verdict">Verdict: {escape(VERDICT_TEXT[v])}</div>')
     summary = ", ".join(f"{n} {s.value.replace('_', ' ')}" for s, n in counts.items() if n)
     w(f"<p>{len(ev.results)} metrics: {escape(summary) or 'none'}. ")
@@ -156,73 +167,112 @@ def render_report(
         w(f'<p class="box" id="finding"><b>Blocking:</b> {escape(finding)}</p>')
     signoff = getattr(policy, "require_signoff", None)
     if signoff:
-        w('<p class="box"><b>This policy requires a recorded sign-off.</b> Even with a passing verdict, the '
-          "release is published only after an approval of <i>this</i> report (by its sha256) is recorded; "
-          "see <a href=\"#signoff\">Sign-off</a>.</p>")
+        w(
+            '<p class="box"><b>This policy requires a recorded sign-off.</b> Even with a passing '
+            "verdict, the "
+            "release is published only after an approval of <i>this</i> report (by its sha256) is recorded; "
+            'see <a href="#signoff">Sign-off</a>.</p>'
+        )
 
     # -- per-metric table
     w('<h2 id="metrics">Metrics</h2>')
-    w("<p>Values are risks in [0, 1]: 0 = private, 1 = no privacy; the interval is a 95 % confidence "
-      "interval of the value. <i>raw</i> is the formula's own figure (for an attack, its success rate on "
-      "training records) and <i>baseline</i> the same figure measured on the holdout — records the "
-      "generator never saw — where the metric defines one: compare raw with baseline. A metric fails when "
-      "its value (or its CI upper bound, where the policy says so) exceeds its threshold; ERROR metrics "
-      "gate publication, WARN metrics inform.</p>")
-    w('<table id="metric-table"><thead><tr><th>metric</th><th>risk (WP29 / other)</th><th>value</th>'
-      "<th>95 % CI</th><th>raw</th><th>baseline</th><th>threshold</th><th>severity</th><th>status</th>"
-      "<th>source</th><th>rows used</th><th>note</th></tr></thead><tbody>")
+    w(
+        "<p>Values are risks in [0, 1]: 0 = private, 1 = no privacy; the interval is a 95 % confidence "
+        "interval of the value. <i>raw</i> is the formula's own figure (for an attack, its success rate on "
+        "training records) and <i>baseline</i> the same figure measured on the holdout — records the "
+        "generator never saw — where the metric defines one: compare raw with baseline. A metric fails when "
+        "its value (or its CI upper bound, where the policy says so) exceeds its threshold; ERROR metrics "
+        "gate publication, WARN metrics inform.</p>"
+    )
+    w(
+        '<table id="metric-table"><thead><tr><th>metric</th><th>risk (WP29 / other)</th><th>value</th>'
+        "<th>95 % CI</th><th>raw</th><th>baseline</th><th>threshold</th><th>severity</th><th>status</th>"
+        "<th>source</th><th>rows used</th><th>note</th></tr></thead><tbody>"
+    )
     for r in ev.results:
         sizes = ", ".join(f"{k} {n:,}" for k, n in r.sizes.items())
-        w(f'<tr id="metric-{escape(r.id)}"><td><code>{escape(r.id)}</code></td>'
-          f"<td>{escape(risk_class(r).title)}</td><td class=num>{_f(r.value)}</td><td class=num>{_ci(r)}</td>"
-          f"<td class=num>{_f(r.raw, '.4g')}</td><td class=num>{_f(r.baseline, '.4g')}</td>"
-          f"<td>{escape(_threshold(r))}</td>"
-          f"<td>{escape(r.severity.value)}</td><td>{_status(r.status)}</td><td>{escape(r.source)}</td>"
-          f"<td>{escape(sizes)}</td><td>{_reason(r)}</td></tr>")
+        w(
+            f'<tr id="metric-{escape(r.id)}"><td><code>{escape(r.id)}</code></td>'
+            f"<td>{escape(risk_class(r).title)}</td><td class=num>{_f(r.value)}</td><td "
+            f"class=num>{_ci(r)}</td>"
+            f"<td class=num>{_f(r.raw, '.4g')}</td><td class=num>{_f(r.baseline, '.4g')}</td>"
+            f"<td>{escape(_threshold(r))}</td>"
+            f"<td>{escape(r.severity.value)}</td><td>{_status(r.status)}</td><td>{escape(r.source)}</td>"
+            f"<td>{escape(sizes)}</td><td>{_reason(r)}</td></tr>"
+        )
     w("</tbody></table>")
-    w(_img(plots.metrics_figure(ev), "metric values against thresholds",
-           "Figure 1. Each metric's value (dot, coloured by status) with its 95 % interval and the policy "
-           "threshold (tick).", "No metric produced a value."))
+    w(
+        _img(
+            plots.metrics_figure(ev),
+            "metric values against thresholds",
+            "Figure 1. Each metric's value (dot, coloured by status) with its 95 % interval and the policy "
+            "threshold (tick).",
+            "No metric produced a value.",
+        )
+    )
 
     # -- WP29 mapping
     w('<h2 id="wp29">Risks measured (WP29 and others)</h2>')
-    w("<p>The Article 29 Working Party names three risks an anonymisation must prevent (seed 004 §2.3.1): "
-      "singling out, linkability and inference. Membership inference and distance-based re-identification "
-      "indicators come from the technical literature (§2.3.2). A risk with no metric was <b>not measured</b>: "
-      "the verdict says nothing about it.</p>")
-    w('<table id="wp29-table"><thead><tr><th>risk</th><th>framework</th><th>what it means</th><th>metrics</th>'
-      "<th>worst status</th></tr></thead><tbody>")
+    w(
+        "<p>The Article 29 Working Party names three risks an anonymisation must prevent (seed 004 §2.3.1): "
+        "singling out, linkability and inference. Membership inference and distance-based re-identification "
+        "indicators come from the technical literature (§2.3.2). A risk with no metric was <b>not "
+        "measured</b>: "
+        "the verdict says nothing about it.</p>"
+    )
+    w(
+        '<table id="wp29-table"><thead><tr><th>risk</th><th>framework</th><th>what it '
+        "means</th><th>metrics</th>"
+        "<th>worst status</th></tr></thead><tbody>"
+    )
     for rc, rs in by_risk(ev.results):
         ms = ", ".join(f"<code>{escape(r.id)}</code>" for r in rs) or '<span class="note">none</span>'
-        w(f"<tr><td>{escape(rc.title)}</td><td>{escape(rc.framework)}</td><td>{escape(rc.meaning)}</td>"
-          f"<td>{ms}</td><td>{_status(worst([r.status for r in rs]))}</td></tr>")
+        w(
+            f"<tr><td>{escape(rc.title)}</td><td>{escape(rc.framework)}</td><td>{escape(rc.meaning)}</td>"
+            f"<td>{ms}</td><td>{_status(worst([r.status for r in rs]))}</td></tr>"
+        )
     w("</tbody></table>")
 
     # -- figures
     w('<h2 id="figures">Figures</h2>')
     w('<h3 id="fig-distances">Distance to the closest training record</h3>')
-    w(_img(plots.distances_figure(distances) if distances else None, "distance distributions",
-           "Figure 2. How far each synthetic row, and each holdout row, lies from its nearest training "
-           "row. Holdout rows show what closeness to expect from new people of the same population; "
-           "synthetic rows piling up nearer than that (or at 0, identical to a training row) are the "
-           "warning sign. Shares of rows per bin; histograms, not records.",
-           "Distance distributions are not available for this report (they need the evaluation's "
-           "tables; the pipeline and `dagster-privacy evaluate --report` provide them)."))
+    w(
+        _img(
+            plots.distances_figure(distances) if distances else None,
+            "distance distributions",
+            "Figure 2. How far each synthetic row, and each holdout row, lies from its nearest training "
+            "row. Holdout rows show what closeness to expect from new people of the same population; "
+            "synthetic rows piling up nearer than that (or at 0, identical to a training row) are the "
+            "warning sign. Shares of rows per bin; histograms, not records.",
+            "Distance distributions are not available for this report (they need the evaluation's "
+            "tables; the pipeline and `dagster-privacy evaluate --report` provide them).",
+        )
+    )
     if distances and distances.sides:
         w(_distance_table(distances))
     w('<h3 id="fig-attacks">Attack success: training vs control</h3>')
     rates = plots.attack_rates(ev.results)
-    w(_img(plots.attacks_figure(rates), "attack success on training vs control records",
-           "Figure 3. Success rate of each simulated attack on records the generator was trained on and "
-           "on control (holdout) records it never saw, with 95 % Wilson intervals. Risk is the excess of "
-           "the first over the second (seed 004 eq. 8); overlapping bars mean no measurable excess.",
-           "No attack metric with training and control success rates ran in this evaluation."))
+    w(
+        _img(
+            plots.attacks_figure(rates),
+            "attack success on training vs control records",
+            "Figure 3. Success rate of each simulated attack on records the generator was trained on and "
+            "on control (holdout) records it never saw, with 95 % Wilson intervals. Risk is the excess of "
+            "the first over the second (seed 004 eq. 8); overlapping bars mean no measurable excess.",
+            "No attack metric with training and control success rates ran in this evaluation.",
+        )
+    )
     w('<h3 id="fig-history">History across releases</h3>')
     points = _history_points(ev, history, release)
-    w(_img(plots.history_figure(points, ev.ids) if len(points) > 1 else None, "metric history",
-           "Figure 4. Metric values of the recorded evaluations of earlier releases and this one.",
-           "No earlier evaluation is recorded (the history comes from the Dagster instance the "
-           "checks run in)."))
+    w(
+        _img(
+            plots.history_figure(points, ev.ids) if len(points) > 1 else None,
+            "metric history",
+            "Figure 4. Metric values of the recorded evaluations of earlier releases and this one.",
+            "No earlier evaluation is recorded (the history comes from the Dagster instance the "
+            "checks run in).",
+        )
+    )
 
     # -- threat model and policy
     tm = ev.threat_model
@@ -231,29 +281,41 @@ def render_report(
     w(f"<dt>sensitive columns (what the attacker wants)</dt><dd>{_cols(tm.get('sensitive_columns'))}</dd>")
     if tm.get("source_index_column"):
         w(f"<dt>source index column</dt><dd>{_cols([tm['source_index_column']])}</dd>")
-    w(f"<dt>policy</dt><dd><code>{escape(str(ev.policy.get('name', '?')))}</code> (preset "
-      f"<code>{escape(str(ev.policy.get('preset') or 'none'))}</code>)</dd>")
+    w(
+        f"<dt>policy</dt><dd><code>{escape(str(ev.policy.get('name', '?')))}</code> (preset "
+        f"<code>{escape(str(ev.policy.get('preset') or 'none'))}</code>)</dd>"
+    )
     w(f'<dt>policy sha256</dt><dd class="hash">{escape(str(ev.policy.get("sha256", "—")))}</dd>')
     if signoff is not None:
         w(f"<dt>sign-off required</dt><dd>{'yes' if signoff else 'no'}</dd>")
     w("</dl>")
-    w('<table id="policy-table"><thead><tr><th>metric</th><th>threshold</th><th>applies to</th>'
-      "<th>severity</th><th>optional (n/a allowed)</th><th>parameters</th></tr></thead><tbody>")
+    w(
+        '<table id="policy-table"><thead><tr><th>metric</th><th>threshold</th><th>applies to</th>'
+        "<th>severity</th><th>optional (n/a allowed)</th><th>parameters</th></tr></thead><tbody>"
+    )
     for r in ev.results:
         params = _params(policy, r.id)
-        w(f"<tr><td><code>{escape(r.id)}</code></td><td class=num>{_f(r.threshold, 'g')}</td>"
-          f"<td>{escape(r.on)}</td><td>{escape(r.severity.value)}</td>"
-          f"<td>{'yes' if r.optional else 'no'}</td><td>{escape(params)}</td></tr>")
+        w(
+            f"<tr><td><code>{escape(r.id)}</code></td><td class=num>{_f(r.threshold, 'g')}</td>"
+            f"<td>{escape(r.on)}</td><td>{escape(r.severity.value)}</td>"
+            f"<td>{'yes' if r.optional else 'no'}</td><td>{escape(params)}</td></tr>"
+        )
     w("</tbody></table>")
 
     # -- data and reproducibility
     w('<h2 id="data">Data evaluated (fingerprints, not values)</h2>')
-    w('<table id="tables-table"><thead><tr><th>role</th><th>rows</th><th>columns</th><th>sha256 of the content'
-      "</th></tr></thead><tbody>")
+    w(
+        '<table id="tables-table"><thead><tr><th>role</th><th>rows</th><th>columns</th><th>sha256 '
+        "of the content"
+        "</th></tr></thead><tbody>"
+    )
     for role, t in ev.tables.items():
         label = {"real": "real (training)", "holdout": "holdout (control)"}.get(role, role)
-        w(f"<tr><td>{escape(label)}</td><td class=num>{t.get('rows', 0):,}</td>"
-          f"<td class=num>{t.get('columns', 0)}</td><td class=hash>{escape(str(t.get('sha256', '')))}</td></tr>")
+        w(
+            f"<tr><td>{escape(label)}</td><td class=num>{t.get('rows', 0):,}</td>"
+            f"<td class=num>{t.get('columns', 0)}</td><td "
+            f"class=hash>{escape(str(t.get('sha256', '')))}</td></tr>"
+        )
     w("</tbody></table>")
     schema = ev.schema_ or {}
     cols = schema.get("columns", [])
@@ -271,34 +333,47 @@ def render_report(
     if isinstance(total, (int, float)):
         w(f"<dt>evaluation time</dt><dd>{total:.1f} s</dd>")
     versions = {**ev.versions, "matplotlib (figures)": _version("matplotlib")}
-    w("<dt>library versions</dt><dd>" + ", ".join(f"{escape(k)} {escape(str(x))}" for k, x in versions.items())
-      + "</dd></dl>")
+    w(
+        "<dt>library versions</dt><dd>"
+        + ", ".join(f"{escape(k)} {escape(str(x))}" for k, x in versions.items())
+        + "</dd></dl>"
+    )
 
     # -- sign-off
     w('<h2 id="signoff">Sign-off</h2><div class="box">')
-    w("<p>A release is approved by a person. Read this report, then record the decision; it is attributed, "
-      "timestamped, tied to this report's sha256 (printed next to the report's path in the check's "
-      "metadata) and appended to the audit table:</p>")
-    w(f"<p><code>dagster-privacy signoff --release {escape(release)} --decision approve|reject "
-      "--by NAME --reason TEXT</code></p>")
-    w("<p>A new evaluation writes a new report and invalidates an earlier approval; a rejection keeps the "
-      "release blocked.</p></div>")
+    w(
+        "<p>A release is approved by a person. Read this report, then record the decision; it is attributed, "
+        "timestamped, tied to this report's sha256 (printed next to the report's path in the check's "
+        "metadata) and appended to the audit table:</p>"
+    )
+    w(
+        f"<p><code>dagster-privacy signoff --release {escape(release)} --decision approve|reject "
+        "--by NAME --reason TEXT</code></p>"
+    )
+    w(
+        "<p>A new evaluation writes a new report and invalidates an earlier approval; a rejection keeps the "
+        "release blocked.</p></div>"
+    )
     w(f'<p class="sub">{FORMAT} · dagster-privacy {escape(str(ev.versions.get("dagster_privacy", "")))}</p>')
     w("</main></body></html>")
     return "\n".join(out) + "\n"
 
 
 def _distance_table(s: DistanceSummary) -> str:
-    rows = ["<table id=\"distance-table\"><thead><tr><th>side</th><th>rows</th><th>identical to a training row"
-            "</th><th>5th pct</th><th>25th pct</th><th>median</th></tr></thead><tbody>"]
+    rows = [
+        '<table id="distance-table"><thead><tr><th>side</th><th>rows</th><th>identical to a training row'
+        "</th><th>5th pct</th><th>25th pct</th><th>median</th></tr></thead><tbody>"
+    ]
     for side in ("synthetic", "holdout"):
         d = s.sides.get(side)
         if d is None:
             continue
         q = d.quantiles
-        rows.append(f"<tr><td>{side} → train</td><td class=num>{d.n:,}</td>"
-                    f"<td class=num>{d.zeros:,} ({d.zero_share:.1%})</td><td class=num>{_f(q.get('q05'), '.4f')}</td>"
-                    f"<td class=num>{_f(q.get('q25'), '.4f')}</td><td class=num>{_f(q.get('q50'), '.4f')}</td></tr>")
+        rows.append(
+            f"<tr><td>{side} → train</td><td class=num>{d.n:,}</td>"
+            f"<td class=num>{d.zeros:,} ({d.zero_share:.1%})</td><td class=num>{_f(q.get('q05'), '.4f')}</td>"
+            f"<td class=num>{_f(q.get('q25'), '.4f')}</td><td class=num>{_f(q.get('q50'), '.4f')}</td></tr>"
+        )
     rows.append("</tbody></table>")
     return "".join(rows)
 
@@ -315,13 +390,25 @@ def _version(name: str) -> str:
         return "not installed"
 
 
-def write_report(ev: Evaluation, path: str | os.PathLike[str], *, release_id: str | None = None,
-                 history: Sequence[Mapping[str, Any]] | None = None,
-                 distances: DistanceSummary | Mapping[str, Any] | None = None, policy: Any = None,
-                 generated_at: dt.datetime | None = None) -> str:
+def write_report(
+    ev: Evaluation,
+    path: str | os.PathLike[str],
+    *,
+    release_id: str | None = None,
+    history: Sequence[Mapping[str, Any]] | None = None,
+    distances: DistanceSummary | Mapping[str, Any] | None = None,
+    policy: Any = None,
+    generated_at: dt.datetime | None = None,
+) -> str:
     """Write the HTML report (atomically: a temp file renamed into place) and return its sha256."""
-    data = render_report(ev, release_id=release_id, history=history, distances=distances, policy=policy,
-                         generated_at=generated_at).encode("utf-8")
+    data = render_report(
+        ev,
+        release_id=release_id,
+        history=history,
+        distances=distances,
+        policy=policy,
+        generated_at=generated_at,
+    ).encode("utf-8")
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".report-", suffix=".html", dir=target.parent)

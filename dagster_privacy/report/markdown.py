@@ -5,8 +5,13 @@ from __future__ import annotations
 from ..results import Evaluation, MetricResult, Status
 from .risks import risk_class
 
-ICONS = {Status.PASS: "pass", Status.WARN: "**warn**", Status.FAIL: "**FAIL**", Status.ERROR: "**ERROR**",
-         Status.NOT_APPLICABLE: "n/a"}
+ICONS = {
+    Status.PASS: "pass",
+    Status.WARN: "**warn**",
+    Status.FAIL: "**FAIL**",
+    Status.ERROR: "**ERROR**",
+    Status.NOT_APPLICABLE: "n/a",
+}
 
 
 def _f(x: float | None) -> str:
@@ -17,21 +22,35 @@ def _row(r: MetricResult) -> str:
     ci = "—" if r.ci is None else f"[{r.ci[0]:.3f}, {r.ci[1]:.3f}]"
     thr = "—" if r.threshold is None else f"{r.threshold:g}" + (" (CI upper)" if r.on == "ci_upper" else "")
     note = r.reason.replace("|", "/") if r.reason else ""
-    return (f"| `{r.id}` | {risk_class(r).title} | {_f(r.value)} | {ci} | {_f(r.raw)} | {_f(r.baseline)} | {thr} | "
-            f"{r.severity.value} | {ICONS[r.status]} | {note} |")
+    return (
+        f"| `{r.id}` | {risk_class(r).title} | {_f(r.value)} | {ci} | {_f(r.raw)} | "
+        f"{_f(r.baseline)} | {thr} | "
+        f"{r.severity.value} | {ICONS[r.status]} | {note} |"
+    )
 
 
-def markdown_summary(ev: Evaluation, *, release_id: str | None = None, report_path: str | None = None,
-                     report_sha256: str | None = None) -> str:
+def markdown_summary(
+    ev: Evaluation,
+    *,
+    release_id: str | None = None,
+    report_path: str | None = None,
+    report_sha256: str | None = None,
+) -> str:
     """Verdict, per-metric table, and where the full report is (path and sha256). Figures only."""
     release = release_id or ev.tables.get("synthetic", {}).get("sha256", "unknown")
-    lines = [f"### Privacy verdict: **{ev.verdict.value.upper()}**", "",
-             f"release `{release}` · policy `{ev.policy.get('name', '?')}` · seed {ev.seed}", ""]
+    lines = [
+        f"### Privacy verdict: **{ev.verdict.value.upper()}**",
+        "",
+        f"release `{release}` · policy `{ev.policy.get('name', '?')}` · seed {ev.seed}",
+        "",
+    ]
     if report_path:
         lines += [f"Report: `{report_path}`" + (f" (sha256 `{report_sha256}`)" if report_sha256 else ""), ""]
     lines += [f"**Blocking:** {f}" for f in ev.findings] + ([""] if ev.findings else [])
-    lines += ["| metric | risk | value | 95 % CI | raw | baseline | threshold | severity | status | note |",
-              "|---|---|---|---|---|---|---|---|---|---|"]
+    lines += [
+        "| metric | risk | value | 95 % CI | raw | baseline | threshold | severity | status | note |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
     lines += [_row(r) for r in ev.results]
     tables = ", ".join(f"{role} {t.get('rows', 0):,} rows" for role, t in ev.tables.items())
     if tables:

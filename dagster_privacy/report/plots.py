@@ -18,8 +18,13 @@ from ..distances import DistanceSummary
 from ..results import RATE_KEYS, Evaluation, MetricResult, Status
 
 COLOURS = {"synthetic": "#c0392b", "holdout": "#2e86c1", "train": "#c0392b", "control": "#7f8c8d"}
-STATUS_COLOURS = {Status.PASS: "#1e8449", Status.WARN: "#b9770e", Status.FAIL: "#c0392b",
-                  Status.ERROR: "#7b241c", Status.NOT_APPLICABLE: "#7f8c8d"}
+STATUS_COLOURS = {
+    Status.PASS: "#1e8449",
+    Status.WARN: "#b9770e",
+    Status.FAIL: "#c0392b",
+    Status.ERROR: "#7b241c",
+    Status.NOT_APPLICABLE: "#7f8c8d",
+}
 DPI = 100
 
 
@@ -56,8 +61,14 @@ def metrics_figure(ev: Evaluation) -> str | None:
         ax.plot([], [], "-", color="#555555", lw=2.2, label="95 % CI")[0],
         ax.plot([], [], "|", color="#111111", ms=12, mew=1.6, label="threshold")[0],
     ]
-    ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.5 / max(1, len(rows)) - 0.12),
-              ncol=3, frameon=False, fontsize=8)
+    ax.legend(
+        handles=handles,
+        loc="upper center",
+        bbox_to_anchor=(0.5, -0.5 / max(1, len(rows)) - 0.12),
+        ncol=3,
+        frameon=False,
+        fontsize=8,
+    )
     ax.set_title("Each metric against its threshold", fontsize=11)
     fig.tight_layout()
     return _png(fig)
@@ -75,9 +86,16 @@ def distances_figure(summary: DistanceSummary) -> str | None:
         if s is None or s.n == 0:
             continue
         share = [c / s.n for c in s.counts]
-        label = (f"{side} → train (n = {s.n:,}; identical to a training row: {s.zero_share:.1%})")
-        ax.stairs(share, edges, color=COLOURS[side], lw=1.8, label=label,
-                  fill=side == "holdout", alpha=0.35 if side == "holdout" else 1.0)
+        label = f"{side} → train (n = {s.n:,}; identical to a training row: {s.zero_share:.1%})"
+        ax.stairs(
+            share,
+            edges,
+            color=COLOURS[side],
+            lw=1.8,
+            label=label,
+            fill=side == "holdout",
+            alpha=0.35 if side == "holdout" else 1.0,
+        )
         med = s.quantiles.get("q50")
         if med is not None:
             ax.axvline(med, color=COLOURS[side], ls="--", lw=1.0)
@@ -135,17 +153,34 @@ def attacks_figure(rates: Sequence[AttackRates]) -> str | None:
     h = 0.36
     ys = list(range(len(rates)))[::-1]
     for y, a in zip(ys, rates, strict=True):
-        for off, who, val, ci in ((h / 2, "train", a.train, a.train_ci), (-h / 2, "control", a.control, a.control_ci)):
+        for off, who, val, ci in (
+            (h / 2, "train", a.train, a.train_ci),
+            (-h / 2, "control", a.control, a.control_ci),
+        ):
             xerr = None if ci is None else [[max(0.0, val - ci[0])], [max(0.0, ci[1] - val)]]
-            ax.barh(y + off, val, height=h, color=COLOURS[who], xerr=xerr, capsize=3,
-                    error_kw={"lw": 1.0, "ecolor": "#222222"})
+            ax.barh(
+                y + off,
+                val,
+                height=h,
+                color=COLOURS[who],
+                xerr=xerr,
+                capsize=3,
+                error_kw={"lw": 1.0, "ecolor": "#222222"},
+            )
     ax.set_yticks(ys, [a.id for a in rates])
     ax.set_xlim(0.0, 1.0)
     ax.set_xlabel("attack success rate (95 % Wilson interval)")
-    ax.legend(handles=[Patch(color=COLOURS["train"], label="on training records"),
-                       Patch(color=COLOURS["control"], label="on control (holdout) records")],
-              loc="upper center", bbox_to_anchor=(0.5, -0.16 - 0.5 / (len(rates) + 1.4)), ncol=2, fontsize=8,
-              frameon=False)
+    ax.legend(
+        handles=[
+            Patch(color=COLOURS["train"], label="on training records"),
+            Patch(color=COLOURS["control"], label="on control (holdout) records"),
+        ],
+        loc="upper center",
+        bbox_to_anchor=(0.5, -0.16 - 0.5 / (len(rates) + 1.4)),
+        ncol=2,
+        fontsize=8,
+        frameon=False,
+    )
     ax.set_title("Attack success: training vs control", fontsize=11)
     ax.grid(axis="x", alpha=0.3)
     fig.tight_layout()
@@ -165,10 +200,19 @@ def history_figure(history: Sequence[Mapping[str, Any]], metric_ids: Sequence[st
     xs = list(range(len(points)))
     for mid in ids:
         ys = [h["values"].get(mid) for h in points]
-        line = ax.plot([x for x, y in zip(xs, ys, strict=True) if y is not None],
-                       [y for y in ys if y is not None], "o-", lw=1.4, ms=4, label=mid)[0]
-        bad = [(x, y) for x, y, h in zip(xs, ys, points, strict=True)
-               if y is not None and mid in h.get("failed", ())]
+        line = ax.plot(
+            [x for x, y in zip(xs, ys, strict=True) if y is not None],
+            [y for y in ys if y is not None],
+            "o-",
+            lw=1.4,
+            ms=4,
+            label=mid,
+        )[0]
+        bad = [
+            (x, y)
+            for x, y, h in zip(xs, ys, points, strict=True)
+            if y is not None and mid in h.get("failed", ())
+        ]
         if bad:
             ax.plot([b[0] for b in bad], [b[1] for b in bad], "x", color=line.get_color(), ms=10, mew=2)
     labels = [str(h.get("release", ""))[:14] for h in points]

@@ -17,24 +17,50 @@ class RiskClass:
 
 
 RISKS: tuple[RiskClass, ...] = (  # one per results.Risk, in report order
-    RiskClass(Risk.SINGLING_OUT, "Singling out", "WP29",
-              "isolating some or all records that identify an individual in the training data"),
-    RiskClass(Risk.LINKABILITY, "Linkability", "WP29",
-              "linking two records (in one or two data sets) that concern the same person or group"),
-    RiskClass(Risk.INFERENCE, "Inference", "WP29",
-              "deducing, with significant probability, an attribute of a person from other attributes"),
-    RiskClass(Risk.MEMBERSHIP, "Membership inference", "adversarial ML (seed 004 §2.3.2)",
-              "telling whether a given person's record was in the training data"),
-    RiskClass(Risk.REIDENTIFICATION, "Re-identification (distance / copy proxies)", "identity disclosure proxy",
-              "synthetic records sitting on, or unusually close to, training records; a proxy "
-              "for singling out, not an attack"),
-    RiskClass(Risk.DISTINGUISHABILITY, "Distinguishability", "proxy",
-              "a classifier telling synthetic from real records; a fidelity figure, not an attack"),
+    RiskClass(
+        Risk.SINGLING_OUT,
+        "Singling out",
+        "WP29",
+        "isolating some or all records that identify an individual in the training data",
+    ),
+    RiskClass(
+        Risk.LINKABILITY,
+        "Linkability",
+        "WP29",
+        "linking two records (in one or two data sets) that concern the same person or group",
+    ),
+    RiskClass(
+        Risk.INFERENCE,
+        "Inference",
+        "WP29",
+        "deducing, with significant probability, an attribute of a person from other attributes",
+    ),
+    RiskClass(
+        Risk.MEMBERSHIP,
+        "Membership inference",
+        "adversarial ML (seed 004 §2.3.2)",
+        "telling whether a given person's record was in the training data",
+    ),
+    RiskClass(
+        Risk.REIDENTIFICATION,
+        "Re-identification (distance / copy proxies)",
+        "identity disclosure proxy",
+        "synthetic records sitting on, or unusually close to, training records; a proxy "
+        "for singling out, not an attack",
+    ),
+    RiskClass(
+        Risk.DISTINGUISHABILITY,
+        "Distinguishability",
+        "proxy",
+        "a classifier telling synthetic from real records; a fidelity figure, not an attack",
+    ),
 )
 
 _BY_KEY = {str(r.key): r for r in RISKS}
 assert set(_BY_KEY) == {str(r) for r in Risk}, "every Risk needs its RiskClass"
-_ORDER = {s: i for i, s in enumerate((Status.ERROR, Status.FAIL, Status.WARN, Status.NOT_APPLICABLE, Status.PASS))}
+_ORDER = {
+    s: i for i, s in enumerate((Status.ERROR, Status.FAIL, Status.WARN, Status.NOT_APPLICABLE, Status.PASS))
+}
 
 
 def risk_class(result: MetricResult) -> RiskClass:

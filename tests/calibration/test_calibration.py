@@ -21,8 +21,20 @@ from dagster_privacy.demo import load_demo
 
 DEMO = load_demo()
 #: cheap metrics covering every kind of shared work (codes, projected, euclidean, holdout queries)
-FAST = ["crp", "zcap", "dcr", "nndr", "nnaa", "identifiability", "cvp", "ims", "dcr_percentile",
-        "knn_percentile", "dcr_holdout_diff", "nndr_holdout_diff"]
+FAST = [
+    "crp",
+    "zcap",
+    "dcr",
+    "nndr",
+    "nnaa",
+    "identifiability",
+    "cvp",
+    "ims",
+    "dcr_percentile",
+    "knn_percentile",
+    "dcr_holdout_diff",
+    "nndr_holdout_diff",
+]
 
 
 def _subset(n: int, seed: int = 11) -> pl.DataFrame:
@@ -56,8 +68,9 @@ def test_shared_pool_equals_plain_evaluate():
     evs, _ = _leaky_repeat(df, 3, [0.0, 0.1, 1.0], setup, lambda _d: None)
     for f, ev in zip([0.0, 0.1, 1.0], evs, strict=True):
         s = cb.leaky_split(df, f, seed=3)
-        ref = dp.evaluate(s.train, s.synthetic, s.control, metrics=FAST, policy="report-only", seed=3,
-                          progress=False)
+        ref = dp.evaluate(
+            s.train, s.synthetic, s.control, metrics=FAST, policy="report-only", seed=3, progress=False
+        )
         for r in ref:
             got = ev[r.id]
             assert got.status == r.status, (f, r.id)
@@ -71,8 +84,17 @@ def test_shared_pool_equals_plain_evaluate():
 
 def _sweep(values: np.ndarray, metrics: list[str]) -> cb.Sweep:
     shape = values.shape
-    return cb.Sweep("leaky", "f", [0.0, 0.05, 0.2, 1.0][: shape[0]], list(range(shape[1])), metrics,
-                    {m: "value" for m in metrics}, values, values.copy(), np.full(shape, np.nan))
+    return cb.Sweep(
+        "leaky",
+        "f",
+        [0.0, 0.05, 0.2, 1.0][: shape[0]],
+        list(range(shape[1])),
+        metrics,
+        {m: "value" for m in metrics},
+        values,
+        values.copy(),
+        np.full(shape, np.nan),
+    )
 
 
 def test_flags_flat_and_non_monotone_metrics():
@@ -116,8 +138,15 @@ def test_undefined_correlation_and_missing_metric_are_not_zero():
 def leaky_cal() -> cb.Calibration:
     """The holdout indicators and attacks, plus crp, on 1,600 demo rows, 2 repeats."""
     ids = ["crp", *_holdout_and_attacks()]
-    return cb.calibrate(_subset(1600), policy="standard", metrics=ids, fractions=(0, 0.05, 0.3, 1),
-                        repeats=2, seed=5, progress=False)
+    return cb.calibrate(
+        _subset(1600),
+        policy="standard",
+        metrics=ids,
+        fractions=(0, 0.05, 0.3, 1),
+        repeats=2,
+        seed=5,
+        progress=False,
+    )
 
 
 def test_holdout_indicators_and_attacks_respond_monotonically(leaky_cal):
@@ -142,7 +171,9 @@ def test_outputs_load_as_a_policy_and_carry_no_record_values(leaky_cal, tmp_path
     assert loaded == leaky_cal.calibrated_policy().model_copy(update={"name": loaded.name})
     doc = json.loads(paths["json"].read_text())
     assert doc["format"] == cb.FORMAT and len(doc["runs"]["values"]) == 4
-    text = "".join(p.read_text() for k, p in paths.items() if k in ("json", "table", "correlation_csv", "policy"))
+    text = "".join(
+        p.read_text() for k, p in paths.items() if k in ("json", "table", "correlation_csv", "policy")
+    )
     for value in ("Never-married", "Exec-managerial", "United-States", "Husband"):
         assert value not in text
 
@@ -151,8 +182,9 @@ def test_calibrated_thresholds_separate_no_leak_from_a_5_percent_leak():
     """Calibrate on seeds 100–102; on ten other seeds, f = 0 passes and f = 0.05 fails (≥ 90 %)."""
     df = _subset(3000, seed=21)
     ids = ["ims", "dcr_percentile"]
-    cal = cb.calibrate(df, policy="standard", metrics=ids, fractions=(0, 0.05), repeats=3, seed=100,
-                       progress=False)
+    cal = cb.calibrate(
+        df, policy="standard", metrics=ids, fractions=(0, 0.05), repeats=3, seed=100, progress=False
+    )
     setup = _Setup.make("standard", ids, None, None, None)
     ok = {m: 0 for m in ids}
     seeds = range(200, 210)
@@ -176,23 +208,35 @@ def test_generator_sweep_with_the_example_sampler(tmp_path):
         seen.append(seed)
         return cb.per_column_sampler(train, noise, seed=seed)
 
-    cal = cb.sweep_generator(df, gen, [1.0, 0.1, 0.0], parameter="noise", metrics=["crp", "ims", "dcr"],
-                             repeats=2, seed=7, threshold_at=0.1, progress=False)
+    cal = cb.sweep_generator(
+        df,
+        gen,
+        [1.0, 0.1, 0.0],
+        parameter="noise",
+        metrics=["crp", "ims", "dcr"],
+        repeats=2,
+        seed=7,
+        threshold_at=0.1,
+        progress=False,
+    )
     assert sorted(set(seen)) == [7, 8]
     crp = cal.response("crp")
     assert crp.monotone and crp.responds and crp.max_risk > 0.5  # noise 0: bootstrap copies of train
     assert cal.thresholds["crp"].calibrated and cal.sweep.levels == [1.0, 0.1, 0.0]
     assert cb.per_column_sampler(df, 0.3, seed=1).equals(cb.per_column_sampler(df, 0.3, seed=1))
     paths = cal.write(tmp_path)  # the same outputs as the leaky model
-    assert paths["plot"].is_file() and "generator sweep (gen), noise = 1, 0.1, 0" in paths["policy"].read_text()
+    assert (
+        paths["plot"].is_file() and "generator sweep (gen), noise = 1, 0.1, 0" in paths["policy"].read_text()
+    )
     assert dp.load_policy(paths["policy"]).metrics["crp"].threshold == cal.thresholds["crp"].threshold
 
     def broken(train, p):
         raise RuntimeError("boom at 'secret value'")
 
     with pytest.raises(cb.CalibrationError, match="noise = 1.0") as exc:
-        cb.sweep_generator(df, broken, [1.0, 0.0], parameter="noise", metrics=["crp"], repeats=1,
-                           progress=False)
+        cb.sweep_generator(
+            df, broken, [1.0, 0.0], parameter="noise", metrics=["crp"], repeats=1, progress=False
+        )
     assert "secret value" not in str(exc.value)  # a quoted literal may be a record value
 
 
@@ -203,12 +247,18 @@ def test_local_outlier_factor_finds_an_inserted_outlier_and_removal_is_reported(
     df = _subset(400)
     # a record unlike any other: extreme numbers and a category of its own in every text column
     odd = df[:1].with_columns(
-        *(pl.lit(df.get_column(c).max() * 3).cast(t).alias(c) for c, t in df.schema.items() if t.is_numeric()),
-        *(pl.lit(f"rare-{c}").alias(c) for c, t in df.schema.items() if t == pl.String))
+        *(
+            pl.lit(df.get_column(c).max() * 3).cast(t).alias(c)
+            for c, t in df.schema.items()
+            if t.is_numeric()
+        ),
+        *(pl.lit(f"rare-{c}").alias(c) for c, t in df.schema.items() if t == pl.String),
+    )
     scores = cb.outlier_scores(pl.concat([df, odd]))
     assert int(np.argmax(scores)) == df.height
-    cal = cb.calibrate(df, metrics=["crp", "dcr"], fractions=(0, 1), repeats=1, outliers=(0.05,),
-                       progress=False)
+    cal = cb.calibrate(
+        df, metrics=["crp", "dcr"], fractions=(0, 1), repeats=1, outliers=(0.05,), progress=False
+    )
     [shift] = cal.outliers
     assert shift.removed == 20 and shift.sweep.sizes["real"] == 190
     assert shift.to_dict(cal.responses)["metrics"][0]["id"] == "crp"
@@ -221,8 +271,22 @@ def test_cli_prints_the_table_and_writes_the_outputs(tmp_path):
     src = tmp_path / "real.csv"
     _subset(500).write_csv(src)
     out = tmp_path / "out"
-    res = CliRunner().invoke(cli, ["calibrate", "--real", str(src), "--metrics", "crp,ims,dcr",
-                                   "--fractions", "0,0.2,1", "--repeats", "1", "--out", str(out)])
+    res = CliRunner().invoke(
+        cli,
+        [
+            "calibrate",
+            "--real",
+            str(src),
+            "--metrics",
+            "crp,ims,dcr",
+            "--fractions",
+            "0,0.2,1",
+            "--repeats",
+            "1",
+            "--out",
+            str(out),
+        ],
+    )
     assert res.exit_code == 0, res.output
     for word in ("crp", "ims", "no risk", "5% leak", "max risk", "monotone", "responds"):
         assert word in res.output
@@ -230,14 +294,17 @@ def test_cli_prints_the_table_and_writes_the_outputs(tmp_path):
     assert dp.load_policy(out / "calibrated_policy.yaml").metrics["crp"].threshold < 0.05
 
 
-@pytest.mark.parametrize("args", [
-    ["--real", "{src}", "--fractions", "0,2"],  # a fraction outside [0, 1]
-    ["--real", "{src}", "--fractions", "x"],  # not a number
-    ["--real", "{src}", "--outliers", "0.6"],  # more than half the rows
-    [],  # neither --real nor --demo
-    ["--demo", "--real", "{src}"],  # both
-    ["--real", "{src}", "--metrics", "nope"],  # unknown metric
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--real", "{src}", "--fractions", "0,2"],  # a fraction outside [0, 1]
+        ["--real", "{src}", "--fractions", "x"],  # not a number
+        ["--real", "{src}", "--outliers", "0.6"],  # more than half the rows
+        [],  # neither --real nor --demo
+        ["--demo", "--real", "{src}"],  # both
+        ["--real", "{src}", "--metrics", "nope"],  # unknown metric
+    ],
+)
 def test_cli_bad_input_exits_2_with_one_line(args, tmp_path, capsys):
     from dagster_privacy.cli import main
 
@@ -271,23 +338,43 @@ def test_dagster_calibration_job_runs_on_demand_and_is_not_part_of_the_release(t
         con.execute('create table "real" as select * from frame')
     finally:
         con.close()
-    policy = {"seed": 0, "metrics": {"crp": {"threshold": 0.05}, "dcr": {"threshold": 0.9, "severity": "WARN"}}}
-    defs = build_release_definitions(database=str(db), policy=policy, publish_target=str(tmp_path / "pub.duckdb"),
-                                     schema_gate=False)
+    policy = {
+        "seed": 0,
+        "metrics": {"crp": {"threshold": 0.05}, "dcr": {"threshold": 0.9, "severity": "WARN"}},
+    }
+    defs = build_release_definitions(
+        database=str(db), policy=policy, publish_target=str(tmp_path / "pub.duckdb"), schema_gate=False
+    )
     job = defs.resolve_job_def(CALIBRATION_JOB)
     # not an asset: no asset selection (release job, `--select '*'`, sensor, schedule) reaches it
-    assert all("calibration" not in k.to_user_string() for k in defs.resolve_asset_graph().get_all_asset_keys())
+    assert all(
+        "calibration" not in k.to_user_string() for k in defs.resolve_asset_graph().get_all_asset_keys()
+    )
     for other in ("privacy_release_job", "privacy_checks_job"):
         assert CALIBRATION_OP not in {n.name for n in defs.resolve_job_def(other).nodes}
     inst = dg.DagsterInstance.ephemeral()
-    res = job.execute_in_process(instance=inst, run_config={"ops": {CALIBRATION_OP: {"config": {
-        "fractions": [0.0, 1.0], "repeats": 1, "out_dir": str(tmp_path / "cal")}}}})
+    res = job.execute_in_process(
+        instance=inst,
+        run_config={
+            "ops": {
+                CALIBRATION_OP: {
+                    "config": {"fractions": [0.0, 1.0], "repeats": 1, "out_dir": str(tmp_path / "cal")}
+                }
+            }
+        },
+    )
     assert res.success
-    [obs] = [e.event_specific_data.asset_observation for e in res.all_events
-             if e.event_type_value == "ASSET_OBSERVATION"]
+    [obs] = [
+        e.event_specific_data.asset_observation
+        for e in res.all_events
+        if e.event_type_value == "ASSET_OBSERVATION"
+    ]
     assert obs.asset_key == dg.AssetKey("real_table")
     meta = obs.metadata
-    assert "| `crp` |" in meta["calibration/response"].value and meta["calibration/thresholds"].value["crp"] < 0.05
+    assert (
+        "| `crp` |" in meta["calibration/response"].value
+        and meta["calibration/thresholds"].value["crp"] < 0.05
+    )
     assert meta["calibration/plot"].value.startswith("![response to inserted risk](data:image/png;base64,")
     assert dp.load_policy(meta["calibration/policy_path"].value).metrics["crp"].threshold < 0.05
     from dagster._serdes import serialize_value

@@ -21,8 +21,12 @@ CANARY = "CANARY-VALUE-7f3a"
 def files(tmp_path_factory):
     d = tmp_path_factory.mktemp("cli")
     split = leaky_split(load_demo()[:1200], 0.3, seed=0)
-    train = split.train.with_columns(pl.when(pl.int_range(pl.len()) == 0).then(pl.lit(CANARY))
-                                     .otherwise(pl.col("occupation")).alias("occupation"))
+    train = split.train.with_columns(
+        pl.when(pl.int_range(pl.len()) == 0)
+        .then(pl.lit(CANARY))
+        .otherwise(pl.col("occupation"))
+        .alias("occupation")
+    )
     train.write_csv(d / "train.csv")
     split.control.write_csv(d / "control.csv")
     split.release.write_csv(d / "clean.csv")
@@ -41,9 +45,22 @@ def cli(capsys, *args: str) -> tuple[int, str, str]:
 
 
 def test_leaky_release_fails_with_exit_1_and_writes_json(files, capsys) -> None:
-    code, out, err = cli(capsys, "evaluate", "--real", str(files / "train.csv"), "--synthetic",
-                         str(files / "leaky.parquet"), "--holdout", str(files / "control.csv"),
-                         "--metrics", "crp,dcr", "--metrics", "nnaa", "--json", str(files / "e.json"))
+    code, out, err = cli(
+        capsys,
+        "evaluate",
+        "--real",
+        str(files / "train.csv"),
+        "--synthetic",
+        str(files / "leaky.parquet"),
+        "--holdout",
+        str(files / "control.csv"),
+        "--metrics",
+        "crp,dcr",
+        "--metrics",
+        "nnaa",
+        "--json",
+        str(files / "e.json"),
+    )
     assert code == 1
     assert "FAIL" in out and "crp" in out
     doc = json.loads((files / "e.json").read_text())
@@ -52,27 +69,40 @@ def test_leaky_release_fails_with_exit_1_and_writes_json(files, capsys) -> None:
     crp = doc["metrics"][0]
     assert crp["status"] == "fail" and crp["severity"] == "ERROR" and crp["threshold"] == 0.05
     assert crp["sizes"] == {"real": 600, "synthetic": 480}
-    assert set(doc["tables"]) == {"real", "synthetic", "holdout"} and len(doc["tables"]["real"]["sha256"]) == 64
+    assert (
+        set(doc["tables"]) == {"real", "synthetic", "holdout"} and len(doc["tables"]["real"]["sha256"]) == 64
+    )
     assert CANARY not in out + err + (files / "e.json").read_text()
 
 
 def test_clean_release_from_duckdb_passes_with_exit_0(files, capsys) -> None:
-    code, out, _ = cli(capsys, "evaluate", "--real", str(files / "train.csv"), "--synthetic",
-                       f"{files / 'db.duckdb'}:release", "--metrics", "crp")
+    code, out, _ = cli(
+        capsys,
+        "evaluate",
+        "--real",
+        str(files / "train.csv"),
+        "--synthetic",
+        f"{files / 'db.duckdb'}:release",
+        "--metrics",
+        "crp",
+    )
     assert code == 0 and "PASS" in out
 
 
-@pytest.mark.parametrize("args, needle", [
-    (["--synthetic", "{d}/nope.csv"], "file not found"),
-    (["--synthetic", "{d}/db.duckdb:no_such_table"], "cannot read the synthetic table"),
-    (["--metrics", "crp,not_a_metric"], "unknown metric id(s): not_a_metric"),
-    (["--policy", "lenient"], "neither a preset"),
-    (["--column-kind", "age"], "COLUMN=KIND"),
-    (["--column-kind", "age=ordinal"], "use one of"),
-    (["--key-columns", "shoe-size"], "not a used column"),
-    (["--source-index-column", "row_of"], "not a column of the synthetic table"),
-    (["--source-index-column", "occupation"], "must hold whole row numbers"),
-])
+@pytest.mark.parametrize(
+    "args, needle",
+    [
+        (["--synthetic", "{d}/nope.csv"], "file not found"),
+        (["--synthetic", "{d}/db.duckdb:no_such_table"], "cannot read the synthetic table"),
+        (["--metrics", "crp,not_a_metric"], "unknown metric id(s): not_a_metric"),
+        (["--policy", "lenient"], "neither a preset"),
+        (["--column-kind", "age"], "COLUMN=KIND"),
+        (["--column-kind", "age=ordinal"], "use one of"),
+        (["--key-columns", "shoe-size"], "not a used column"),
+        (["--source-index-column", "row_of"], "not a column of the synthetic table"),
+        (["--source-index-column", "occupation"], "must hold whole row numbers"),
+    ],
+)
 def test_bad_input_is_one_line_and_exit_2(files, capsys, args, needle) -> None:
     base = {"--real": str(files / "train.csv"), "--synthetic": str(files / "clean.csv")}
     argv = ["evaluate"]
@@ -87,11 +117,14 @@ def test_bad_input_is_one_line_and_exit_2(files, capsys, args, needle) -> None:
 
 def test_extra_column_and_empty_table(files, capsys, tmp_path) -> None:
     pl.read_csv(files / "clean.csv").with_columns(pl.lit(1).alias("extra")).write_csv(tmp_path / "x.csv")
-    code, _, err = cli(capsys, "evaluate", "--real", str(files / "train.csv"), "--synthetic", str(tmp_path / "x.csv"))
+    code, _, err = cli(
+        capsys, "evaluate", "--real", str(files / "train.csv"), "--synthetic", str(tmp_path / "x.csv")
+    )
     assert code == 2 and "not in the real table: extra" in err
     pl.read_csv(files / "clean.csv")[:0].write_csv(tmp_path / "empty.csv")
-    code, _, err = cli(capsys, "evaluate", "--real", str(files / "train.csv"), "--synthetic",
-                       str(tmp_path / "empty.csv"))
+    code, _, err = cli(
+        capsys, "evaluate", "--real", str(files / "train.csv"), "--synthetic", str(tmp_path / "empty.csv")
+    )
     assert code == 2 and "empty" in err
 
 
@@ -108,8 +141,20 @@ def test_metrics_lists_the_registry(capsys) -> None:
 
 
 def test_console_script_bad_input_has_no_traceback(tmp_path) -> None:
-    proc = subprocess.run([sys.executable, "-m", "dagster_privacy.cli", "evaluate", "--real",
-                           str(tmp_path / "a.csv"), "--synthetic", str(tmp_path / "b.csv")],
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "dagster_privacy.cli",
+            "evaluate",
+            "--real",
+            str(tmp_path / "a.csv"),
+            "--synthetic",
+            str(tmp_path / "b.csv"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 2
     assert proc.stderr.strip() == f"dagster-privacy: error: real table: file not found: {tmp_path / 'a.csv'}"

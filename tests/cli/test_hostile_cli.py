@@ -40,8 +40,11 @@ def write_csv(path: Path, header: list[str], rows: list[list[str]]) -> None:
 
 
 def snapshot(root: Path) -> dict[str, str]:
-    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in root.rglob("*") if p.is_file()}
+    return {
+        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in root.rglob("*")
+        if p.is_file()
+    }
 
 
 @dataclasses.dataclass
@@ -57,8 +60,16 @@ def run(d: Path, *args: str, outputs: tuple[str, ...] = ()) -> Run:
     """`python -m dagster_privacy.cli ARGS` with cwd and HOME in d (PYTHONPATH picks the code under test)."""
     before, env = snapshot(d), {**os.environ, "HOME": str(d / "home"), "COLUMNS": "200", "MPLCONFIGDIR": MPL}
     env.pop("DAGSTER_PRIVACY_DEBUG", None)
-    p = subprocess.run([sys.executable, "-m", "dagster_privacy.cli", *args], cwd=d, env=env,
-                       capture_output=True, text=True, errors="replace", timeout=120, check=False)
+    p = subprocess.run(
+        [sys.executable, "-m", "dagster_privacy.cli", *args],
+        cwd=d,
+        env=env,
+        capture_output=True,
+        text=True,
+        errors="replace",
+        timeout=120,
+        check=False,
+    )
     changed = [k for k, h in snapshot(d).items() if before.get(k) != h]
     written = {k: (d / k).read_bytes() for k in changed}
     return Run(p.returncode, p.stdout, p.stderr, written, [k for k in changed if k not in outputs])
@@ -77,7 +88,7 @@ def assert_no_leak(r: Run, extra: tuple[str, ...] = ()) -> None:
 def assert_bad_input(r: Run, extra: tuple[str, ...] = ()) -> None:
     assert r.rc == 2, r
     lines = r.err.splitlines()
-    assert len(lines) == 1 and lines[0].startswith(ERR) and lines[0][len(ERR):].strip(), r
+    assert len(lines) == 1 and lines[0].startswith(ERR) and lines[0][len(ERR) :].strip(), r
     assert_no_leak(r, extra)
 
 
@@ -104,7 +115,18 @@ def d(tmp_path: Path) -> Path:
 
 def ev(*extra: str, real="real.csv", syn="syn.csv", holdout="holdout.csv", metrics=METRICS) -> list[str]:
     """evaluate's arguments; the policy is the default, `standard`, unless extra gives --policy."""
-    return ["evaluate", "--real", real, "--synthetic", syn, "--holdout", holdout, "--metrics", metrics, *extra]
+    return [
+        "evaluate",
+        "--real",
+        real,
+        "--synthetic",
+        syn,
+        "--holdout",
+        holdout,
+        "--metrics",
+        metrics,
+        *extra,
+    ]
 
 
 def edit(d: Path, src: str, dst: str, fn) -> None:
@@ -117,10 +139,12 @@ def edit(d: Path, src: str, dst: str, fn) -> None:
 
 def column(name: str, value) -> object:
     """An edit (for `edit`) appending column `name` with value(i) in row i."""
+
     def add(h, rows):
         h.append(name)
         for i, r in enumerate(rows):
             r.append(value(i))
+
     return add
 
 
@@ -128,6 +152,7 @@ GATE = "metrics:\n  dcr: {threshold: 0.42, severity: ERROR}\n  nndr: {threshold:
 
 
 # ----------------------------------------------------------------------------- controls (pass today)
+
 
 def test_control_leaky_fails(d):
     assert_closed(run(d, *ev()))
@@ -150,6 +175,7 @@ def test_control_single_select_still_reads(d):
 
 # ------------------------------------------------------------------------ 1 non-finite numbers
 
+
 @pytest.mark.parametrize("token", ["inf", "-inf", "1e300", "-1.7976931348623157e308"])
 def test_1_inf_in_synthetic_age_does_not_open_gate(d, token):
     """An infinite number is bad input; a huge finite one is compared (clipped, far from every row)."""
@@ -166,14 +192,17 @@ def test_extra_nonfinite_in_holdout(d, token):
 
 def test_extra_real_range_beyond_float64(d):
     """The real age column spans more than float64 holds: the distance metrics error, the gate fails."""
+
     def extremes(h, rows):
         rows[0][h.index("age")], rows[1][h.index("age")] = "-1.7e308", "1.7e308"
+
     edit(d, "real.csv", "real.csv", extremes)
     (d / "gate.yaml").write_text(GATE)
     assert_closed(run(d, *ev("--policy", "gate.yaml", metrics="dcr,nndr")))
 
 
 # ------------------------------------------------------------------------ 2 columns left out
+
 
 def test_2_copied_ssn_column_fails(d):
     add_ssn = column("ssn", lambda i: f"555-01-{i:04d}")
@@ -189,21 +218,29 @@ def test_2_copied_ssn_column_fails(d):
 READ = "select * from read_csv('real.csv')"
 
 
-@pytest.mark.parametrize("sql", [
-    f"select 1; copy ({READ}) to 'out.csv'; {READ}",
-    f"select 1; attach 'evil.duckdb' as e; create table e.t as {READ}; {READ}",
-    f"select 1; install httpfs; {READ}",
-    f"select 1; copy ({READ}) to '/dev/stdout'; {READ}",
-    f"with t as (select 1) select 1; copy ({READ}) to 'out.parquet' (format parquet); {READ}",
-], ids=["copy", "attach-create", "install", "copy-stdout", "with-copy-parquet"])
+@pytest.mark.parametrize(
+    "sql",
+    [
+        f"select 1; copy ({READ}) to 'out.csv'; {READ}",
+        f"select 1; attach 'evil.duckdb' as e; create table e.t as {READ}; {READ}",
+        f"select 1; install httpfs; {READ}",
+        f"select 1; copy ({READ}) to '/dev/stdout'; {READ}",
+        f"with t as (select 1) select 1; copy ({READ}) to 'out.parquet' (format parquet); {READ}",
+    ],
+    ids=["copy", "attach-create", "install", "copy-stdout", "with-copy-parquet"],
+)
 def test_3_sql_input_that_writes_is_refused(d, sql):
     assert_bad_input(run(d, *ev(real=sql)))
 
 
-@pytest.mark.parametrize("what", [
-    "copy (select * from real) to 'x.csv'",
-    "select 1; copy (select * from real) to 'x.csv'; select * from real",
-], ids=["copy", "stacked-copy"])
+@pytest.mark.parametrize(
+    "what",
+    [
+        "copy (select * from real) to 'x.csv'",
+        "select 1; copy (select * from real) to 'x.csv'; select * from real",
+    ],
+    ids=["copy", "stacked-copy"],
+)
 def test_3_duckdb_file_input_that_writes_is_refused(d, what):
     import duckdb
 
@@ -214,13 +251,25 @@ def test_3_duckdb_file_input_that_writes_is_refused(d, what):
 
 # ------------------------------------------------------------------------ 4 library messages
 
-@pytest.mark.parametrize("sql", [
-    """select cast("native-country" as integer) as x, * from read_csv('real.csv') where "native-country" like 'CANA%'""",
-    "select cast(max(fnlwgt) as smallint) as x from read_csv('real.csv')",
-    """select cast(occupation as integer) as x, * from read_csv('real.csv') where occupation like 'O''B%'""",
-], ids=["cast-text", "cast-number", "apostrophe"])
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        """select cast("native-country" as integer) as x, * from read_csv('real.csv') where """
+        """"native-country" like 'CANA%'""",
+        "select cast(max(fnlwgt) as smallint) as x from read_csv('real.csv')",
+        """select cast(occupation as integer) as x, * from read_csv('real.csv') where occupation """
+        """like 'O''B%'""",
+    ],
+    ids=["cast-text", "cast-number", "apostrophe"],
+)
 def test_4_cast_error_does_not_leak(d, sql):
-    edit(d, "real.csv", "real.csv", lambda h, rows: rows[7].__setitem__(h.index("occupation"), "O'BRIEN-CANARY"))
+    edit(
+        d,
+        "real.csv",
+        "real.csv",
+        lambda h, rows: rows[7].__setitem__(h.index("occupation"), "O'BRIEN-CANARY"),
+    )
     assert_bad_input(run(d, *ev(real=sql)))
 
 
@@ -231,6 +280,7 @@ def test_4_apostrophe_value_in_error_path(d):
 
 
 # ------------------------------------------------------------------------ 5 malformed CSV
+
 
 def test_5_headerless_real_csv(d):
     lines = (d / "real.csv").read_text().splitlines(keepends=True)
@@ -247,6 +297,7 @@ def test_5_ragged_last_line(d):
 
 # ------------------------------------------------------------------------ 6 policy
 
+
 def test_6_metric_not_in_policy_does_not_pass(d):
     (d / "only_crp.yaml").write_text("metrics:\n  crp: {threshold: 0.05, severity: ERROR}\n")
     assert_closed(run(d, *ev("--policy", "only_crp.yaml", metrics="ims,dcr_percentile")))
@@ -257,15 +308,19 @@ def test_6_error_entry_without_threshold(d):
     assert_bad_input(run(d, *ev("--policy", "p.yaml")))
 
 
-@pytest.mark.parametrize("text", [
-    "- crp\n- ims\n",
-    "metrics:\n  crp: {threshold: abc, severity: ERROR}\n",
-    "metrics:\n  crp: {threshold: .nan, severity: ERROR}\n",
-    "metrics: [crp]\n",
-    "metrics:\n  crp: {threshold: 0.05, severity: ERROR, on: ci_lower}\n",
-    "seed: -5\n",
-    "metrics: {crp: {threshold: 0.05}}\n\tbad: [\n",
-], ids=["list", "abc", "nan", "metrics-list", "on-unknown", "seed-negative", "tab-yaml"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "- crp\n- ims\n",
+        "metrics:\n  crp: {threshold: abc, severity: ERROR}\n",
+        "metrics:\n  crp: {threshold: .nan, severity: ERROR}\n",
+        "metrics: [crp]\n",
+        "metrics:\n  crp: {threshold: 0.05, severity: ERROR, on: ci_lower}\n",
+        "seed: -5\n",
+        "metrics: {crp: {threshold: 0.05}}\n\tbad: [\n",
+    ],
+    ids=["list", "abc", "nan", "metrics-list", "on-unknown", "seed-negative", "tab-yaml"],
+)
 def test_extra_bad_policy_file(d, text):
     (d / "p.yaml").write_text(text)
     assert_bad_input(run(d, *ev("--policy", "p.yaml")))
@@ -273,10 +328,17 @@ def test_extra_bad_policy_file(d, text):
 
 # ------------------------------------------------------------------------ 7 paths that look like SQL
 
-@pytest.mark.parametrize("role,path", [
-    ("real", "table.csv"), ("syn", "from-vendor/syn.csv"), ("holdout", "values 2024.csv"),
-    ("syn", "select.csv"), ("syn", "with data/syn.csv"),
-])
+
+@pytest.mark.parametrize(
+    "role,path",
+    [
+        ("real", "table.csv"),
+        ("syn", "from-vendor/syn.csv"),
+        ("holdout", "values 2024.csv"),
+        ("syn", "select.csv"),
+        ("syn", "with data/syn.csv"),
+    ],
+)
 def test_7_existing_path_is_a_path(d, role, path):
     (d / path).parent.mkdir(parents=True, exist_ok=True)
     (d / path).write_bytes((d / f"{role}.csv").read_bytes())
@@ -287,10 +349,17 @@ def test_7_existing_path_is_a_path(d, role, path):
 
 # ------------------------------------------------------------------------ 8 exit codes
 
-@pytest.mark.parametrize("opt,target", [  # a missing directory; a path under a file; a directory
-    ("--json", "missing/out.json"), ("--json", "real.csv/out.json"), ("--report", "real.csv/out.html"),
-    ("--json", "home"), ("--report", "home"),
-])
+
+@pytest.mark.parametrize(
+    "opt,target",
+    [  # a missing directory; a path under a file; a directory
+        ("--json", "missing/out.json"),
+        ("--json", "real.csv/out.json"),
+        ("--report", "real.csv/out.html"),
+        ("--json", "home"),
+        ("--report", "home"),
+    ],
+)
 def test_8_unwritable_output(d, opt, target):
     assert_bad_input(run(d, *ev(opt, target)))
 
@@ -304,6 +373,7 @@ def test_8_two_valued_column_with_1e19(d):
     def big(h, rows):
         for i, r in enumerate(rows):  # same parity in real and its copies: copies stay exact
             r[h.index("capital-loss")] = "1e19" if i % 2 else "0"
+
     for name in ("real.csv", "syn.csv", "holdout.csv"):
         edit(d, name, name, big)
     r = run(d, *ev())
@@ -312,6 +382,7 @@ def test_8_two_valued_column_with_1e19(d):
 
 
 # ------------------------------------------------------------------------ extras
+
 
 def test_extra_json_over_an_input_is_refused(d):
     before = (d / "real.csv").read_bytes()
@@ -353,10 +424,18 @@ def test_extra_sql_injection_column_name(d):
     assert_no_leak(r)
 
 
-@pytest.mark.parametrize("args", [
-    ("--column-kind", "nosuch=categorical"), ("--column-kind", "age=bogus"), ("--key-columns", "nosuch"),
-    ("--source-index-column", "nosuch"), ("--metrics", "nosuch"), ("--policy", "nosuch"),
-], ids=lambda a: "-".join(a).strip("-"))
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("--column-kind", "nosuch=categorical"),
+        ("--column-kind", "age=bogus"),
+        ("--key-columns", "nosuch"),
+        ("--source-index-column", "nosuch"),
+        ("--metrics", "nosuch"),
+        ("--policy", "nosuch"),
+    ],
+    ids=lambda a: "-".join(a).strip("-"),
+)
 def test_extra_bad_options(d, args):
     assert_bad_input(run(d, *ev(*args)))
 
@@ -373,7 +452,12 @@ def test_extra_holdout_with_extra_column(d):
 
 
 def test_extra_quoted_newline_value(d):
-    edit(d, "real.csv", "real.csv", lambda h, rows: rows[9].__setitem__(h.index("occupation"), "CANARY-7Q2X\nx,y"))
+    edit(
+        d,
+        "real.csv",
+        "real.csv",
+        lambda h, rows: rows[9].__setitem__(h.index("occupation"), "CANARY-7Q2X\nx,y"),
+    )
     assert_closed(run(d, *ev()))
 
 
@@ -398,9 +482,12 @@ def test_copies_stored_as_float32_are_copies(d):
     def scaled(h, rows):
         for r in rows:
             r[h.index("fnlwgt")] = str(int(r[h.index("fnlwgt")]) / 100)
+
     for name in ("real.csv", "syn.csv", "holdout.csv"):
         edit(d, name, name, scaled)
-    pl.read_csv(d / "syn.csv").with_columns(pl.col("fnlwgt").cast(pl.Float32)).write_parquet(d / "syn.parquet")
+    pl.read_csv(d / "syn.csv").with_columns(pl.col("fnlwgt").cast(pl.Float32)).write_parquet(
+        d / "syn.parquet"
+    )
     (d / "copies.yaml").write_text("metrics:\n  crp: {threshold: 0.05, severity: ERROR}\n")
     r = run(d, *ev("--policy", "copies.yaml", syn="syn.parquet", metrics="crp"))
     assert r.rc == 1, r  # 50 of 100 synthetic rows are real rows: crp ≈ 0.25 > 0.05
@@ -408,12 +495,19 @@ def test_copies_stored_as_float32_are_copies(d):
 
 def test_headerless_all_text_csv_names_no_column_by_a_record(d):
     h, rows = adult()
-    text = [i for i, c in enumerate(h) if c in ("workclass", "education", "marital-status", "occupation",
-                                                "native-country")]
-    real = [[rows[3][i] if j else "CANARY-7Q2X" for j, i in enumerate(text)]] + [[r[i] for i in text] for r in rows[:199]]
+    text = [
+        i
+        for i, c in enumerate(h)
+        if c in ("workclass", "education", "marital-status", "occupation", "native-country")
+    ]
+    real = [[rows[3][i] if j else "CANARY-7Q2X" for j, i in enumerate(text)]] + [
+        [r[i] for i in text] for r in rows[:199]
+    ]
     (d / "txt.csv").write_text("".join(",".join(r) + "\n" for r in real))
-    assert_bad_input(run(d, *ev(real="txt.csv", syn="txt.csv", holdout="txt.csv", metrics="crp")),
-                     extra=("Handlers-cleaners",))
+    assert_bad_input(
+        run(d, *ev(real="txt.csv", syn="txt.csv", holdout="txt.csv", metrics="crp")),
+        extra=("Handlers-cleaners",),
+    )
 
 
 @pytest.mark.parametrize("case", ["duckdb-input", "sql-input", "symlink"])
@@ -442,12 +536,16 @@ def test_a_left_out_identifier_copied_in_another_rendering_fails(d):
     assert r.rc == 1 and "left out of every metric" in r.out, r
 
 
-@pytest.mark.parametrize("text", [
-    "metrics:\n  crp: {threshold: 0.05, severity: ERROR}\n  crp: {threshold: 1.0, severity: WARN}\n",
-    "metrics:\n  crp: {threshold: 0.05, severity: ERROR, severity: WARN}\n",
-    "metrics:\n  crp: {threshold: 0.05, params: &a {x: [*a, *a]}}\n",
-    "seed: " + "9" * 5000 + "\nmetrics:\n  crp: {threshold: 0.05}\n",
-], ids=["duplicate-entry", "duplicate-key", "alias", "5000-digit-seed"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "metrics:\n  crp: {threshold: 0.05, severity: ERROR}\n  crp: {threshold: 1.0, severity: WARN}\n",
+        "metrics:\n  crp: {threshold: 0.05, severity: ERROR, severity: WARN}\n",
+        "metrics:\n  crp: {threshold: 0.05, params: &a {x: [*a, *a]}}\n",
+        "seed: " + "9" * 5000 + "\nmetrics:\n  crp: {threshold: 0.05}\n",
+    ],
+    ids=["duplicate-entry", "duplicate-key", "alias", "5000-digit-seed"],
+)
 def test_policy_that_reads_otherwise_than_it_looks_is_refused(d, text):
     (d / "p.yaml").write_text(text)
     assert_bad_input(run(d, *ev("--policy", "p.yaml", metrics="crp")))

@@ -16,13 +16,25 @@ from dagster_privacy.metrics.attacks.domias import KDE, auc_delong
 from dagster_privacy.metrics.attacks.linkability import linkability
 from dagster_privacy.metrics.attacks.singling_out import _equal_footing
 
-IDS = ["singling_out_univariate", "singling_out_multivariate", "linkability", "inference_distance",
-       "inference_ml", "gtcap", "domias"]
+IDS = [
+    "singling_out_univariate",
+    "singling_out_multivariate",
+    "linkability",
+    "inference_distance",
+    "inference_ml",
+    "gtcap",
+    "domias",
+]
 SENSITIVE = ["income", "occupation", "age"]
-FAST = {"singling_out_multivariate": {"min_cols": 3, "max_cols": 5, "n_attacks": 500},
-        "singling_out_univariate": {"n_attacks": 500}, "linkability": {"n_attacks": 500},
-        "inference_distance": {"n_attacks": 500}, "inference_ml": {"n_attacks": 500, "n_estimators": 15},
-        "gtcap": {"n_attacks": 500}, "domias": {"n_attacks": 500}}
+FAST = {
+    "singling_out_multivariate": {"min_cols": 3, "max_cols": 5, "n_attacks": 500},
+    "singling_out_univariate": {"n_attacks": 500},
+    "linkability": {"n_attacks": 500},
+    "inference_distance": {"n_attacks": 500},
+    "inference_ml": {"n_attacks": 500, "n_estimators": 15},
+    "gtcap": {"n_attacks": 500},
+    "domias": {"n_attacks": 500},
+}
 
 
 def _policy() -> dict:
@@ -30,8 +42,16 @@ def _policy() -> dict:
 
 
 def run(real, synthetic, holdout, *, ids=IDS, sensitive=SENSITIVE, policy=None, **kw) -> dp.Evaluation:
-    return dp.evaluate(real, synthetic, holdout, metrics=ids, policy=policy or _policy(),
-                       sensitive_columns=sensitive, progress=False, **kw)
+    return dp.evaluate(
+        real,
+        synthetic,
+        holdout,
+        metrics=ids,
+        policy=policy or _policy(),
+        sensitive_columns=sensitive,
+        progress=False,
+        **kw,
+    )
 
 
 DEMO = load_demo()
@@ -76,8 +96,12 @@ def test_predicate_counts_match_brute_force(k: int) -> None:
     n = 400
     col = np.argsort(rng.random((n, 5)), axis=1)[:, :k]
     a, b = rng.integers(0, 7, (n, k)), rng.integers(0, 7, (n, k))
-    p = Predicates(col.astype(np.int64), np.minimum(a, b).astype(np.int32), np.maximum(a, b).astype(np.int32),
-                   rng.random((n, k)) < 0.3)
+    p = Predicates(
+        col.astype(np.int64),
+        np.minimum(a, b).astype(np.int32),
+        np.maximum(a, b).astype(np.int32),
+        rng.random((n, k)) < 0.3,
+    )
     expected = _brute(codes, p)
     assert (CodeTable(codes).count(p)[0] == expected).all()
     bits = BitIndex(codes, np.random.default_rng(0), prefix_words=(1,))
@@ -104,8 +128,14 @@ def test_linkability_ties_let_a_verbatim_copy_link() -> None:
     real = pl.DataFrame({"a": ["s"] * 40, "b": [f"v{i}" for i in range(39)] + ["v0"], "c": ["z"] * 40})
     syn = real.clone()
     control = pl.DataFrame({"a": ["s"] * 40, "b": [f"w{i}" for i in range(39)] + ["w0"], "c": ["z"] * 40})
-    ev = run(real, syn, control, ids=["linkability"], sensitive=None,
-             policy={"preset": "report-only", "metrics": {"linkability": {"params": {"columns": [["a"], ["b"]]}}}})
+    ev = run(
+        real,
+        syn,
+        control,
+        ids=["linkability"],
+        sensitive=None,
+        policy={"preset": "report-only", "metrics": {"linkability": {"params": {"columns": [["a"], ["b"]]}}}},
+    )
     r = ev["linkability"]
     assert r.details["e_train"]["rate"] == 1.0  # every target links through its own copy
     # a control record ties with all 40 rows on both halves (b matches no one: all at distance 1)
@@ -120,13 +150,16 @@ def test_inference_distance_tolerance_known_answer() -> None:
     keys = {"k1": [f"c{i // 2}" for i in range(30)], "k2": [str(i % 2) for i in range(30)]}
     real = pl.DataFrame({**keys, "x": np.arange(30, dtype=float) * 10})
     syn = real.with_columns(pl.col("x") + 2.0)  # every secret off by 2 = 2/290 of the real range
-    control = pl.DataFrame({"k1": [f"d{i // 2}" for i in range(30)], "k2": keys["k2"],
-                            "x": np.arange(30, dtype=float) * 10})
+    control = pl.DataFrame(
+        {"k1": [f"d{i // 2}" for i in range(30)], "k2": keys["k2"], "x": np.arange(30, dtype=float) * 10}
+    )
     pol = {"preset": "report-only", "metrics": {"inference_distance": {"params": {"tolerance": 0.01}}}}
     r = run(real, syn, control, ids=["inference_distance"], sensitive=["x"], policy=pol)["inference_distance"]
     assert r.details["e_train"]["rate"] == 1.0  # within 0.01 × 290
     pol["metrics"]["inference_distance"]["params"]["tolerance"] = 0.0
-    r0 = run(real, syn, control, ids=["inference_distance"], sensitive=["x"], policy=pol)["inference_distance"]
+    r0 = run(real, syn, control, ids=["inference_distance"], sensitive=["x"], policy=pol)[
+        "inference_distance"
+    ]
     assert r0.details["e_train"]["rate"] == 0.0  # exact matching
 
 
@@ -208,8 +241,10 @@ def test_no_isolating_predicate_is_not_applicable_with_reason() -> None:
 def test_single_valued_column_and_odd_names_give_results(splits) -> None:
     s = splits[0.5]
     rename = {"age": "age (years)", "income": "income>50K?", "sex": "if", "race": "race-*/+"}
-    t, syn, c = (df.rename(rename).with_columns(pl.lit("same").alias("constant col"))
-                 for df in (s.train, s.synthetic, s.control))
+    t, syn, c = (
+        df.rename(rename).with_columns(pl.lit("same").alias("constant col"))
+        for df in (s.train, s.synthetic, s.control)
+    )
     ev = run(t, syn, c, sensitive=["income>50K?", "constant col", "age (years)"])
     for mid in IDS:
         assert ev[mid].status in (dp.Status.PASS, dp.Status.WARN, dp.Status.FAIL), (mid, ev[mid].reason)

@@ -13,9 +13,9 @@ import dagster_privacy as dp
 
 
 def ev(real, synthetic, ids, **kw) -> dp.Evaluation:
-    return dp.evaluate(pl.DataFrame(real), pl.DataFrame(synthetic), metrics=ids, policy="report-only",
-                       progress=False, **kw)
-
+    return dp.evaluate(
+        pl.DataFrame(real), pl.DataFrame(synthetic), metrics=ids, policy="report-only", progress=False, **kw
+    )
 
 
 # ----------------------------------------------------------------------------------- classifiers
@@ -34,5 +34,3 @@ def test_classifiers_on_separable_tables_give_one() -> None:
     e = dp.evaluate(real, syn, metrics=["detection_mlp", "mir"], policy="report-only", progress=False)
     assert e["detection_mlp"].raw == pytest.approx(1.0) and e["detection_mlp"].value == pytest.approx(1.0)
     assert e["mir"].raw == pytest.approx(1.0) and e["mir"].value == pytest.approx(1.0)
-
-

@@ -26,10 +26,11 @@ SENSITIVE = ["income", "occupation"]
 def _parts() -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
     df = load_demo()
     perm = np.random.default_rng(7).permutation(df.height)
-    real, holdout, other = df[perm[:N]], df[perm[N:2 * N]], df[perm[2 * N:3 * N]]
+    real, holdout, other = df[perm[:N]], df[perm[N : 2 * N]], df[perm[2 * N : 3 * N]]
     rng = np.random.default_rng(8)
-    independent = pl.DataFrame({c: other.get_column(c).to_numpy()[rng.permutation(N)] for c in other.columns},
-                               schema=other.schema)
+    independent = pl.DataFrame(
+        {c: other.get_column(c).to_numpy()[rng.permutation(N)] for c in other.columns}, schema=other.schema
+    )
     return real, holdout, independent
 
 
@@ -47,8 +48,18 @@ IDS = list(dp.registry())
 
 
 def run(real, synthetic, holdout=HOLDOUT, *, seed=0, **kw) -> dp.Evaluation:
-    return dp.evaluate(real, synthetic, holdout, metrics=IDS, policy="report-only", key_columns=KEYS,
-                       sensitive_columns=SENSITIVE, seed=seed, progress=False, **kw)
+    return dp.evaluate(
+        real,
+        synthetic,
+        holdout,
+        metrics=IDS,
+        policy="report-only",
+        key_columns=KEYS,
+        sensitive_columns=SENSITIVE,
+        seed=seed,
+        progress=False,
+        **kw,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -135,8 +146,16 @@ def test_metrics_in_another_order_in_one_process_give_the_same_json(base: dp.Eva
     figures: each metric run alone, in reverse registry order, gives the JSON of the joint run."""
     assert blas_threads() == BLAS_THREADS, "the joint run changed BLAS threads"
     for mid in reversed(IDS):
-        alone = dp.evaluate(REAL, INDEPENDENT, HOLDOUT, metrics=[mid], policy="report-only", key_columns=KEYS,
-                            sensitive_columns=SENSITIVE, progress=False)[mid]
+        alone = dp.evaluate(
+            REAL,
+            INDEPENDENT,
+            HOLDOUT,
+            metrics=[mid],
+            policy="report-only",
+            key_columns=KEYS,
+            sensitive_columns=SENSITIVE,
+            progress=False,
+        )[mid]
         assert alone.to_dict() == base[mid].to_dict(), mid
         assert blas_threads() == BLAS_THREADS, f"{mid} changed BLAS threads"
 

@@ -25,8 +25,13 @@ SYN = pl.DataFrame({"x": [0, 2, 4]})
 
 @pytest.fixture(scope="module")
 def ev() -> dp.Evaluation:
-    return dp.evaluate(REAL, SYN, metrics=["crp", "dcr", "mdcr", "nndr", "authenticity", "nnaa"],
-                       policy="report-only", progress=False)
+    return dp.evaluate(
+        REAL,
+        SYN,
+        metrics=["crp", "dcr", "mdcr", "nndr", "authenticity", "nnaa"],
+        policy="report-only",
+        progress=False,
+    )
 
 
 def test_crp(ev: dp.Evaluation) -> None:
@@ -90,7 +95,12 @@ def test_copies_are_found_on_hashes_even_with_float_noise_elsewhere() -> None:
     assert ev["nndr"].details["exact_copies"] == 10
     # numbers are compared at float32 precision (the engine's): a copy perturbed below it, or stored as
     # float32, is a copy (issue 18: float32-stored copies hid from crp and ims)
-    noise = pl.concat([real[:50].with_columns(pl.col("x") * (1 + 1e-9)), real[50:60],
-                       real[60:70].with_columns(pl.col("y").cast(pl.Float32).cast(pl.Float64))])
+    noise = pl.concat(
+        [
+            real[:50].with_columns(pl.col("x") * (1 + 1e-9)),
+            real[50:60],
+            real[60:70].with_columns(pl.col("y").cast(pl.Float32).cast(pl.Float64)),
+        ]
+    )
     ev = dp.evaluate(real, noise, metrics=["crp"], policy="report-only", progress=False)
     assert ev["crp"].details["common_rows"] == 70

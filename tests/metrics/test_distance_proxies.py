@@ -17,9 +17,9 @@ from dagster_privacy.metrics.distance import _entropy_weighted
 
 
 def ev(real, synthetic, ids, **kw) -> dp.Evaluation:
-    return dp.evaluate(pl.DataFrame(real), pl.DataFrame(synthetic), metrics=ids, policy="report-only",
-                       progress=False, **kw)
-
+    return dp.evaluate(
+        pl.DataFrame(real), pl.DataFrame(synthetic), metrics=ids, policy="report-only", progress=False, **kw
+    )
 
 
 # ---------------------------------------------------------------------------- CVP, DVP, NSND
@@ -73,8 +73,9 @@ def test_identifiability_weights_by_hand() -> None:
         a = np.asarray(a, dtype=float)
         return a[np.lexsort(a.T[::-1])]
 
-    np.testing.assert_allclose(by_rows(w["real"]), by_rows([[h23, 0, 0], [h23, 0, h23], [0, h13, h23]]),
-                               rtol=1e-6)
+    np.testing.assert_allclose(
+        by_rows(w["real"]), by_rows([[h23, 0, 0], [h23, 0, h23], [0, h13, h23]]), rtol=1e-6
+    )
     np.testing.assert_allclose(w["synthetic"], [[0, h13, 0]], rtol=1e-6)
     # y1: real y2 at H23 ≈ 0.270 < z at √(H23² + H13²) ≈ 0.455 → safe; y2: y1 at 0.270 < z at 0.529 → safe
     # y3: z at H23 ≈ 0.270 < y2 at √(H23² + H13²) ≈ 0.455 → identifiable.   ID = 1/3
@@ -113,7 +114,9 @@ def test_hidden_rate_needs_the_mapping() -> None:
 def test_hidden_rate_of_a_copy_is_one() -> None:
     real = {"x": [0.0, 10.0, 20.0], "c": ["a", "b", "c"]}
     syn = {"x": [20.0, 0.0, 10.0], "c": ["c", "a", "b"], "src": [2, 0, 1]}
-    assert ev(real, syn, ["hidden_rate"], source_index_column="src")["hidden_rate"].value == pytest.approx(1.0)
+    assert ev(real, syn, ["hidden_rate"], source_index_column="src")["hidden_rate"].value == pytest.approx(
+        1.0
+    )
 
 
 # ---------------------------------------------------------------------------------- Hitting rate
@@ -135,17 +138,27 @@ def test_hitting_rate_by_hand_counts_pairs_and_bounds_by_rows() -> None:
 
 def test_hitting_rate_matches_brute_force_on_random_data() -> None:
     rng = np.random.default_rng(5)
-    real = pl.DataFrame({"c": rng.choice(["p", "q"], 250), "x": rng.integers(0, 60, 250).astype(float),
-                         "y": rng.normal(size=250)})
-    syn = pl.DataFrame({"c": rng.choice(["p", "q"], 180), "x": rng.integers(0, 60, 180).astype(float),
-                        "y": rng.normal(size=180)})
+    real = pl.DataFrame(
+        {
+            "c": rng.choice(["p", "q"], 250),
+            "x": rng.integers(0, 60, 250).astype(float),
+            "y": rng.normal(size=250),
+        }
+    )
+    syn = pl.DataFrame(
+        {
+            "c": rng.choice(["p", "q"], 180),
+            "x": rng.integers(0, 60, 180).astype(float),
+            "y": rng.normal(size=180),
+        }
+    )
     r = dp.evaluate(real, syn, metrics=["hitting_rate"], policy="report-only", progress=False)["hitting_rate"]
     hx = (real["x"].max() - real["x"].min()) / 30
     hy = (real["y"].max() - real["y"].min()) / 30
-    hit = ((real["c"].to_numpy()[:, None] == syn["c"].to_numpy()[None, :])
-           & (np.abs(real["x"].to_numpy()[:, None] - syn["x"].to_numpy()[None, :]) <= hx)
-           & (np.abs(real["y"].to_numpy()[:, None] - syn["y"].to_numpy()[None, :]) <= hy))
+    hit = (
+        (real["c"].to_numpy()[:, None] == syn["c"].to_numpy()[None, :])
+        & (np.abs(real["x"].to_numpy()[:, None] - syn["x"].to_numpy()[None, :]) <= hx)
+        & (np.abs(real["y"].to_numpy()[:, None] - syn["y"].to_numpy()[None, :]) <= hy)
+    )
     assert r.details["hit_pairs"] == int(hit.sum())
     assert r.value == pytest.approx(hit.any(axis=1).mean())
-
-

@@ -21,8 +21,14 @@ from dagster_privacy.metrics import get as get_metric
 from dagster_privacy.metrics.holdout import _share, _split_keys, _tail
 from dagster_privacy.registry import run as run_metric
 
-IDS = ["ims", "dcr_percentile", "knn_percentile", "dcr_holdout_diff", "nndr_holdout_diff",
-       "proximity_ratio_score"]
+IDS = [
+    "ims",
+    "dcr_percentile",
+    "knn_percentile",
+    "dcr_holdout_diff",
+    "nndr_holdout_diff",
+    "proximity_ratio_score",
+]
 FRACTIONS = (0.0, 0.2, 0.5, 1.0)
 
 
@@ -149,8 +155,9 @@ SUBSET = _subset()
 
 
 def _evaluate(split) -> dp.Evaluation:
-    return dp.evaluate(split.train, split.synthetic, split.control, metrics=IDS, policy="report-only",
-                       progress=False)
+    return dp.evaluate(
+        split.train, split.synthetic, split.control, metrics=IDS, policy="report-only", progress=False
+    )
 
 
 @pytest.fixture(scope="module")
@@ -201,9 +208,12 @@ def test_remediation_brings_ims_and_dcr_percentile_within_ci_of_zero(leaky) -> N
     sp, ev = leaky[0.2]
     clean = dp.remediate(ev, sp.synthetic)
     assert isinstance(clean, pl.DataFrame)
-    assert clean.height == sp.synthetic.height - np.union1d(ev["ims"].flagged, ev["dcr_percentile"].flagged).size
-    again = dp.evaluate(sp.train, clean, sp.control, metrics=["ims", "dcr_percentile"], policy="report-only",
-                        progress=False)
+    assert (
+        clean.height == sp.synthetic.height - np.union1d(ev["ims"].flagged, ev["dcr_percentile"].flagged).size
+    )
+    again = dp.evaluate(
+        sp.train, clean, sp.control, metrics=["ims", "dcr_percentile"], policy="report-only", progress=False
+    )
     for mid in ("ims", "dcr_percentile"):
         r = again[mid]
         assert r.ci[0] <= 1e-12, (mid, r.value, r.ci)

@@ -12,9 +12,9 @@ from dagster_privacy.demo import load_demo
 
 
 def ev(real, synthetic, ids, **kw) -> dp.Evaluation:
-    return dp.evaluate(pl.DataFrame(real), pl.DataFrame(synthetic), metrics=ids, policy="report-only",
-                       progress=False, **kw)
-
+    return dp.evaluate(
+        pl.DataFrame(real), pl.DataFrame(synthetic), metrics=ids, policy="report-only", progress=False, **kw
+    )
 
 
 # -------------------------------------------------------------------------- leaky vs clean direction
@@ -41,7 +41,12 @@ def test_leaky_release_scores_higher_than_clean(leaky_and_clean, mid: str) -> No
 def test_no_real_value_in_the_json() -> None:
     real = {"k": ["secret-a", "secret-b", "secret-c"], "s": ["hidden-x", "hidden-y", "hidden-x"]}
     syn = {"k": ["secret-a", "secret-b"], "s": ["hidden-x", "hidden-x"]}
-    e = ev(real, syn, ["zcap", "gcap", "air", "hitting_rate", "identifiability"],
-           key_columns=["k"], sensitive_columns=["s"])
+    e = ev(
+        real,
+        syn,
+        ["zcap", "gcap", "air", "hitting_rate", "identifiability"],
+        key_columns=["k"],
+        sensitive_columns=["s"],
+    )
     text = e.to_json()
     assert "secret" not in text and "hidden-" not in text

@@ -16,9 +16,9 @@ from dagster_privacy.neighbors import MixedRows, mixed_chunks
 
 
 def ev(real, synthetic, ids, **kw) -> dp.Evaluation:
-    return dp.evaluate(pl.DataFrame(real), pl.DataFrame(synthetic), metrics=ids, policy="report-only",
-                       progress=False, **kw)
-
+    return dp.evaluate(
+        pl.DataFrame(real), pl.DataFrame(synthetic), metrics=ids, policy="report-only", progress=False, **kw
+    )
 
 
 # --------------------------------------------------------------------------------------- ZCAP
@@ -92,8 +92,12 @@ def test_hamming_blocks_count_differing_codes() -> None:
     q = np.column_stack([rng.integers(0, k, 300) for k in (2, 7, 90, 400)]).astype(np.int32)
     r = np.column_stack([rng.integers(0, k, 200) for k in (2, 7, 90, 400)]).astype(np.int32)
     empty = np.empty((0, 0), np.float32)
-    blocks = np.vstack([b.copy() for _, b in mixed_chunks(MixedRows(empty.reshape(300, 0), q),
-                                                          MixedRows(empty.reshape(200, 0), r))])
+    blocks = np.vstack(
+        [
+            b.copy()
+            for _, b in mixed_chunks(MixedRows(empty.reshape(300, 0), q), MixedRows(empty.reshape(200, 0), r))
+        ]
+    )
     expected = (q[:, None, :] != r[None, :, :]).sum(axis=2)  # small enough for the full matrix here
     np.testing.assert_array_equal(blocks, expected)
 
@@ -122,8 +126,9 @@ def test_air_entropy_weights() -> None:
     real = {"k": [0.0, 0.0, 8.0], "s": ["x", "x", "y"]}
     syn = {"k": [0.0, 8.0], "s": ["x", "x"]}
     h = (2 / 3) * math.log(1.5) + (1 / 3) * math.log(3)
-    r = ev(real, syn, ["air"], key_columns=["k"], sensitive_columns=["s"],
-           column_kinds={"k": "numerical"})["air"]
+    r = ev(real, syn, ["air"], key_columns=["k"], sensitive_columns=["s"], column_kinds={"k": "numerical"})[
+        "air"
+    ]
     assert r.value == pytest.approx((2 / 3) * math.log(1.5) / h)
     assert r.details["per_column"]["s"]["unweighted_mean_f1"] == pytest.approx(2 / 3)
 
@@ -135,5 +140,3 @@ def test_air_numerical_sensitive_uses_ten_percent_of_the_synthetic_value() -> No
     syn = {"k": ["a", "b", "c"], "s": [90.5, 40.0, 10.0]}
     r = ev(real, syn, ["air"], key_columns=["k"], sensitive_columns=["s"])["air"]
     assert r.value == pytest.approx(1 / 3)
-
-

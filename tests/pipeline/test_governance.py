@@ -38,16 +38,24 @@ def test_safe_release_ids_pass_and_file_names_have_no_dot(rid: str) -> None:
     assert "." not in file_name(rid) and "/" not in file_name(rid)
 
 
-def test_release_id_dot_dot_writes_no_report_outside_its_directory(tmp_path: Path, release: Release,
-                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+def test_release_id_dot_dot_writes_no_report_outside_its_directory(
+    tmp_path: Path, release: Release, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Issue 21 case 6: a release id of '..' (from a run tag) wrote the evidence report one level up."""
     reports = tmp_path / "reports" / "inner"
     monkeypatch.setenv("DAGSTER_PRIVACY_REPORTS", str(reports))
     write_db(tmp_path / "release.duckdb", real=release.real, holdout=release.holdout, synthetic=release.clean)
-    settings = ReleaseSettings(database=str(tmp_path / "release.duckdb"), policy=POLICY, schema_gate=False,
-                               publish_target=str(tmp_path / "published.duckdb"))
-    res = run(build_release_definitions(settings=settings), dg.DagsterInstance.ephemeral(),
-              tags={RELEASE_ID_TAG: ".."})
+    settings = ReleaseSettings(
+        database=str(tmp_path / "release.duckdb"),
+        policy=POLICY,
+        schema_gate=False,
+        publish_target=str(tmp_path / "published.duckdb"),
+    )
+    res = run(
+        build_release_definitions(settings=settings),
+        dg.DagsterInstance.ephemeral(),
+        tags={RELEASE_ID_TAG: ".."},
+    )
     assert not res.success and "published_release" not in materialized(res)
     written = [p for p in (tmp_path / "reports").rglob("*") if p.is_file()]
     assert all(reports in p.parents for p in written), written
@@ -78,7 +86,9 @@ def test_replayed_approval_does_not_beat_a_later_rejection(signoff_env) -> None:
     env.sign("v1", "reject", by="bob")
     env.instance.report_runless_asset_event(approval)  # the replay
     assert env.instance.get_latest_asset_check_evaluation_record(key).evaluation.passed
-    with pytest.raises(SignoffError, match="latest decision on this release and report is #2 'reject' by bob"):
+    with pytest.raises(
+        SignoffError, match="latest decision on this release and report is #2 'reject' by bob"
+    ):
         verify_signoff(env.instance, dg.AssetKey("synthetic_table"), audit=env.audit)
     res = env.publish()
     assert not res.success
@@ -140,8 +150,10 @@ def test_two_publishers_racing_lose_nothing(tmp_path: Path) -> None:
     procs = [subprocess.Popen([sys.executable, str(script), str(target), who, "20"]) for who in ("a", "b")]
     assert [p.wait(timeout=600) for p in procs] == [0, 0]
     ids, held = _state(target)
-    print(f"2 processes × 20 publications: {len(ids)} log rows, {40 - len(set(ids))} lost, "
-          f"target holds {held} (log's last row {ids[-1]})")
+    print(
+        f"2 processes × 20 publications: {len(ids)} log rows, {40 - len(set(ids))} lost, "
+        f"target holds {held} (log's last row {ids[-1]})"
+    )
     assert len(ids) == 40 and len(set(ids)) == 40
     assert held == [ids[-1]]  # the target holds the release of the log's last row
     assert not [p.name for p in tmp_path.iterdir() if ".tmp" in p.name]
@@ -172,13 +184,18 @@ def test_publisher_killed_at_each_step_leaves_old_or_new_and_no_leftovers(tmp_pa
 # ------------------------------------------------------------------------------------- stale inputs
 
 
-def test_publication_refuses_when_the_real_table_changed_after_the_checks(tmp_path: Path, release: Release) -> None:
+def test_publication_refuses_when_the_real_table_changed_after_the_checks(
+    tmp_path: Path, release: Release
+) -> None:
     """Issue 21 case 8: a new training extract after the checks voids their pass."""
     write_db(tmp_path / "release.duckdb", real=release.real, holdout=release.holdout, synthetic=release.clean)
     instance = dg.DagsterInstance.ephemeral()
     defs = make_defs(tmp_path)
-    checked = run(defs, instance, selection=[dg.AssetKey("real_table"), dg.AssetKey("holdout_table"),
-                                             dg.AssetKey("synthetic_table")])
+    checked = run(
+        defs,
+        instance,
+        selection=[dg.AssetKey("real_table"), dg.AssetKey("holdout_table"), dg.AssetKey("synthetic_table")],
+    )
     assert checked.success
     write_db(tmp_path / "release.duckdb", real=release.real.head(release.real.height - 1))  # new extract
     res = run(defs, instance, selection=[PUB])
@@ -206,14 +223,18 @@ def _rehash(path: Path, edit_sql: str | None = None, *, delete_from: int | None 
             con.execute(f"delete from {TABLE} where seq >= ?", [delete_from]).fetchall()
         if edit_sql:
             con.execute(edit_sql).fetchall()
-        rows = [dict(zip(NAMES, r, strict=True)) for r in con.execute(
-            f"select {', '.join(NAMES)} from {TABLE} order by seq").fetchall()]
+        rows = [
+            dict(zip(NAMES, r, strict=True))
+            for r in con.execute(f"select {', '.join(NAMES)} from {TABLE} order by seq").fetchall()
+        ]
         prev = GENESIS
         for r in rows:
             r["prev_hash"] = prev
             r["row_hash"] = prev = _hash(r)
-            con.execute(f"update {TABLE} set prev_hash = ?, row_hash = ? where seq = ?",
-                        [r["prev_hash"], r["row_hash"], r["seq"]]).fetchall()
+            con.execute(
+                f"update {TABLE} set prev_hash = ?, row_hash = ? where seq = ?",
+                [r["prev_hash"], r["row_hash"], r["seq"]],
+            ).fetchall()
     finally:
         con.close()
 
@@ -236,10 +257,14 @@ def test_audit_verify_detects_a_cut_tail_and_a_rehashed_rewrite(signoff_env, mon
     monkeypatch.setenv("DAGSTER_HOME", str(env.home))
 
     def verify(audit: Path):
-        return CliRunner().invoke(audit_command, ["verify", "--audit", str(audit), "--target", str(env.target)])
+        return CliRunner().invoke(
+            audit_command, ["verify", "--audit", str(audit), "--target", str(env.target)]
+        )
 
     ok = verify(env.audit.path)
-    assert ok.exit_code == 0 and "2 decision(s), hash chain intact, 3 recorded head(s) match" in ok.output, ok.output
+    assert ok.exit_code == 0 and "2 decision(s), hash chain intact, 3 recorded head(s) match" in ok.output, (
+        ok.output
+    )
     cut = env.root / "cut.duckdb"
     shutil.copyfile(env.audit.path, cut)
     _rehash(cut, delete_from=2)
@@ -275,7 +300,8 @@ def test_keyed_audit_table_cannot_be_rehashed_without_the_key(tmp_path: Path, mo
 
 
 def test_component_with_a_signoff_policy_gets_the_signoff_check_and_the_report(
-        tmp_path: Path, release: Release, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, release: Release, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Issue 21 case 5: the component built its own assets and checks, without the sign-off check its
     publication required and without the evidence report."""
     from test_pipeline import component_defs, evaluations
@@ -284,7 +310,9 @@ def test_component_with_a_signoff_policy_gets_the_signoff_check_and_the_report(
 
     monkeypatch.setenv("DAGSTER_PRIVACY_REPORTS", str(tmp_path / "reports"))
     write_db(tmp_path / "release.duckdb", real=release.real, holdout=release.holdout, synthetic=release.clean)
-    defs = component_defs(tmp_path, "require_signoff: true\nmetrics:\n  crp: {threshold: 0.05, severity: ERROR}\n")
+    defs = component_defs(
+        tmp_path, "require_signoff: true\nmetrics:\n  crp: {threshold: 0.05, severity: ERROR}\n"
+    )
     check_names = {k.name for c in defs.asset_checks for k in c.check_keys}
     assert check_names == {"crp", "privacy_signoff", "published_release_still_passes"}
     res = run(defs, dg.DagsterInstance.ephemeral())
@@ -297,8 +325,9 @@ def test_component_with_a_signoff_policy_gets_the_signoff_check_and_the_report(
 # --------------------------------------------------------------------- re-judging what is published
 
 
-def test_published_demo_release_rejudged_under_a_stricter_policy_then_withdrawn(tmp_path: Path,
-                                                                               monkeypatch) -> None:
+def test_published_demo_release_rejudged_under_a_stricter_policy_then_withdrawn(
+    tmp_path: Path, monkeypatch
+) -> None:
     """Issue 21 case 7: the demo's published v1, re-evaluated by the schedule's job under a stricter
     policy, fails published_release_still_passes; after `withdraw` the target holds no release and its
     log says why."""
@@ -314,30 +343,52 @@ def test_published_demo_release_rejudged_under_a_stricter_policy_then_withdrawn(
     stricter = demo_policy().model_dump(mode="json")
     stricter["name"] = "stricter"
     stricter["metrics"]["dcr"] = {"threshold": 0.5, "severity": "ERROR"}  # v1's dcr is ≈ 0.8
-    settings = ReleaseSettings(database=str(demo.database), policy=stricter, publish_target=str(demo.publish_target))
+    settings = ReleaseSettings(
+        database=str(demo.database), policy=stricter, publish_target=str(demo.publish_target)
+    )
     defs = build_release_definitions(settings=settings)
     instance = dg.DagsterInstance.from_config(str(demo.dagster_home))
     try:
-        res = defs.resolve_job_def("privacy_checks_job").execute_in_process(instance=instance, raise_on_error=False)
+        res = defs.resolve_job_def("privacy_checks_job").execute_in_process(
+            instance=instance, raise_on_error=False
+        )
         rejudged = {e.check_name: e for e in res.get_asset_check_evaluations()}[CHECK]
     finally:
         instance.dispose()
     assert not rejudged.passed and rejudged.asset_key == dg.AssetKey("published_release")
     assert rejudged.metadata["dagster_privacy/release_id"].value == "v1"
     assert "dcr" in rejudged.metadata["failing_metrics"].value
-    out = CliRunner().invoke(cli, ["withdraw", "--release", "v1", "--by", "Dana Officer", "--reason",
-                                   "fails the stricter policy", "--target", str(demo.publish_target)])
+    out = CliRunner().invoke(
+        cli,
+        [
+            "withdraw",
+            "--release",
+            "v1",
+            "--by",
+            "Dana Officer",
+            "--reason",
+            "fails the stricter policy",
+            "--target",
+            str(demo.publish_target),
+        ],
+    )
     assert out.exit_code == 0, out.output
     target = PublishTarget(path=str(demo.publish_target))
     assert target.held() is None
     last = target.log()[-1]
     assert (last["action"], last["release_id"], last["by"], last["reason"]) == (
-        "withdraw", "v1", "Dana Officer", "fails the stricter policy")
+        "withdraw",
+        "v1",
+        "Dana Officer",
+        "fails the stricter policy",
+    )
     from dagster_privacy.pipeline.audit import AuditLog
 
     assert AuditLog(tmp_path / "audit.duckdb").verify_chain()[-1].decision == "withdraw"
-    again = CliRunner().invoke(cli, ["withdraw", "--release", "v1", "--by", "x", "--reason", "y",
-                                     "--target", str(demo.publish_target)])
+    again = CliRunner().invoke(
+        cli,
+        ["withdraw", "--release", "v1", "--by", "x", "--reason", "y", "--target", str(demo.publish_target)],
+    )
     assert again.exit_code == 2 and "holds no release" in again.output
 
 
@@ -345,7 +396,9 @@ def test_published_demo_release_rejudged_under_a_stricter_policy_then_withdrawn(
 
 
 @pytest.mark.parametrize("tamper", ["swap-for-an-older-copy", "cut-the-rejection"])
-def test_no_publication_after_a_rejection_whatever_is_done_to_the_audit_file(signoff_env, monkeypatch, tamper):
+def test_no_publication_after_a_rejection_whatever_is_done_to_the_audit_file(
+    signoff_env, monkeypatch, tamper
+):
     """The audit table is held to the heads Dagster recorded before any decision in it is trusted."""
     import shutil
 
@@ -380,14 +433,17 @@ def test_a_withdrawn_release_is_not_published_again_without_a_new_signoff(signof
     env.release("v1", "clean")
     env.sign("v1", "approve", by="alice")
     assert env.publish().success
-    withdraw_release(PublishTarget(path=str(env.target)), release_id="v1", by="carol", reason="pull it",
-                     audit=env.audit)
+    withdraw_release(
+        PublishTarget(path=str(env.target)), release_id="v1", by="carol", reason="pull it", audit=env.audit
+    )
     res = env.publish()
     assert not res.success and any("#2 'withdraw' by carol" in f for f in step_failures(res))
     assert [r["action"] for r in PublishTarget(path=str(env.target)).log()] == ["publish", "withdraw"]
 
 
-def test_withdrawal_content_is_not_republished_without_a_signoff_policy(tmp_path: Path, release: Release) -> None:
+def test_withdrawal_content_is_not_republished_without_a_signoff_policy(
+    tmp_path: Path, release: Release
+) -> None:
     from dagster_privacy.pipeline.rejudge import withdraw_release
 
     write_db(tmp_path / "release.duckdb", real=release.real, holdout=release.holdout, synthetic=release.clean)
@@ -409,14 +465,20 @@ def test_rejudging_refuses_a_target_whose_log_was_edited(tmp_path: Path, release
     from dagster_privacy.pipeline.resources import ReadOnlyDuckDB
     from dagster_privacy.pipeline.target import PublicationRefused
 
-    db = ReadOnlyDuckDB(database=str(write_db(tmp_path / "release.duckdb", real=release.real,
-                                              holdout=release.holdout)))
+    db = ReadOnlyDuckDB(
+        database=str(write_db(tmp_path / "release.duckdb", real=release.real, holdout=release.holdout))
+    )
     target = PublishTarget(path=str(tmp_path / "published.duckdb"))
     target.publish(release.leaky, release_id="v2", sha256=fingerprint(release.leaky))
     assert not judge_published(db, target, policy=dp_policy(), real="real", holdout="holdout")[0]
     con = duckdb.connect(target.path)
-    con.execute({"withdraw-row-added": "insert into publications (release_id, action) values ('v2', 'withdraw')",
-                 "log-emptied": "delete from publications", "log-dropped": "drop table publications"}[edit])
+    con.execute(
+        {
+            "withdraw-row-added": "insert into publications (release_id, action) values ('v2', 'withdraw')",
+            "log-emptied": "delete from publications",
+            "log-dropped": "drop table publications",
+        }[edit]
+    )
     con.close()
     with pytest.raises(PublicationRefused, match="disagree"):
         judge_published(db, target, policy=dp_policy(), real="real", holdout="holdout")
@@ -445,13 +507,20 @@ def test_a_symlinked_target_publishes_into_the_real_file(tmp_path: Path, release
     PublishTarget(path=str(real)).publish(release.clean, release_id="v1", sha256="a")
     link.symlink_to(real)
     PublishTarget(path=str(link)).publish(release.clean, release_id="v2", sha256="b")
-    assert link.is_symlink() and [r["release_id"] for r in PublishTarget(path=str(real)).log()] == ["v1", "v2"]
+    assert link.is_symlink() and [r["release_id"] for r in PublishTarget(path=str(real)).log()] == [
+        "v1",
+        "v2",
+    ]
 
 
-def test_release_ids_that_differ_only_in_punctuation_get_their_own_files(tmp_path: Path, release: Release) -> None:
+def test_release_ids_that_differ_only_in_punctuation_get_their_own_files(
+    tmp_path: Path, release: Release
+) -> None:
     target = PublishTarget(path=str(tmp_path / "releases"))
-    paths = {rid: target.publish(release.clean, release_id=rid, sha256=rid) for rid in ("v1.0", "v1_0", "2024:q1",
-                                                                                         "2024+q1")}
+    paths = {
+        rid: target.publish(release.clean, release_id=rid, sha256=rid)
+        for rid in ("v1.0", "v1_0", "2024:q1", "2024+q1")
+    }
     assert len(set(paths.values())) == 4
 
 
@@ -459,14 +528,20 @@ def test_audit_verify_names_a_publication_made_under_a_rejection() -> None:
     from dagster_privacy.pipeline.audit import AuditRow, verify_publications
 
     def row(seq, decision):
-        return AuditRow(seq, "t", "v1", decision, "a", None, "r", "h", None, "s", None, None, None, None, "p", f"h{seq}")
+        return AuditRow(
+            seq, "t", "v1", decision, "a", None, "r", "h", None, "s", None, None, None, None, "p", f"h{seq}"
+        )
 
     rows = [row(1, "approve"), row(2, "reject"), row(3, "withdraw")]
-    log = [{"action": "publish", "release_id": "v1", "audit_seq": 1, "published_at": "t1"},
-           {"action": "publish", "release_id": "v1", "audit_seq": 2, "published_at": "t2"}]
+    log = [
+        {"action": "publish", "release_id": "v1", "audit_seq": 1, "published_at": "t1"},
+        {"action": "publish", "release_id": "v1", "audit_seq": 2, "published_at": "t2"},
+    ]
     problems = verify_publications(rows, log, "log")
-    assert problems == ["log: release v1 was published (t2) while the latest audited decision on it was #2 'reject'",
-                        "log: the audited withdrawal #3 of release v1 is not in the log"]
+    assert problems == [
+        "log: release v1 was published (t2) while the latest audited decision on it was #2 'reject'",
+        "log: the audited withdrawal #3 of release v1 is not in the log",
+    ]
 
 
 def test_audit_verify_of_a_missing_file_is_bad_input_not_a_clean_audit(tmp_path: Path) -> None:

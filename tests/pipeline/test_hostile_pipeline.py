@@ -39,17 +39,25 @@ def event_log(instance: dg.DagsterInstance, res: dg.ExecuteInProcessResult) -> s
 
 
 def planted(df: pl.DataFrame, column: str, value: str, every: int = 40) -> pl.DataFrame:
-    return df.with_columns(pl.when(pl.int_range(pl.len()) % every == 0).then(pl.lit(value))
-                           .otherwise(pl.col(column)).alias(column))
+    return df.with_columns(
+        pl.when(pl.int_range(pl.len()) % every == 0)
+        .then(pl.lit(value))
+        .otherwise(pl.col(column))
+        .alias(column)
+    )
 
 
-@pytest.mark.parametrize("sql", [
-    "select 1; copy (select * from real) to '{d}/out.csv'",
-    "copy (select * from real) to '{d}/out.csv'",
-    "attach '{d}/evil.duckdb' as e",
-    "install httpfs",
-    "select * from read_csv('/etc/passwd')",
-], ids=["stacked-copy", "copy", "attach", "install", "outside-file"])
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "select 1; copy (select * from real) to '{d}/out.csv'",
+        "copy (select * from real) to '{d}/out.csv'",
+        "attach '{d}/evil.duckdb' as e",
+        "install httpfs",
+        "select * from read_csv('/etc/passwd')",
+    ],
+    ids=["stacked-copy", "copy", "attach", "install", "outside-file"],
+)
 def test_resource_runs_one_select_and_nothing_else(tmp_path: Path, release: Release, sql: str) -> None:
     db = ReadOnlyDuckDB(database=str(write_db(tmp_path / "release.duckdb", real=release.real)))
     with pytest.raises(TableError) as info:
@@ -77,8 +85,9 @@ def test_failing_table_asset_leaves_no_value_in_the_event_log(tmp_path: Path, re
     assert CANARY not in event_log(instance, res)
 
 
-def test_failing_check_leaves_no_value_in_metadata_or_the_event_log(tmp_path: Path, release: Release,
-                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+def test_failing_check_leaves_no_value_in_metadata_or_the_event_log(
+    tmp_path: Path, release: Release, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import dataclasses
     import sys
 
@@ -112,9 +121,15 @@ def test_refused_publication_leaves_no_value_in_the_event_log(tmp_path: Path, re
 def test_copied_identifier_column_blocks_publication(tmp_path: Path, release: Release) -> None:
     """Issue 18 case 2: an ssn column (unique per row, so no metric uses it) copied from the real table."""
     real = release.real.with_columns(pl.format("555-01-{}", pl.int_range(pl.len())).alias("ssn"))
-    syn = release.clean.with_columns(pl.Series("ssn", real.get_column("ssn").to_list()[: release.clean.height]))
-    write_db(tmp_path / "release.duckdb", real=real, holdout=release.holdout.with_columns(
-        pl.format("999-{}", pl.int_range(pl.len())).alias("ssn")), synthetic=syn)
+    syn = release.clean.with_columns(
+        pl.Series("ssn", real.get_column("ssn").to_list()[: release.clean.height])
+    )
+    write_db(
+        tmp_path / "release.duckdb",
+        real=real,
+        holdout=release.holdout.with_columns(pl.format("999-{}", pl.int_range(pl.len())).alias("ssn")),
+        synthetic=syn,
+    )
     instance = dg.DagsterInstance.ephemeral()
     res = run(make_defs(tmp_path, schema_gate=True), instance)
     gate = evaluations(res)["schema_gate"]
@@ -150,10 +165,18 @@ def test_publication_that_cannot_write_fails_with_one_safe_line(tmp_path: Path, 
 
     write_db(tmp_path / "release.duckdb", real=release.real, holdout=release.holdout, synthetic=release.clean)
     (tmp_path / "a-file").write_text("not a directory")
-    settings = ReleaseSettings(database=str(tmp_path / "release.duckdb"), policy=POLICY, schema_gate=False,
-                               publish_target=str(tmp_path / "a-file" / "published.duckdb"))
-    res = run(build_release_definitions(settings=settings, on_evaluation=None), dg.DagsterInstance.ephemeral())
+    settings = ReleaseSettings(
+        database=str(tmp_path / "release.duckdb"),
+        policy=POLICY,
+        schema_gate=False,
+        publish_target=str(tmp_path / "a-file" / "published.duckdb"),
+    )
+    res = run(
+        build_release_definitions(settings=settings, on_evaluation=None), dg.DagsterInstance.ephemeral()
+    )
     assert not res.success and "published_release" not in materialized(res)
     failures = step_failures(res)
-    assert any("Failure: publication failed, nothing was replaced: FileExistsError (a file or directory" in f
-               for f in failures), failures
+    assert any(
+        "Failure: publication failed, nothing was replaced: FileExistsError (a file or directory" in f
+        for f in failures
+    ), failures

@@ -31,8 +31,13 @@ from dagster_privacy.pipeline.resources import RELEASE_ID_ENV, RELEASE_ID_TAG
 from dagster_privacy.tables import TableError, fingerprint
 
 CANARY = "CANARY-7f3a9c1e-do-not-leak"
-POLICY = {"seed": 0, "metrics": {"crp": {"threshold": 0.05, "severity": "ERROR"},
-                                 "dcr": {"threshold": 0.9, "severity": "WARN"}}}
+POLICY = {
+    "seed": 0,
+    "metrics": {
+        "crp": {"threshold": 0.05, "severity": "ERROR"},
+        "dcr": {"threshold": 0.9, "severity": "WARN"},
+    },
+}
 SYN = dg.AssetKey("synthetic_table")
 PUB = dg.AssetKey("published_release")
 
@@ -41,30 +46,47 @@ def _noop_hook(ev, context) -> dict[str, Any]:
     return {"hook": dg.MetadataValue.text(f"called with {len(ev.results)} results")}
 
 
-
-
 def write_db(path: Path, **tables: pl.DataFrame) -> Path:
     write_tables(path, tables)
     return path
 
 
-def make_defs(tmp: Path, *, policy: Any = None, schema_gate: bool = False, on_evaluation: Any = _noop_hook,
-              **kw: Any) -> dg.Definitions:
-    settings = ReleaseSettings(database=str(tmp / "release.duckdb"), policy=policy or POLICY,
-                               publish_target=str(tmp / "published.duckdb"), schema_gate=schema_gate, **kw)
+def make_defs(
+    tmp: Path, *, policy: Any = None, schema_gate: bool = False, on_evaluation: Any = _noop_hook, **kw: Any
+) -> dg.Definitions:
+    settings = ReleaseSettings(
+        database=str(tmp / "release.duckdb"),
+        policy=policy or POLICY,
+        publish_target=str(tmp / "published.duckdb"),
+        schema_gate=schema_gate,
+        **kw,
+    )
     return build_release_definitions(settings=settings, on_evaluation=on_evaluation)
 
 
-def run(defs: dg.Definitions, instance: dg.DagsterInstance, *, selection: Any = None,
-        tags: dict[str, str] | None = None) -> dg.ExecuteInProcessResult:
+def run(
+    defs: dg.Definitions,
+    instance: dg.DagsterInstance,
+    *,
+    selection: Any = None,
+    tags: dict[str, str] | None = None,
+) -> dg.ExecuteInProcessResult:
     job = defs.resolve_implicit_global_asset_job_def()
     if selection is None:
         return job.execute_in_process(instance=instance, raise_on_error=False, tags=tags)
     keys = selection if isinstance(selection, list) else None
     if keys is not None:
-        return job.execute_in_process(instance=instance, raise_on_error=False, asset_selection=keys, tags=tags)
-    return dg.materialize([*defs.assets, *defs.asset_checks], instance=instance, raise_on_error=False,
-                          resources=defs.resources, selection=selection, tags=tags)
+        return job.execute_in_process(
+            instance=instance, raise_on_error=False, asset_selection=keys, tags=tags
+        )
+    return dg.materialize(
+        [*defs.assets, *defs.asset_checks],
+        instance=instance,
+        raise_on_error=False,
+        resources=defs.resources,
+        selection=selection,
+        tags=tags,
+    )
 
 
 def evaluations(res: dg.ExecuteInProcessResult) -> dict[str, dg.AssetCheckEvaluation]:
@@ -76,8 +98,11 @@ def materialized(res: dg.ExecuteInProcessResult) -> set[str]:
 
 
 def step_failures(res: dg.ExecuteInProcessResult) -> list[str]:
-    return [e.event_specific_data.error.message for e in res.all_events
-            if e.event_type_value == "STEP_FAILURE" and e.event_specific_data and e.event_specific_data.error]
+    return [
+        e.event_specific_data.error.message
+        for e in res.all_events
+        if e.event_type_value == "STEP_FAILURE" and e.event_specific_data and e.event_specific_data.error
+    ]
 
 
 def published_ids(target: Path) -> list[str]:
@@ -135,7 +160,9 @@ def test_clean_release_is_published_with_typed_metadata(tmp_path: Path, release:
     assert materialized(res) == {"real_table", "holdout_table", "synthetic_table", "published_release"}
     evs = evaluations(res)
     # the implicit job runs every check: the published release is re-judged too, and passes
-    assert set(evs) == {"crp", "dcr", "published_release_still_passes"} and all(e.passed for e in evs.values())
+    assert set(evs) == {"crp", "dcr", "published_release_still_passes"} and all(
+        e.passed for e in evs.values()
+    )
     crp = evs["crp"]
     assert crp.severity is dg.AssetCheckSeverity.ERROR and evs["dcr"].severity is dg.AssetCheckSeverity.WARN
     fp = fingerprint(release.clean)
@@ -182,7 +209,9 @@ def test_failing_error_check_blocks_and_leaves_target_untouched(tmp_path: Path, 
     assert target.read_bytes() == before and published_ids(target) == ["v1"]
 
 
-def test_metric_that_raises_fails_closed(tmp_path: Path, release: Release, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_metric_that_raises_fails_closed(
+    tmp_path: Path, release: Release, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import sys
 
     reg = sys.modules["dagster_privacy.registry"]._REGISTRY  # `dagster_privacy.registry` is the function
@@ -202,7 +231,9 @@ def test_metric_that_raises_fails_closed(tmp_path: Path, release: Release, monke
 
 
 def test_evaluation_that_raises_fails_every_spec(tmp_path: Path, release: Release) -> None:
-    db = write_db(tmp_path / "release.duckdb", real=release.real, holdout=release.holdout, synthetic=release.clean)
+    db = write_db(
+        tmp_path / "release.duckdb", real=release.real, holdout=release.holdout, synthetic=release.clean
+    )
     defs = make_defs(tmp_path)
     instance = dg.DagsterInstance.ephemeral()
     assert run(defs, instance, selection=[SYN]).success
@@ -230,8 +261,13 @@ def test_hook_that_raises_fails_closed(tmp_path: Path, release: Release) -> None
 
 
 def test_warn_failures_do_not_block(tmp_path: Path, release: Release) -> None:
-    policy = {"seed": 0, "metrics": {"crp": {"threshold": 0.05, "severity": "ERROR"},
-                                     "dcr": {"threshold": 0.0, "severity": "WARN"}}}
+    policy = {
+        "seed": 0,
+        "metrics": {
+            "crp": {"threshold": 0.05, "severity": "ERROR"},
+            "dcr": {"threshold": 0.0, "severity": "WARN"},
+        },
+    }
     write_db(tmp_path / "release.duckdb", real=release.real, holdout=release.holdout, synthetic=release.clean)
     res = run(make_defs(tmp_path, policy=policy), dg.DagsterInstance.ephemeral())
     assert res.success
@@ -250,7 +286,9 @@ def test_published_release_alone_after_a_failed_check_is_refused(tmp_path: Path,
     assert not run(defs, instance).success
     res = run(defs, instance, selection=[PUB])
     assert not res.success and "published_release" not in materialized(res)
-    assert any("publication refused" in m and "crp: its latest evaluation failed" in m for m in step_failures(res))
+    assert any(
+        "publication refused" in m and "crp: its latest evaluation failed" in m for m in step_failures(res)
+    )
     assert not (tmp_path / "published.duckdb").exists()
 
 
@@ -279,8 +317,9 @@ def test_stale_or_changed_release_is_refused(tmp_path: Path, release: Release) -
 
 def test_required_checks_include_signoff_and_extra() -> None:
     assert required_check_names(POLICY, schema_gate=True) == ["crp", "schema_gate"]
-    assert required_check_names({**POLICY, "require_signoff": True}, schema_gate=False,
-                                extra=("human_review",)) == ["crp", "privacy_signoff", "human_review"]
+    assert required_check_names(
+        {**POLICY, "require_signoff": True}, schema_gate=False, extra=("human_review",)
+    ) == ["crp", "privacy_signoff", "human_review"]
 
 
 def test_missing_required_check_refuses(tmp_path: Path, release: Release) -> None:
@@ -295,8 +334,9 @@ def test_missing_required_check_refuses(tmp_path: Path, release: Release) -> Non
 # ---------------------------------------------------------------------------------------- publication
 
 
-def test_publish_target_is_atomic_and_separate(tmp_path: Path, release: Release,
-                                               monkeypatch: pytest.MonkeyPatch) -> None:
+def test_publish_target_is_atomic_and_separate(
+    tmp_path: Path, release: Release, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from dagster_privacy.pipeline.publish import PublicationRefused
 
     target = PublishTarget(path=str(tmp_path / "pub.duckdb"))
@@ -322,8 +362,9 @@ def test_publish_target_is_atomic_and_separate(tmp_path: Path, release: Release,
 # ----------------------------------------------------------------------------- release id, automation
 
 
-def test_release_id_from_config_tag_env_or_fingerprint(tmp_path: Path, release: Release,
-                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+def test_release_id_from_config_tag_env_or_fingerprint(
+    tmp_path: Path, release: Release, monkeypatch: pytest.MonkeyPatch
+) -> None:
     write_db(tmp_path / "release.duckdb", real=release.real, holdout=release.holdout, synthetic=release.clean)
     defs = make_defs(tmp_path)
     sel = dg.AssetSelection.checks_for_assets(SYN)
@@ -338,13 +379,19 @@ def test_release_id_from_config_tag_env_or_fingerprint(tmp_path: Path, release: 
     monkeypatch.setenv(RELEASE_ID_ENV, "from-env")
     assert rid(run(defs, instance, selection=sel)) == "from-env"
     assert rid(run(defs, instance, selection=sel, tags={RELEASE_ID_TAG: "from-tag"})) == "from-tag"
-    res = dg.materialize([*defs.assets, *defs.asset_checks], instance=instance, resources=defs.resources,
-                         selection=sel, run_config={"resources": {"privacy_release": {"config": {
-                             "release_id": "from-config"}}}})
+    res = dg.materialize(
+        [*defs.assets, *defs.asset_checks],
+        instance=instance,
+        resources=defs.resources,
+        selection=sel,
+        run_config={"resources": {"privacy_release": {"config": {"release_id": "from-config"}}}},
+    )
     assert rid(res) == "from-config"
 
 
-def test_schedule_and_sensor_requests(tmp_path: Path, release: Release, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_schedule_and_sensor_requests(
+    tmp_path: Path, release: Release, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.delenv(RELEASE_ID_ENV, raising=False)
     write_db(tmp_path / "release.duckdb", real=release.real, holdout=release.holdout, synthetic=release.clean)
     defs = make_defs(tmp_path)
@@ -360,8 +407,11 @@ def test_schedule_and_sensor_requests(tmp_path: Path, release: Release, monkeypa
     assert sensor.job_name == "privacy_release_job"
 
     def evaluate(cursor: str | None = None) -> Any:
-        return sensor.evaluate_tick(dg.build_sensor_context(instance=instance, definitions=defs, resources=defs.resources,
-                                                            cursor=cursor))
+        return sensor.evaluate_tick(
+            dg.build_sensor_context(
+                instance=instance, definitions=defs, resources=defs.resources, cursor=cursor
+            )
+        )
 
     first = evaluate()
     assert len(first.run_requests) == 1
@@ -379,8 +429,9 @@ def test_schedule_and_sensor_requests(tmp_path: Path, release: Release, monkeypa
     assert len(renamed.run_requests) == 1 and renamed.run_requests[0].tags[RELEASE_ID_TAG] == "v7"
 
 
-def test_automation_condition_requests_publication_only_after_passing_checks(tmp_path: Path,
-                                                                               release: Release) -> None:
+def test_automation_condition_requests_publication_only_after_passing_checks(
+    tmp_path: Path, release: Release
+) -> None:
     write_db(tmp_path / "release.duckdb", real=release.real, holdout=release.holdout, synthetic=release.leaky)
     defs = make_defs(tmp_path)
     instance = dg.DagsterInstance.ephemeral()
@@ -400,8 +451,10 @@ def component_defs(tmp_path: Path, policy_text: str) -> dg.Definitions:
     """PrivacyChecksComponent from YAML over tmp_path/release.duckdb, publishing to published.duckdb."""
     policy = tmp_path / "policy.yaml"
     policy.write_text(policy_text)
-    yaml = (f"database: {tmp_path / 'release.duckdb'}\npolicy: {policy}\nschema_gate: false\n"
-            f"publish_target: {tmp_path / 'published.duckdb'}\n")
+    yaml = (
+        f"database: {tmp_path / 'release.duckdb'}\npolicy: {policy}\nschema_gate: false\n"
+        f"publish_target: {tmp_path / 'published.duckdb'}\n"
+    )
     return dg.component_defs(component=PrivacyChecksComponent.resolve_from_yaml(yaml))
 
 
@@ -419,15 +472,26 @@ def test_component_loads_from_yaml_and_blocks(tmp_path: Path, release: Release) 
 
 def test_schema_gate_counts_without_values(tmp_path: Path, release: Release) -> None:
     real = release.real.with_columns(
-        pl.when(pl.int_range(pl.len()) < 3).then(pl.lit(CANARY)).otherwise(pl.col("workclass")).alias("workclass"))
+        pl.when(pl.int_range(pl.len()) < 3)
+        .then(pl.lit(CANARY))
+        .otherwise(pl.col("workclass"))
+        .alias("workclass")
+    )
     bad = release.clean.with_columns(
-        pl.when(pl.int_range(pl.len()) < 4).then(pl.lit("unseen-category")).otherwise(pl.col("occupation"))
-        .alias("occupation"), pl.col("age").cast(pl.String)).drop("fnlwgt")
+        pl.when(pl.int_range(pl.len()) < 4)
+        .then(pl.lit("unseen-category"))
+        .otherwise(pl.col("occupation"))
+        .alias("occupation"),
+        pl.col("age").cast(pl.String),
+    ).drop("fnlwgt")
     write_db(tmp_path / "release.duckdb", real=real, holdout=release.holdout, synthetic=bad)
     defs = make_defs(tmp_path, schema_gate=True)
-    res = run(defs, dg.DagsterInstance.ephemeral(),
-              selection=dg.AssetSelection.checks_for_assets(SYN) - dg.AssetSelection.checks(
-                  dg.AssetCheckKey(SYN, "crp"), dg.AssetCheckKey(SYN, "dcr")))
+    res = run(
+        defs,
+        dg.DagsterInstance.ephemeral(),
+        selection=dg.AssetSelection.checks_for_assets(SYN)
+        - dg.AssetSelection.checks(dg.AssetCheckKey(SYN, "crp"), dg.AssetCheckKey(SYN, "dcr")),
+    )
     gate = evaluations(res)["schema_gate"]
     assert not gate.passed and gate.severity is dg.AssetCheckSeverity.ERROR
     assert value(gate, "missing_columns") == ["fnlwgt"]
@@ -447,15 +511,18 @@ def test_schema_gate_counts_without_values(tmp_path: Path, release: Release) -> 
 # ------------------------------------------------------------------------------------------- canary
 
 
-def test_canary_in_real_table_reaches_no_file_and_no_output(tmp_path: Path, release: Release,
-                                                            capfd: pytest.CaptureFixture[str],
-                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+def test_canary_in_real_table_reaches_no_file_and_no_output(
+    tmp_path: Path, release: Release, capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Whole pipeline, default report hook and schema gate, on a persistent SQLite instance: the canary
     planted in the real table is in no file under DAGSTER_HOME (event storage, compute logs, pickled
     outputs, reports) and in no line of the output."""
     real = release.real.with_columns(
-        pl.when(pl.int_range(pl.len()) % 50 == 0).then(pl.lit(CANARY)).otherwise(pl.col("native-country"))
-        .alias("native-country"))
+        pl.when(pl.int_range(pl.len()) % 50 == 0)
+        .then(pl.lit(CANARY))
+        .otherwise(pl.col("native-country"))
+        .alias("native-country")
+    )
     leaky = release.leaky.vstack(real.head(200)).unique(maintain_order=True)  # copies canary rows too
     db = write_db(tmp_path / "release.duckdb", real=real, holdout=release.holdout, synthetic=release.clean)
     home = tmp_path / "dagster_home"

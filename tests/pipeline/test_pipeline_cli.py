@@ -37,25 +37,42 @@ def _env(tmp: Path, **extra: str) -> dict[str, str]:
     home.mkdir(exist_ok=True)
     (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
     policy = tmp / "policy.yaml"
-    policy.write_text("seed: 0\nmetrics:\n  crp: {threshold: 0.05, severity: ERROR}\n"
-                      "  dcr: {threshold: 0.9, severity: WARN}\n")
+    policy.write_text(
+        "seed: 0\nmetrics:\n  crp: {threshold: 0.05, severity: ERROR}\n"
+        "  dcr: {threshold: 0.9, severity: WARN}\n"
+    )
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DAGSTER_PRIVACY_", "DAGSTER_HOME"))}
-    env.update(DAGSTER_HOME=str(home), DAGSTER_PRIVACY_DATABASE=str(tmp / "release.duckdb"),
-               DAGSTER_PRIVACY_POLICY=str(policy), DAGSTER_PRIVACY_PUBLISH_TARGET=str(tmp / "published.duckdb"),
-               DAGSTER_PRIVACY_REPORTS=str(home / "reports"), **extra)
+    env.update(
+        DAGSTER_HOME=str(home),
+        DAGSTER_PRIVACY_DATABASE=str(tmp / "release.duckdb"),
+        DAGSTER_PRIVACY_POLICY=str(policy),
+        DAGSTER_PRIVACY_PUBLISH_TARGET=str(tmp / "published.duckdb"),
+        DAGSTER_PRIVACY_REPORTS=str(home / "reports"),
+        **extra,
+    )
     return env
 
 
 def _materialize(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(BIN / "dagster"), "asset", "materialize", "-f", "definitions.py", "--select", "*"],
-                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    return subprocess.run(
+        [str(BIN / "dagster"), "asset", "materialize", "-f", "definitions.py", "--select", "*"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
 
 
-def test_materialize_cli_blocks_a_leaky_release_and_publishes_a_clean_one(tmp_path: Path,
-                                                                           release: Release) -> None:  # noqa: F811
+def test_materialize_cli_blocks_a_leaky_release_and_publishes_a_clean_one(
+    tmp_path: Path, release: Release
+) -> None:  # noqa: F811
     real = release.real.with_columns(
-        pl.when(pl.int_range(pl.len()) % 40 == 0).then(pl.lit(CANARY)).otherwise(pl.col("workclass"))
-        .alias("workclass"))
+        pl.when(pl.int_range(pl.len()) % 40 == 0)
+        .then(pl.lit(CANARY))
+        .otherwise(pl.col("workclass"))
+        .alias("workclass")
+    )
     leaky = release.clean.vstack(real.head(180))  # 30 % of the training rows, canary rows among them
     db = write_db(tmp_path / "release.duckdb", real=real, holdout=release.holdout, synthetic=leaky)
     env = _env(tmp_path)
@@ -63,8 +80,9 @@ def test_materialize_cli_blocks_a_leaky_release_and_publishes_a_clean_one(tmp_pa
     assert blocked.returncode != 0
     home = Path(env["DAGSTER_HOME"])
     with dg.DagsterInstance.from_config(str(home)) as instance:
-        rec = instance.get_latest_asset_check_evaluation_record(dg.AssetCheckKey(dg.AssetKey("synthetic_table"),
-                                                                                 "crp"))
+        rec = instance.get_latest_asset_check_evaluation_record(
+            dg.AssetCheckKey(dg.AssetKey("synthetic_table"), "crp")
+        )
         assert rec is not None and rec.evaluation is not None and not rec.evaluation.passed
         assert rec.evaluation.metadata["value"].value > 0.05
         assert rec.evaluation.metadata["threshold"].value == 0.05
@@ -78,7 +96,9 @@ def test_materialize_cli_blocks_a_leaky_release_and_publishes_a_clean_one(tmp_pa
     assert clean.returncode == 0, clean.stderr[-2000:]
     assert CANARY not in clean.stdout + clean.stderr
     assert len(published_ids(tmp_path / "published.duckdb")) == 1
-    leaks = [str(p.relative_to(home)) for p in home.rglob("*") if p.is_file() and CANARY.encode() in p.read_bytes()]
+    leaks = [
+        str(p.relative_to(home)) for p in home.rglob("*") if p.is_file() and CANARY.encode() in p.read_bytes()
+    ]
     assert leaks == []
 
 
@@ -115,25 +135,39 @@ def _alive(pid: int) -> bool:
 
 
 def _location_loaded(port: int) -> bool:
-    query = ("{ workspaceOrError { __typename ... on Workspace { locationEntries { name loadStatus "
-             "locationOrLoadError { __typename } } } } }")
-    req = urllib.request.Request(f"http://127.0.0.1:{port}/graphql", data=json.dumps({"query": query}).encode(),
-                                 headers={"Content-Type": "application/json"})
+    query = (
+        "{ workspaceOrError { __typename ... on Workspace { locationEntries { name loadStatus "
+        "locationOrLoadError { __typename } } } } }"
+    )
+    req = urllib.request.Request(
+        f"http://127.0.0.1:{port}/graphql",
+        data=json.dumps({"query": query}).encode(),
+        headers={"Content-Type": "application/json"},
+    )
     try:
         with urllib.request.urlopen(req, timeout=5) as resp:
             data = json.load(resp)
     except OSError:
         return False
     entries = data.get("data", {}).get("workspaceOrError", {}).get("locationEntries", [])
-    return any(e["name"] == "dagster_privacy" and e["loadStatus"] == "LOADED"
-               and e["locationOrLoadError"]["__typename"] == "RepositoryLocation" for e in entries)
+    return any(
+        e["name"] == "dagster_privacy"
+        and e["loadStatus"] == "LOADED"
+        and e["locationOrLoadError"]["__typename"] == "RepositoryLocation"
+        for e in entries
+    )
 
 
 def test_dagster_dev_loads_the_location_and_stops_every_process(tmp_path: Path) -> None:
     port = _free_port()
-    proc = subprocess.Popen([str(BIN / "dagster"), "dev", "-w", "workspace.yaml", "-p", str(port)], cwd=ROOT,
-                            env=_env(tmp_path), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        [str(BIN / "dagster"), "dev", "-w", "workspace.yaml", "-p", str(port)],
+        cwd=ROOT,
+        env=_env(tmp_path),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     seen: set[int] = set()
     try:
         deadline = time.monotonic() + 150
@@ -168,8 +202,14 @@ def test_dagster_dev_loads_the_location_and_stops_every_process(tmp_path: Path) 
 def test_demo_command_publishes_v1_and_blocks_v2(tmp_path: Path) -> None:
     env = _env(tmp_path)
     del env["DAGSTER_PRIVACY_REPORTS"]
-    out = subprocess.run([str(BIN / "dagster-privacy"), "demo", "--workdir", str(tmp_path / "demo")], cwd=tmp_path,
-                         env=env, capture_output=True, text=True, timeout=600)
+    out = subprocess.run(
+        [str(BIN / "dagster-privacy"), "demo", "--workdir", str(tmp_path / "demo")],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     assert "release v1" in out.stdout and "PUBLISHED" in out.stdout
     assert "release v2" in out.stdout and "BLOCKED" in out.stdout

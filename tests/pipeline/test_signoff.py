@@ -30,10 +30,14 @@ from dagster_privacy.pipeline.signoff import (
 from dagster_privacy.report import file_sha256
 
 CANARY = "Zq7CanarySignoffOcc"
-POLICY = {"name": "signoff-test", "require_signoff": True, "metrics": {
-    "crp": {"threshold": 0.05, "severity": "ERROR"},
-    "dcr": {"threshold": 0.95, "severity": "WARN"},
-}}
+POLICY = {
+    "name": "signoff-test",
+    "require_signoff": True,
+    "metrics": {
+        "crp": {"threshold": 0.05, "severity": "ERROR"},
+        "dcr": {"threshold": 0.95, "severity": "WARN"},
+    },
+}
 QUIET = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
 SYN = dg.AssetKey("synthetic_table")
 
@@ -41,9 +45,17 @@ SYN = dg.AssetKey("synthetic_table")
 def _frames() -> dict[str, pl.DataFrame]:
     df = load_demo().head(1200)
     real = df[:600].with_columns(
-        pl.when(pl.int_range(pl.len()) < 9).then(pl.lit(CANARY)).otherwise(pl.col("occupation")).alias("occupation"))
-    return {"real": real, "holdout": df[600:900], "clean": df[900:1200],
-            "leaky": pl.concat([df[900:1200], real[:200]])}
+        pl.when(pl.int_range(pl.len()) < 9)
+        .then(pl.lit(CANARY))
+        .otherwise(pl.col("occupation"))
+        .alias("occupation")
+    )
+    return {
+        "real": real,
+        "holdout": df[600:900],
+        "clean": df[900:1200],
+        "leaky": pl.concat([df[900:1200], real[:200]]),
+    }
 
 
 class Env:
@@ -57,10 +69,17 @@ class Env:
         self.reports = root / "reports"
         self.audit = AuditLog(root / "audit" / "audit.duckdb")
         self.frames = _frames()
-        write_tables(self.database, {"real": self.frames["real"], "holdout": self.frames["holdout"],
-                                     "synthetic": self.frames["clean"]})
-        settings = ReleaseSettings(database=str(self.database), policy=POLICY, publish_target=str(self.target),
-                                   schema_gate=False)
+        write_tables(
+            self.database,
+            {
+                "real": self.frames["real"],
+                "holdout": self.frames["holdout"],
+                "synthetic": self.frames["clean"],
+            },
+        )
+        settings = ReleaseSettings(
+            database=str(self.database), policy=POLICY, publish_target=str(self.target), schema_gate=False
+        )
         hook = build_report_hook(asset="synthetic_table", policy=POLICY, reports_dir=self.reports)
         self.defs = build_release_definitions(settings=settings, on_evaluation=hook)
         self.instance = dg.DagsterInstance.from_config(str(self.home))
@@ -69,33 +88,48 @@ class Env:
         if frame:
             write_tables(self.database, {"synthetic": self.frames[frame]})
         return self.defs.resolve_job_def("privacy_release_job").execute_in_process(
-            instance=self.instance, raise_on_error=False, run_config=QUIET, tags={RELEASE_ID_TAG: release})
+            instance=self.instance, raise_on_error=False, run_config=QUIET, tags={RELEASE_ID_TAG: release}
+        )
 
     def publish(self) -> dg.ExecuteInProcessResult:
         return self.defs.resolve_implicit_global_asset_job_def().execute_in_process(
-            instance=self.instance, raise_on_error=False, run_config=QUIET,
-            asset_selection=[dg.AssetKey("published_release")])
+            instance=self.instance,
+            raise_on_error=False,
+            run_config=QUIET,
+            asset_selection=[dg.AssetKey("published_release")],
+        )
 
     def checks_only(self, *names: str) -> dg.ExecuteInProcessResult:
         sel = dg.AssetSelection.checks(*[dg.AssetCheckKey(SYN, n) for n in names])
         job = dg.define_asset_job("checks_subset", selection=sel)
         defs = dg.Definitions.merge(self.defs, dg.Definitions(jobs=[job]))
         return defs.resolve_job_def("checks_subset").execute_in_process(
-            instance=self.instance, raise_on_error=False, run_config=QUIET)
+            instance=self.instance, raise_on_error=False, run_config=QUIET
+        )
 
     def sign(self, release: str, decision: str, **kw):
-        return record_signoff(release=release, decision=decision, by=kw.pop("by", "Dana Officer"),
-                              reason=kw.pop("reason", f"{decision} after reading the report"),
-                              instance=self.instance, audit=self.audit, **kw)
+        return record_signoff(
+            release=release,
+            decision=decision,
+            by=kw.pop("by", "Dana Officer"),
+            reason=kw.pop("reason", f"{decision} after reading the report"),
+            instance=self.instance,
+            audit=self.audit,
+            **kw,
+        )
 
 
 def _published(res: dg.ExecuteInProcessResult) -> bool:
-    return any(e.asset_key == dg.AssetKey("published_release") for e in res.get_asset_materialization_events())
+    return any(
+        e.asset_key == dg.AssetKey("published_release") for e in res.get_asset_materialization_events()
+    )
 
 
 def _failure(res: dg.ExecuteInProcessResult) -> str:
-    return next((e.event_specific_data.error.message for e in res.all_events
-                 if e.event_type_value == "STEP_FAILURE"), "")
+    return next(
+        (e.event_specific_data.error.message for e in res.all_events if e.event_type_value == "STEP_FAILURE"),
+        "",
+    )
 
 
 @pytest.fixture(scope="module")
@@ -149,7 +183,10 @@ def test_approval_publishes(env: Env):
     latest = env.instance.get_latest_asset_check_evaluation_record(dg.AssetCheckKey(SYN, SIGNOFF_CHECK))
     ev = latest.evaluation
     assert latest.run_id == "" and ev.passed
-    assert ev.target_materialization_data.storage_id == env.instance.fetch_materializations(SYN, limit=1).records[0].storage_id
+    assert (
+        ev.target_materialization_data.storage_id
+        == env.instance.fetch_materializations(SYN, limit=1).records[0].storage_id
+    )
     meta = {k: v.value for k, v in ev.metadata.items()}
     assert meta["decision"] == "approve" and meta["approver"] == "Dana Officer"
     assert meta[REPORT_SHA256] == cur.report_sha256 and meta["signed_at"].endswith("+00:00")

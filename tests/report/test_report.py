@@ -26,19 +26,39 @@ from dagster_privacy.results import Evaluation, MetricResult, Status
 
 ARTIFACTS = Path(__file__).parents[1] / "artifacts"
 CANARY = "Zq7CanaryOccupation"
-POLICY = {"name": "report-test", "require_signoff": True, "metrics": {
-    "crp": {"threshold": 0.05, "severity": "ERROR"},
-    "dcr": {"threshold": 0.95, "severity": "WARN"},
-    "mdcr": {"threshold": 0.9, "severity": "WARN"},
-}}
-SECTIONS = ("verdict", "metric-table", "wp29-table", "fig-distances", "fig-attacks", "fig-history",
-            "threat-model", "policy-table", "tables-table", "reproducibility", "signoff", "release-id")
+POLICY = {
+    "name": "report-test",
+    "require_signoff": True,
+    "metrics": {
+        "crp": {"threshold": 0.05, "severity": "ERROR"},
+        "dcr": {"threshold": 0.95, "severity": "WARN"},
+        "mdcr": {"threshold": 0.9, "severity": "WARN"},
+    },
+}
+SECTIONS = (
+    "verdict",
+    "metric-table",
+    "wp29-table",
+    "fig-distances",
+    "fig-attacks",
+    "fig-history",
+    "threat-model",
+    "policy-table",
+    "tables-table",
+    "reproducibility",
+    "signoff",
+    "release-id",
+)
 
 
 def _tables() -> dict[str, pl.DataFrame]:
     df = load_demo().head(1600)
     train = df[:800].with_columns(
-        pl.when(pl.int_range(pl.len()) < 12).then(pl.lit(CANARY)).otherwise(pl.col("occupation")).alias("occupation"))
+        pl.when(pl.int_range(pl.len()) < 12)
+        .then(pl.lit(CANARY))
+        .otherwise(pl.col("occupation"))
+        .alias("occupation")
+    )
     return {"train": train, "control": df[800:1200], "release": df[1200:1600]}
 
 
@@ -49,8 +69,9 @@ def tables() -> dict[str, pl.DataFrame]:
 
 def _evaluate(real: pl.DataFrame, synthetic: pl.DataFrame, holdout: pl.DataFrame):
     p = dp.load_policy(POLICY)
-    ctx, fp = prepare(real, synthetic, holdout, key_columns=["age", "sex", "occupation"],
-                      sensitive_columns=["income"])
+    ctx, fp = prepare(
+        real, synthetic, holdout, key_columns=["age", "sex", "occupation"], sensitive_columns=["income"]
+    )
     ev = run_metrics(ctx, dp.resolve(p), fingerprints=fp)
     return ev, distance_summary(ctx), p
 
@@ -102,8 +123,10 @@ def test_passing_report(passing, tmp_path):
 def test_failing_report(failing, tmp_path):
     ev, dist, p = failing
     assert ev.verdict is Status.FAIL and ev["crp"].status is Status.FAIL
-    history = [{"release": "rel-1", "values": {"crp": 0.0, "dcr": 0.6}, "failed": []},
-               {"release": "rel-2", "values": {"crp": 0.1, "dcr": 0.7}, "failed": ["crp"]}]
+    history = [
+        {"release": "rel-1", "values": {"crp": 0.0, "dcr": 0.6}, "failed": []},
+        {"release": "rel-2", "values": {"crp": 0.1, "dcr": 0.7}, "failed": ["crp"]},
+    ]
     html = render_report(ev, release_id="rel-3", distances=dist, policy=p, history=history)
     _sections(html)
     assert "Verdict: FAIL" in html and "verdict-fail" in html
@@ -137,13 +160,28 @@ def test_wp29_mapping_from_each_results_risk(passing):
 
 def test_attack_figure_from_train_and_control_rates(passing):
     ev, _, _ = passing
-    attack = MetricResult(id="linkability", family="attacks", source="seed 004 §4.3.2", risk="linkability",
-                          value=0.2, ci=(0.1, 0.3), status=Status.PASS, threshold=0.5,
-                          details={"e_train": {"rate": 0.42, "ci": [0.36, 0.48]},
-                                   "e_control": {"rate": 0.25, "ci": [0.2, 0.3]}})
-    inference = MetricResult(id="inference_ml", family="attacks", risk="inference", value=0.0,
-                             status=Status.PASS, details={"e_train": 0.3, "e_train_ci": [0.25, 0.35],
-                                                          "e_control": 0.31, "e_control_ci": [0.26, 0.36]})
+    attack = MetricResult(
+        id="linkability",
+        family="attacks",
+        source="seed 004 §4.3.2",
+        risk="linkability",
+        value=0.2,
+        ci=(0.1, 0.3),
+        status=Status.PASS,
+        threshold=0.5,
+        details={
+            "e_train": {"rate": 0.42, "ci": [0.36, 0.48]},
+            "e_control": {"rate": 0.25, "ci": [0.2, 0.3]},
+        },
+    )
+    inference = MetricResult(
+        id="inference_ml",
+        family="attacks",
+        risk="inference",
+        value=0.0,
+        status=Status.PASS,
+        details={"e_train": 0.3, "e_train_ci": [0.25, 0.35], "e_control": 0.31, "e_control_ci": [0.26, 0.36]},
+    )
     ev2 = Evaluation(results=[*ev.results, attack, inference], verdict=ev.verdict, tables=ev.tables)
     html = render_report(ev2)
     fig = html.split('id="fig-attacks"')[1].split("<h3")[0]
@@ -172,8 +210,19 @@ def test_error_reasons_carry_no_library_message(passing):
         raise ValueError(f"could not convert {CANARY} to float")
 
     ctx = type("Ctx", (), {"has": lambda self, role: True, "spent_seconds": 0.0, "n": lambda self, r: 1})()
-    bad = run(MetricSpec("crp", "simulation", "test", dp.Risk.REIDENTIFICATION, ("real",), raises,
-                         {"threshold": 0.1, "severity": "ERROR"}, Expect(None, None)), ctx)
+    bad = run(
+        MetricSpec(
+            "crp",
+            "simulation",
+            "test",
+            dp.Risk.REIDENTIFICATION,
+            ("real",),
+            raises,
+            {"threshold": 0.1, "severity": "ERROR"},
+            Expect(None, None),
+        ),
+        ctx,
+    )
     assert bad.status is Status.ERROR
     bad = dp.policy.judge(dp.load_policy("standard").entry("crp"), bad)
     html = render_report(Evaluation(results=[bad], verdict=Status.FAIL))
@@ -224,14 +273,30 @@ def test_cli_evaluate_writes_the_report_with_the_distance_figure(tables, tmp_pat
     from dagster_privacy.cli import cli
 
     paths = {}
-    for name, df in (("train", tables["train"]), ("control", tables["control"]),
-                     ("leaky", pl.concat([tables["release"], tables["train"][:300]]))):
+    for name, df in (
+        ("train", tables["train"]),
+        ("control", tables["control"]),
+        ("leaky", pl.concat([tables["release"], tables["train"][:300]])),
+    ):
         paths[name] = tmp_path / f"{name}.csv"
         df.write_csv(paths[name])
     out = tmp_path / "report.html"
-    res = CliRunner().invoke(cli, ["evaluate", "--real", str(paths["train"]), "--synthetic", str(paths["leaky"]),
-                                   "--holdout", str(paths["control"]), "--metrics", "crp,dcr",
-                                   "--report", str(out)])
+    res = CliRunner().invoke(
+        cli,
+        [
+            "evaluate",
+            "--real",
+            str(paths["train"]),
+            "--synthetic",
+            str(paths["leaky"]),
+            "--holdout",
+            str(paths["control"]),
+            "--metrics",
+            "crp,dcr",
+            "--report",
+            str(out),
+        ],
+    )
     assert res.exit_code == 1, res.output  # crp fails: verdict fail
     html = out.read_text()
     assert "Verdict: FAIL" in html
@@ -243,8 +308,9 @@ def test_cli_evaluate_writes_the_report_with_the_distance_figure(tables, tmp_pat
 def test_report_from_json_lists_no_optional_not_applicable_metric_as_blocking():
     """The report rendered from JSON (no policy object) used to list an optional not-applicable gating
     metric as blocking while the verdict passed: 'optional' now travels with the result."""
-    p = dp.load_policy({"metrics": {"crp": {"threshold": 0.5},
-                                    "hidden_rate": {"threshold": 0.5, "optional": True}}})
+    p = dp.load_policy(
+        {"metrics": {"crp": {"threshold": 0.5}, "hidden_rate": {"threshold": 0.5, "optional": True}}}
+    )
     real = load_demo().head(200)
     ev = dp.evaluate(real, real.head(100), policy=p, progress=False)
     assert ev["hidden_rate"].status is Status.NOT_APPLICABLE and ev["hidden_rate"].optional

@@ -91,8 +91,13 @@ def rate(successes: float, n: int, confidence: float = CONFIDENCE) -> Rate:
 
 def rate_dict(r: Rate, successes: float | None = None) -> RateDetails:
     s = r.value * r.n if successes is None else successes
-    return RateDetails(rate=r.value, center=r.center, ci=[r.low, r.high],
-                       successes=float(s) if not float(s).is_integer() else int(s), n=r.n)
+    return RateDetails(
+        rate=r.value,
+        center=r.center,
+        ci=[r.low, r.high],
+        successes=float(s) if not float(s).is_integer() else int(s),
+        n=r.n,
+    )
 
 
 def measured(value: float, error: float, n: int) -> Rate:
@@ -115,8 +120,10 @@ class Side:
         return control_risk(self.train, self.control, self.e_star)
 
     def details(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"e_train": rate_dict(self.train, self.train_successes),
-                               "e_control": rate_dict(self.control, self.control_successes)}
+        out: dict[str, Any] = {
+            "e_train": rate_dict(self.train, self.train_successes),
+            "e_control": rate_dict(self.control, self.control_successes),
+        }
         if self.naive is not None:
             out["e_naive"] = rate_dict(self.naive)
         if self.e_star != 1.0:
@@ -132,25 +139,45 @@ def family_confidence(m: int) -> float:
     return bonferroni(CONFIDENCE, m)
 
 
-def worst_of(parts: dict[str, dict[str, Any]], *, label: str, sizes: dict[str, int],
-             extra: dict[str, Any] | None = None, flagged: np.ndarray | None = None) -> Measurement:
+def worst_of(
+    parts: dict[str, dict[str, Any]],
+    *,
+    label: str,
+    sizes: dict[str, int],
+    extra: dict[str, Any] | None = None,
+    flagged: np.ndarray | None = None,
+) -> Measurement:
     """value = the largest E over the parts (columns, predicate sizes), with its simultaneous interval."""
     ok = {k: v for k, v in parts.items() if v.get("risk") is not None}
     if not ok:
         reasons = sorted({str(v.get("reason")) for v in parts.values() if v.get("reason")})
-        raise NotApplicable("; ".join(reasons) or "nothing to attack", sizes=sizes,
-                            details={"per_" + label: parts, **(extra or {})})
+        raise NotApplicable(
+            "; ".join(reasons) or "nothing to attack",
+            sizes=sizes,
+            details={"per_" + label: parts, **(extra or {})},
+        )
     worst = max(ok, key=lambda k: (ok[k]["risk"], ok[k]["risk_ci"][1], str(k)))
     w = ok[worst]
     details: dict[str, Any] = {
-        label: worst, "n_" + label + "s": len(ok), "confidence_per_" + label: family_confidence(len(ok)),
-        "e_train": w["e_train"], "e_control": w["e_control"],
+        label: worst,
+        "n_" + label + "s": len(ok),
+        "confidence_per_" + label: family_confidence(len(ok)),
+        "e_train": w["e_train"],
+        "e_control": w["e_control"],
         **({"e_naive": w["e_naive"]} if "e_naive" in w else {}),
-        "n_attacks": w.get("n_attacks"), **(extra or {}), "per_" + label: parts,
+        "n_attacks": w.get("n_attacks"),
+        **(extra or {}),
+        "per_" + label: parts,
     }
-    return Measurement(value=w["risk"], ci=(w["risk_ci"][0], w["risk_ci"][1]),
-                       raw=w["e_train"]["rate"], baseline=w["e_control"]["rate"], sizes=sizes,
-                       details=details, flagged=flagged)
+    return Measurement(
+        value=w["risk"],
+        ci=(w["risk_ci"][0], w["risk_ci"][1]),
+        raw=w["e_train"]["rate"],
+        baseline=w["e_control"]["rate"],
+        sizes=sizes,
+        details=details,
+        flagged=flagged,
+    )
 
 
 def finite(x: float) -> float:

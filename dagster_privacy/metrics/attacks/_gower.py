@@ -56,10 +56,16 @@ def rows(ctx: EvaluationContext, role: str, index: np.ndarray | None, columns: S
     codes = ctx.codes(role)
     sel = slice(None) if index is None else index
     n = table.height if index is None else len(index)
-    num = (np.column_stack([ctx.encoder.scaled(table, c)[sel] for c in num_cols]).astype(np.float32)
-           if num_cols else np.empty((n, 0), np.float32))
-    cat = (np.ascontiguousarray(codes[sel][:, [names.index(c) for c in cat_cols]])
-           if cat_cols else np.empty((n, 0), np.int32))
+    num = (
+        np.column_stack([ctx.encoder.scaled(table, c)[sel] for c in num_cols]).astype(np.float32)
+        if num_cols
+        else np.empty((n, 0), np.float32)
+    )
+    cat = (
+        np.ascontiguousarray(codes[sel][:, [names.index(c) for c in cat_cols]])
+        if cat_cols
+        else np.empty((n, 0), np.int32)
+    )
     return Rows(num, cat, num_cols, cat_cols)
 
 
@@ -113,8 +119,17 @@ def _first_nearest(d: np.ndarray) -> np.ndarray:
     return (d <= d.min(axis=1, keepdims=True) + TIE).argmax(axis=1)
 
 
-def _loo_chunks(q: Rows, r: Rows, drop: Sequence[str], plan: MixedPlan, step: int, full: np.ndarray,
-                tmp: np.ndarray, terms: dict[int, np.ndarray], out: np.ndarray) -> None:
+def _loo_chunks(
+    q: Rows,
+    r: Rows,
+    drop: Sequence[str],
+    plan: MixedPlan,
+    step: int,
+    full: np.ndarray,
+    tmp: np.ndarray,
+    terms: dict[int, np.ndarray],
+    out: np.ndarray,
+) -> None:
     mq, mr = q.mixed, r.mixed
     for s in range(0, q.n, step):
         e = min(s + step, q.n)

@@ -15,7 +15,6 @@ PAIR_BUDGET = 1 << 22  # candidate (predicate, row) pairs held at once
 INDEX_BUDGET = 64 * 2**20  # bytes of one column's bitset index
 
 
-
 @dataclass
 class Predicates:
     """P predicates of K conditions each: column (schema index), code interval, negation."""
@@ -35,8 +34,13 @@ class Predicates:
     def keys(self) -> list[bytes]:
         """A key per predicate independent of the order of its conditions (for de-duplication)."""
         order = np.lexsort((self.hi, self.lo, self.col), axis=1)
-        stacked = np.stack([np.take_along_axis(a.astype(np.int64), order, 1)
-                            for a in (self.col, self.lo, self.hi, self.neg)], axis=2)
+        stacked = np.stack(
+            [
+                np.take_along_axis(a.astype(np.int64), order, 1)
+                for a in (self.col, self.lo, self.hi, self.neg)
+            ],
+            axis=2,
+        )
         return [row.tobytes() for row in np.ascontiguousarray(stacked)]
 
 
@@ -90,8 +94,15 @@ class CodeTable:
             seed_n = np.minimum(seed_n, limit)
         # batches of predicates holding at most PAIR_BUDGET candidate pairs
         cum = np.cumsum(seed_n)
-        conds = [(np.ascontiguousarray(p.col[:, k]), np.ascontiguousarray(p.lo[:, k]),
-                  np.ascontiguousarray(p.hi[:, k]), np.ascontiguousarray(p.neg[:, k])) for k in range(K)]
+        conds = [
+            (
+                np.ascontiguousarray(p.col[:, k]),
+                np.ascontiguousarray(p.lo[:, k]),
+                np.ascontiguousarray(p.hi[:, k]),
+                np.ascontiguousarray(p.neg[:, k]),
+            )
+            for k in range(K)
+        ]
         # check the most selective conditions first so the candidates shrink fastest
         order_k = np.argsort(np.where(p.neg, self.n, b - a).mean(axis=0), kind="stable")
         start = 0
@@ -102,8 +113,17 @@ class CodeTable:
             start = stop
         return counts, one, exact
 
-    def _count_batch(self, start: int, stop: int, conds: list[tuple[np.ndarray, ...]], seed_col: np.ndarray,
-                     seed_a: np.ndarray, seed_n: np.ndarray, counts: np.ndarray, one: np.ndarray) -> None:
+    def _count_batch(
+        self,
+        start: int,
+        stop: int,
+        conds: list[tuple[np.ndarray, ...]],
+        seed_col: np.ndarray,
+        seed_a: np.ndarray,
+        seed_n: np.ndarray,
+        counts: np.ndarray,
+        one: np.ndarray,
+    ) -> None:
         sizes = seed_n[start:stop]
         total = int(sizes.sum())
         if total == 0:
@@ -150,8 +170,14 @@ class BitIndex:
     budget is not indexed; predicates touching it are counted by CodeTable (candidate rows).
     """
 
-    def __init__(self, codes: np.ndarray, rng: np.random.Generator, *, budget: int = INDEX_BUDGET,
-                 prefix_words: tuple[int, ...] = (2, 16)) -> None:
+    def __init__(
+        self,
+        codes: np.ndarray,
+        rng: np.random.Generator,
+        *,
+        budget: int = INDEX_BUDGET,
+        prefix_words: tuple[int, ...] = (2, 16),
+    ) -> None:
         n, d = codes.shape
         self.n, self.d = n, d
         self.W = max(1, (n + 63) // 64)

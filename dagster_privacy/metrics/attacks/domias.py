@@ -61,8 +61,9 @@ class KDE:
             out[s:e] = -0.5 * m.astype(np.float64) + np.log(block.sum(axis=1, dtype=np.float64))
 
 
-def auc_delong(members: np.ndarray, others: np.ndarray, confidence: float = 0.95
-               ) -> tuple[float, tuple[float, float]]:
+def auc_delong(
+    members: np.ndarray, others: np.ndarray, confidence: float = 0.95
+) -> tuple[float, tuple[float, float]]:
     """ROC AUC (members scored higher = success; ties count half) with DeLong's interval."""
     from scipy.stats import rankdata  # here: scipy.stats costs a second to import
 
@@ -77,10 +78,15 @@ def auc_delong(members: np.ndarray, others: np.ndarray, confidence: float = 0.95
     return float(auc), (max(0.0, auc - half), min(1.0, auc + half))
 
 
-@metric("domias", family="attacks", source="seed 004 §4.3.1 eq. 6, §6.2.2", risk=Risk.MEMBERSHIP,
-        needs=("real", "synthetic", "holdout"),
-        default={"threshold": 0.05, "severity": "WARN"},  # 0.00 vs 0.07
-        expect=Expect(copy_min=0.3, indep_max=0.2))  # KDE on Φ^k: a copy is one kernel
+@metric(
+    "domias",
+    family="attacks",
+    source="seed 004 §4.3.1 eq. 6, §6.2.2",
+    risk=Risk.MEMBERSHIP,
+    needs=("real", "synthetic", "holdout"),
+    default={"threshold": 0.05, "severity": "WARN"},  # 0.00 vs 0.07
+    expect=Expect(copy_min=0.3, indep_max=0.2),
+)  # KDE on Φ^k: a copy is one kernel
 def domias(ctx: EvaluationContext, *, n_attacks: int = 2000) -> Measurement:
     """DOMIAS (seed 004 §4.3.1 eq. 6, §6.2.2): score = p_synthetic(x) / p_reference(x), ROC AUC.
 
@@ -105,12 +111,26 @@ def domias(ctx: EvaluationContext, *, n_attacks: int = 2000) -> Measurement:
     s_o = p_syn.log_density(x_o) - p_ref.log_density(x_o)
     auc, (lo, hi) = auc_delong(s_m, s_o)
     details: dict[str, Any] = {
-        "auc": auc, "auc_ci": [lo, hi], "n_members": int(n), "n_non_members": int(n),
-        "n_reference": int(reference.size), "n_attacks": int(n), "estimator": "gaussian_kde (Scott, full covariance)",
-        "space": "projected", "projection_k": ctx.projection.k,
+        "auc": auc,
+        "auc_ci": [lo, hi],
+        "n_members": int(n),
+        "n_non_members": int(n),
+        "n_reference": int(reference.size),
+        "n_attacks": int(n),
+        "estimator": "gaussian_kde (Scott, full covariance)",
+        "space": "projected",
+        "projection_k": ctx.projection.k,
         "bandwidth_factor": {"synthetic": p_syn.factor, "reference": p_ref.factor},
     }
-    return Measurement(value=max(0.0, 2 * auc - 1), raw=auc,
-                        ci=(max(0.0, 2 * lo - 1), max(0.0, 2 * hi - 1)),
-                        sizes={"real": ctx.n("real"), "synthetic": ctx.n("synthetic"), "holdout": n_hold,
-                               "queries": 2 * int(n)}, details=details)
+    return Measurement(
+        value=max(0.0, 2 * auc - 1),
+        raw=auc,
+        ci=(max(0.0, 2 * lo - 1), max(0.0, 2 * hi - 1)),
+        sizes={
+            "real": ctx.n("real"),
+            "synthetic": ctx.n("synthetic"),
+            "holdout": n_hold,
+            "queries": 2 * int(n),
+        },
+        details=details,
+    )

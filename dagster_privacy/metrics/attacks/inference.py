@@ -48,8 +48,15 @@ def _values(ctx: EvaluationContext, role: str, column: str) -> np.ndarray:
     return ctx.table(role).get_column(column).to_numpy().astype(np.float64)
 
 
-def _correct(ctx: EvaluationContext, column: str, guess_role: str, guess_idx: np.ndarray, role: str,
-             idx: np.ndarray, tolerance: float) -> np.ndarray:
+def _correct(
+    ctx: EvaluationContext,
+    column: str,
+    guess_role: str,
+    guess_idx: np.ndarray,
+    role: str,
+    idx: np.ndarray,
+    tolerance: float,
+) -> np.ndarray:
     """Whether each guess (a synthetic record's value) equals the target's secret: categories and, with
     tolerance 0, numbers by their shared integer codes; numbers otherwise within tolerance × real range
     (missing equals missing only)."""
@@ -79,7 +86,9 @@ def _naive_rate(ctx: EvaluationContext, column: str, idx: np.ndarray, tolerance:
     s_present = s[~np.isnan(s)]
     t = _values(ctx, "real", column)[idx]
     tol = tolerance * ctx.encoder.num_range[column] * (1 + 1e-12)
-    hits = np.searchsorted(s_present, t + tol, side="right") - np.searchsorted(s_present, t - tol, side="left")
+    hits = np.searchsorted(s_present, t + tol, side="right") - np.searchsorted(
+        s_present, t - tol, side="left"
+    )
     hits = np.where(np.isnan(t), n_syn - s_present.size, hits)
     return float(hits.sum() / n_syn / max(1, t.size))
 
@@ -87,12 +96,18 @@ def _naive_rate(ctx: EvaluationContext, column: str, idx: np.ndarray, tolerance:
 # --------------------------------------------------------------------------------- distance-based
 
 
-@metric("inference_distance", family="attacks", source="seed 004 §4.3.3, §5.3.2, §6.2.3", risk=Risk.INFERENCE,
-        needs=("real", "synthetic", "holdout"),
-        default={"threshold": 0.25, "severity": "ERROR"},  # 0.12 vs 0.26: worst of 15 columns is noisy
-        expect=Expect(copy_min=0.9, indep_max=0.2))
-def inference_distance(ctx: EvaluationContext, *, n_attacks: int = 2000, tolerance: float = 0.05
-                       ) -> Measurement:
+@metric(
+    "inference_distance",
+    family="attacks",
+    source="seed 004 §4.3.3, §5.3.2, §6.2.3",
+    risk=Risk.INFERENCE,
+    needs=("real", "synthetic", "holdout"),
+    default={"threshold": 0.25, "severity": "ERROR"},  # 0.12 vs 0.26: worst of 15 columns is noisy
+    expect=Expect(copy_min=0.9, indep_max=0.2),
+)
+def inference_distance(
+    ctx: EvaluationContext, *, n_attacks: int = 2000, tolerance: float = 0.05
+) -> Measurement:
     """Distance-based attribute inference (seed 004 §4.3.3): the nearest synthetic record's secret.
 
     For each secret column, the guess is the secret of the nearest synthetic record on all other
@@ -110,7 +125,9 @@ def inference_distance(ctx: EvaluationContext, *, n_attacks: int = 2000, toleran
     q = _gower.rows(ctx, "real", t_idx, cols)
     qc = _gower.rows(ctx, "holdout", c_idx, cols)
     r = _gower.rows(ctx, "synthetic", order, cols)
-    both = _gower.Rows(np.concatenate([q.num, qc.num]), np.concatenate([q.cat, qc.cat]), q.num_cols, q.cat_cols)
+    both = _gower.Rows(
+        np.concatenate([q.num, qc.num]), np.concatenate([q.cat, qc.cat]), q.num_cols, q.cat_cols
+    )
     nearest = order[_gower.leave_one_out_nearest(both, r, secrets)]
     conf = family_confidence(len(secrets))
     parts: dict[str, dict[str, Any]] = {}
@@ -118,13 +135,20 @@ def inference_distance(ctx: EvaluationContext, *, n_attacks: int = 2000, toleran
     for i, s in enumerate(secrets):
         ok_t = _correct(ctx, s, "synthetic", nearest[:n, i], "real", t_idx, tolerance)
         ok_c = _correct(ctx, s, "synthetic", nearest[n:, i], "holdout", c_idx, tolerance)
-        side = Side(rate(int(ok_t.sum()), n, conf), rate(int(ok_c.sum()), n, conf),
-                    naive=rate(_naive_rate(ctx, s, t_idx, tolerance) * n, n, conf))
+        side = Side(
+            rate(int(ok_t.sum()), n, conf),
+            rate(int(ok_c.sum()), n, conf),
+            naive=rate(_naive_rate(ctx, s, t_idx, tolerance) * n, n, conf),
+        )
         parts[s] = {**side.details(), "n_attacks": n}
         flagged.append(nearest[:n, i][ok_t])
-    return worst_of(parts, label="column", sizes=_sizes(ctx, n),
-                    extra={"tolerance": tolerance},
-                    flagged=np.unique(np.concatenate(flagged)) if flagged else None)
+    return worst_of(
+        parts,
+        label="column",
+        sizes=_sizes(ctx, n),
+        extra={"tolerance": tolerance},
+        flagged=np.unique(np.concatenate(flagged)) if flagged else None,
+    )
 
 
 # --------------------------------------------------------------------------------------- ML-based
@@ -145,9 +169,18 @@ def _features(ctx: EvaluationContext, role: str, idx: np.ndarray | None, columns
 
 
 def _lgbm_params(seed: int, n_estimators: int) -> dict[str, Any]:
-    return {"n_estimators": n_estimators, "learning_rate": 0.15, "num_leaves": 31, "min_child_samples": 20,
-            "max_bin": 63, "random_state": seed, "deterministic": True, "force_col_wise": True,
-            "n_jobs": 1, "verbosity": -1}
+    return {
+        "n_estimators": n_estimators,
+        "learning_rate": 0.15,
+        "num_leaves": 31,
+        "min_child_samples": 20,
+        "max_bin": 63,
+        "random_state": seed,
+        "deterministic": True,
+        "force_col_wise": True,
+        "n_jobs": 1,
+        "verbosity": -1,
+    }
 
 
 def _nrmse_side(y: np.ndarray, pred: np.ndarray, spread: float, confidence: float) -> tuple[Any, float]:
@@ -161,19 +194,27 @@ def _nrmse_side(y: np.ndarray, pred: np.ndarray, spread: float, confidence: floa
     return measured(1.0 - rmse / spread, err, se.size), rmse
 
 
-@metric("inference_ml", family="attacks", source="seed 004 §4.3.3, §5.3.2, §6.2.3 eq. 10", risk=Risk.INFERENCE,
-        needs=("real", "synthetic", "holdout"),
-        default={"threshold": 0.3, "severity": "WARN"},  # 0.16 vs 0.18: a model generalises
-        expect=Expect(copy_min=0.5, indep_max=0.25))
-def inference_ml(ctx: EvaluationContext, *, n_attacks: int = 2000, n_estimators: int = 30,
-                 min_class_rows: int = 50) -> Measurement:
+@metric(
+    "inference_ml",
+    family="attacks",
+    source="seed 004 §4.3.3, §5.3.2, §6.2.3 eq. 10",
+    risk=Risk.INFERENCE,
+    needs=("real", "synthetic", "holdout"),
+    default={"threshold": 0.3, "severity": "WARN"},  # 0.16 vs 0.18: a model generalises
+    expect=Expect(copy_min=0.5, indep_max=0.25),
+)
+def inference_ml(
+    ctx: EvaluationContext, *, n_attacks: int = 2000, n_estimators: int = 30, min_class_rows: int = 50
+) -> Measurement:
     """ML-based attribute inference (seed 004 §4.3.3, §6.2.3): LightGBM trained on the synthetic table.
 
     Per secret column: a LightGBM classifier (categorical/binary secret; score = accuracy) or regressor
     (numerical; score = NRMSE = 1 − RMSE/range, eq. 10, range of the real column) on all other columns,
     fitted on every synthetic row, scored on training and control targets. Classes with fewer than
     ``min_class_rows`` synthetic rows share one "rare" label, which never counts as a correct guess (a
-    multi-class model grows one tree per class per round, and so few rows hardly get a leaf of their own). e_naive: the synthetic majority class / mean. value = the worst column's E (eq. 8, e* = 1), Bonferroni over columns.
+    multi-class model grows one tree per class per round, and so few rows hardly get a leaf of their
+    own). e_naive: the synthetic majority class / mean. value = the worst column's E (eq. 8, e* = 1),
+    Bonferroni over columns.
     """
     import lightgbm as lgb
 
@@ -229,18 +270,29 @@ def inference_ml(ctx: EvaluationContext, *, n_attacks: int = 2000, n_estimators:
                 model.fit(x_syn, y_syn, categorical_feature=cat_idx or "auto")
                 p_t, p_c = model.predict(x_t), model.predict(x_c)
             mode = classes[counts.argmax()]
-            side = Side(rate(int((p_t == y_t).sum()), n, conf), rate(int((p_c == y_c).sum()), n, conf),
-                        naive=rate(int((y_t == mode).sum()), n, conf))
+            side = Side(
+                rate(int((p_t == y_t).sum()), n, conf),
+                rate(int((p_c == y_c).sum()), n, conf),
+                naive=rate(int((y_t == mode).sum()), n, conf),
+            )
             parts[s] = {**side.details(), "n_attacks": n, "task": "classification", "score": "accuracy"}
-    return worst_of(parts, label="column", sizes=_sizes(ctx, n),
-                    extra={"model": "lightgbm", "n_estimators": n_estimators})
+    return worst_of(
+        parts, label="column", sizes=_sizes(ctx, n), extra={"model": "lightgbm", "n_estimators": n_estimators}
+    )
 
 
 # ------------------------------------------------------------------------------------------ GTCAP
 
 
-def _tcap(ctx: EvaluationContext, role: str, idx: np.ndarray, target: str, radius: float,
-          syn_key: dict[str, np.ndarray], cols: list[str]) -> tuple[float, int]:
+def _tcap(
+    ctx: EvaluationContext,
+    role: str,
+    idx: np.ndarray,
+    target: str,
+    radius: float,
+    syn_key: dict[str, np.ndarray],
+    cols: list[str],
+) -> tuple[float, int]:
     """Σ over synthetic records with a match in D (the targets) of TCAP (eq. 7), and how many match."""
     aux = [c for c in cols if c != target]
     cat = [c for c in aux if ctx.schema.kind(c) != "numerical"]
@@ -252,7 +304,9 @@ def _tcap(ctx: EvaluationContext, role: str, idx: np.ndarray, target: str, radiu
     ci = [names.index(c) for c in cat]
     # join on the categorical quasi-identifiers (exact codes): sort D by its categorical key
     if ci:
-        key_all = np.unique(np.concatenate([s_codes[:, ci], d_codes[:, ci]]), axis=0, return_inverse=True)[1].ravel()
+        key_all = np.unique(np.concatenate([s_codes[:, ci], d_codes[:, ci]]), axis=0, return_inverse=True)[
+            1
+        ].ravel()
         k_syn, k_d = key_all[:n_syn], key_all[n_syn:]
     else:
         k_syn, k_d = np.zeros(n_syn, np.int64), np.zeros(len(idx), np.int64)
@@ -290,7 +344,11 @@ def _tcap(ctx: EvaluationContext, role: str, idx: np.ndarray, target: str, radiu
                 diff = num_syn[srow] - num_d[drow]
                 inside = np.einsum("ij,ij->i", diff, diff) <= radius * radius * (1 + 1e-9)
                 srow, drow = srow[inside], drow[inside]
-            same_t = (np.abs(t_syn[srow] - t_d[drow]) <= radius * (1 + 1e-9)) if t_num else t_syn[srow] == t_d[drow]
+            same_t = (
+                (np.abs(t_syn[srow] - t_d[drow]) <= radius * (1 + 1e-9))
+                if t_num
+                else t_syn[srow] == t_d[drow]
+            )
             denom += np.bincount(srow, minlength=n_syn)
             numer += np.bincount(srow[same_t], minlength=n_syn)
         start = stop
@@ -298,12 +356,18 @@ def _tcap(ctx: EvaluationContext, role: str, idx: np.ndarray, target: str, radiu
     return float((numer[has] / denom[has]).sum()), int(has.sum())
 
 
-@metric("gtcap", family="attacks", source="seed 004 §4.3.3 eq. 7, §5.3.2, §6.2.3", risk=Risk.INFERENCE,
-        needs=("real", "synthetic", "holdout"),
-        default={"threshold": 0.3, "severity": "WARN"},  # 0.15 vs 0.26
-        expect=Expect(copy_min=0.8, indep_max=0.3))
+@metric(
+    "gtcap",
+    family="attacks",
+    source="seed 004 §4.3.3 eq. 7, §5.3.2, §6.2.3",
+    risk=Risk.INFERENCE,
+    needs=("real", "synthetic", "holdout"),
+    default={"threshold": 0.3, "severity": "WARN"},  # 0.15 vs 0.26
+    expect=Expect(copy_min=0.8, indep_max=0.3),
+)
 def gtcap(ctx: EvaluationContext, *, n_attacks: int = 2000, radius: float = 0.1) -> Measurement:
-    """GTCAP (seed 004 §4.3.3 eq. 7, §6.2.3): correct attribution probability of synthetic equivalence classes.
+    """GTCAP (seed 004 §4.3.3 eq. 7, §6.2.3): correct attribution probability of synthetic
+    equivalence classes.
 
     Targets t = the sensitive columns (every column when none is given); quasi-identifiers A = all other
     columns. For each synthetic record d̂, TCAP = share of the target records D matching d̂ on A that
@@ -319,22 +383,34 @@ def gtcap(ctx: EvaluationContext, *, n_attacks: int = 2000, radius: float = 0.1)
     t_idx, c_idx = _targets(ctx, n, "gtcap")
     cols = canonical_columns(ctx)
     syn = ctx.table("synthetic")
-    syn_num = np.column_stack([ctx.encoder.scaled(syn, c) if ctx.schema.kind(c) == "numerical"
-                               else np.zeros(syn.height) for c in cols])
+    syn_num = np.column_stack(
+        [
+            ctx.encoder.scaled(syn, c) if ctx.schema.kind(c) == "numerical" else np.zeros(syn.height)
+            for c in cols
+        ]
+    )
     conf = family_confidence(len(secrets))
     parts: dict[str, dict[str, Any]] = {}
     n_syn = ctx.n("synthetic")
     for s in secrets:
         sum_t, m_t = _tcap(ctx, "real", t_idx, s, radius, {"num": syn_num}, cols)
         sum_c, m_c = _tcap(ctx, "holdout", c_idx, s, radius, {"num": syn_num}, cols)
-        info = {"matched_train": m_t, "matched_control": m_c, "unmatched_train": n_syn - m_t,
-                "unmatched_control": n_syn - m_c}
+        info = {
+            "matched_train": m_t,
+            "matched_control": m_c,
+            "unmatched_train": n_syn - m_t,
+            "unmatched_control": n_syn - m_c,
+        }
         if m_t == 0 or m_c == 0:
-            parts[s] = {"risk": None, **info,
-                        "reason": f"{s}: no synthetic record matches a {'training' if m_t == 0 else 'control'} "
-                                  "target on the quasi-identifiers"}
+            parts[s] = {
+                "risk": None,
+                **info,
+                "reason": f"{s}: no synthetic record matches a {'training' if m_t == 0 else 'control'} "
+                "target on the quasi-identifiers",
+            }
             continue
-        side = Side(rate(sum_t, m_t, conf), rate(sum_c, m_c, conf), train_successes=sum_t,
-                    control_successes=sum_c)
+        side = Side(
+            rate(sum_t, m_t, conf), rate(sum_c, m_c, conf), train_successes=sum_t, control_successes=sum_c
+        )
         parts[s] = {**side.details(), **info, "n_attacks": n}
     return worst_of(parts, label="column", sizes=_sizes(ctx, n), extra={"radius": radius})

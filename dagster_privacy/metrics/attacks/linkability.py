@@ -1,4 +1,5 @@
-"""Linkability attack (seed 004 §4.3.2, §5.3.2): re-link the two halves of a record through the synthetic table.
+"""Linkability attack (seed 004 §4.3.2, §5.3.2): re-link the two halves of a record through the
+synthetic table.
 
 The columns are split into two disjoint sets A1, A2. For each target record, the k nearest synthetic
 records (Gower distance, seed 004 §4.3.2) of its A1 half and of its A2 half are found; the attack
@@ -82,14 +83,26 @@ def _pairs(mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.concatenate(t), np.concatenate(c)
 
 
-def _stack(ctx: EvaluationContext, sides: Sequence[tuple[str, np.ndarray]], columns: Sequence[str]) -> _gower.Rows:
+def _stack(
+    ctx: EvaluationContext, sides: Sequence[tuple[str, np.ndarray]], columns: Sequence[str]
+) -> _gower.Rows:
     parts = [_gower.rows(ctx, role, index, columns) for role, index in sides]
-    return _gower.Rows(np.concatenate([p.num for p in parts]), np.concatenate([p.cat for p in parts]),
-                       parts[0].num_cols, parts[0].cat_cols)
+    return _gower.Rows(
+        np.concatenate([p.num for p in parts]),
+        np.concatenate([p.cat for p in parts]),
+        parts[0].num_cols,
+        parts[0].cat_cols,
+    )
 
 
-def _linked(ctx: EvaluationContext, sides: Sequence[tuple[str, np.ndarray]], a1: Sequence[str],
-            a2: Sequence[str], syn_order: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+def _linked(
+    ctx: EvaluationContext,
+    sides: Sequence[tuple[str, np.ndarray]],
+    a1: Sequence[str],
+    a2: Sequence[str],
+    syn_order: np.ndarray,
+    k: int,
+) -> tuple[np.ndarray, np.ndarray]:
     """Per target (the sides' targets stacked): whether the tie-inclusive k-NN sets of its two halves
     share a synthetic row; and one linking synthetic row (−1 when none). The intersection is found from
     the side whose tie sets cover fewer rows: its (target, row) pairs are checked against the other's."""
@@ -99,14 +112,24 @@ def _linked(ctx: EvaluationContext, sides: Sequence[tuple[str, np.ndarray]], a1:
     link = np.full(q1.n, -1, dtype=np.int64)
     step = _gower._step(max(h1.rows.n, h2.rows.n))
     with _gower.one_blas_thread():  # one limit around both generators (see _gower.blocks)
-        for (s, d1), (_, d2) in zip(_gower.blocks(q1, h1.rows, step), _gower.blocks(q2, h2.rows, step),
-                                    strict=True):
+        for (s, d1), (_, d2) in zip(
+            _gower.blocks(q1, h1.rows, step), _gower.blocks(q2, h2.rows, step), strict=True
+        ):
             _link_chunk(s, d1, d2, h1, h2, k, syn_order, success, link)
     return success, link
 
 
-def _link_chunk(s: int, d1: np.ndarray, d2: np.ndarray, h1: Profiles, h2: Profiles, k: int,
-                syn_order: np.ndarray, success: np.ndarray, link: np.ndarray) -> None:
+def _link_chunk(
+    s: int,
+    d1: np.ndarray,
+    d2: np.ndarray,
+    h1: Profiles,
+    h2: Profiles,
+    k: int,
+    syn_order: np.ndarray,
+    success: np.ndarray,
+    link: np.ndarray,
+) -> None:
     """One chunk of targets: success and a linking row where both halves' tie sets meet."""
     p1, p2 = h1.within(d1, k), h2.within(d2, k)
     # rows each side's tie sets cover (estimated with the mean profile size: it only picks the side)
@@ -121,12 +144,18 @@ def _link_chunk(s: int, d1: np.ndarray, d2: np.ndarray, h1: Profiles, h2: Profil
     link[s + hit_t] = syn_order[syn_rows[ok]]
 
 
-@metric("linkability", family="attacks", source="seed 004 §4.3.2, §5.3.2", risk=Risk.LINKABILITY,
-        needs=("real", "synthetic", "holdout"),
-        default={"threshold": 0.1, "severity": "ERROR"},  # 0.00 vs 0.19
-        expect=Expect(copy_min=0.9, indep_max=0.1))
-def linkability(ctx: EvaluationContext, *, n_attacks: int = 2000, k: int = 1,
-                columns: list[list[str]] | None = None) -> Measurement:
+@metric(
+    "linkability",
+    family="attacks",
+    source="seed 004 §4.3.2, §5.3.2",
+    risk=Risk.LINKABILITY,
+    needs=("real", "synthetic", "holdout"),
+    default={"threshold": 0.1, "severity": "ERROR"},  # 0.00 vs 0.19
+    expect=Expect(copy_min=0.9, indep_max=0.1),
+)
+def linkability(
+    ctx: EvaluationContext, *, n_attacks: int = 2000, k: int = 1, columns: list[list[str]] | None = None
+) -> Measurement:
     """Linkability (seed 004 §4.3.2): the two halves of a record share a synthetic Gower neighbour.
 
     ``columns`` = [A1, A2] (disjoint); default: the columns in name order dealt alternately. Neighbour
@@ -146,7 +175,12 @@ def linkability(ctx: EvaluationContext, *, n_attacks: int = 2000, k: int = 1,
     if k < 1:
         raise NotApplicable("k must be at least 1")
     n = n_targets(ctx, n_attacks)
-    sizes = {"real": ctx.n("real"), "synthetic": ctx.n("synthetic"), "holdout": ctx.n("holdout"), "queries": n}
+    sizes = {
+        "real": ctx.n("real"),
+        "synthetic": ctx.n("synthetic"),
+        "holdout": ctx.n("holdout"),
+        "queries": n,
+    }
     if n == 0:
         raise NotApplicable("no target record", sizes=sizes)
     order = hash_order(ctx, "synthetic")
@@ -157,12 +191,34 @@ def linkability(ctx: EvaluationContext, *, n_attacks: int = 2000, k: int = 1,
     n_syn = ctx.n("synthetic")
     kk = min(k, n_syn)
     # two independent uniform k-subsets of the synthetic rows intersect with probability 1 − C(N−k, k)/C(N, k)
-    p_naive = 1.0 - float(np.exp(np.sum(np.log(np.arange(n_syn - 2 * kk + 1, n_syn - kk + 1, dtype=np.float64))
-                                        - np.log(np.arange(n_syn - kk + 1, n_syn + 1, dtype=np.float64))))) \
-        if 2 * kk <= n_syn else 1.0
+    p_naive = (
+        1.0
+        - float(
+            np.exp(
+                np.sum(
+                    np.log(np.arange(n_syn - 2 * kk + 1, n_syn - kk + 1, dtype=np.float64))
+                    - np.log(np.arange(n_syn - kk + 1, n_syn + 1, dtype=np.float64))
+                )
+            )
+        )
+        if 2 * kk <= n_syn
+        else 1.0
+    )
     side = Side(rate(int(ok_t.sum()), n), rate(int(ok_c.sum()), n), naive=rate(p_naive * n, n))
     E, ci = side.risk()
-    details: dict[str, Any] = {**side.details(), "n_attacks": n, "k": k, "columns": [sorted(a1), sorted(a2)],
-                               "tie_tolerance": _gower.TIE}
-    return Measurement(value=E, ci=ci, raw=side.train.value, baseline=side.control.value,
-                        sizes=sizes, details=details, flagged=np.unique(link_t[ok_t]))
+    details: dict[str, Any] = {
+        **side.details(),
+        "n_attacks": n,
+        "k": k,
+        "columns": [sorted(a1), sorted(a2)],
+        "tie_tolerance": _gower.TIE,
+    }
+    return Measurement(
+        value=E,
+        ci=ci,
+        raw=side.train.value,
+        baseline=side.control.value,
+        sizes=sizes,
+        details=details,
+        flagged=np.unique(link_t[ok_t]),
+    )

@@ -1,4 +1,5 @@
-"""Singling-out attacks (seed 004 §4.3.1, §6.2.2): predicates from the synthetic table that isolate one record.
+"""Singling-out attacks (seed 004 §4.3.1, §6.2.2): predicates from the synthetic table that isolate
+one record.
 
 A predicate is a conjunction of conditions, each ``code_j ∈ [lo, hi]`` (possibly negated) on the integer
 codes the context shares across tables (numerical codes are dense value ranks, so ``x ≤ v`` is an
@@ -60,9 +61,15 @@ def _prepare(ctx: EvaluationContext) -> Prepared:
         if numerical[j]:
             values[:, j] = table.get_column(name).to_numpy().astype(np.float64)[first]
     seed = int(salt(ctx, "singling_out:bits")) % (2**32)
-    return Prepared(cols, numerical, Target(syn_u, np.random.default_rng([seed, 0])), inverse.ravel(), values,
-                    Target(ctx.codes("real"), np.random.default_rng([seed, 1])),
-                    Target(ctx.codes("holdout"), np.random.default_rng([seed, 2])))
+    return Prepared(
+        cols,
+        numerical,
+        Target(syn_u, np.random.default_rng([seed, 0])),
+        inverse.ravel(),
+        values,
+        Target(ctx.codes("real"), np.random.default_rng([seed, 1])),
+        Target(ctx.codes("holdout"), np.random.default_rng([seed, 2])),
+    )
 
 
 def _univariate_candidates(pr: Prepared) -> Predicates:
@@ -83,13 +90,18 @@ def _univariate_candidates(pr: Prepared) -> Predicates:
         return _empty(1)
     arr = np.unique(arr, axis=0)  # de-duplicated, canonical order
     P = arr.shape[0]
-    return Predicates(arr[:, :1], arr[:, 1:2].astype(np.int32), arr[:, 2:3].astype(np.int32),
-                      np.zeros((P, 1), dtype=bool))
+    return Predicates(
+        arr[:, :1], arr[:, 1:2].astype(np.int32), arr[:, 2:3].astype(np.int32), np.zeros((P, 1), dtype=bool)
+    )
 
 
 def _empty(k: int) -> Predicates:
-    return Predicates(np.zeros((0, k), np.int64), np.zeros((0, k), np.int32), np.zeros((0, k), np.int32),
-                      np.zeros((0, k), bool))
+    return Predicates(
+        np.zeros((0, k), np.int64),
+        np.zeros((0, k), np.int32),
+        np.zeros((0, k), np.int32),
+        np.zeros((0, k), bool),
+    )
 
 
 def _from_records(pr: Prepared, rows: np.ndarray, chosen: np.ndarray, medians: np.ndarray) -> Predicates:
@@ -111,8 +123,9 @@ def _choose_columns(pr: Prepared, rng: np.random.Generator, n: int, k: int) -> n
     return np.asarray(pr.cols, dtype=np.int64)[pick]
 
 
-def _multivariate_candidates(pr: Prepared, rng: np.random.Generator, n_attacks: int, k: int,
-                             max_attempts: int) -> tuple[Predicates, np.ndarray, int]:
+def _multivariate_candidates(
+    pr: Prepared, rng: np.random.Generator, n_attacks: int, k: int, max_attempts: int
+) -> tuple[Predicates, np.ndarray, int]:
     """Distinct predicates that single out one distinct synthetic row: (predicates, source row, attempts)."""
     medians = np.full(pr.syn.d, np.inf)  # anonymeter: > median → "≥ v", else "≤ v"
     for j in np.nonzero(pr.numerical)[0]:
@@ -147,8 +160,11 @@ def _multivariate_candidates(pr: Prepared, rng: np.random.Generator, n_attacks: 
             found += len(take)
     if not kept:
         return _empty(k), np.zeros(0, np.int64), attempts
-    return (Predicates(*(np.concatenate([getattr(p, f) for p in kept]) for f in ("col", "lo", "hi", "neg"))),
-            np.concatenate(sources), attempts)
+    return (
+        Predicates(*(np.concatenate([getattr(p, f) for p in kept]) for f in ("col", "lo", "hi", "neg"))),
+        np.concatenate(sources),
+        attempts,
+    )
 
 
 def _random_predicates(pr: Prepared, rng: np.random.Generator, n: int, k: int) -> Predicates:
@@ -177,8 +193,15 @@ def _equal_footing(counts: np.ndarray, n_side: int, m: int) -> np.ndarray:
     ok = (c >= 1) & (n_side - c >= m - 1)
     cc = np.where(ok, c, 1.0)
     # c · C(N − c, m − 1) / C(N, m), in logs
-    log_h = (np.log(cc) + gammaln(n_side - cc + 1) - gammaln(m) - gammaln(n_side - cc - m + 2)
-             - gammaln(n_side + 1) + gammaln(m + 1) + gammaln(n_side - m + 1))
+    log_h = (
+        np.log(cc)
+        + gammaln(n_side - cc + 1)
+        - gammaln(m)
+        - gammaln(n_side - cc - m + 2)
+        - gammaln(n_side + 1)
+        + gammaln(m + 1)
+        + gammaln(n_side - m + 1)
+    )
     return np.where(ok, np.exp(log_h), 0.0)
 
 
@@ -193,8 +216,13 @@ def _score(pr: Prepared, preds: Predicates, naive: Predicates, confidence: float
     h_t = _equal_footing(c_train, n_t, m)
     h_c = _equal_footing(c_control, n_c, m)
     e_star = m / n_t
-    side = Side(rate(float(h_t.sum()), n, confidence), rate(float(h_c.sum()), n, confidence),
-                e_star=e_star, train_successes=float(h_t.sum()), control_successes=float(h_c.sum()))
+    side = Side(
+        rate(float(h_t.sum()), n, confidence),
+        rate(float(h_c.sum()), n, confidence),
+        e_star=e_star,
+        train_successes=float(h_t.sum()),
+        control_successes=float(h_c.sum()),
+    )
     E, ci = side.risk()
     plain_t, plain_c = int((c_train == 1).sum()), int((c_control == 1).sum())
     return {
@@ -203,9 +231,15 @@ def _score(pr: Prepared, preds: Predicates, naive: Predicates, confidence: float
         "e_control": _rd(rate(plain_c, n, confidence)),
         "e_naive": _rd(rate(int((c_naive == 1).sum()), max(1, naive.n), confidence)),
         # the size-corrected rates E is computed from
-        "equal_footing": {"m": m, "e_train": _rd(side.train, float(h_t.sum())),
-                          "e_control": _rd(side.control, float(h_c.sum())), "e_star": e_star},
-        "risk": E, "risk_ci": list(ci), "n_attacks": n,
+        "equal_footing": {
+            "m": m,
+            "e_train": _rd(side.train, float(h_t.sum())),
+            "e_control": _rd(side.control, float(h_c.sum())),
+            "e_star": e_star,
+        },
+        "risk": E,
+        "risk_ci": list(ci),
+        "n_attacks": n,
         "_success": c_train == 1,
     }
 
@@ -225,10 +259,15 @@ def _check(ctx: EvaluationContext) -> str | None:
 # ------------------------------------------------------------------------------------ the metrics
 
 
-@metric("singling_out_univariate", family="attacks", source="seed 004 §4.3.1, §5.3.2, §6.2.2",
-        risk=Risk.SINGLING_OUT, needs=("real", "synthetic", "holdout"),
-        default={"threshold": 0.1, "severity": "ERROR"},  # 0.00 vs 0.24
-        expect=Expect(copy_min=0.9, indep_max=0.15))
+@metric(
+    "singling_out_univariate",
+    family="attacks",
+    source="seed 004 §4.3.1, §5.3.2, §6.2.2",
+    risk=Risk.SINGLING_OUT,
+    needs=("real", "synthetic", "holdout"),
+    default={"threshold": 0.1, "severity": "ERROR"},  # 0.00 vs 0.24
+    expect=Expect(copy_min=0.9, indep_max=0.15),
+)
 def singling_out_univariate(ctx: EvaluationContext, *, n_attacks: int = 2000) -> Measurement:
     """Univariate singling out (seed 004 §4.3.1, §6.2.2): rare single-attribute predicates, E of eq. 8.
 
@@ -249,26 +288,45 @@ def singling_out_univariate(ctx: EvaluationContext, *, n_attacks: int = 2000) ->
     rng = np.random.default_rng([int(salt(ctx, "singling_out_univariate")) % (2**32), 0])
     sizes = {"real": ctx.n("real"), "synthetic": ctx.n("synthetic"), "holdout": ctx.n("holdout")}
     if available == 0:
-        raise NotApplicable("no single-attribute predicate isolates a synthetic record", sizes=sizes,
-                            details={"n_requested": n_attacks, "n_available": 0})
+        raise NotApplicable(
+            "no single-attribute predicate isolates a synthetic record",
+            sizes=sizes,
+            details={"n_requested": n_attacks, "n_available": 0},
+        )
     preds = cand.take(np.sort(rng.permutation(available)[: max(1, min(n_attacks, available))]))
     naive = _random_predicates(pr, rng, preds.n, 1)
     s = _score(pr, preds, naive, family_confidence(1))
     success = s.pop("_success")
     _, src = pr.syn.count_exact(preds.take(np.nonzero(success)[0]))
     flagged = np.nonzero(np.isin(pr.syn_rows, src))[0]
-    return Measurement(value=s["risk"], ci=(s["risk_ci"][0], s["risk_ci"][1]),
-        raw=s["e_train"]["rate"], baseline=s["e_control"]["rate"], flagged=flagged,
+    return Measurement(
+        value=s["risk"],
+        ci=(s["risk_ci"][0], s["risk_ci"][1]),
+        raw=s["e_train"]["rate"],
+        baseline=s["e_control"]["rate"],
+        flagged=flagged,
         sizes={**sizes, "queries": preds.n},
-        details={**s, "n_requested": n_attacks, "n_available": available})
+        details={**s, "n_requested": n_attacks, "n_available": available},
+    )
 
 
-@metric("singling_out_multivariate", family="attacks", source="seed 004 §4.3.1, §5.3.2, §6.2.2",
-        risk=Risk.SINGLING_OUT, needs=("real", "synthetic", "holdout"),
-        default={"threshold": 0.1, "severity": "ERROR"},  # 0.03 vs 0.27
-        expect=Expect(copy_min=0.9, indep_max=0.15))
-def singling_out_multivariate(ctx: EvaluationContext, *, n_attacks: int = 2000, min_cols: int = 3,
-                              max_cols: int = 12, max_attempts: int = 500_000) -> Measurement:
+@metric(
+    "singling_out_multivariate",
+    family="attacks",
+    source="seed 004 §4.3.1, §5.3.2, §6.2.2",
+    risk=Risk.SINGLING_OUT,
+    needs=("real", "synthetic", "holdout"),
+    default={"threshold": 0.1, "severity": "ERROR"},  # 0.03 vs 0.27
+    expect=Expect(copy_min=0.9, indep_max=0.15),
+)
+def singling_out_multivariate(
+    ctx: EvaluationContext,
+    *,
+    n_attacks: int = 2000,
+    min_cols: int = 3,
+    max_cols: int = 12,
+    max_attempts: int = 500_000,
+) -> Measurement:
     """Multivariate singling out (seed 004 §4.3.1, §6.2.2): conjunctions over 3–12 attributes, worst E.
 
     For each predicate size k in [min_cols, max_cols] (capped at the number of columns): predicates
@@ -302,9 +360,10 @@ def singling_out_multivariate(ctx: EvaluationContext, *, n_attacks: int = 2000, 
         flagged_rows.append(src[s.pop("_success")])
         parts[str(k)] = {**s, **info}
     flagged = np.nonzero(np.isin(pr.syn_rows, np.concatenate(flagged_rows)))[0] if flagged_rows else None
-    result = worst_of(parts, label="n_cols", sizes=sizes, flagged=flagged,
-                      extra={"n_requested": n_attacks})
+    result = worst_of(parts, label="n_cols", sizes=sizes, flagged=flagged, extra={"n_requested": n_attacks})
     w = parts[str(result.details["n_cols"])]
-    return dataclasses.replace(result, sizes={**sizes, "queries": int(w["n_attacks"])},
-                               details={**result.details, "equal_footing": w["equal_footing"],
-                                        "n_found": w["n_found"]})
+    return dataclasses.replace(
+        result,
+        sizes={**sizes, "queries": int(w["n_attacks"])},
+        details={**result.details, "equal_footing": w["equal_footing"], "n_found": w["n_found"]},
+    )
