@@ -17,6 +17,7 @@ import numpy as np
 import polars as pl
 
 from . import tables as tb
+from .executors import IN_PROCESS, Executor
 from .neighbors import MixedRows, Neighbors, knn_euclidean, knn_mixed
 from .spaces import Encoder, Projection, joint_codes
 
@@ -41,8 +42,11 @@ class EvaluationContext:
         source_index: np.ndarray | None = None,
         variance: float = 0.95,
         on_query: Callable[[str], None] | None = None,
+        executor: Executor | None = None,
     ) -> None:
         self.schema = schema
+        #: where the neighbour queries' blocks run (executors.py); results do not depend on it
+        self.executor: Executor = executor or IN_PROCESS
         self.seed = int(seed)
         self.variance = variance
         self.tables: dict[str, pl.DataFrame] = {"real": real, "synthetic": synthetic}
@@ -212,9 +216,9 @@ class EvaluationContext:
             self._on_query(f"{space} {query}→{reference}")
         if isinstance(q, MixedRows):
             assert isinstance(r, MixedRows)
-            nn = knn_mixed(q, r, want, exclude_self=same)
+            nn = knn_mixed(q, r, want, exclude_self=same, executor=self.executor)
         else:
-            nn = knn_euclidean(q, r, want, exclude_self=same)  # type: ignore[arg-type]
+            nn = knn_euclidean(q, r, want, exclude_self=same, executor=self.executor)  # type: ignore[arg-type]
         if cols is None:
             nn = self._pin_copies(nn, query, reference)
         self._nn[key] = nn

@@ -17,6 +17,7 @@ from . import tables as tb
 from .context import EvaluationContext
 from .distances import distance_summary
 from .errors import safe_reason
+from .executors import Executor, executor_for
 from .loading import load
 from .metrics import registry
 from .results import Evaluation, MetricResult, PolicyRef, Status, TableInfo, ThreatModelRef, Timings
@@ -76,6 +77,7 @@ def prepare(
     column_kinds: Mapping[str, str] | None = None,
     source_index_column: str | None = None,
     seed: int = 0,
+    executor: Executor | str | None = None,
 ) -> tuple[EvaluationContext, dict[str, TableInfo]]:
     """Load and validate the tables and build the evaluation context (raises TableError)."""
     raw = {"real": load(real, role="real"), "synthetic": load(synthetic, role="synthetic")}
@@ -113,6 +115,7 @@ def prepare(
         sensitive_columns=sensitive_columns,
         seed=seed,
         source_index=source,
+        executor=executor_for(executor),
     )
     ctx.source_index_column = source_index_column
     ctx.input_rows = order
@@ -132,6 +135,7 @@ def evaluate(
     source_index_column: str | None = None,
     seed: int | None = None,
     progress: bool = True,
+    executor: Executor | str | None = None,
 ) -> Evaluation:
     """Evaluate a synthetic table against the real (training) table and, optionally, a holdout.
 
@@ -159,6 +163,7 @@ def evaluate(
         column_kinds=plan.column_kinds,
         source_index_column=plan.source_index_column,
         seed=plan.seed,
+        executor=executor,
     )
     return run_metrics(ctx, plan, fingerprints=fingerprints, progress=progress, started=t0)
 

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .errors import MetricError
+from .executors import IN_PROCESS, Executor
 
 CHUNK_BYTES = 64 * 2**20  # one chunk's distance block
 #: a categorical value shared by more than this fraction of all (query, reference) pairs is counted by
@@ -140,13 +141,15 @@ def mixed_block(
     tmp: np.ndarray,
     *,
     terms: dict[int, np.ndarray] | None = None,
+    refs: tuple[int, int] | None = None,
 ) -> None:
-    """out = mixed distances of query rows s:e to every reference row (float32); ``tmp`` is scratch of
-    the same shape; ``terms[j]``, when given, receives numerical column j's |Δ| (callers that need the
-    distance without one column subtract it)."""
+    """out = mixed distances of query rows s:e to reference rows ``refs`` = [t0, t1) (default: all),
+    float32; ``tmp`` is scratch of the same shape; ``terms[j]``, when given, receives numerical column
+    j's |Δ| (callers that need the distance without one column subtract it)."""
+    t0, t1 = refs if refs is not None else (0, r.n)
     w = np.float32(q.cat_weight)
     if plan.onehot_q.shape[1]:
-        np.matmul(plan.onehot_q[s:e], plan.onehot_r_t, out=out)  # −w·(matches on common values)
+        np.matmul(plan.onehot_q[s:e], plan.onehot_r_t[:, t0:t1], out=out)  # −w·(matches on common values)
         out += w * q.cat.shape[1]
     else:
         out.fill(w * q.cat.shape[1])
@@ -156,12 +159,14 @@ def mixed_block(
         if total:
             rows = np.repeat(np.arange(e - s), cnt)
             first = np.repeat(np.cumsum(cnt) - cnt, cnt)
-            out[rows, order[np.repeat(lo[s:e], cnt) + (np.arange(total) - first)]] -= (
-                w  # a pair once per column
-            )
+            cols = order[np.repeat(lo[s:e], cnt) + (np.arange(total) - first)]
+            if refs is not None:
+                inside = (cols >= t0) & (cols < t1)
+                rows, cols = rows[inside], cols[inside] - t0
+            out[rows, cols] -= w  # a pair once per column
     for j in range(q.num.shape[1]):
         t = terms[j] if terms is not None and j in terms else tmp
-        np.subtract(q.num[s:e, j][:, None], r.num[None, :, j], out=t)
+        np.subtract(q.num[s:e, j][:, None], r.num[None, t0:t1, j], out=t)
         np.abs(t, out=t)
         out += t
 
@@ -292,37 +297,155 @@ def _finish(dist: np.ndarray, idx: np.ndarray, t0: float) -> Neighbors:
     )
 
 
-def knn_euclidean(query: np.ndarray, ref: np.ndarray, k: int, *, exclude_self: bool = False) -> Neighbors:
-    """Exact k nearest references of every query row in a euclidean space."""
+#: reference rows per block of a k-NN query (a multiple of BLOCK): each query tile walks the reference in
+#: tiles of this width, keeping a running top-k, so memory does not grow with the reference side
+REF_TILE = 16384
+
+
+def query_tiles(n_query: int, n_reference: int, *, ref_tile: int | None = None) -> list[tuple[int, int]]:
+    """The fixed query tiles of a k-NN query: a function of the sizes only (never of the executor), so
+    every executor computes the same blocks. Rows per tile: the distance block of one reference tile
+    within CHUNK_BYTES (wide enough for an efficient GEMM)."""
+    width = min(-(-max(1, n_reference) // BLOCK) * BLOCK, ref_tile or REF_TILE)
+    step = chunk_rows(width, budget=CHUNK_BYTES)
+    return [(s, min(s + step, n_query)) for s in range(0, n_query, step)]
+
+
+def _merge(best: tuple[np.ndarray, np.ndarray] | None, dist: np.ndarray, idx: np.ndarray, k: int):
+    """The running top-k: the k smallest by (exact float64 distance, index) of both candidate sets."""
+    if best is None:
+        return dist, idx
+    d = np.concatenate([best[0], dist], axis=1)
+    i = np.concatenate([best[1], idx], axis=1)
+    order = np.lexsort((i, d), axis=1)[:, :k]
+    return np.take_along_axis(d, order, 1), np.take_along_axis(i, order, 1)
+
+
+@dataclass(frozen=True)
+class _Sides:
+    """What every tile of one query reads (put once in the executor's store): both encoded sides."""
+
+    query: np.ndarray | MixedRows
+    ref: np.ndarray | MixedRows
+    k: int
+    exclude_self: bool
+    ref_tile: int
+    ref_t2: np.ndarray | None = None  # euclidean: −2·refᵀ, padded to a multiple of BLOCK with zeros
+    ref_norms: np.ndarray | None = None  # euclidean: ‖r‖², padding +inf
+    plan: MixedPlan | None = None  # mixed: how categorical matches are counted
+
+
+def _tile_candidates(block: np.ndarray, k: int, s: int, t0: int, exclude_self: bool) -> np.ndarray:
+    """Local top-k indices of one (query tile × reference tile) block, self excluded."""
+    if exclude_self:
+        rows = np.arange(block.shape[0])
+        cols = s + rows - t0
+        inside = (cols >= 0) & (cols < block.shape[1])
+        block[rows[inside], cols[inside]] = np.inf
+    return _select(block, min(k, block.shape[1]))
+
+
+def _euclidean_tile(sides: _Sides, rows: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
+    s, e = rows
+    q = sides.query[s:e]  # type: ignore[index]
+    ref = sides.ref
+    assert isinstance(ref, np.ndarray) and sides.ref_t2 is not None and sides.ref_norms is not None
+    q64 = q.astype(np.float64)
+    best = None
+    width = sides.ref_t2.shape[1]
+    for t0 in range(0, width, sides.ref_tile):
+        t1 = min(t0 + sides.ref_tile, width)
+        block = q @ sides.ref_t2[:, t0:t1]
+        block += sides.ref_norms[t0:t1]
+        local = _tile_candidates(block, sides.k, s, t0, sides.exclude_self)
+        finite = np.isfinite(np.take_along_axis(block, local, 1))
+        idx = local + t0
+        safe = np.minimum(idx, ref.shape[0] - 1)
+        dist = np.empty(idx.shape, dtype=np.float64)
+        for j in range(idx.shape[1]):  # exact distances of the candidates
+            diff = q64 - ref[safe[:, j]].astype(np.float64)
+            dist[:, j] = np.sqrt(np.einsum("ij,ij->i", diff, diff))
+        dist[~finite] = np.inf  # padding and self: never a neighbour
+        best = _merge(best, dist, np.where(finite, idx, -1), sides.k)
+    assert best is not None
+    return best
+
+
+def _mixed_tile(sides: _Sides, rows: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
+    s, e = rows
+    q, ref, plan = sides.query, sides.ref, sides.plan
+    assert isinstance(q, MixedRows) and isinstance(ref, MixedRows) and plan is not None
+    best = None
+    w = q.cat_weight
+    q_num64 = q.num[s:e].astype(np.float64)
+    for t0 in range(0, ref.n, sides.ref_tile):
+        t1 = min(t0 + sides.ref_tile, ref.n)
+        width = -(-(t1 - t0) // BLOCK) * BLOCK
+        block = np.full((e - s, width), np.inf, dtype=np.float32)
+        tmp = np.empty((e - s, t1 - t0), dtype=np.float32)
+        mixed_block(q, ref, s, e, plan, block[:, : t1 - t0], tmp, refs=(t0, t1))
+        local = _tile_candidates(block, sides.k, s, t0, sides.exclude_self)
+        finite = np.isfinite(np.take_along_axis(block, local, 1))
+        idx = local + t0
+        safe = np.minimum(idx, ref.n - 1)
+        dist = np.empty(idx.shape, dtype=np.float64)
+        for j in range(idx.shape[1]):  # exact distances of the candidates, in float64
+            r = safe[:, j]
+            d = w * (q.cat[s:e] != ref.cat[r]).sum(axis=1).astype(np.float64)
+            if q.num.shape[1]:
+                d += np.abs(q_num64 - ref.num[r].astype(np.float64)).sum(axis=1)
+            dist[:, j] = d
+        dist[~finite] = np.inf
+        best = _merge(best, dist, np.where(finite, idx, -1), sides.k)
+    assert best is not None
+    return best
+
+
+def _run(fn, sides: _Sides, n_query: int, n_ref: int, executor: Executor | None, t0: float) -> Neighbors:
+    tiles = query_tiles(n_query, n_ref, ref_tile=sides.ref_tile)
+    parts = (executor or IN_PROCESS).map(fn, sides, tiles)
+    dist = np.concatenate([p[0] for p in parts]) if parts else np.empty((0, sides.k))
+    idx = np.concatenate([p[1] for p in parts]) if parts else np.empty((0, sides.k), np.int64)
+    return _finish(dist, idx.astype(np.int64), t0)
+
+
+def knn_euclidean(
+    query: np.ndarray,
+    ref: np.ndarray,
+    k: int,
+    *,
+    exclude_self: bool = False,
+    executor: Executor | None = None,
+    ref_tile: int | None = None,
+) -> Neighbors:
+    """Exact k nearest references of every query row in a euclidean space, tile by tile."""
     t0 = time.perf_counter()
     k = _check_k(k, ref.shape[0] - (1 if exclude_self else 0))
-    idx = np.empty((query.shape[0], k), dtype=np.int64)
-    for s, block in _euclidean_blocks(query, ref, exclude_self=exclude_self, pad=BLOCK):
-        idx[s : s + block.shape[0]] = _select(block, k)
-    q64 = query.astype(np.float64)
-    dist = np.empty(idx.shape, dtype=np.float64)
-    for j in range(k):  # exact distances of the chosen neighbours
-        diff = q64 - ref[idx[:, j]].astype(np.float64)
-        dist[:, j] = np.sqrt(np.einsum("ij,ij->i", diff, diff))
-    return _finish(dist, idx, t0)
+    ref_tile = -(-(ref_tile or REF_TILE) // BLOCK) * BLOCK
+    width = -(-ref.shape[0] // BLOCK) * BLOCK
+    ref_t2 = np.zeros((ref.shape[1], width), dtype=np.float32)
+    ref_t2[:, : ref.shape[0]] = ref.T * np.float32(-2.0)
+    norms = np.full(width, np.inf, dtype=np.float32)
+    norms[: ref.shape[0]] = np.einsum("ij,ij->i", ref, ref, dtype=np.float32)
+    sides = _Sides(query, ref, k, exclude_self, ref_tile, ref_t2=ref_t2, ref_norms=norms)
+    return _run(_euclidean_tile, sides, query.shape[0], ref.shape[0], executor, t0)
 
 
-def knn_mixed(query: MixedRows, ref: MixedRows, k: int, *, exclude_self: bool = False) -> Neighbors:
-    """Exact k nearest references of every query row in a mixed (Hamming / Gower) space."""
+def knn_mixed(
+    query: MixedRows,
+    ref: MixedRows,
+    k: int,
+    *,
+    exclude_self: bool = False,
+    executor: Executor | None = None,
+    ref_tile: int | None = None,
+) -> Neighbors:
+    """Exact k nearest references of every query row in a mixed (Hamming / Gower) space, tile by tile."""
     t0 = time.perf_counter()
     k = _check_k(k, ref.n - (1 if exclude_self else 0))
-    idx = np.empty((query.n, k), dtype=np.int64)
-    for s, block in _mixed_blocks(query, ref, exclude_self=exclude_self, pad=BLOCK):
-        idx[s : s + block.shape[0]] = _select(block, k)
-    dist = np.empty(idx.shape, dtype=np.float64)
-    w = query.cat_weight
-    for j in range(k):  # exact distances of the chosen neighbours, in float64
-        r = idx[:, j]
-        d = w * (query.cat != ref.cat[r]).sum(axis=1).astype(np.float64)
-        if query.num.shape[1]:
-            d += np.abs(query.num.astype(np.float64) - ref.num[r].astype(np.float64)).sum(axis=1)
-        dist[:, j] = d
-    return _finish(dist, idx, t0)
+    ref_tile = -(-(ref_tile or REF_TILE) // BLOCK) * BLOCK
+    sides = _Sides(query, ref, k, exclude_self, ref_tile, plan=mixed_plan(query, ref))
+    return _run(_mixed_tile, sides, query.n, ref.n, executor, t0)
 
 
 def _check_k(k: int, available: int) -> int:

@@ -14,6 +14,7 @@ from pathlib import Path
 import click
 
 from ..errors import TableError, first_line
+from ..executors import ExecutorError
 from ..policy import PolicyError
 from ..results import Evaluation, Status
 from .args import UsageFailure, parse_kinds, split_list
@@ -78,6 +79,14 @@ def cli() -> None:
 @click.option(
     "--report", "report_out", type=click.Path(dir_okay=False), default=None, help="write the HTML report here"
 )
+@click.option(
+    "--ray",
+    "ray_address",
+    default=None,
+    metavar="ADDRESS",
+    help="run the neighbour blocks on Ray: local (start one here), auto (join this machine's cluster) "
+    "or ray://HEAD:10001",
+)
 def evaluate(
     real: str,
     synthetic: str,
@@ -91,9 +100,11 @@ def evaluate(
     seed: int | None,
     json_out: str | None,
     report_out: str | None,
+    ray_address: str | None,
 ) -> None:
     """Evaluate a synthetic table; exit 1 when the verdict is fail."""
     from ..evaluate import evaluate as run
+    from ..executors import RayExecutor
 
     # before the evaluation: an unwritable output is bad input, not a lost verdict
     writable("--json", json_out, inputs=(real, synthetic, holdout), suffixes=(".json",), marker=FORMAT_MARK)
@@ -104,6 +115,10 @@ def evaluate(
         suffixes=(".html", ".htm"),
         marker=b'content="dagster-privacy"',
     )
+    executor = None
+    if ray_address:
+        executor = RayExecutor(ray_address)
+        executor.connect()  # an unreachable cluster is bad input (exit 2), before any table is read
     ev = run(
         real,
         synthetic,
@@ -116,6 +131,7 @@ def evaluate(
         source_index_column=source_index_column,
         seed=seed,
         progress=True,
+        executor=executor,
     )
     finish(ev, json_out=json_out, report_out=report_out, policy=policy)
 
@@ -240,7 +256,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     except click.ClickException as exc:
         click.echo(f"dagster-privacy: error: {exc.format_message()}", err=True)
         sys.exit(2 if isinstance(exc, click.UsageError) else exc.exit_code)
-    except (TableError, PolicyError, FileNotFoundError) as exc:
+    except (TableError, PolicyError, ExecutorError, FileNotFoundError) as exc:
         click.echo(f"dagster-privacy: error: {first_line(str(exc))}", err=True)
         sys.exit(2)
     except Exception as exc:

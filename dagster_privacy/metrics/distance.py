@@ -362,10 +362,11 @@ def identifiability(ctx: EvaluationContext) -> Measurement:
     space = ctx.shared("entropy-weighted space", lambda: _entropy_weighted(ctx))
     rr = ctx.shared(
         "entropy-weighted real→real k=1",
-        lambda: knn_euclidean(space["real"], space["real"], 1, exclude_self=True),
+        lambda: knn_euclidean(space["real"], space["real"], 1, exclude_self=True, executor=ctx.executor),
     )
     rs = ctx.shared(
-        "entropy-weighted real→synthetic k=1", lambda: knn_euclidean(space["real"], space["synthetic"], 1)
+        "entropy-weighted real→synthetic k=1",
+        lambda: knn_euclidean(space["real"], space["synthetic"], 1, executor=ctx.executor),
     )
     d_rr, d_rs = rr.dist[:, 0].copy(), rs.dist[:, 0].copy()
     hashes = ctx.row_hashes("real")

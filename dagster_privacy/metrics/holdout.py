@@ -451,8 +451,8 @@ def proximity_ratio_score(ctx: EvaluationContext, *, alpha: float = 0.1, splits:
         order = np.argsort(_split_keys(ctx, int(salts[s])), kind="stable")
         r1, r2 = order[: n // 2], order[n // 2 :]
         x1 = np.ascontiguousarray(x[r1])
-        d12 = knn_euclidean(x1, np.ascontiguousarray(x[r2]), 1).dist[:, 0]
-        d11 = knn_euclidean(x1, x1, 1, exclude_self=True).dist[:, 0]
+        d12 = knn_euclidean(x1, np.ascontiguousarray(x[r2]), 1, executor=ctx.executor).dist[:, 0]
+        d11 = knn_euclidean(x1, x1, 1, exclude_self=True, executor=ctx.executor).dist[:, 0]
         # exact copies on hashes, never on a float distance (a float32 tie may hide the copy)
         h1 = hashes[r1]
         d12 = np.where(np.isin(h1, hashes[r2]), 0.0, d12)

@@ -13,6 +13,7 @@ import dagster as dg
 
 from .. import policy as pol
 from ..errors import safe_reason
+from ..executors import RayExecutor
 from ..metrics import registry
 from ..results import Evaluation, Severity
 from .assets import DUCKDB_KEY, RELEASE_KEY
@@ -67,6 +68,7 @@ def build_privacy_checks(
     additional_deps: Sequence[dg.AssetsDefinition | dg.AssetKey | str] = (),
     on_evaluation: EvaluationHook | None = None,
     translator: PrivacyCheckTranslator = DEFAULT_TRANSLATOR,
+    ray_resource_key: str | None = None,
 ) -> Sequence[dg.AssetChecksDefinition]:
     """Privacy checks on a synthetic table asset: one spec per metric of ``policy``.
 
@@ -76,7 +78,10 @@ def build_privacy_checks(
     warning neither blocks a run nor holds up ``all_deps_blocking_checks_passed()``. Every result
     records the release id and the fingerprint of the content evaluated; ``on_evaluation`` is called
     with the ``Evaluation`` (hook for reports) and may return extra metadata; ``translator`` decides how
-    a result becomes a check (descriptions, severity, metadata, markdown).
+    a result becomes a check (descriptions, severity, metadata, markdown). With ``ray_resource_key``,
+    the check requires that resource (a ``dagster_ray`` resource such as ``LocalRay`` or
+    ``KubeRayCluster``, which initialises Ray when the step starts) and runs the evaluation's neighbour
+    blocks on that cluster: the check stays one step, and its results are the same as in-process.
     """
     plan = pol.resolve(policy)
     key = dg.AssetKey.from_coercible_or_definition(asset)
@@ -98,7 +103,7 @@ def build_privacy_checks(
     @dg.multi_asset_check(
         specs=specs,
         name=name,
-        required_resource_keys={resource_key, release_resource_key},
+        required_resource_keys={resource_key, release_resource_key} | ({ray_resource_key} - {None}),
         description=f"Privacy metrics of policy {plan.policy.name!r}, one shared evaluation.",
     )
     def _privacy_checks(context: dg.AssetCheckExecutionContext) -> Iterator[dg.AssetCheckResult]:
@@ -113,6 +118,7 @@ def build_privacy_checks(
             release_resource_key=release_resource_key,
             on_evaluation=on_evaluation,
             translator=translator,
+            ray_resource_key=ray_resource_key,
         )
 
     return [_privacy_checks]
@@ -130,6 +136,7 @@ def evaluate_checks(
     release_resource_key: str,
     on_evaluation: EvaluationHook | None,
     translator: PrivacyCheckTranslator = DEFAULT_TRANSLATOR,
+    ray_resource_key: str | None = None,
 ) -> list[dg.AssetCheckResult]:
     """The body of the check: one evaluation, one result per metric; any exception fails every spec."""
     from ..evaluate import evaluate
@@ -145,7 +152,19 @@ def evaluate_checks(
         hold_df = db.read(holdout, role="holdout") if holdout else None
         fp = content_fingerprint(syn_df)
         release = rel.resolve(fp, dict(context.run.tags))
-        ev = evaluate(real_df, syn_df, hold_df, metrics=list(plan.ids), policy=plan.policy, progress=False)
+        executor = None
+        if ray_resource_key:  # the resource has initialised Ray for this step
+            getattr(context.resources, ray_resource_key)
+            executor = RayExecutor(address=None)
+        ev = evaluate(
+            real_df,
+            syn_df,
+            hold_df,
+            metrics=list(plan.ids),
+            policy=plan.policy,
+            progress=False,
+            executor=executor,
+        )
         del real_df, syn_df, hold_df
         extra = dict(on_evaluation(ev, context) or {}) if on_evaluation else {}
         out = []

@@ -1,0 +1,114 @@
+"""Where the engine's independent blocks run: one seam, two implementations.
+
+    neighbors.knn_*(query, ref, k, executor)
+        │  shared = the encoded query and reference sides (put once), items = fixed query tiles
+        ▼
+    Executor.map(fn, shared, items) ──▶ [fn(shared, item) for each item]   (indices, distances back)
+        ├─ InProcess: a loop in this process (the default)
+        └─ RayExecutor: ``ray.put(shared)`` once (zero-copy per node), one Ray task per item
+
+The tiles are a function of the table sizes only, never of the executor or the number of workers, so
+every executor computes the same blocks with the same kernel and the results are identical.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol, TypeVar
+
+from .errors import OwnMessage
+
+T = TypeVar("T")
+
+
+class ExecutorError(OwnMessage, RuntimeError):
+    """An executor that cannot be used (Ray missing, a cluster that cannot be reached): one line."""
+
+
+class Executor(Protocol):
+    name: str
+
+    def map(self, fn: Callable[[Any, Any], T], shared: Any, items: Sequence[Any]) -> list[T]:
+        """``[fn(shared, item) for item in items]``, in order; ``shared`` is read-only."""
+        ...
+
+
+class InProcess:
+    """Every block in this process, one after the other (numpy's BLAS uses the cores)."""
+
+    name = "in-process"
+
+    def map(self, fn: Callable[[Any, Any], T], shared: Any, items: Sequence[Any]) -> list[T]:
+        return [fn(shared, item) for item in items]
+
+
+IN_PROCESS = InProcess()
+
+
+class RayExecutor:
+    """Blocks as Ray tasks: the shared sides are put in the object store once per call, each task gets
+    a reference to them and one item, and returns only its indices and distances.
+
+    ``address``: ``"local"`` starts a Ray on this machine (``init_options`` such as ``num_cpus``,
+    ``object_store_memory`` apply); ``"auto"`` joins the cluster this machine belongs to (``RAY_ADDRESS``
+    or a running head); ``"ray://HOST:10001"`` connects a client to a remote head. ``None``: Ray is
+    already initialised by the caller (a ``dagster_ray`` resource, for instance)."""
+
+    name = "ray"
+
+    def __init__(self, address: str | None = "local", *, init_options: dict[str, Any] | None = None) -> None:
+        self.address = address
+        self.init_options = dict(init_options or {})
+        self._remote: dict[Callable[..., Any], Any] = {}
+
+    def connect(self) -> Any:
+        """Initialise (or join) Ray now; ExecutorError with one line when it cannot."""
+        try:
+            import ray
+        except ImportError:
+            raise ExecutorError(
+                "the Ray executor needs the `ray` package: pip install 'dagster-privacy[ray]'"
+            ) from None
+        if not ray.is_initialized():
+            if self.address is None:
+                raise ExecutorError(
+                    "Ray is not initialised: give an address (local, auto or ray://HOST:PORT)"
+                )
+            try:
+                ray.init(
+                    address=None if self.address == "local" else self.address,
+                    include_dashboard=False,
+                    log_to_driver=False,
+                    configure_logging=False,
+                    **self.init_options,
+                )
+            except Exception as exc:  # a cluster that cannot be reached: one line, no library message
+                raise ExecutorError(
+                    f"cannot start or reach Ray at {self.address!r} ({type(exc).__name__})"
+                ) from None
+        return ray
+
+    def map(self, fn: Callable[[Any, Any], T], shared: Any, items: Sequence[Any]) -> list[T]:
+        if not items:
+            return []
+        ray = self.connect()
+        task = self._remote.get(fn)
+        if task is None:
+            task = self._remote[fn] = ray.remote(num_cpus=1)(fn)
+        ref = ray.put(shared)
+        return list(ray.get([task.remote(ref, item) for item in items]))
+
+
+def executor_for(spec: str | Executor | None) -> Executor:
+    """An executor from an argument: None or ``"in-process"``; ``"local"``, ``"auto"`` or a Ray address
+    (``ray://…``, ``HOST:PORT``); or an Executor as it is."""
+    if spec is None or spec == "in-process":
+        return IN_PROCESS
+    if isinstance(spec, str):
+        return RayExecutor(spec)
+    if not callable(getattr(spec, "map", None)):
+        raise ExecutorError("an executor needs a map(fn, shared, items) method")
+    return spec
+
+
+__all__ = ["Executor", "ExecutorError", "IN_PROCESS", "InProcess", "RayExecutor", "executor_for"]

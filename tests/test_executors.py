@@ -1,0 +1,124 @@
+"""executors.py and the tiled k-NN: exact whatever the tiling, identical on every executor.
+
+The tiled queries are checked against brute force in float64; the Ray executor (a real local Ray with
+2 CPUs and a 200 MB object store) against the in-process one on all 30 metric ids, with tiles small
+enough that every query is cut into many blocks on both sides."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+import dagster_privacy as dp
+from dagster_privacy import neighbors as nb
+from dagster_privacy.calibration import leaky_split
+from dagster_privacy.demo import load_demo
+from dagster_privacy.executors import IN_PROCESS, ExecutorError, RayExecutor, executor_for
+
+
+def _brute(dist: np.ndarray, k: int, exclude_self: bool) -> tuple[np.ndarray, np.ndarray]:
+    """The k smallest per row by (float64 distance, index): the documented rule, computed plainly."""
+    d = dist.copy()
+    if exclude_self:
+        np.fill_diagonal(d, np.inf)
+    idx = np.broadcast_to(np.arange(d.shape[1]), d.shape)
+    order = np.lexsort((idx, d), axis=1)[:, :k]
+    return np.take_along_axis(d, order, 1), order
+
+
+@pytest.mark.parametrize("k", [1, 3, 7])
+@pytest.mark.parametrize("exclude_self", [False, True])
+def test_tiled_euclidean_is_brute_force(k: int, exclude_self: bool) -> None:
+    rng = np.random.default_rng(k)
+    q = rng.normal(size=(300, 6)).astype(np.float32)
+    r = q if exclude_self else rng.normal(size=(700, 6)).astype(np.float32)
+    q64, r64 = q.astype(np.float64), r.astype(np.float64)
+    exact = np.sqrt(((q64[:, None, :] - r64[None, :, :]) ** 2).sum(axis=2))
+    want_d, want_i = _brute(exact, k, exclude_self)
+    for tile in (128, 256, nb.REF_TILE):  # several reference tiles, and one
+        got = nb.knn_euclidean(q, r, k, exclude_self=exclude_self, ref_tile=tile)
+        assert np.array_equal(got.idx, want_i), tile
+        assert np.allclose(got.dist, want_d, rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("k", [1, 5])
+def test_tiled_hamming_keeps_the_lowest_index_among_exact_ties(k: int) -> None:
+    rng = np.random.default_rng(3)
+    codes_q = rng.integers(0, 3, size=(200, 4)).astype(np.int32)  # few values: many exact ties
+    codes_r = rng.integers(0, 3, size=(600, 4)).astype(np.int32)
+    q = nb.MixedRows(np.empty((200, 0), np.float32), codes_q, 1.0)
+    r = nb.MixedRows(np.empty((600, 0), np.float32), codes_r, 1.0)
+    exact = (codes_q[:, None, :] != codes_r[None, :, :]).sum(axis=2).astype(np.float64)
+    want_d, want_i = _brute(exact, k, False)
+    for tile in (128, 384, nb.REF_TILE):
+        got = nb.knn_mixed(q, r, k, ref_tile=tile)
+        assert np.array_equal(got.idx, want_i) and np.array_equal(got.dist, want_d), tile
+
+
+def test_executor_arguments() -> None:
+    assert executor_for(None) is IN_PROCESS and executor_for("in-process") is IN_PROCESS
+    assert isinstance(executor_for("local"), RayExecutor)
+    with pytest.raises(ExecutorError):
+        executor_for(object())  # type: ignore[arg-type]
+
+
+# ---------------------------------------------------------------------------------------------- Ray
+
+ray = pytest.importorskip("ray")
+
+
+@pytest.fixture(scope="module")
+def local_ray():
+    ex = RayExecutor("local", init_options={"num_cpus": 2, "object_store_memory": 200 * 2**20})
+    ex.connect()
+    yield ex
+    ray.shutdown()
+
+
+@pytest.fixture
+def small_tiles(monkeypatch):
+    """Tiles small enough that each query of an 800-row table is many blocks on both sides."""
+    monkeypatch.setattr(nb, "REF_TILE", 256)
+    monkeypatch.setattr(nb, "CHUNK_BYTES", 1)  # 16 query rows per block
+
+
+def _run(split, executor) -> dict:
+    ev = dp.evaluate(
+        split.train,
+        split.synthetic,
+        split.control,
+        metrics=list(dp.registry()),
+        policy="report-only",
+        progress=False,
+        executor=executor,
+    )
+    out = json.loads(ev.to_json())
+    out.pop("timings")
+    return out
+
+
+def test_ray_gives_the_same_json_as_in_process_for_every_metric(local_ray, small_tiles) -> None:
+    split = leaky_split(load_demo()[:800], 0.2, seed=0)
+    here = _run(split, None)
+    there = _run(split, local_ray)
+    assert [m["id"] for m in there["metrics"]] == list(dp.registry())
+    assert all(m["status"] != "error" for m in there["metrics"]), [m["reason"] for m in there["metrics"]]
+    for a, b in zip(here["metrics"], there["metrics"], strict=True):
+        assert a == b, a["id"]
+    assert here == there
+    assert len(nb.query_tiles(split.synthetic.height, split.train.height)) > 10  # really many blocks
+
+
+def test_an_unreachable_ray_cluster_is_one_line_and_exit_2(tmp_path) -> None:
+    import subprocess
+    import sys
+
+    p = subprocess.run(
+        [sys.executable, "-m", "dagster_privacy.cli", "evaluate", "--real", "x.csv", "--synthetic", "y.csv",
+         "--ray", "ray://127.0.0.1:9"],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path,
+    )  # fmt: skip
+    assert p.returncode == 2 and "cannot start or reach Ray" in p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1 and "Traceback" not in p.stderr
