@@ -1,5 +1,6 @@
 """The metric families. Importing this package registers every metric (one registry, registry.py);
-the report order is the registry's family order (registry.FAMILIES), not the import order.
+the report order is the registry's family order (registry.FAMILIES), then import order within a family
+(distance before identification, holdout before proximity).
 ``registry()`` is the complete registry: ask for it here, where every family has been imported."""
 
 from __future__ import annotations
@@ -9,7 +10,9 @@ from . import (  # noqa: F401
     attacks,  # attack simulations with control baselines (seed 004 §4.3)
     classifiers,  # D-MLP and MIR (seed 000 §2.2.3, §2.2.11)
     distance,  # seed 000 §2.2
-    holdout,  # holdout-referenced indicators (seed 004 §4.2, seeds 001 and 003)
+    holdout,  # holdout-referenced indicators (seed 004 §4.2, seed 001)
+    identification,  # identifiability, hidden and hitting rate (seed 000 §2.2.5, §2.2.12, §2.2.13)
+    proximity,  # seed 003's proximity ratio score (a holdout indicator, registered after holdout's)
     simulation,  # seed 000 §2.1
 )
 

@@ -13,7 +13,7 @@ import pytest
 
 import dagster_privacy as dp
 from dagster_privacy.evaluate import prepare
-from dagster_privacy.metrics.distance import _entropy_weighted
+from dagster_privacy.metrics.identification import _entropy_weighted
 
 
 def ev(real, synthetic, ids, **kw) -> dp.Evaluation:

@@ -18,7 +18,8 @@ from dagster_privacy.calibration import leaky_split
 from dagster_privacy.demo import load_demo
 from dagster_privacy.evaluate import prepare
 from dagster_privacy.metrics import get as get_metric
-from dagster_privacy.metrics.holdout import _share, _split_keys, _tail
+from dagster_privacy.metrics.holdout import _share, _tail
+from dagster_privacy.metrics.proximity import _split_keys
 from dagster_privacy.registry import run as run_metric
 
 IDS = [

@@ -29,20 +29,26 @@ POLICY = {
 
 
 def _checks(db: Path, ray_key: str | None) -> dict[str, dg.AssetCheckEvaluation]:
-    asset = build_table_asset(key="synthetic_table", source="synthetic", role="synthetic",
-                              release_resource_key=RELEASE_KEY)
-    checks = build_privacy_checks(asset="synthetic_table", policy=POLICY, real="real", holdout="holdout",
-                                  ray_resource_key=ray_key)
+    asset = build_table_asset(
+        key="synthetic_table", source="synthetic", role="synthetic", release_resource_key=RELEASE_KEY
+    )
+    checks = build_privacy_checks(
+        asset="synthetic_table", policy=POLICY, real="real", holdout="holdout", ray_resource_key=ray_key
+    )
     resources = {DUCKDB_KEY: ReadOnlyDuckDB(database=str(db)), RELEASE_KEY: PrivacyRelease()}
     if ray_key:
         resources[ray_key] = dagster_ray.LocalRay(
-            ray_init_options={"num_cpus": 2, "object_store_memory": 200 * 2**20, "include_dashboard": False})
-    res = dg.materialize([asset, *checks], resources=resources, instance=dg.DagsterInstance.ephemeral(),
-                         raise_on_error=False)
+            ray_init_options={"num_cpus": 2, "object_store_memory": 200 * 2**20, "include_dashboard": False}
+        )
+    res = dg.materialize(
+        [asset, *checks], resources=resources, instance=dg.DagsterInstance.ephemeral(), raise_on_error=False
+    )
     return {e.check_name: e for e in res.get_asset_check_evaluations()}
 
 
-def test_the_check_on_ray_records_the_figures_of_the_in_process_check(tmp_path: Path, release: Release) -> None:
+def test_the_check_on_ray_records_the_figures_of_the_in_process_check(
+    tmp_path: Path, release: Release
+) -> None:
     db = tmp_path / "release.duckdb"
     write_tables(db, {"real": release.real, "holdout": release.holdout, "synthetic": release.leaky})
     here, there = _checks(db, None), _checks(db, "ray")
