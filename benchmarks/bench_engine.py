@@ -64,7 +64,7 @@ def main() -> None:
 
     from dagster_privacy import evaluate
     from dagster_privacy.evaluate import prepare, run_metrics
-    from dagster_privacy.policy import load_policy
+    from dagster_privacy.policy import resolve
 
     with tempfile.TemporaryDirectory() as tmp:
         d = make_split(a.adult, Path(tmp), a.leak_fraction)
@@ -84,7 +84,7 @@ def main() -> None:
         ctx, prints = prepare(real, synthetic, seed=0)
         t_load = time.perf_counter() - t0
         ids = [m for m in a.metrics.split(",") if m]
-        ev = run_metrics(ctx, ids, load_policy("report-only"), fingerprints=prints)
+        ev = run_metrics(ctx, resolve("report-only", ids), fingerprints=prints)
         total = time.perf_counter() - t0
         peak = peak_mb()
 

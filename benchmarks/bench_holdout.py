@@ -79,7 +79,7 @@ def one(d: Path, fraction: float) -> None:
     """Child process: one leak fraction."""
     import dagster_privacy as dp
     from dagster_privacy.evaluate import prepare, run_metrics
-    from dagster_privacy.policy import load_policy
+    from dagster_privacy.policy import load_policy, resolve
 
     p = load_policy("report-only")
     real, syn, hold = d / "train.csv", d / "synthetic.csv", d / "control.csv"
@@ -90,7 +90,7 @@ def one(d: Path, fraction: float) -> None:
     ctx, fp = prepare(real, syn, hold)
     t_prep = time.perf_counter() - t0
     t0 = time.perf_counter()
-    ev = run_metrics(ctx, IDS, p, fingerprints=fp)
+    ev = run_metrics(ctx, resolve(p, IDS), fingerprints=fp)
     t_six = time.perf_counter() - t0
     print_results(ev, "the six on a fresh context (seconds = own work, shared queries excluded)")
     print(
@@ -103,10 +103,10 @@ def one(d: Path, fraction: float) -> None:
     # 2. what they add to an engine run of the core metrics on the same context
     ctx2, fp2 = prepare(real, syn, hold)
     t0 = time.perf_counter()
-    run_metrics(ctx2, CORE, p, fingerprints=fp2)
+    run_metrics(ctx2, resolve(p, CORE), fingerprints=fp2)
     t_core = time.perf_counter() - t0
     t0 = time.perf_counter()
-    run_metrics(ctx2, IDS, p, fingerprints=fp2)
+    run_metrics(ctx2, resolve(p, IDS), fingerprints=fp2)
     t_add = time.perf_counter() - t0
     print(f"    engine run of {','.join(CORE)}: {t_core:.2f} s; the six add {t_add:.2f} s on its context")
 

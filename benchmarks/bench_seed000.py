@@ -114,13 +114,13 @@ def child(real: str, synthetic: str, label: str) -> None:
     """One dataset in this process: every metric, the queries, the product, total and peak memory."""
     from dagster_privacy.evaluate import prepare, run_metrics
     from dagster_privacy.neighbors import euclidean_chunks
-    from dagster_privacy.policy import load_policy
+    from dagster_privacy.policy import resolve
 
     t0 = time.perf_counter()
     ctx, _ = prepare(real, synthetic)
     t_prep = time.perf_counter() - t0
     t1 = time.perf_counter()
-    ev = run_metrics(ctx, IDS, load_policy("report-only"))
+    ev = run_metrics(ctx, resolve("report-only", IDS))
     t_metrics = time.perf_counter() - t1
     print(
         f"== {label}: real {ctx.n('real')} rows, synthetic {ctx.n('synthetic')} rows, "

@@ -6,6 +6,7 @@ import sys
 import time
 from collections.abc import Mapping, Sequence
 from importlib import metadata
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -128,7 +129,7 @@ def evaluate(
     holdout: Any = None,
     *,
     metrics: Sequence[str] | None = None,
-    policy: str | pol.Policy | Mapping[str, Any] | None = "standard",
+    policy: str | Path | pol.Policy | Mapping[str, Any] | None = "standard",
     key_columns: Sequence[str] | None = None,
     sensitive_columns: Sequence[str] | None = None,
     column_kinds: Mapping[str, str] | None = None,

@@ -7,14 +7,21 @@
         ├─ InProcess: a loop in this process (the default)
         └─ RayExecutor: ``ray.put(shared)`` once (zero-copy per node), one Ray task per item
 
-The tiles are a function of the table sizes only, never of the executor or the number of workers, so
-every executor computes the same blocks with the same kernel and the results are identical.
+The tiles are a function of the table sizes only, never of the executor or the number of workers, and
+every block runs with a single-threaded BLAS (a multi-threaded sgemm rounds differently on some
+kernels: measured here, 2 threads moved a float32 near-tie and with it dcr by 4e-9 and one row of
+identifiability). Parallelism comes from running blocks side by side — threads here, tasks on Ray — so
+every executor computes the same blocks with the same arithmetic and the results are identical.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol, TypeVar
+
+from threadpoolctl import threadpool_limits
 
 from .errors import OwnMessage
 
@@ -33,13 +40,28 @@ class Executor(Protocol):
         ...
 
 
+def single_threaded(fn: Callable[[Any, Any], T], shared: Any, item: Any) -> T:
+    """One block with a single-threaded BLAS (what a Ray task runs)."""
+    with threadpool_limits(limits=1, user_api="blas"):
+        return fn(shared, item)
+
+
 class InProcess:
-    """Every block in this process, one after the other (numpy's BLAS uses the cores)."""
+    """Every block in this process: side by side on ``workers`` threads (numpy releases the GIL in its
+    products and reductions), each block with a single-threaded BLAS, so the arithmetic is a Ray task's."""
 
     name = "in-process"
 
+    def __init__(self, workers: int | None = None) -> None:
+        self.workers = workers or os.cpu_count() or 1
+
     def map(self, fn: Callable[[Any, Any], T], shared: Any, items: Sequence[Any]) -> list[T]:
-        return [fn(shared, item) for item in items]
+        # the BLAS limit is process-wide: set once around all blocks, never per thread
+        with threadpool_limits(limits=1, user_api="blas"):
+            if self.workers <= 1 or len(items) <= 1:
+                return [fn(shared, item) for item in items]
+            with ThreadPoolExecutor(max_workers=self.workers) as pool:
+                return list(pool.map(lambda item: fn(shared, item), items))
 
 
 IN_PROCESS = InProcess()
@@ -59,7 +81,7 @@ class RayExecutor:
     def __init__(self, address: str | None = "local", *, init_options: dict[str, Any] | None = None) -> None:
         self.address = address
         self.init_options = dict(init_options or {})
-        self._remote: dict[Callable[..., Any], Any] = {}
+        self._remote: dict[Callable[..., Any], Any] = {}  # the remote wrapper, made once
 
     def connect(self) -> Any:
         """Initialise (or join) Ray now; ExecutorError with one line when it cannot."""
@@ -92,11 +114,11 @@ class RayExecutor:
         if not items:
             return []
         ray = self.connect()
-        task = self._remote.get(fn)
+        task = self._remote.get(single_threaded)
         if task is None:
-            task = self._remote[fn] = ray.remote(num_cpus=1)(fn)
+            task = self._remote[single_threaded] = ray.remote(num_cpus=1)(single_threaded)
         ref = ray.put(shared)
-        return list(ray.get([task.remote(ref, item) for item in items]))
+        return list(ray.get([task.remote(fn, ref, item) for item in items]))
 
 
 def executor_for(spec: str | Executor | None) -> Executor:
@@ -111,4 +133,12 @@ def executor_for(spec: str | Executor | None) -> Executor:
     return spec
 
 
-__all__ = ["Executor", "ExecutorError", "IN_PROCESS", "InProcess", "RayExecutor", "executor_for"]
+__all__ = [
+    "Executor",
+    "ExecutorError",
+    "IN_PROCESS",
+    "InProcess",
+    "RayExecutor",
+    "executor_for",
+    "single_threaded",
+]

@@ -19,10 +19,12 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from .errors import OwnMessage, safe_reason
+from .metric_policy import MetricPolicy
 from .results import MetricResult, Severity, Status
+from .results import verdict as verdict  # the one verdict rule lives beside the result type
 
 PRESETS_DIR = Path(__file__).parent / "presets"
 PRESET_NAMES = ("strict", "standard", "report-only")
@@ -31,29 +33,6 @@ MAX_POLICY_BYTES = 1_000_000
 
 class PolicyError(OwnMessage, ValueError):
     """A policy that cannot be used; the message is one line, with the file's line number when known."""
-
-
-class MetricPolicy(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    threshold: float | None = Field(None, description="fail when the gated figure exceeds it; None: inform")
-    on: Literal["value", "ci_upper"] = Field("value", description="gate on value or on the CI upper bound")
-    severity: Severity = Field(Severity.ERROR, description="ERROR gates, WARN informs")
-    optional: bool = Field(False, description="not_applicable does not fail the verdict")
-    params: dict[str, Any] = Field(default_factory=dict, description="metric parameters")
-
-    @field_validator("threshold")
-    @classmethod
-    def _unit(cls, v: float | None) -> float | None:
-        if v is not None and not 0.0 <= v <= 1.0:  # NaN fails this too
-            raise ValueError("threshold must be in [0, 1]")
-        return v
-
-    @model_validator(mode="after")
-    def _gates_something(self) -> MetricPolicy:
-        if self.severity is Severity.ERROR and self.threshold is None:
-            raise ValueError("a gating (ERROR) entry needs a threshold; use severity WARN to report only")
-        return self
 
 
 class ThreatModel(BaseModel):
@@ -182,7 +161,7 @@ def _preset_data(name: str) -> dict[str, Any]:
     every = data.pop("every", None) or {}
     defaults = {m: _merge(spec.default, every) for m, spec in registry().items()}
     data["metrics"] = _merge(defaults, data.get("metrics") or {})
-    return data
+    return data  # a preset's `every` applies to every registered metric
 
 
 def _merge(base: dict[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
@@ -198,15 +177,24 @@ def _merge(base: dict[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
 def from_mapping(
     data: Mapping[str, Any], *, name: str = "custom", node: yaml.Node | None = None, where: str = "policy"
 ) -> Policy:
-    """A policy from a mapping: its ``preset`` first, then its own keys over it."""
+    """A policy from a mapping: its ``preset`` first, then its ``every`` entry over each metric (the
+    preset's and its own), then its own keys over it."""
     data = dict(data)
     preset = data.get("preset")
-    if preset is not None:
-        if not isinstance(preset, str):
-            raise PolicyError(f"{where}: preset must be a name")
-        base = _preset_data(preset)
+    every = data.pop("every", None)
+    if preset is not None and not isinstance(preset, str):
+        raise PolicyError(f"{where}: preset must be a name")
+    if every is not None and not isinstance(every, Mapping):
+        raise PolicyError(f"{where}: every must be a mapping of entry keys (threshold, severity, …)")
+    base = _preset_data(preset) if preset is not None else {}
+    if every:
+        own = data.get("metrics") if isinstance(data.get("metrics"), Mapping) else {}
+        names = [*base.get("metrics", {}), *(m for m in own if m not in base.get("metrics", {}))]
+        base["metrics"] = {m: _merge(base.get("metrics", {}).get(m, {}), every) for m in names}
+    if base:
         data = _merge(base, {k: v for k, v in data.items() if k != "preset"})
-        data["preset"] = preset
+        if preset is not None:
+            data["preset"] = preset
     data.setdefault("name", name)
     try:
         return Policy.model_validate(data)
@@ -303,8 +291,9 @@ class EvaluationPlan:
 
     @property
     def gating(self) -> list[str]:
-        """The ids whose entry gates (ERROR): their checks block publication."""
-        return [m for m in self.ids if self.entries[m].severity is Severity.ERROR]
+        """The ids whose entry gates (ERROR with a threshold): their checks block publication. An
+        informing entry (calibration's, for a metric the policy does not configure) is not among them."""
+        return [m for m in self.ids if self.entries[m].blocks_on_failure]
 
 
 def resolve(
@@ -381,11 +370,3 @@ def judge(entry: MetricPolicy, result: MetricResult) -> MetricResult:
             }
         )
     return result.model_copy(update={**gate, "status": Status.PASS})
-
-
-def verdict(results: Sequence[MetricResult]) -> Status:
-    """fail if a gating (ERROR) metric failed, errored or could not run without being optional;
-    else warn if an advisory (WARN) metric did not pass; else pass. ``results`` are judged ones."""
-    if any(r.blocks for r in results):
-        return Status.FAIL
-    return Status.WARN if any(not r.passed for r in results) else Status.PASS

@@ -13,8 +13,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from pydantic import ValidationError
 
 from .errors import NotApplicable, safe_reason
+from .metric_policy import MetricPolicy
 from .results import Measurement, MetricResult, Risk, Status
 
 MetricFn = Callable[..., Measurement]
@@ -22,8 +24,8 @@ MetricFn = Callable[..., Measurement]
 
 @dataclass(frozen=True)
 class Expect:
-    """What a metric gives on the common tests' two known answers (tests/test_common.py): at synthetic =
-    real, and on an independent synthetic table (docs/metrics.md says the same in words)."""
+    """What a metric gives on the common tests' two known answers (tests/metrics/test_common.py): at
+    synthetic = real, and on an independent synthetic table (docs/metrics.md says the same in words)."""
 
     copy_min: float | None  # value at synthetic = real is at least this (None: not applicable there)
     indep_max: float | None  # value on an independent synthetic table is at most this
@@ -80,6 +82,10 @@ def metric(
             raise ValueError(f"metric {id!r} registered twice")
         if not isinstance(risk, Risk):
             raise TypeError(f"metric {id!r}: risk must be a results.Risk")
+        try:  # a bad default would break every preset later, for every user: refuse it here
+            MetricPolicy.model_validate(default)
+        except ValidationError as exc:
+            raise ValueError(f"metric {id!r}: default entry: {exc.errors()[0]['msg']}") from None
         params = {
             name: p.default
             for name, p in inspect.signature(func).parameters.items()

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -153,6 +153,14 @@ class MetricResult(BaseModel):
         return to_jsonable(d)
 
 
+def verdict(results: Sequence[MetricResult]) -> Status:
+    """fail if a gating (ERROR) metric failed, errored or could not run without being optional;
+    else warn if an advisory (WARN) metric did not pass; else pass. ``results`` are judged ones."""
+    if any(r.blocks for r in results):
+        return Status.FAIL
+    return Status.WARN if any(not r.passed for r in results) else Status.PASS
+
+
 class PolicyRef(TypedDict):
     name: str
     preset: str | None
@@ -216,6 +224,11 @@ class Evaluation(BaseModel):
     def ids(self) -> list[str]:
         return [r.id for r in self.results]
 
+    @property
+    def blocking(self) -> list[str]:
+        """The ids of the results that block (``MetricResult.blocks``): what a reader is told failed."""
+        return [r.id for r in self.results if r.blocks]
+
     def to_dict(self) -> dict[str, Any]:
         return to_jsonable(
             {
@@ -249,6 +262,11 @@ class Evaluation(BaseModel):
             )
             for m in d["metrics"]
         ]
+        unjudged = [r.id for r in results if r.status is None]
+        if unjudged:
+            raise ValueError(f"results not judged by a policy: {', '.join(unjudged)}")
+        if Status(d["verdict"]) is not (Status.FAIL if d.get("findings") else verdict(results)):
+            raise ValueError("the document's verdict disagrees with its results (edited?)")
         return cls(
             results=results,
             verdict=Status(d["verdict"]),

@@ -169,3 +169,15 @@ def test_a_result_is_immutable_and_unjudged_until_judged() -> None:
     judged = pol.judge(pol.MetricPolicy(threshold=0.5), r)
     assert judged.status is Status.PASS and judged.passed and r.status is None  # a copy; r unchanged
     assert pol.verdict([r]) is Status.FAIL  # an unjudged result cannot make a verdict pass
+
+
+def test_every_applies_to_each_metric_under_the_policys_own_entries(tmp_path) -> None:
+    f = tmp_path / "p.yaml"
+    f.write_text("preset: standard\nevery: {severity: WARN}\nmetrics:\n  crp: {severity: ERROR}\n")
+    p = dp.load_policy(f)
+    assert p.entry("crp").severity is dp.Severity.ERROR and p.entry("crp").threshold == 0.05
+    assert p.entry("ims").severity is dp.Severity.WARN and p.entry("ims").on == "ci_upper"
+    own = pol.from_mapping({"every": {"threshold": 0.2}, "metrics": {"dcr": {"severity": "WARN"}}})
+    assert list(own.metrics) == ["dcr"] and own.entry("dcr").threshold == 0.2
+    with pytest.raises(dp.PolicyError, match="every must be a mapping"):
+        pol.from_mapping({"preset": "standard", "every": "WARN"})

@@ -121,3 +121,29 @@ def test_every_default_entry_is_a_valid_policy_entry_and_the_standard_preset_is_
     for mid, spec in dp.registry().items():
         assert std.entry(mid) == MetricPolicy.model_validate(spec.default), mid
         assert isinstance(spec.risk, dp.Risk) and isinstance(spec.expect, Expect)
+
+
+def test_a_bad_default_entry_is_refused_when_the_metric_registers() -> None:
+    with pytest.raises(ValueError, match="_toy_gate.*default entry.*threshold"):
+        metric("_toy_gate", family="distance", source="t", risk=dp.Risk.REIDENTIFICATION,
+               default={"severity": "ERROR"}, expect=Expect(None, None))(lambda ctx: None)  # fmt: skip
+    assert "_toy_gate" not in dp.registry()
+    dp.load_policy("standard")  # every preset still loads
+
+
+def test_the_presets_resolve_to_the_policies_of_version_0_1() -> None:
+    """sha256 of each preset as 0.1.0 wrote it out in full (before presets listed overrides only)."""
+    assert (
+        dp.load_policy("standard").sha256
+        == "febecb3bf75657633ce35c7c33120361ebbadb22f007a02ac93a8ff6403a38c0"
+    )
+    assert (
+        dp.load_policy("strict").sha256 == "e37511883f03b13f87b14b5082951971f731a6b59bb488b186c229b8016df0a1"
+    )
+    assert (
+        dp.load_policy("report-only").sha256
+        == "5153c6118474e5777af22db39f94ea9306f43eb53cd31e8c3be46bbd0ff1e396"
+    )
+    strict = dp.load_policy("strict")
+    assert all(e.severity is dp.Severity.ERROR and e.threshold is not None for e in strict.metrics.values())
+    assert [m for m, e in strict.metrics.items() if e.optional] == ["hidden_rate"]  # needs the mapping g

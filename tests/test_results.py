@@ -26,3 +26,19 @@ def test_json_round_trip_and_frame() -> None:
     assert frame.filter(pl.col("id") == "crp")["value"][0] == ev["crp"].value
     # flagged stays in memory: the three synthetic rows are copies
     assert np.array_equal(ev["crp"].flagged, [0, 1, 2])
+
+
+def test_from_json_refuses_an_unjudged_result_or_a_verdict_its_results_contradict() -> None:
+    import pytest
+
+    real = pl.DataFrame({"x": [0, 1, 3, 7, 8], "c": ["a", "b", "a", "c", "b"]})
+    doc = json.loads(
+        dp.evaluate(real, real[:3], metrics=["crp"], policy="standard", progress=False).to_json()
+    )
+    assert doc["verdict"] == "fail"  # three copies: crp blocks
+    edited = {**doc, "verdict": "pass"}
+    with pytest.raises(ValueError, match="disagrees"):
+        Evaluation.from_json(edited)
+    unjudged = {**doc, "metrics": [{**doc["metrics"][0], "status": None}]}
+    with pytest.raises(ValueError, match="not judged"):
+        Evaluation.from_json(unjudged)

@@ -22,7 +22,8 @@ synthetic table is a selection of rows of release + training. So each repeat enc
 hashes and codes of its rows, every query that does not involve the synthetic table (real→real,
 holdout→real …) and every query *from* synthetic rows (a query row's neighbours do not depend on the
 other query rows, so they are rows of the pool's answer). Only queries *into* the synthetic table are
-recomputed per f. Results equal a plain ``evaluate()`` of the same split (tests/test_calibration.py).
+recomputed per f. Results equal a plain ``evaluate()`` of the same split
+(tests/calibration/test_calibration.py).
 """
 
 from ..errors import CalibrationError

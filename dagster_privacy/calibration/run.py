@@ -7,6 +7,7 @@ import inspect
 import math
 import time
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -31,7 +32,7 @@ DEFAULT_LEAK_LEVEL = 0.05
 def calibrate(
     real: Any,
     *,
-    policy: str | pol.Policy | Mapping[str, Any] | None = "standard",
+    policy: str | Path | pol.Policy | Mapping[str, Any] | None = "standard",
     metrics: Sequence[str] | None = None,
     fractions: Sequence[float] = DEFAULT_FRACTIONS,
     repeats: int = 3,
@@ -135,7 +136,7 @@ def sweep_generator(
     *,
     parameter: str = "parameter",
     name: str | None = None,
-    policy: str | pol.Policy | Mapping[str, Any] | None = "standard",
+    policy: str | Path | pol.Policy | Mapping[str, Any] | None = "standard",
     metrics: Sequence[str] | None = None,
     repeats: int = 3,
     seed: int | None = None,

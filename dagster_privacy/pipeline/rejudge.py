@@ -81,7 +81,7 @@ def judge_published(
         progress=False,
     )
     passed = ev.verdict is not Status.FAIL
-    failing = [r.id for r in ev.results if r.status in (Status.FAIL, Status.ERROR)]
+    failing = ev.blocking
     meta = {
         md.RELEASE_ID: dg.MetadataValue.text(str(row["release_id"])),
         md.FINGERPRINT: dg.MetadataValue.text(sha),

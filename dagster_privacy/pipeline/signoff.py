@@ -4,7 +4,7 @@ verification publication runs.
 - ``build_signoff_check(asset=...)``: a blocking check that always fails ("awaiting sign-off") when it
   runs; defined only when the policy has ``require_signoff: true``. Every run that evaluates the
   release therefore leaves it blocked until a person decides.
-- ``record_signoff(...)`` (the ``dagster-privacy signoff`` command of ``dagster_privacy/signoff.py``):
+- ``record_signoff(...)`` (the ``dagster-privacy signoff`` command of ``dagster_privacy/cli/governance.py``):
   appends the decision to the audit table, then records a runless ``AssetCheckEvaluation`` of
   ``privacy_signoff`` against the latest synthetic materialization (``target_materialization_data``,
   dagster-facts §5) carrying approver, time, decision, reason and the sha256 of the report approved.

@@ -108,7 +108,7 @@ def _history_points(
     current = {
         "release": release_id,
         "values": {r.id: r.value for r in ev.results if r.value is not None},
-        "failed": [r.id for r in ev.results if r.status in (Status.FAIL, Status.WARN)],
+        "failed": [r.id for r in ev.results if not r.passed],  # as check_history records earlier ones
         "verdict": ev.verdict.value,
         "current": True,
     }

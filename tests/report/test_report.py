@@ -317,3 +317,20 @@ def test_report_from_json_lists_no_optional_not_applicable_metric_as_blocking():
     back = Evaluation.from_json(ev.to_json())
     html = render_report(back)  # no policy given
     assert back["hidden_rate"].optional and "Blocking: <code>hidden_rate</code>" not in html
+
+
+def test_what_failed_is_read_from_the_one_rule() -> None:
+    """Review of issue 19: re-judging listed errored advisory metrics as failing and left out a gating
+    metric that could not run; the report's history point used yet another rule."""
+    from dagster_privacy import policy as pol
+    from dagster_privacy.report.html import _history_points
+
+    entry = pol.MetricPolicy
+    na_gate = pol.judge(
+        entry(threshold=0.1), MetricResult(id="ims", status=Status.NOT_APPLICABLE, reason="x")
+    )
+    err_warn = pol.judge(entry(severity="WARN"), MetricResult(id="dcr", status=Status.ERROR, reason="y"))
+    ok = pol.judge(entry(threshold=0.5), MetricResult(id="crp", value=0.1))
+    ev = Evaluation(results=[na_gate, err_warn, ok], verdict=pol.verdict([na_gate, err_warn, ok]))
+    assert ev.verdict is Status.FAIL and ev.blocking == ["ims"]  # the advisory error informs only
+    assert _history_points(ev, None, "r1")[-1]["failed"] == ["ims", "dcr"]  # as check_history: not passed
