@@ -300,14 +300,16 @@ def _finish(dist: np.ndarray, idx: np.ndarray, t0: float) -> Neighbors:
 #: reference rows per block of a k-NN query (a multiple of BLOCK): each query tile walks the reference in
 #: tiles of this width, keeping a running top-k, so memory does not grow with the reference side
 REF_TILE = 16384
+#: bytes of one k-NN distance block; blocks run side by side (one per core), so each gets a share
+KNN_BLOCK_BYTES = 32 * 2**20
 
 
 def query_tiles(n_query: int, n_reference: int, *, ref_tile: int | None = None) -> list[tuple[int, int]]:
     """The fixed query tiles of a k-NN query: a function of the sizes only (never of the executor), so
     every executor computes the same blocks. Rows per tile: the distance block of one reference tile
-    within CHUNK_BYTES (wide enough for an efficient GEMM)."""
+    within KNN_BLOCK_BYTES (512 rows of a full reference tile: wide enough for an efficient GEMM)."""
     width = min(-(-max(1, n_reference) // BLOCK) * BLOCK, ref_tile or REF_TILE)
-    step = chunk_rows(width, budget=CHUNK_BYTES)
+    step = chunk_rows(width, budget=KNN_BLOCK_BYTES)
     return [(s, min(s + step, n_query)) for s in range(0, n_query, step)]
 
 

@@ -81,7 +81,7 @@ def local_ray():
 def small_tiles(monkeypatch):
     """Tiles small enough that each query of an 800-row table is many blocks on both sides."""
     monkeypatch.setattr(nb, "REF_TILE", 256)
-    monkeypatch.setattr(nb, "CHUNK_BYTES", 1)  # 16 query rows per block
+    monkeypatch.setattr(nb, "KNN_BLOCK_BYTES", 1)  # 16 query rows per block
 
 
 def _run(split, executor) -> dict:

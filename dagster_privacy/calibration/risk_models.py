@@ -70,6 +70,36 @@ def leaky_split(df: pl.DataFrame, fraction: float, *, seed: int = 0) -> LeakySpl
     )
 
 
+def noisy_split(df: pl.DataFrame, fraction: float, *, noise: float = 0.05, seed: int = 0) -> LeakySplit:
+    """The leaky split with near-duplicates instead of copies: the same parts and leaked rows as
+    ``leaky_split``, but every numerical cell of a leaked row moves by N(0, noise · the column's standard
+    deviation) (integers rounded), and a row the noise left unchanged gets +1 on its first numerical
+    column: no synthetic row is a verbatim training row, so exact-match metrics see nothing, while the
+    records sit within ``noise`` standard deviations of the training records they memorise."""
+    base = leaky_split(df, fraction, seed=seed)
+    nums = [c for c, t in df.schema.items() if t.is_numeric()]
+    if not nums or base.leaked.size == 0:
+        return base
+    rng = np.random.default_rng([seed, 3])
+    leaked = base.train[base.leaked]
+    moved = {}
+    for c in nums:
+        x = leaked.get_column(c).to_numpy().astype(np.float64)
+        std = float(np.nanstd(df.get_column(c).to_numpy().astype(np.float64))) or 1.0
+        y = x + rng.normal(0.0, noise * std, x.size)
+        moved[c] = np.rint(y) if df.schema[c].is_integer() else y
+    same = np.all(
+        [np.isclose(moved[c], leaked.get_column(c).to_numpy(), equal_nan=True) for c in nums], axis=0
+    )
+    moved[nums[0]] = moved[nums[0]] + same  # never a verbatim copy
+    noisy = leaked.with_columns([pl.Series(c, moved[c]).cast(df.schema[c], strict=False) for c in nums])
+    synthetic = pl.concat([base.release, noisy])
+    synthetic = synthetic[np.random.default_rng([seed, 4]).permutation(synthetic.height)]
+    return LeakySplit(
+        base.train, base.control, base.release, synthetic, base.leaked, base.fraction, base.seed
+    )
+
+
 def per_column_sampler(train: pl.DataFrame, noise: float, *, seed: int = 0) -> pl.DataFrame:
     """A tiny example generator for :func:`sweep_generator` (not a serious synthesiser).
 

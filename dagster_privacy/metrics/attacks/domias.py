@@ -26,14 +26,14 @@ from ._gower import one_blas_thread
 
 
 class KDE:
-    """Gaussian KDE with Scott's bandwidth and the data's own covariance."""
+    """Gaussian KDE with Scott's bandwidth (times ``scale``) and the data's own covariance."""
 
-    def __init__(self, data: np.ndarray) -> None:
+    def __init__(self, data: np.ndarray, *, scale: float = 1.0) -> None:
         x = np.asarray(data, dtype=np.float64)
         n, k = x.shape
         cov = np.atleast_2d(np.cov(x, rowvar=False)) if n > 1 else np.eye(k)
         ridge = 1e-6 * max(float(np.trace(cov)) / k, 1e-12)
-        self.factor = n ** (-1.0 / (k + 4))
+        self.factor = n ** (-1.0 / (k + 4)) * scale
         h = cov * self.factor**2 + np.eye(k) * ridge
         chol = np.linalg.cholesky(h)
         self.whiten = np.linalg.inv(chol).T  # x @ whiten = L⁻¹ x

@@ -1,0 +1,206 @@
+"""Membership inference as a battery of no-box attacks, scored at low false-positive rates (issue 20).
+
+Members are training records, non-members holdout records the attacks never see; each attack scores
+every target from the synthetic table and a *reference* half of the holdout only (split by content
+order, as ``domias`` splits it). Four attacks, higher score = "member":
+
+- ``dcr_diff``: distance to the reference minus distance to the synthetic table (k = 1, euclidean);
+- ``density_ratio``: log r₁(reference) − log r₁(synthetic), the nearest-neighbour density ratio of
+  GenLRA-style local likelihood-ratio attacks (euclidean; the k-NN density is ∝ r_k^−d, and the
+  dimension's factor does not change the ranking; k = 1 keeps the scale of memorisation, where a copy
+  sits at r = 0);
+- ``domias``: log p_synthetic − log p_reference with Gaussian KDEs on Φ^k whose bandwidths are chosen by
+  held-out likelihood (a grid of Scott's factor × 2⁰…2⁻⁵, half of each table fits, the other half scores);
+- ``classifier``: LightGBM trained on synthetic (1) against reference (0) rows on Φ^k, its logit.
+
+Per attack: ROC AUC with DeLong's interval, the TPR at FPR 0.1 % and 1 % (threshold: the non-member
+score with that many non-members strictly above it; exact Clopper–Pearson intervals for TPR and FPR),
+and the DP-auditing lower bound ε ≥ ln(TPR/FPR) from the Clopper–Pearson TPR lower and FPR upper
+bounds at the better of the two thresholds. ``value`` = the worst attack's advantage at 1 % FPR,
+(TPR − FPR)/(1 − FPR) clipped to [0, 1] (0: members are flagged no more often than non-members), its
+interval from the Clopper–Pearson TPR bounds at a Bonferroni level over the attacks.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from ...context import EvaluationContext
+from ...errors import NotApplicable
+from ...neighbors import knn_euclidean
+from ...registry import Expect, metric
+from ...results import Measurement, Risk
+from ...stats import bonferroni
+from ._common import content_order
+from .domias import KDE, auc_delong
+from .inference import _lgbm_params
+
+FPRS = (0.001, 0.01)
+BANDWIDTHS = tuple(2.0**-i for i in range(6))  # × Scott's factor
+
+
+def clopper_pearson(successes: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
+    """Exact binomial interval."""
+    from scipy.stats import beta
+
+    a = 1.0 - confidence
+    lo = 0.0 if successes == 0 else float(beta.ppf(a / 2, successes, n - successes + 1))
+    hi = 1.0 if successes == n else float(beta.ppf(1 - a / 2, successes + 1, n - successes))
+    return lo, hi
+
+
+def at_fpr(members: np.ndarray, others: np.ndarray, fpr: float, confidence: float) -> dict[str, Any]:
+    """TPR and FPR at the threshold that lets at most ⌊fpr · n⌋ non-members score strictly above it."""
+    allowed = int(math.floor(fpr * others.size))
+    desc = np.sort(others)[::-1]
+    t = desc[allowed] if allowed < desc.size else -np.inf
+    tp, fp = int((members > t).sum()), int((others > t).sum())
+    tpr, fpr_real = tp / members.size, fp / others.size
+    tpr_ci, fpr_ci = (
+        clopper_pearson(tp, members.size, confidence),
+        clopper_pearson(fp, others.size, confidence),
+    )
+    eps = math.log(tpr_ci[0] / fpr_ci[1]) if tpr_ci[0] > 0 else 0.0
+    return {
+        "tpr": tpr,
+        "tpr_ci": list(tpr_ci),
+        "fpr": fpr_real,
+        "fpr_ci": list(fpr_ci),
+        "true_positives": tp,
+        "false_positives": fp,
+        "epsilon_lb": max(0.0, eps),
+        "_threshold": float(t),
+    }
+
+
+def _kde(x: np.ndarray, name: str, ctx: EvaluationContext) -> tuple[KDE, float]:
+    """A KDE whose bandwidth maximises the held-out likelihood: half the rows (content order) fit, the
+    other half scores, over Scott's factor × BANDWIDTHS; then all rows fit at the chosen multiplier."""
+    order = np.random.default_rng([ctx.seed, len(name)]).permutation(x.shape[0])
+    fit, held = x[order[: x.shape[0] // 2]], x[order[x.shape[0] // 2 :]]
+    scores = [float(np.mean(KDE(fit, scale=m).log_density(held))) for m in BANDWIDTHS]
+    best = BANDWIDTHS[int(np.argmax(scores))]
+    return KDE(x, scale=best), best
+
+
+def _classifier(ctx: EvaluationContext, syn: np.ndarray, ref: np.ndarray, targets: np.ndarray) -> np.ndarray:
+    import lightgbm as lgb
+
+    x = np.vstack([syn, ref])
+    y = np.concatenate([np.ones(syn.shape[0]), np.zeros(ref.shape[0])])
+    model = lgb.LGBMClassifier(**_lgbm_params(ctx.seed, 100))
+    model.fit(x, y)
+    return model.predict(targets, raw_score=True)
+
+
+@metric(
+    "membership_inference",
+    family="attacks",
+    source="seed 004 §4.3.1 eq. 6 (DOMIAS); Synth-MIA, MIDST: TPR at low FPR (docs/sources.md)",
+    risk=Risk.MEMBERSHIP,
+    needs=("real", "synthetic", "holdout"),
+    default={"threshold": 0.05, "severity": "ERROR"},  # docs/metrics.md: clean f = 0 reads ≤ 0.01
+    expect=Expect(copy_min=0.9, indep_max=0.1),
+)
+def membership_inference(ctx: EvaluationContext, *, n_targets: int | None = None) -> Measurement:
+    """Membership inference: the worst of four no-box attacks, advantage at 1 % FPR (module docstring).
+
+    Targets: every holdout row outside the reference half as non-members (or n_targets of them) and as
+    many training rows (content order). value = (TPR − FPR)/(1 − FPR) at 1 % FPR of the strongest attack.
+    """
+    n_hold = ctx.n("holdout")
+    if n_hold < 4 or ctx.n("synthetic") < 6:
+        raise NotApplicable("needs at least 4 holdout and 6 synthetic rows")
+    order = content_order(ctx, "holdout", "membership_inference")
+    reference, pool = order[: n_hold // 2], order[n_hold // 2 :]
+    n = min(pool.size, ctx.n("real"), pool.size if n_targets is None else int(n_targets))
+    if n < 1:
+        raise NotApplicable("no target record")
+    members = content_order(ctx, "real", "membership_inference")[:n]
+    others = pool[:n]
+
+    eu_real, eu_hold, eu_syn = ctx.euclidean("real"), ctx.euclidean("holdout"), ctx.euclidean("synthetic")
+    eu_ref = np.ascontiguousarray(eu_hold[reference])
+    # distances to the synthetic table from the context's shared queries (real→syn, holdout→syn, k = 5)
+    to_syn = {
+        "m": ctx.neighbors("euclidean", "real", "synthetic", 5).dist[members],
+        "o": ctx.neighbors("euclidean", "holdout", "synthetic", 5).dist[others],
+    }
+    to_ref = {
+        "m": knn_euclidean(np.ascontiguousarray(eu_real[members]), eu_ref, 5, executor=ctx.executor).dist,
+        # a non-member target is never in the reference half, so no self to exclude
+        "o": knn_euclidean(np.ascontiguousarray(eu_hold[others]), eu_ref, 5, executor=ctx.executor).dist,
+    }
+    tiny = 1e-12
+    scores: dict[str, dict[str, np.ndarray]] = {
+        "dcr_diff": {s: to_ref[s][:, 0] - to_syn[s][:, 0] for s in ("m", "o")},
+        "density_ratio": {
+            s: np.log(to_ref[s][:, 0] + tiny) - np.log(to_syn[s][:, 0] + tiny) for s in ("m", "o")
+        },
+    }
+    pr_syn, pr_ref = ctx.projected("synthetic"), ctx.projected("holdout")[reference]
+    x_m, x_o = ctx.projected("real")[members], ctx.projected("holdout")[others]
+    p_syn, h_syn = _kde(pr_syn, "synthetic", ctx)
+    p_ref, h_ref = _kde(pr_ref, "reference", ctx)
+    scores["domias"] = {
+        "m": p_syn.log_density(x_m) - p_ref.log_density(x_m),
+        "o": p_syn.log_density(x_o) - p_ref.log_density(x_o),
+    }
+    logits = _classifier(ctx, pr_syn, pr_ref, np.vstack([x_m, x_o]))
+    scores["classifier"] = {"m": logits[:n], "o": logits[n:]}
+
+    conf = bonferroni(0.95, len(scores))
+    attacks: dict[str, dict[str, Any]] = {}
+    for name, s in scores.items():
+        if not (np.isfinite(s["m"]).all() and np.isfinite(s["o"]).all()):
+            raise ValueError(f"attack {name} produced a non-finite score")
+        auc, auc_ci = auc_delong(s["m"], s["o"])
+        points = {f"{f:g}": at_fpr(s["m"], s["o"], f, conf) for f in FPRS}
+        p1 = points["0.01"]
+        adv = (p1["tpr"] - p1["fpr"]) / (1.0 - p1["fpr"])
+        adv_ci = [(b - p1["fpr"]) / (1.0 - p1["fpr"]) for b in p1["tpr_ci"]]
+        attacks[name] = {
+            "auc": auc,
+            "auc_ci": list(auc_ci),
+            "advantage_at_1pct": adv,
+            "advantage_ci": adv_ci,
+            "tpr_at_fpr": {
+                k: {kk: v for kk, v in p.items() if not kk.startswith("_")} for k, p in points.items()
+            },
+            "epsilon_lb": max(p["epsilon_lb"] for p in points.values()),
+            "_threshold": p1["_threshold"],
+        }
+    worst = max(attacks, key=lambda a: (attacks[a]["advantage_at_1pct"], attacks[a]["advantage_ci"][1], a))
+    w = attacks[worst]
+    # flagged: the synthetic rows nearest to the members the strongest attack flags at 1 % FPR
+    hit = members[scores[worst]["m"] > w.pop("_threshold")]
+    for a in attacks.values():
+        a.pop("_threshold", None)
+    nearest = ctx.neighbors("euclidean", "real", "synthetic", 5).idx[hit, 0] if hit.size else np.empty(0, int)
+    clip = lambda v: float(min(1.0, max(0.0, v)))  # noqa: E731
+    return Measurement(
+        value=clip(w["advantage_at_1pct"]),
+        raw=w["auc"],
+        ci=(clip(w["advantage_ci"][0]), clip(w["advantage_ci"][1])),
+        flagged=np.unique(nearest),
+        sizes={
+            "real": ctx.n("real"),
+            "synthetic": ctx.n("synthetic"),
+            "holdout": n_hold,
+            "queries": 2 * int(n),
+        },
+        details={
+            "attack": worst,
+            "attacks": attacks,
+            "n_members": int(n),
+            "n_non_members": int(n),
+            "n_reference": int(reference.size),
+            "confidence_per_attack": conf,
+            "bandwidth_scale": {"synthetic": h_syn, "reference": h_ref},
+            "space": {"dcr_diff": "euclidean", "density_ratio": "euclidean", "domias": "projected",
+                      "classifier": "projected"},
+        },
+    )  # fmt: skip

@@ -1,0 +1,70 @@
+"""metrics/attacks/membership.py (issue 20): the exact intervals and the low-FPR operating point by
+hand, then the response of the battery to copies and to near-duplicates that no exact-match metric sees."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import dagster_privacy as dp
+from dagster_privacy.calibration import leaky_split
+from dagster_privacy.calibration.risk_models import noisy_split
+from dagster_privacy.demo import load_demo
+from dagster_privacy.metrics.attacks.membership import at_fpr, clopper_pearson
+
+
+def test_clopper_pearson_known_values() -> None:
+    # 0 of 10: upper = 1 − 0.025^(1/10) = 0.30850; 5 of 10: the table value (0.18709, 0.81291)
+    assert clopper_pearson(0, 10) == (0.0, pytest.approx(1 - 0.025**0.1, abs=1e-9))
+    assert clopper_pearson(5, 10) == (pytest.approx(0.18709, abs=1e-5), pytest.approx(0.81291, abs=1e-5))
+    assert clopper_pearson(10, 10)[1] == 1.0
+
+
+def test_tpr_at_fpr_by_hand() -> None:
+    others = np.arange(100) / 100  # 0.00 … 0.99
+    members = np.array([10.0, 9.0, 8.0, 0.5])
+    p = at_fpr(members, others, 0.01, 0.95)
+    # ⌊0.01 · 100⌋ = 1 non-member may score above the threshold: t = 0.98 (second largest), 0.99 > t
+    assert p["_threshold"] == 0.98 and p["false_positives"] == 1 and p["true_positives"] == 3
+    assert p["tpr"] == 0.75 and p["fpr"] == 0.01
+    lo_tpr, hi_fpr = clopper_pearson(3, 4)[0], clopper_pearson(1, 100)[1]
+    assert p["epsilon_lb"] == pytest.approx(np.log(lo_tpr / hi_fpr))
+    none = at_fpr(members, others, 0.001, 0.95)  # ⌊0.1⌋ = 0: above every non-member
+    assert none["_threshold"] == 0.99 and none["false_positives"] == 0 and none["true_positives"] == 3
+
+
+def _mi(split) -> dp.MetricResult:
+    return dp.evaluate(split.train, split.synthetic, split.control, metrics=["membership_inference"],
+                       policy="standard", progress=False)["membership_inference"]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def demo():
+    return load_demo()
+
+
+def test_copies_move_the_battery_monotonically_and_a_clean_release_reads_zero(demo) -> None:
+    values = {f: _mi(leaky_split(demo, f, seed=0)) for f in (0.0, 0.2, 0.5)}
+    clean = values[0.0]
+    assert clean.ci[0] == 0.0 and clean.passed  # within its interval of 0, and under the gate
+    assert values[0.0].value < values[0.2].value < values[0.5].value
+    leaky = values[0.2]
+    tpr = leaky.details["attacks"][leaky.details["attack"]]["tpr_at_fpr"]["0.01"]["tpr"]
+    assert tpr >= 0.15 and not leaky.passed
+    assert set(leaky.details["attacks"]) == {"dcr_diff", "density_ratio", "domias", "classifier"}
+    assert leaky.flagged is not None and leaky.flagged.size > 0
+
+
+def test_near_duplicates_fail_the_gate_while_ims_sees_nothing(demo) -> None:
+    out = {}
+    for noise in (0.02, 0.2, 1.0):
+        s = noisy_split(demo, 0.5, noise=noise, seed=0)
+        ev = dp.evaluate(s.train, s.synthetic, s.control, metrics=["ims", "membership_inference"],
+                         policy="standard", progress=False)  # fmt: skip
+        out[noise] = ev
+        assert (
+            ev["ims"].value < 0.001
+        )  # no verbatim copy of a training row (0.0002: a release row that duplicates a training record)
+    mi = [out[n]["membership_inference"].value for n in (0.02, 0.2, 1.0)]
+    assert mi[0] > mi[1] > mi[2], mi  # less noise, more memorisation, a stronger attack
+    assert not out[0.02]["membership_inference"].passed
