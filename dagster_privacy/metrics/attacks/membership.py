@@ -122,7 +122,7 @@ def membership_inference(ctx: EvaluationContext, *, n_targets: int | None = None
     members = content_order(ctx, "real", "membership_inference")[:n]
     others = pool[:n]
 
-    eu_real, eu_hold, eu_syn = ctx.euclidean("real"), ctx.euclidean("holdout"), ctx.euclidean("synthetic")
+    eu_real, eu_hold = ctx.euclidean("real"), ctx.euclidean("holdout")
     eu_ref = np.ascontiguousarray(eu_hold[reference])
     # distances to the synthetic table from the context's shared queries (real→syn, holdout→syn, k = 5)
     to_syn = {
