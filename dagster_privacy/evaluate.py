@@ -16,7 +16,7 @@ from . import policy as pol
 from . import registry as reg
 from . import tables as tb
 from .context import EvaluationContext
-from .distances import distance_summary
+from .distance_summary import distance_summary
 from .errors import safe_reason
 from .executors import Executor, executor_for
 from .loading import load

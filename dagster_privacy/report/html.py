@@ -19,7 +19,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from ..distances import DistanceSummary
+from ..distance_summary import DistanceSummary
 from ..results import Evaluation, MetricResult, Status
 from . import plots
 from .risks import by_risk, risk_class, worst
