@@ -16,7 +16,10 @@ every executor computes the same blocks with the same arithmetic and the results
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import os
+import sys
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol, TypeVar
@@ -26,6 +29,20 @@ from threadpoolctl import threadpool_limits
 from .errors import OwnMessage
 
 T = TypeVar("T")
+
+
+def _fixed_mmap_threshold(nbytes: int = 8 * 2**20) -> None:
+    """Keep every large block an mmap that is returned to the system when freed. glibc raises its mmap
+    threshold after a large block is freed (up to 32 MB), after which blocks of our size come from
+    per-thread arenas and stay resident: measured at 32k rows, peak 1.35 GB with the default and
+    0.76 GB with a fixed threshold. Linux/glibc only; an explicit MALLOC_MMAP_THRESHOLD_ wins."""
+    if not sys.platform.startswith("linux") or "MALLOC_MMAP_THRESHOLD_" in os.environ:
+        return
+    with contextlib.suppress(OSError, AttributeError):  # not glibc (musl, …): nothing to tune
+        ctypes.CDLL("libc.so.6").mallopt(-3, nbytes)  # -3: M_MMAP_THRESHOLD
+
+
+_fixed_mmap_threshold()
 
 
 class ExecutorError(OwnMessage, RuntimeError):
