@@ -20,7 +20,8 @@ import contextlib
 import ctypes
 import os
 import sys
-from collections.abc import Callable, Sequence
+import threading
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol, TypeVar
 
@@ -57,9 +58,34 @@ class Executor(Protocol):
         ...
 
 
+_BLAS_LOCK = threading.Lock()
+_BLAS_USERS = 0
+_BLAS_SAVED: Any = None
+
+
+@contextlib.contextmanager
+def one_blas_thread() -> Iterator[None]:
+    """BLAS on one thread while any caller in this process needs it. The limit is process-wide, so
+    overlapping callers (two evaluations in two threads) share one count: the first sets it, the last
+    restores the original; a plain nested ``threadpool_limits`` would restore too early."""
+    global _BLAS_USERS, _BLAS_SAVED
+    with _BLAS_LOCK:
+        if _BLAS_USERS == 0:
+            _BLAS_SAVED = threadpool_limits(limits=1, user_api="blas")
+        _BLAS_USERS += 1
+    try:
+        yield
+    finally:
+        with _BLAS_LOCK:
+            _BLAS_USERS -= 1
+            if _BLAS_USERS == 0:
+                _BLAS_SAVED.restore_original_limits()
+                _BLAS_SAVED = None
+
+
 def single_threaded(fn: Callable[[Any, Any], T], shared: Any, item: Any) -> T:
     """One block with a single-threaded BLAS (what a Ray task runs)."""
-    with threadpool_limits(limits=1, user_api="blas"):
+    with one_blas_thread():
         return fn(shared, item)
 
 
@@ -73,8 +99,8 @@ class InProcess:
         self.workers = workers or os.cpu_count() or 1
 
     def map(self, fn: Callable[[Any, Any], T], shared: Any, items: Sequence[Any]) -> list[T]:
-        # the BLAS limit is process-wide: set once around all blocks, never per thread
-        with threadpool_limits(limits=1, user_api="blas"):
+        # the BLAS limit is process-wide: held once around all blocks, never per thread
+        with one_blas_thread():
             if self.workers <= 1 or len(items) <= 1:
                 return [fn(shared, item) for item in items]
             with ThreadPoolExecutor(max_workers=self.workers) as pool:
@@ -96,6 +122,10 @@ class RayExecutor:
     name = "ray"
 
     def __init__(self, address: str | None = "local", *, init_options: dict[str, Any] | None = None) -> None:
+        # a bare HOST:PORT is a GCS address for a cluster's own nodes: Ray retries it for minutes and
+        # ignores SIGTERM meanwhile, so only the three forms that fail fast are accepted
+        if address is not None and address not in ("local", "auto") and not address.startswith("ray://"):
+            raise ExecutorError(f"Ray address {address!r}: give local, auto or ray://HOST:PORT")
         self.address = address
         self.init_options = dict(init_options or {})
         self._remote: dict[Callable[..., Any], Any] = {}  # the remote wrapper, made once
@@ -139,12 +169,14 @@ class RayExecutor:
 
 
 def executor_for(spec: str | Executor | None) -> Executor:
-    """An executor from an argument: None or ``"in-process"``; ``"local"``, ``"auto"`` or a Ray address
-    (``ray://…``, ``HOST:PORT``); or an Executor as it is."""
+    """An executor from an argument: None or ``"in-process"``; ``"local"``, ``"auto"`` or ``ray://HOST:PORT``;
+    or an Executor as it is."""
     if spec is None or spec == "in-process":
         return IN_PROCESS
     if isinstance(spec, str):
         return RayExecutor(spec)
+    if isinstance(spec, RayExecutor):
+        return spec
     if not callable(getattr(spec, "map", None)):
         raise ExecutorError("an executor needs a map(fn, shared, items) method")
     return spec
@@ -157,5 +189,6 @@ __all__ = [
     "InProcess",
     "RayExecutor",
     "executor_for",
+    "one_blas_thread",
     "single_threaded",
 ]

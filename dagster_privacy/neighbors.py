@@ -255,7 +255,7 @@ def _select(block: np.ndarray, k: int) -> np.ndarray:
             if j < k - 1:
                 saved.append((a, block[r, a].copy()))
                 block[r, a] = np.inf
-        for a, v in saved:
+        for a, v in reversed(saved):  # reversed: an entry chosen twice (a row of +inf) gets its value back
             block[r, a] = v
         return out
     n_blocks = block.shape[1] // BLOCK
@@ -337,14 +337,22 @@ class _Sides:
     plan: MixedPlan | None = None  # mixed: how categorical matches are counted
 
 
-def _tile_candidates(block: np.ndarray, k: int, s: int, t0: int, exclude_self: bool) -> np.ndarray:
-    """Local top-k indices of one (query tile × reference tile) block, self excluded."""
+def _tile_candidates(
+    block: np.ndarray, k: int, s: int, t0: int, exclude_self: bool
+) -> tuple[np.ndarray, np.ndarray]:
+    """Local top-k indices of one (query tile × reference tile) block, self excluded, and which of them
+    are real candidates: a finite score, not chosen twice (a tile with fewer than k finite entries —
+    the last, short tile, or self excluded — makes ``argmin`` pick an entry again)."""
     if exclude_self:
         rows = np.arange(block.shape[0])
         cols = s + rows - t0
         inside = (cols >= 0) & (cols < block.shape[1])
         block[rows[inside], cols[inside]] = np.inf
-    return _select(block, min(k, block.shape[1]))
+    local = _select(block, min(k, block.shape[1]))
+    ok = np.isfinite(np.take_along_axis(block, local, 1))
+    for j in range(1, local.shape[1]):
+        ok[:, j] &= ~(local[:, :j] == local[:, j : j + 1]).any(axis=1)
+    return local, ok
 
 
 def _euclidean_tile(sides: _Sides, rows: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
@@ -359,8 +367,7 @@ def _euclidean_tile(sides: _Sides, rows: tuple[int, int]) -> tuple[np.ndarray, n
         t1 = min(t0 + sides.ref_tile, width)
         block = q @ sides.ref_t2[:, t0:t1]
         block += sides.ref_norms[t0:t1]
-        local = _tile_candidates(block, sides.k, s, t0, sides.exclude_self)
-        finite = np.isfinite(np.take_along_axis(block, local, 1))
+        local, finite = _tile_candidates(block, sides.k, s, t0, sides.exclude_self)
         idx = local + t0
         safe = np.minimum(idx, ref.shape[0] - 1)
         dist = np.empty(idx.shape, dtype=np.float64)
@@ -386,8 +393,7 @@ def _mixed_tile(sides: _Sides, rows: tuple[int, int]) -> tuple[np.ndarray, np.nd
         block = np.full((e - s, width), np.inf, dtype=np.float32)
         tmp = np.empty((e - s, t1 - t0), dtype=np.float32)
         mixed_block(q, ref, s, e, plan, block[:, : t1 - t0], tmp, refs=(t0, t1))
-        local = _tile_candidates(block, sides.k, s, t0, sides.exclude_self)
-        finite = np.isfinite(np.take_along_axis(block, local, 1))
+        local, finite = _tile_candidates(block, sides.k, s, t0, sides.exclude_self)
         idx = local + t0
         safe = np.minimum(idx, ref.n - 1)
         dist = np.empty(idx.shape, dtype=np.float64)
@@ -423,6 +429,7 @@ def knn_euclidean(
     """Exact k nearest references of every query row in a euclidean space, tile by tile."""
     t0 = time.perf_counter()
     k = _check_k(k, ref.shape[0] - (1 if exclude_self else 0))
+    _check_finite(query, ref)
     ref_tile = -(-(ref_tile or REF_TILE) // BLOCK) * BLOCK
     width = -(-ref.shape[0] // BLOCK) * BLOCK
     ref_t2 = np.zeros((ref.shape[1], width), dtype=np.float32)
@@ -445,9 +452,16 @@ def knn_mixed(
     """Exact k nearest references of every query row in a mixed (Hamming / Gower) space, tile by tile."""
     t0 = time.perf_counter()
     k = _check_k(k, ref.n - (1 if exclude_self else 0))
+    _check_finite(query.num, ref.num)
     ref_tile = -(-(ref_tile or REF_TILE) // BLOCK) * BLOCK
     sides = _Sides(query, ref, k, exclude_self, ref_tile, plan=mixed_plan(query, ref))
     return _run(_mixed_tile, sides, query.n, ref.n, executor, t0)
+
+
+def _check_finite(*arrays: np.ndarray) -> None:
+    """A NaN or inf coordinate has no distance: an error, never a row silently skipped or picked."""
+    if not all(np.isfinite(a).all() for a in arrays):
+        raise MetricError("a coordinate is not a finite number")
 
 
 def _check_k(k: int, available: int) -> int:

@@ -57,11 +57,69 @@ def test_tiled_hamming_keeps_the_lowest_index_among_exact_ties(k: int) -> None:
         assert np.array_equal(got.idx, want_i) and np.array_equal(got.dist, want_d), tile
 
 
+@pytest.mark.parametrize("k", [2, 3, 4])
+def test_a_short_last_tile_neither_repeats_nor_loses_a_neighbour(k: int) -> None:
+    """Review of issue 22: a reference tile with fewer than k finite entries made argmin pick one entry
+    twice (returned twice, or restored as +inf and the true nearest lost)."""
+    ref = np.arange(129, dtype=np.float32)[:, None]  # tiles of 128: the last holds one row
+    got = nb.knn_euclidean(np.array([[128.0]], np.float32), ref, k, ref_tile=128)
+    assert got.idx[0].tolist() == list(range(128, 128 - k, -1))
+    line = np.arange(130, dtype=np.float32)[:, None]  # self excluded: the last tile holds one other row
+    assert nb.knn_euclidean(line, line, 2, exclude_self=True, ref_tile=128).idx[129].tolist() == [128, 127]
+    codes = np.arange(129, dtype=np.int32)[:, None]
+    rows = nb.MixedRows(np.arange(129, dtype=np.float32)[:, None], codes, 1.0)
+    q = nb.MixedRows(np.array([[128.0]], np.float32), np.array([[128]], np.int32), 1.0)
+    assert nb.knn_mixed(q, rows, k, ref_tile=128).idx[0].tolist() == list(range(128, 128 - k, -1))
+
+
+def test_a_non_finite_coordinate_is_an_error_for_every_k() -> None:
+    from dagster_privacy.errors import MetricError
+
+    ref = np.random.default_rng(0).normal(size=(50, 3)).astype(np.float32)
+    bad = ref.copy()
+    bad[0, 0] = np.nan
+    for k in (1, 5):
+        with pytest.raises(MetricError, match="not a finite number"):
+            nb.knn_euclidean(ref[:3], bad, k)
+        with pytest.raises(MetricError, match="not a finite number"):
+            nb.knn_euclidean(bad[:3], ref, k)
+
+
+def test_overlapping_callers_keep_blas_single_threaded_and_restore_it_once() -> None:
+    """Review of issue 22: the limit is process-wide, and a caller leaving while another still runs
+    blocks restored it too early. (OpenBLAS takes a new limit only from the thread that set it, so the
+    test lets the main thread leave last, as an evaluation's caller does.)"""
+    import threading
+
+    from threadpoolctl import threadpool_info
+
+    import dagster_privacy.executors as ex
+
+    def blas() -> list[int]:
+        return [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]
+
+    before = blas()
+    held = ex.one_blas_thread()  # kept alive: the other caller's context, entered in its thread
+    t = threading.Thread(target=held.__enter__)
+    with ex.one_blas_thread():
+        with ex.one_blas_thread():  # nested in the same thread
+            pass
+        assert blas() == [1] * len(before)  # the inner exit did not restore
+        t.start()
+        t.join(10)
+        assert ex._BLAS_USERS == 2
+        held.__exit__(None, None, None)  # the other caller leaves first: nothing is restored yet
+        assert ex._BLAS_USERS == 1 and blas() == [1] * len(before)
+    assert ex._BLAS_USERS == 0 and blas() == before  # the last one out restores, once
+
+
 def test_executor_arguments() -> None:
     assert executor_for(None) is IN_PROCESS and executor_for("in-process") is IN_PROCESS
     assert isinstance(executor_for("local"), RayExecutor)
     with pytest.raises(ExecutorError):
         executor_for(object())  # type: ignore[arg-type]
+    with pytest.raises(ExecutorError, match="give local, auto or ray://"):
+        executor_for("127.0.0.1:1")  # a bare GCS address: Ray would retry it for minutes
 
 
 # ---------------------------------------------------------------------------------------------- Ray

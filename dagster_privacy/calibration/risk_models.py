@@ -3,6 +3,7 @@ overfitting / DP sweeps (§5.1.2–5.1.3)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -73,9 +74,11 @@ def leaky_split(df: pl.DataFrame, fraction: float, *, seed: int = 0) -> LeakySpl
 def noisy_split(df: pl.DataFrame, fraction: float, *, noise: float = 0.05, seed: int = 0) -> LeakySplit:
     """The leaky split with near-duplicates instead of copies: the same parts and leaked rows as
     ``leaky_split``, but every numerical cell of a leaked row moves by N(0, noise · the column's standard
-    deviation) (integers rounded), and a row the noise left unchanged gets +1 on its first numerical
-    column: no synthetic row is a verbatim training row, so exact-match metrics see nothing, while the
-    records sit within ``noise`` standard deviations of the training records they memorise."""
+    deviation) (integers rounded), and a leaked row that still equals a training row steps its first
+    non-null numerical cell by 1 until it does not: no leaked row is a verbatim training row, so
+    exact-match metrics see nothing of the leak, while the records sit within ``noise`` standard
+    deviations of the training records they memorise. (Release rows are left as they are: in a table
+    of few distinct records they may equal training records by value, as in ``leaky_split``.)"""
     base = leaky_split(df, fraction, seed=seed)
     nums = [c for c, t in df.schema.items() if t.is_numeric()]
     if not nums or base.leaked.size == 0:
@@ -85,14 +88,27 @@ def noisy_split(df: pl.DataFrame, fraction: float, *, noise: float = 0.05, seed:
     moved = {}
     for c in nums:
         x = leaked.get_column(c).to_numpy().astype(np.float64)
-        std = float(np.nanstd(df.get_column(c).to_numpy().astype(np.float64))) or 1.0
+        std = float(np.nanstd(df.get_column(c).to_numpy().astype(np.float64)))
+        std = std if math.isfinite(std) and std > 0 else 1.0
         y = x + rng.normal(0.0, noise * std, x.size)
         moved[c] = np.rint(y) if df.schema[c].is_integer() else y
-    same = np.all(
-        [np.isclose(moved[c], leaked.get_column(c).to_numpy(), equal_nan=True) for c in nums], axis=0
-    )
-    moved[nums[0]] = moved[nums[0]] + same  # never a verbatim copy
     noisy = leaked.with_columns([pl.Series(c, moved[c]).cast(df.schema[c], strict=False) for c in nums])
+    # never a verbatim training row: a row that equals one (noise 0, a null where the noise would act,
+    # or a move onto another record) steps its first non-null numerical cell by 1 until it is new
+    train_hashes = set(base.train.hash_rows(seed=0).to_list())
+    for _ in range(50):
+        clash = np.isin(noisy.hash_rows(seed=0).to_numpy(), list(train_hashes))
+        if not clash.any():
+            break
+        noisy = noisy.with_columns(
+            [pl.when(pl.Series(clash) & pl.col(c).is_not_null() & pl.all_horizontal(
+                [pl.col(p).is_null() for p in nums[:i]] or [pl.lit(True)]))
+             .then(pl.col(c) + 1).otherwise(pl.col(c)).alias(c) for i, c in enumerate(nums)]
+        )  # fmt: skip
+    else:
+        raise ValueError(
+            "noisy_split: the table's numerical columns cannot move a record off the training rows"
+        )
     synthetic = pl.concat([base.release, noisy])
     synthetic = synthetic[np.random.default_rng([seed, 4]).permutation(synthetic.height)]
     return LeakySplit(

@@ -27,6 +27,7 @@ def test_tpr_at_fpr_by_hand() -> None:
     # ⌊0.01 · 100⌋ = 1 non-member may score above the threshold: t = 0.98 (second largest), 0.99 > t
     assert p["_threshold"] == 0.98 and p["false_positives"] == 1 and p["true_positives"] == 3
     assert p["tpr"] == 0.75 and p["fpr"] == 0.01
+    assert p["null_tpr"] == 2 / 101  # the 2nd largest of 100 exchangeable scores: beaten with p = 2/101
     lo_tpr, hi_fpr = clopper_pearson(3, 4)[0], clopper_pearson(1, 100)[1]
     assert p["epsilon_lb"] == pytest.approx(np.log(lo_tpr / hi_fpr))
     none = at_fpr(members, others, 0.001, 0.95)  # ⌊0.1⌋ = 0: above every non-member
@@ -68,3 +69,44 @@ def test_near_duplicates_fail_the_gate_while_ims_sees_nothing(demo) -> None:
     mi = [out[n]["membership_inference"].value for n in (0.02, 0.2, 1.0)]
     assert mi[0] > mi[1] > mi[2], mi  # less noise, more memorisation, a stronger attack
     assert not out[0.02]["membership_inference"].passed
+
+
+def test_independent_releases_pass_and_a_tiny_holdout_is_not_applicable(demo) -> None:
+    """Review of issue 20: with < 100 non-members the 1 % threshold was the maximum non-member score,
+    the realised FPR 0, and independent synthetic tables failed the gate (0.1–0.75 at 5–20 rows)."""
+    fails = 0
+    for seed in range(10):
+        perm = np.random.default_rng(seed).permutation(demo.height)
+        real, syn, hold = demo[perm[:1000]], demo[perm[1000:2000]], demo[perm[2000:2400]]
+        r = dp.evaluate(real, syn, hold, metrics=["membership_inference"], policy="standard",
+                        progress=False)["membership_inference"]  # fmt: skip
+        fails += not r.passed
+    assert fails <= 1  # a clean release passes at least 9 times in 10 (200 non-members)
+    tiny = dp.evaluate(demo[:1000], demo[1000:2000], demo[2000:2150], metrics=["membership_inference"],
+                       policy="standard", progress=False)["membership_inference"]  # fmt: skip
+    assert tiny.status is dp.Status.NOT_APPLICABLE and "at least 100 non-member" in tiny.reason
+    assert not tiny.passed  # a gate that cannot be read does not pass (not optional in standard)
+
+
+def test_noisy_split_never_leaves_a_leaked_row_verbatim_even_with_nulls(demo) -> None:
+    """Review of issue 20: the +1 that guarantees a new row landed on a null (387 of 750 rows stayed
+    copies) and a moved row could land on another training record."""
+    import polars as pl
+
+    nulls = demo.head(3000).with_columns(
+        pl.when(pl.int_range(pl.len()) % 2 == 0).then(None).otherwise(pl.col("age")).alias("age")
+    )
+    for noise in (0.0, 0.02):
+        s = noisy_split(nulls, 0.5, noise=noise, seed=0)
+        train = set(s.train.hash_rows(seed=0).to_list())
+        release = set(s.release.hash_rows(seed=0).to_list())
+        leaked = [h for h in s.synthetic.hash_rows(seed=0).to_list() if h not in release]
+        assert len(leaked) == s.leaked.size and not any(h in train for h in leaked)
+
+
+def test_a_python_object_column_is_bad_input() -> None:
+    import polars as pl
+
+    df = pl.DataFrame({"x": list(range(50)), "o": pl.Series(["a", "b"] * 25, dtype=pl.Object)})
+    with pytest.raises(dp.TableError, match="'o' hold Python objects"):
+        dp.evaluate(df, df, df, metrics=["crp"], progress=False)

@@ -20,13 +20,14 @@ from ...context import EvaluationContext
 from ...neighbors import MixedPlan, MixedRows, mixed_block, mixed_plan
 
 
-def one_blas_thread():  # noqa: ANN201 - a threadpoolctl context manager
+def one_blas_thread():  # noqa: ANN201 - a context manager
     """BLAS on one thread inside the chunked loops: the products there are thin (tens of columns), and
     idle BLAS workers spin between them, taking the core the elementwise passes need (measured 3×
-    slower on a 2-core machine with one other busy process)."""
-    from threadpoolctl import threadpool_limits
+    slower on a 2-core machine with one other busy process). Shared with the k-NN blocks (executors),
+    whose count keeps overlapping callers from restoring the limit too early."""
+    from ...executors import one_blas_thread as shared_limit
 
-    return threadpool_limits(limits=1, user_api="blas")
+    return shared_limit()
 
 
 @dataclass(frozen=True)

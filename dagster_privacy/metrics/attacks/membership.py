@@ -17,8 +17,10 @@ Per attack: ROC AUC with DeLong's interval, the TPR at FPR 0.1 % and 1 % (thresh
 score with that many non-members strictly above it; exact Clopper–Pearson intervals for TPR and FPR),
 and the DP-auditing lower bound ε ≥ ln(TPR/FPR) from the Clopper–Pearson TPR lower and FPR upper
 bounds at the better of the two thresholds. ``value`` = the worst attack's advantage at 1 % FPR,
-(TPR − FPR)/(1 − FPR) clipped to [0, 1] (0: members are flagged no more often than non-members), its
-interval from the Clopper–Pearson TPR bounds at a Bonferroni level over the attacks.
+(TPR − p₀)/(1 − p₀) clipped to [0, 1], with p₀ = (⌊0.01·n⌋ + 1)/(n + 1) the TPR the threshold gives when
+members and non-members are exchangeable (0: members are flagged no more often than non-members); its
+interval from the Clopper–Pearson TPR bounds at a Bonferroni level over the attacks. Fewer than 100
+non-members: not_applicable (the 1 % operating point does not exist).
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from .inference import _lgbm_params
 FPRS = (0.001, 0.01)
 BANDWIDTHS = tuple(2.0**-i for i in range(6))  # × Scott's factor
 HELD_OUT = 4000  # rows that score each candidate bandwidth
+MIN_NON_MEMBERS = 100  # below, ⌊1 % · n⌋ = 0 false positives: the 1 % operating point does not exist
 
 
 def clopper_pearson(successes: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
@@ -73,6 +76,9 @@ def at_fpr(members: np.ndarray, others: np.ndarray, fpr: float, confidence: floa
         "true_positives": tp,
         "false_positives": fp,
         "epsilon_lb": max(0.0, eps),
+        # a member's chance to score above the threshold when members and non-members are exchangeable:
+        # t is the (allowed + 1)-th largest of n non-member scores (the realised FPR understates it)
+        "null_tpr": (allowed + 1) / (others.size + 1),
         "_threshold": float(t),
     }
 
@@ -120,8 +126,11 @@ def membership_inference(ctx: EvaluationContext, *, n_targets: int | None = None
     order = content_order(ctx, "holdout", "membership_inference")
     reference, pool = order[: n_hold // 2], order[n_hold // 2 :]
     n = min(pool.size, ctx.n("real"), pool.size if n_targets is None else int(n_targets))
-    if n < 1:
-        raise NotApplicable("no target record")
+    if n < MIN_NON_MEMBERS:
+        raise NotApplicable(
+            f"needs at least {MIN_NON_MEMBERS} non-member targets to read the TPR at 1 % FPR "
+            f"(has {n}: give a larger holdout)"
+        )
     members = content_order(ctx, "real", "membership_inference")[:n]
     others = pool[:n]
 
@@ -163,8 +172,9 @@ def membership_inference(ctx: EvaluationContext, *, n_targets: int | None = None
         auc, auc_ci = auc_delong(s["m"], s["o"])
         points = {f"{f:g}": at_fpr(s["m"], s["o"], f, conf) for f in FPRS}
         p1 = points["0.01"]
-        adv = (p1["tpr"] - p1["fpr"]) / (1.0 - p1["fpr"])
-        adv_ci = [(b - p1["fpr"]) / (1.0 - p1["fpr"]) for b in p1["tpr_ci"]]
+        p0 = p1["null_tpr"]
+        adv = (p1["tpr"] - p0) / (1.0 - p0)
+        adv_ci = [(b - p0) / (1.0 - p0) for b in p1["tpr_ci"]]
         attacks[name] = {
             "auc": auc,
             "auc_ci": list(auc_ci),
