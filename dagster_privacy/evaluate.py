@@ -162,6 +162,20 @@ def evaluate(
         source_index_column=source_index_column,
         seed=seed,
     )
+    return evaluate_plan(plan, real, synthetic, holdout, executor=executor, progress=progress, started=t0)
+
+
+def evaluate_plan(
+    plan: pol.EvaluationPlan,
+    real: Any,
+    synthetic: Any,
+    holdout: Any = None,
+    *,
+    executor: Executor | str | None = None,
+    progress: bool = False,
+    started: float | None = None,
+) -> Evaluation:
+    """Evaluate with a plan already resolved (``policy.resolve``): load, prepare, run, judge."""
     ctx, fingerprints = prepare(
         real,
         synthetic,
@@ -173,7 +187,7 @@ def evaluate(
         seed=plan.seed,
         executor=executor,
     )
-    return run_metrics(ctx, plan, fingerprints=fingerprints, progress=progress, started=t0)
+    return run_metrics(ctx, plan, fingerprints=fingerprints, progress=progress, started=started)
 
 
 def _distances(ctx: EvaluationContext) -> dict[str, Any]:
@@ -254,4 +268,4 @@ def run_metrics(
     )
 
 
-__all__ = ["evaluate", "prepare", "run_metrics", "versions", "Status"]
+__all__ = ["evaluate", "evaluate_plan", "prepare", "run_metrics", "versions", "Status"]

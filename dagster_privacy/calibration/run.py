@@ -22,7 +22,7 @@ from ..results import Evaluation
 from .analysis import OutlierShift, _level_index, correlation, responses, thresholds
 from .outcome import Calibration
 from .risk_models import Generator, _parts
-from .sweep import Sweep, _collect, _leaky_sweep, _levels, _progress, _reasons, _seeds, _Setup
+from .sweep import _leaky_sweep, _levels, _progress, _seeds, _Setup
 
 #: fractions of the training table leaked when none are given
 DEFAULT_FRACTIONS: tuple[float, ...] = (0.0, 0.05, 0.1, 0.2, 0.5, 1.0)
@@ -195,21 +195,8 @@ def sweep_generator(
                     ctx = setup.context(ctx, ctx.table("synthetic"), base=base, rows=None)
                 evals[i].append(setup.run(ctx))
                 sizes = sizes or dict(ctx.sizes)
-    values, gated, se = _collect(evals, setup.ids)
-    sweep = Sweep(
-        "generator",
-        parameter,
-        [float(v) if isinstance(v, (int, float)) else v for v in levels],
-        seeds,
-        setup.ids,
-        {m: setup.plan.entry(m).on for m in setup.ids},
-        values,
-        gated,
-        se,
-        _reasons(evals, setup.ids),
-        sizes,
-        time.perf_counter() - t0,
-    )
+    numeric = [float(v) if isinstance(v, (int, float)) else v for v in levels]
+    sweep = setup.sweep("generator", parameter, numeric, seeds, evals, sizes, t0)
     li = None
     if threshold_at is not None:
         li = next((i for i, v in enumerate(levels) if v == threshold_at), None)

@@ -147,6 +147,23 @@ class _Setup:
     def column_kinds(self) -> dict[str, str]:
         return self.plan.column_kinds
 
+    def sweep(
+        self,
+        kind: str,
+        parameter: str,
+        levels: list[Any],
+        seeds: list[int],
+        evals: list[list[Evaluation]],
+        sizes: dict[str, int],
+        started: float,
+    ) -> Sweep:
+        """The Sweep of evaluations per level and repeat (one construction for leaky and generator)."""
+        values, gated, se = _collect(evals, self.ids)
+        on = {m: self.plan.entry(m).on for m in self.ids}
+        reasons = _reasons(evals, self.ids)
+        return Sweep(kind, parameter, levels, seeds, self.ids, on, values, gated, se, reasons, sizes,
+                     time.perf_counter() - started)  # fmt: skip
+
     def prepare(self, real: Any, synthetic: Any, holdout: Any, seed: int) -> EvaluationContext:
         from ..evaluate import prepare
 
@@ -238,21 +255,7 @@ def _leaky_sweep(
             per_repeat.append(evs)
             sizes = sizes or sz
     evals = [[per_repeat[j][i] for j in range(len(seeds))] for i in range(len(levels))]
-    values, gated, se = _collect(evals, setup.ids)
-    return Sweep(
-        "leaky",
-        "f",
-        list(levels),
-        list(seeds),
-        setup.ids,
-        {m: setup.plan.entry(m).on for m in setup.ids},
-        values,
-        gated,
-        se,
-        _reasons(evals, setup.ids),
-        sizes,
-        time.perf_counter() - t0,
-    )
+    return setup.sweep("leaky", "f", list(levels), list(seeds), evals, sizes, t0)
 
 
 def _levels(fractions: Sequence[float], extra: Sequence[float]) -> list[float]:

@@ -139,7 +139,7 @@ def evaluate_checks(
     ray_resource_key: str | None = None,
 ) -> list[dg.AssetCheckResult]:
     """The body of the check: one evaluation, one result per metric; any exception fails every spec."""
-    from ..evaluate import prepare, run_metrics
+    from ..evaluate import evaluate_plan
     from ..tables import fingerprint as content_fingerprint
 
     release: str | None = None
@@ -156,19 +156,7 @@ def evaluate_checks(
         if ray_resource_key:  # the resource has initialised Ray for this step
             getattr(context.resources, ray_resource_key)
             executor = RayExecutor(address=None)
-        ctx, fingerprints = prepare(
-            real_df,
-            syn_df,
-            hold_df,
-            key_columns=plan.key_columns,
-            sensitive_columns=plan.sensitive_columns,
-            column_kinds=plan.column_kinds,
-            source_index_column=plan.source_index_column,
-            seed=plan.seed,
-            executor=executor,
-        )
-        ev = run_metrics(ctx, plan, fingerprints=fingerprints)  # the plan resolved once, at definition
-        del ctx
+        ev = evaluate_plan(plan, real_df, syn_df, hold_df, executor=executor)  # resolved at definition
         del real_df, syn_df, hold_df
         extra = dict(on_evaluation(ev, context) or {}) if on_evaluation else {}
         out = []
