@@ -262,6 +262,17 @@ def render_report(
             "No attack metric with training and control success rates ran in this evaluation.",
         )
     )
+    w('<h3 id="fig-membership">Membership inference at low false-positive rates</h3>')
+    w(
+        _img(
+            plots.membership_roc_figure(ev.results),
+            "membership inference ROC on log axes",
+            "Figure 3b. True-positive rate against false-positive rate of the strongest membership attack, "
+            "both axes logarithmic; the dashed line is chance, the grey lines mark 0.1 % and 1 % FPR. A "
+            "curve above the line at low FPR means some training records are recognisably members.",
+            "membership_inference did not run in this evaluation.",
+        )
+    )
     w('<h3 id="fig-history">History across releases</h3>')
     points = _history_points(ev, history, release)
     w(

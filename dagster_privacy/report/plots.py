@@ -187,6 +187,38 @@ def attacks_figure(rates: Sequence[AttackRates]) -> str | None:
     return _png(fig)
 
 
+def membership_roc_figure(results: Sequence[MetricResult]) -> str | None:
+    """The ROC of the strongest membership attack on log axes (TPR against FPR), the chance line and
+    the 0.1 % / 1 % operating points: what a low false-positive rate buys an attacker."""
+    r = next(
+        (r for r in results if r.id == "membership_inference" and isinstance(r.details.get("roc"), Mapping)),
+        None,
+    )
+    if r is None:
+        return None
+    roc = r.details["roc"]
+    pts = [(f, t) for f, t in zip(roc.get("fpr", []), roc.get("tpr", []), strict=False) if f > 0 and t > 0]
+    if len(pts) < 2:
+        return None
+    fig = Figure(figsize=(5.6, 4.4))
+    ax = fig.add_subplot()
+    lo = min(min(p[0] for p in pts), min(p[1] for p in pts))
+    ax.plot([lo, 1.0], [lo, 1.0], color="#888888", lw=1, ls="--", label="chance (TPR = FPR)")
+    ax.plot([p[0] for p in pts], [p[1] for p in pts], color=COLOURS["train"], lw=2,
+            label=f"{roc.get('attack', 'attack')} (strongest)")  # fmt: skip
+    for alpha in (0.001, 0.01):
+        ax.axvline(alpha, color="#bbbbbb", lw=0.8)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("false-positive rate (non-members flagged)")
+    ax.set_ylabel("true-positive rate (members flagged)")
+    ax.set_title("Membership inference: ROC on log axes", fontsize=11)
+    ax.legend(fontsize=8, frameon=False, loc="lower right")
+    ax.grid(alpha=0.3, which="both")
+    fig.tight_layout()
+    return _png(fig)
+
+
 def history_figure(history: Sequence[Mapping[str, Any]], metric_ids: Sequence[str]) -> str | None:
     """Metric values across releases, oldest first; failed points marked with a cross."""
     points = [h for h in history if h.get("values")]

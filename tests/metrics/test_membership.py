@@ -110,3 +110,20 @@ def test_a_python_object_column_is_bad_input() -> None:
     df = pl.DataFrame({"x": list(range(50)), "o": pl.Series(["a", "b"] * 25, dtype=pl.Object)})
     with pytest.raises(dp.TableError, match="'o' hold Python objects"):
         dp.evaluate(df, df, df, metrics=["crp"], progress=False)
+
+
+def test_the_roc_is_monotone_meets_the_operating_point_and_the_report_draws_it(demo) -> None:
+    from dagster_privacy.metrics.attacks.membership import roc_points
+    from dagster_privacy.report import render_report
+
+    others = np.arange(1000) / 1000
+    members = np.concatenate([np.full(100, 5.0), np.arange(900) / 1000])  # 10 % sit above every non-member
+    roc = roc_points(members, others)
+    assert roc["fpr"] == sorted(roc["fpr"]) and roc["tpr"] == sorted(roc["tpr"])
+    i = roc["fpr"].index(0.01)  # ⌊0.01 · 1000⌋ = 10 allowed: the same point as at_fpr
+    assert roc["tpr"][i] == at_fpr(members, others, 0.01, 0.95)["tpr"]
+    assert roc["tpr"][0] >= 0.1  # the 100 planted members beat every non-member
+    ev = dp.evaluate(*(lambda s: (s.train, s.synthetic, s.control))(leaky_split(demo, 0.2, seed=0)),
+                     metrics=["membership_inference"], policy="standard", progress=False)  # fmt: skip
+    html = render_report(ev)
+    assert 'alt="membership inference ROC on log axes"' in html

@@ -83,6 +83,20 @@ def at_fpr(members: np.ndarray, others: np.ndarray, fpr: float, confidence: floa
     }
 
 
+def roc_points(members: np.ndarray, others: np.ndarray, points: int = 40) -> dict[str, list[float]]:
+    """The ROC on a log-spaced grid of false-positive rates from 1/n to 1, each point with the same
+    threshold rule as ``at_fpr`` (figures only: the report draws it on log axes)."""
+    desc = np.sort(others)[::-1]
+    mem = np.sort(members)
+    allowed = np.unique(np.floor(np.geomspace(1.0 / others.size, 1.0, points) * others.size).astype(int))
+    fpr, tpr = [], []
+    for a in allowed:
+        t = desc[a] if a < desc.size else -np.inf
+        fpr.append(float((others > t).mean()))
+        tpr.append(float((mem.size - np.searchsorted(mem, t, side="right")) / mem.size))
+    return {"fpr": fpr, "tpr": tpr}
+
+
 def _kde(x: np.ndarray, name: str, ctx: EvaluationContext) -> tuple[KDE, float]:
     """A KDE whose bandwidth maximises the held-out likelihood: a seeded half of the rows fits, up to
     HELD_OUT of the other half score, over Scott's factor × BANDWIDTHS; then all rows fit at the chosen
@@ -193,6 +207,7 @@ def membership_inference(ctx: EvaluationContext, *, n_targets: int | None = None
     for a in attacks.values():
         a.pop("_threshold", None)
     nearest = ctx.neighbors("euclidean", "real", "synthetic", 5).idx[hit, 0] if hit.size else np.empty(0, int)
+    roc = {"attack": worst, **roc_points(scores[worst]["m"], scores[worst]["o"])}
     clip = lambda v: float(min(1.0, max(0.0, v)))  # noqa: E731
     return Measurement(
         value=clip(w["advantage_at_1pct"]),
@@ -208,6 +223,7 @@ def membership_inference(ctx: EvaluationContext, *, n_targets: int | None = None
         details={
             "attack": worst,
             "attacks": attacks,
+            "roc": roc,
             "n_members": int(n),
             "n_non_members": int(n),
             "n_reference": int(reference.size),
