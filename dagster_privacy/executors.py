@@ -4,7 +4,7 @@
         │  shared = the encoded query and reference sides (put once), items = fixed query tiles
         ▼
     Executor.map(fn, shared, items) ──▶ [fn(shared, item) for each item]   (indices, distances back)
-        ├─ InProcess: a loop in this process (the default)
+        ├─ InProcess: blocks side by side on threads in this process (the default)
         └─ RayExecutor: ``ray.put(shared)`` once (zero-copy per node), one Ray task per item
 
 The tiles are a function of the table sizes only, never of the executor or the number of workers, and

@@ -125,14 +125,14 @@ def _classifier(ctx: EvaluationContext, syn: np.ndarray, ref: np.ndarray, target
     source="seed 004 §4.3.1 eq. 6 (DOMIAS); Synth-MIA, MIDST: TPR at low FPR (docs/sources.md)",
     risk=Risk.MEMBERSHIP,
     needs=("real", "synthetic", "holdout"),
-    default={"threshold": 0.05, "severity": "ERROR"},  # docs/metrics.md: clean f = 0 reads ≤ 0.01
+    default={"threshold": 0.05, "severity": "ERROR"},  # clean Adult releases: 20/20 ≤ 0.0072
     expect=Expect(copy_min=0.9, indep_max=0.1),
 )
 def membership_inference(ctx: EvaluationContext, *, n_targets: int | None = None) -> Measurement:
     """Membership inference: the worst of four no-box attacks, advantage at 1 % FPR (module docstring).
 
     Targets: every holdout row outside the reference half as non-members (or n_targets of them) and as
-    many training rows (content order). value = (TPR − FPR)/(1 − FPR) at 1 % FPR of the strongest attack.
+    many training rows (content order). value = (TPR − p₀)/(1 − p₀) at 1 % FPR of the strongest attack.
     """
     n_hold = ctx.n("holdout")
     if n_hold < 4 or ctx.n("synthetic") < 6:
