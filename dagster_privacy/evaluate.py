@@ -84,13 +84,6 @@ def prepare(
     raw = {"real": load(real, role="real"), "synthetic": load(synthetic, role="synthetic")}
     if holdout is not None:
         raw["holdout"] = load(holdout, role="holdout")
-    for role, df in raw.items():  # Python objects have no order, hash or distance: bad input, said once
-        objects = [c for c, t in df.schema.items() if t == pl.Object]
-        if objects:
-            raise tb.TableError(
-                f"{role} table: column(s) {', '.join(map(repr, objects))} hold Python objects; "
-                "give them as text or numbers"
-            )
     ignore = [source_index_column] if source_index_column else []
     schema = tb.infer_schema(raw["real"], column_kinds, exclude=ignore)
     tb.validate(raw, schema, ignore=ignore)

@@ -144,10 +144,10 @@ def load(source: TableLike, *, role: str = "input") -> pl.DataFrame:
     """Load one table as a polars frame; files and SQL are read through one read-only SELECT on a
     locked DuckDB connection (sql.py). A failure is one line naming the source, never a value."""
     if isinstance(source, pl.DataFrame):
-        return source
+        return _no_objects(source, role)
     if not isinstance(source, (str, Path)):
         try:
-            return _from_frame(source, role)
+            return _no_objects(_from_frame(source, role), role)
         except TableError:
             raise
         except Exception as exc:  # pandas / Arrow conversion errors quote values
@@ -161,6 +161,17 @@ def load(source: TableLike, *, role: str = "input") -> pl.DataFrame:
     except Exception as exc:  # SQL refused, duckdb / polars errors: their class, our words
         failure = f"cannot read the {role} table ({describe_source(text)}): {safe_reason(exc)}"
     raise TableError(failure)  # outside the except block: no chained exception carries the original
+
+
+def _no_objects(df: pl.DataFrame, role: str) -> pl.DataFrame:
+    """A frame given in memory may hold Python objects, which have no order, hash or distance."""
+    objects = [c for c, t in df.schema.items() if t == pl.Object]
+    if objects:
+        raise TableError(
+            f"{role} table: column(s) {', '.join(map(repr, objects))} hold Python objects; "
+            "give them as text or numbers"
+        )
+    return df
 
 
 def _from_frame(source: Any, role: str) -> pl.DataFrame:

@@ -1,31 +1,26 @@
-"""Exact, chunked nearest-neighbour queries.
+"""Exact nearest-neighbour queries in fixed blocks.
 
     EvaluationContext.neighbors(space, query role, reference role, k)   (context.py: each once, largest k)
         │
         ├─ knn_euclidean(query, ref, k)          ├─ knn_mixed(query, ref, k)      (Hamming / Gower)
-        │    _euclidean_blocks: per query chunk  │    _mixed_blocks: per query chunk, mixed_plan once:
-        │    ‖r‖² − 2 q·r  (float32 BLAS)        │    Σ w|q−r| + w_cat·(#differing codes)
+        │    query_tiles × reference tiles, handed to an Executor (executors.py: in-process or Ray)
+        │    _euclidean_tile: ‖r‖² − 2 q·r       │    _mixed_tile: Σ w|q−r| + w_cat·(#differing codes)
+        │    (float32 BLAS) per block            │    per block, mixed_plan once
         │          ▼                             │          ▼
-        │    _select: k smallest per row (argmin for k ≤ 4, blocked two-stage otherwise)
+        │    _select: k smallest per block row (argmin for k ≤ 4, blocked two-stage otherwise), their
+        │    exact float64 distances, _merge: the running top-k across reference tiles
         │          ▼
-        └─ _finish: exact float64 distances of the chosen k, ordered by (distance, index) ─▶ Neighbors
+        └─ _finish: the k neighbours ordered by (exact distance, index) ─▶ Neighbors
 
     euclidean_chunks / mixed_chunks yield the raw blocks for reductions that are not top-k
     (counts within a radius, all-pairs extremes).
 
-Query rows are processed in chunks so memory stays O(chunk × reference + rows × k). Both sides are
-always whole: only a caller may choose to query fewer rows, never to search fewer references.
-
-Euclidean: per chunk one float32 BLAS product gives ‖r‖² − 2 q·r (the row constant ‖q‖² does not change
-the order); the k smallest are selected by repeated ``argmin`` (k ≤ 4) or a blocked two-stage
-selection; the chosen
-neighbours' distances are then recomputed exactly in float64 from the encoded rows, so an identical
-row is at distance exactly 0. Ties: among equal float32 scores the lowest reference index is taken;
-the k neighbours are returned by exact distance, then index.
-
-Mixed (Hamming, Gower): Σ_num w·|q − r| + w_cat · (number of differing categorical codes); the
-matching categorical codes are counted by a float32 product of one-hot codes for common values (exact
-for integers below 2^24) and by scattering the few matching pairs of rare values (MixedPlan).
+Both sides are always whole: only a caller may choose to query fewer rows, never to search fewer
+references. An identical row is at distance exactly 0 (float64 from the encoded rows). Ties: among
+equal float32 scores the lowest reference index is taken; the k neighbours are returned by exact
+distance, then index. Mixed spaces count matching categorical codes by a float32 product of one-hot
+codes for common values (exact for integers below 2^24) and by scattering the few matching pairs of
+rare values (MixedPlan).
 """
 
 from __future__ import annotations
@@ -171,66 +166,50 @@ def mixed_block(
         out += t
 
 
-def _euclidean_blocks(
-    query: np.ndarray, ref: np.ndarray, *, exclude_self: bool = False, pad: int = 1
-) -> Iterator[tuple[int, np.ndarray]]:
-    """(start, scores) per chunk, scores = ‖r‖² − 2 q·r in float32, width rounded up to a multiple of
-    ``pad`` with +inf columns (padding references: zero vectors of infinite norm)."""
-    n_ref = ref.shape[0]
-    width = -(-n_ref // pad) * pad
+def _scaled_reference(ref: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
+    """(−2·refᵀ, ‖r‖²) padded to ``width`` columns: padding references are zero vectors of infinite
+    norm, so they never score below a real reference."""
     ref_t2 = np.zeros((ref.shape[1], width), dtype=np.float32)
-    ref_t2[:, :n_ref] = ref.T * np.float32(-2.0)
-    rn = np.full(width, np.inf, dtype=np.float32)
-    rn[:n_ref] = np.einsum("ij,ij->i", ref, ref, dtype=np.float32)
-    step = chunk_rows(width)
-    buf = np.empty((step, width), dtype=np.float32)
-    for s in range(0, query.shape[0], step):
-        q = query[s : s + step]
-        b = buf[: q.shape[0]]
-        np.matmul(q, ref_t2, out=b)
-        b += rn
-        if exclude_self:
-            rows = np.arange(q.shape[0])
-            b[rows, s + rows] = np.inf
-        yield s, b
+    ref_t2[:, : ref.shape[0]] = ref.T * np.float32(-2.0)
+    norms = np.full(width, np.inf, dtype=np.float32)
+    norms[: ref.shape[0]] = np.einsum("ij,ij->i", ref, ref, dtype=np.float32)
+    return ref_t2, norms
 
 
 def euclidean_chunks(
     query: np.ndarray, ref: np.ndarray, *, exclude_self: bool = False
 ) -> Iterator[tuple[int, np.ndarray]]:
     """Yields (start, scores) with scores = ‖r‖² − 2 q·r per chunk (float32; + ‖q‖² = squared distance)."""
-    n_ref = ref.shape[0]
-    for s, b in _euclidean_blocks(query, ref, exclude_self=exclude_self):
-        yield s, b[:, :n_ref]
-
-
-def _mixed_blocks(
-    query: MixedRows, ref: MixedRows, *, exclude_self: bool = False, pad: int = 1
-) -> Iterator[tuple[int, np.ndarray]]:
-    """(start, distances) of the mixed space per chunk (float32), width padded with +inf as above."""
-    plan = mixed_plan(query, ref)
-    n_ref = ref.n
-    width = -(-n_ref // pad) * pad
-    step = chunk_rows(width)
-    full = np.empty((step, width), dtype=np.float32)
-    full[:, n_ref:] = np.inf
-    tmp = np.empty((step, n_ref), dtype=np.float32)
-    for s in range(0, query.n, step):
-        e = min(s + step, query.n)
-        b = full[: e - s, :n_ref]
-        mixed_block(query, ref, s, e, plan, b, tmp[: e - s])
+    ref_t2, norms = _scaled_reference(ref, ref.shape[0])
+    step = chunk_rows(ref.shape[0])
+    buf = np.empty((step, ref.shape[0]), dtype=np.float32)
+    for s in range(0, query.shape[0], step):
+        q = query[s : s + step]
+        b = buf[: q.shape[0]]
+        np.matmul(q, ref_t2, out=b)
+        b += norms
         if exclude_self:
-            rows = np.arange(e - s)
+            rows = np.arange(q.shape[0])
             b[rows, s + rows] = np.inf
-        yield s, full[: e - s]
+        yield s, b
 
 
 def mixed_chunks(
     query: MixedRows, ref: MixedRows, *, exclude_self: bool = False
 ) -> Iterator[tuple[int, np.ndarray]]:
     """Yields (start, distances) of the mixed space per chunk (float32)."""
-    for s, b in _mixed_blocks(query, ref, exclude_self=exclude_self):
-        yield s, b[:, : ref.n]
+    plan = mixed_plan(query, ref)
+    step = chunk_rows(ref.n)
+    buf = np.empty((step, ref.n), dtype=np.float32)
+    tmp = np.empty((step, ref.n), dtype=np.float32)
+    for s in range(0, query.n, step):
+        e = min(s + step, query.n)
+        b = buf[: e - s]
+        mixed_block(query, ref, s, e, plan, b, tmp[: e - s])
+        if exclude_self:
+            rows = np.arange(e - s)
+            b[rows, s + rows] = np.inf
+        yield s, b
 
 
 def _select(block: np.ndarray, k: int) -> np.ndarray:
@@ -431,11 +410,7 @@ def knn_euclidean(
     k = _check_k(k, ref.shape[0] - (1 if exclude_self else 0))
     _check_finite(query, ref)
     ref_tile = -(-(ref_tile or REF_TILE) // BLOCK) * BLOCK
-    width = -(-ref.shape[0] // BLOCK) * BLOCK
-    ref_t2 = np.zeros((ref.shape[1], width), dtype=np.float32)
-    ref_t2[:, : ref.shape[0]] = ref.T * np.float32(-2.0)
-    norms = np.full(width, np.inf, dtype=np.float32)
-    norms[: ref.shape[0]] = np.einsum("ij,ij->i", ref, ref, dtype=np.float32)
+    ref_t2, norms = _scaled_reference(ref, -(-ref.shape[0] // BLOCK) * BLOCK)
     sides = _Sides(query, ref, k, exclude_self, ref_tile, ref_t2=ref_t2, ref_norms=norms)
     return _run(_euclidean_tile, sides, query.shape[0], ref.shape[0], executor, t0)
 

@@ -35,7 +35,7 @@ from ...errors import NotApplicable
 from ...neighbors import knn_euclidean
 from ...registry import Expect, metric
 from ...results import Measurement, Risk
-from ...stats import bonferroni
+from ...stats import bonferroni, clopper_pearson
 from ._common import content_order
 from .domias import KDE, auc_delong
 from .inference import _lgbm_params
@@ -46,21 +46,16 @@ HELD_OUT = 4000  # rows that score each candidate bandwidth
 MIN_NON_MEMBERS = 100  # below, ⌊1 % · n⌋ = 0 false positives: the 1 % operating point does not exist
 
 
-def clopper_pearson(successes: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
-    """Exact binomial interval."""
-    from scipy.stats import beta
-
-    a = 1.0 - confidence
-    lo = 0.0 if successes == 0 else float(beta.ppf(a / 2, successes, n - successes + 1))
-    hi = 1.0 if successes == n else float(beta.ppf(1 - a / 2, successes + 1, n - successes))
-    return lo, hi
+def _threshold(others_desc: np.ndarray, allowed: int) -> float:
+    """The score with ``allowed`` non-members strictly above it (non-member scores sorted descending):
+    the one threshold rule of the operating points and the ROC."""
+    return float(others_desc[allowed]) if allowed < others_desc.size else -np.inf
 
 
 def at_fpr(members: np.ndarray, others: np.ndarray, fpr: float, confidence: float) -> dict[str, Any]:
     """TPR and FPR at the threshold that lets at most ⌊fpr · n⌋ non-members score strictly above it."""
     allowed = int(math.floor(fpr * others.size))
-    desc = np.sort(others)[::-1]
-    t = desc[allowed] if allowed < desc.size else -np.inf
+    t = _threshold(np.sort(others)[::-1], allowed)
     tp, fp = int((members > t).sum()), int((others > t).sum())
     tpr, fpr_real = tp / members.size, fp / others.size
     tpr_ci, fpr_ci = (
@@ -91,7 +86,7 @@ def roc_points(members: np.ndarray, others: np.ndarray, points: int = 40) -> dic
     allowed = np.unique(np.floor(np.geomspace(1.0 / others.size, 1.0, points) * others.size).astype(int))
     fpr, tpr = [], []
     for a in allowed:
-        t = desc[a] if a < desc.size else -np.inf
+        t = _threshold(desc, int(a))
         fpr.append(float((others > t).mean()))
         tpr.append(float((mem.size - np.searchsorted(mem, t, side="right")) / mem.size))
     return {"fpr": fpr, "tpr": tpr}
