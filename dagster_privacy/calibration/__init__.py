@@ -4,6 +4,11 @@
   (25 %) and release (25 %); the "synthetic" table is the release plus a fraction f of the training rows
   copied verbatim. Every metric of the policy is evaluated with the training part as the real table and
   the control part as the holdout, for each f and each seeded repeat.
+- **Noisy-copy risk model** (issue 20, ``calibrate(risk_model="noisy")``): the leaky model with
+  near-duplicates instead of copies (:func:`noisy_split`: every numerical cell of a leaked row moved by
+  N(0, noise · sd), never a verbatim training row), the risk exact-match metrics do not see.
+- **Overfit risk model** (issue 20, ``calibrate(risk_model="overfit")``): :func:`knn_sampler`, a
+  k-nearest-neighbour resampler trained on the training part, swept from wide neighbourhoods to copies.
 - **Overfitting and DP risk models** (§5.1.2–5.1.3, :func:`sweep_generator`): the user's generator
   (training table, parameter → synthetic table) is trained on the training part for each value of its
   parameter (epochs, privacy budget, leaf size …), with the same outputs.
@@ -29,13 +34,23 @@ recomputed per f. Results equal a plain ``evaluate()`` of the same split
 from ..errors import CalibrationError
 from .analysis import OutlierShift, Response, Threshold, correlation, level_label, responses, thresholds
 from .outcome import FORMAT, Calibration
-from .risk_models import Generator, LeakySplit, leaky_split, per_column_sampler
-from .run import DEFAULT_FRACTIONS, DEFAULT_LEAK_LEVEL, calibrate, outlier_scores, sweep_generator
+from .risk_models import Generator, LeakySplit, knn_sampler, leaky_split, noisy_split, per_column_sampler
+from .run import (
+    DEFAULT_FRACTIONS,
+    DEFAULT_LEAK_LEVEL,
+    DEFAULT_NEIGHBOURS,
+    RISK_MODELS,
+    calibrate,
+    outlier_scores,
+    sweep_generator,
+)
 from .sweep import Sweep
 
 __all__ = [
     "DEFAULT_FRACTIONS",
     "DEFAULT_LEAK_LEVEL",
+    "DEFAULT_NEIGHBOURS",
+    "RISK_MODELS",
     "FORMAT",
     "Calibration",
     "CalibrationError",
@@ -51,6 +66,8 @@ __all__ = [
     "level_label",
     "outlier_scores",
     "per_column_sampler",
+    "noisy_split",
+    "knn_sampler",
     "responses",
     "sweep_generator",
     "thresholds",

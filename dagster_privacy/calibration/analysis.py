@@ -212,7 +212,7 @@ def thresholds(
             clean_high = float(np.nanmean(g[clean_index]) + z * per[clean_index])
             leak_low = float(np.nanmean(g[leak_index]) - z * per[leak_index])
         level = sweep.levels[leak_index]
-        what = f"{level:.0%} leak" if sweep.model == "leaky" else f"{sweep.parameter} = {level_label(level)}"
+        what = f"{level:.0%} leak" if sweep.leaks else f"{sweep.parameter} = {level_label(level)}"
         with _quiet():
             moved = float(np.nanmean(g[leak_index]) - np.nanmean(g[clean_index]))
         if not moved > 0:  # the figure does not move at this level: no threshold can catch it

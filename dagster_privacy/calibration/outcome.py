@@ -174,8 +174,9 @@ class Calibration:
         thr = self.thresholds or {}
         s = self.sweep
         levels = ", ".join(level_label(v) for v in s.levels)
-        if s.model == "leaky":
-            model = f"seed 004 §5.1.1 leaky risk model, leak fractions {levels}"
+        if s.leaks:
+            how = "leaky risk model" if s.model == "leaky" else f"leaky risk model with {self.generator}"
+            model = f"seed 004 §5.1.1 {how}, leak fractions {levels}"
             caught = f"a {self.leak_level or 0:.0%} leak"
         else:
             model = f"seed 004 §5.1.2-5.1.3 generator sweep ({self.generator}), {s.parameter} = {levels}"

@@ -82,7 +82,7 @@ def plot_responses(cal: Calibration, path: str | Path) -> Path:
                 color="tab:red" if t.calibrated else "grey",
                 label="calibrated threshold" if t.calibrated else "policy threshold",
             )
-        if cal.leak_level is not None and s.model == "leaky":
+        if cal.leak_level is not None and s.leaks:
             ax.axvline(cal.leak_level, ls=":", lw=1, color="grey")
         r = cal.response(mid)
         title = mid + (" — flagged" if r.flag else "")
@@ -95,8 +95,8 @@ def plot_responses(cal: Calibration, path: str | Path) -> Path:
     for m in range(n, rows * cols):
         axes[m // cols][m % cols].axis("off")
     what = (
-        "leak fraction f (seed 004 §5.1.1)"
-        if s.model == "leaky"
+        ("leak fraction f (seed 004 §5.1.1)" if s.model == "leaky" else f"leak fraction f ({cal.generator})")
+        if s.leaks
         else f"{s.parameter} ({cal.generator}), increasing risk →"
     )
     fig.suptitle(

@@ -1,15 +1,20 @@
-"""The risk models of seed 004 §5 as data: the leaky split (§5.1.1) and a per-column sampler for the
-overfitting / DP sweeps (§5.1.2–5.1.3)."""
+"""The risk models as data: the leaky split (seed 004 §5.1.1), its near-duplicate variant (noisy copies),
+and two example generators for the overfitting / DP sweeps (§5.1.2–5.1.3): a per-column sampler and a
+k-nearest-neighbour sampler whose memorisation grows as its neighbourhood shrinks."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import polars as pl
+
+from .. import tables as tb
+from ..context import EvaluationContext
+from ..neighbors import knn_euclidean
 
 #: a generator for the overfitting / DP risk models: (training table, parameter) → synthetic table.
 #: It may accept a keyword ``seed`` (the repeat's seed) to make its own draws reproducible.
@@ -137,3 +142,42 @@ def per_column_sampler(train: pl.DataFrame, noise: float, *, seed: int = 0) -> p
         swap = pl.Series(rng.random(n) < noise)
         cols[name] = other.zip_with(swap, s.gather(base)).alias(name)
     return pl.DataFrame(cols, schema=train.schema)
+
+
+def encoded(df: pl.DataFrame, column_kinds: Mapping[str, str] | None = None) -> np.ndarray:
+    """The table in the engine's euclidean space (one-hot + min-max) fitted on itself, row for row: what
+    the distance metrics see, so a neighbour or an outlier here is one for them too."""
+    schema = tb.infer_schema(df, column_kinds)
+    canon = tb.canonical(df, schema, role="real")
+    return EvaluationContext(canon, canon.head(1), schema=schema).euclidean("real")
+
+
+def knn_sampler(
+    train: pl.DataFrame, neighbours: int, *, seed: int = 0, column_kinds: Mapping[str, str] | None = None
+) -> pl.DataFrame:
+    """An overfitting generator with a memorisation knob (the overfit risk model of issue 20).
+
+    Each synthetic row starts at a training row drawn with replacement (the anchor) and takes every
+    column's value from one of the anchor's ``neighbours`` nearest training rows (the anchor included;
+    euclidean space of :func:`encoded`), drawn uniformly per column: a local resampler in the manner of
+    nearest-neighbour and CART synthesisers. Its neighbourhood is its bandwidth: ``neighbours = 1``
+    copies training rows verbatim (full memorisation); 2–5 gives near-duplicates of training records
+    that share most cells with them but are rarely exact copies; 50 and more mixes values across
+    similar records. Sweep it as ``params=[50, 20, 10, 5, 2, 1]`` (increasing risk). Seeded: the same
+    arguments give the same table, as many rows as ``train``.
+    """
+    k = int(neighbours)
+    if k < 1 or k != neighbours:
+        raise ValueError("neighbours must be a whole number of at least 1")
+    n = train.height
+    if n == 0:
+        raise ValueError("the training table is empty")
+    k = min(k, n)
+    x = np.ascontiguousarray(encoded(train, column_kinds))
+    near = knn_euclidean(x, x, k).idx  # the anchor itself first (distance 0; an equal row may precede it)
+    rng = np.random.default_rng([seed, 5])
+    anchor = rng.integers(0, n, n)
+    pick = near[anchor[:, None], rng.integers(0, k, (n, train.width))]
+    return pl.DataFrame(
+        {c: train.get_column(c).gather(pick[:, j]) for j, c in enumerate(train.columns)}, schema=train.schema
+    )

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import inspect
 import math
-import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -15,18 +14,19 @@ import polars as pl
 
 from .. import policy as pol
 from .. import tables as tb
-from ..context import EvaluationContext
-from ..errors import CalibrationError, safe_reason
+from ..errors import CalibrationError
 from ..loading import load
-from ..results import Evaluation
 from .analysis import OutlierShift, _level_index, correlation, responses, thresholds
 from .outcome import Calibration
-from .risk_models import Generator, _parts
-from .sweep import _leaky_sweep, _levels, _progress, _seeds, _Setup
+from .risk_models import Generator, encoded, knn_sampler, noisy_split
+from .sweep import _generated_sweep, _leaky_sweep, _levels, _seeds, _Setup
 
 #: fractions of the training table leaked when none are given
 DEFAULT_FRACTIONS: tuple[float, ...] = (0.0, 0.05, 0.1, 0.2, 0.5, 1.0)
 DEFAULT_LEAK_LEVEL = 0.05
+#: the overfit model's neighbourhood sizes when none are given (increasing memorisation; 1 = copies)
+DEFAULT_NEIGHBOURS: tuple[int, ...] = (50, 20, 10, 5, 2, 1)
+RISK_MODELS = ("leaky", "noisy", "overfit")
 
 
 def calibrate(
@@ -44,17 +44,31 @@ def calibrate(
     sensitive_columns: Sequence[str] | None = None,
     column_kinds: Mapping[str, str] | None = None,
     progress: bool = True,
+    risk_model: str = "leaky",
+    noise: float = 0.05,
+    neighbours: Sequence[int] = DEFAULT_NEIGHBOURS,
 ) -> Calibration:
-    """Run the leaky risk model (seed 004 §5.1.1) for every metric of the policy on the user's table.
+    """Insert known risk into the user's table and see how every metric of the policy responds.
 
+    ``risk_model``: ``"leaky"`` (seed 004 §5.1.1: a fraction f of the training rows copied into the
+    release), ``"noisy"`` (the same fractions as near-duplicates: every numerical cell of a leaked row
+    moved by N(0, ``noise`` · sd), never a verbatim copy; :func:`noisy_split`) or ``"overfit"``
+    (:func:`knn_sampler` trained on the training part at each of ``neighbours``, listed by increasing
+    memorisation; no thresholds are fitted: its levels are not leaks of a known size).
     ``real`` is any table ``evaluate`` accepts (frame, CSV/Parquet path, ``FILE.duckdb:TABLE``, SQL).
     Fractions 0 and ``leak_level`` are always swept (no risk and the calibration level). Repeat i uses
     seed ``seed + i`` (default: the policy's seed) for the split, the leak draw and the metrics.
-    ``outliers`` = fractions x of rows removed by local outlier factor before repeating (§5.2.1).
-    Raises TableError / PolicyError / CalibrationError on bad input.
+    ``outliers`` = fractions x of rows removed by local outlier factor before repeating (§5.2.1, leaky
+    model only). Raises TableError / PolicyError / CalibrationError on bad input.
     """
     if not 0.5 < confidence < 1.0:
         raise CalibrationError("confidence must be in (0.5, 1)")
+    if risk_model not in RISK_MODELS:
+        raise CalibrationError(f"risk_model must be one of {', '.join(RISK_MODELS)}")
+    if outliers and risk_model != "leaky":
+        raise CalibrationError("outlier removal is calibrated with the leaky risk model only")
+    if risk_model == "noisy" and not (math.isfinite(noise) and noise >= 0):
+        raise CalibrationError("noise must be a finite number of at least 0")
     setup = _Setup.make(policy, metrics, column_kinds, key_columns, sensitive_columns)
     df = load(real, role="real")
     if df.height < 8:
@@ -66,7 +80,22 @@ def calibrate(
     xs = sorted({float(x) for x in outliers if x > 0})
     if any(not x < 0.5 for x in xs):  # checked before the sweep: bad input fails fast
         raise CalibrationError("outlier fractions must be below 0.5")
-    sweep = _leaky_sweep(df, levels, seeds, setup, progress=progress)
+    if risk_model == "overfit":
+        return _overfit(df, neighbours, seeds, setup, confidence, progress)
+    if risk_model == "noisy":
+        sweep = _generated_sweep(
+            df,
+            levels,
+            seeds,
+            setup,
+            lambda _train, f, s: noisy_split(df, f, noise=noise, seed=s).synthetic,
+            model="noisy",
+            parameter="f",
+            label=f"noisy copies (noise {noise:g})",
+            progress=progress,
+        )
+    else:
+        sweep = _leaky_sweep(df, levels, seeds, setup, progress=progress)
     li = _level_index(levels, leak_level)
     resp = responses(sweep, leak_index=li)
     assert li is not None
@@ -79,6 +108,7 @@ def calibrate(
         leak_level,
         confidence,
         tb.table_info(df),
+        generator=f"noisy copies, noise {noise:g}" if risk_model == "noisy" else None,
     )
     if xs:
         scores = outlier_scores(df, column_kinds=setup.column_kinds)
@@ -98,20 +128,49 @@ def calibrate(
     return cal
 
 
+def _overfit(
+    df: pl.DataFrame,
+    neighbours: Sequence[int],
+    seeds: Sequence[int],
+    setup: _Setup,
+    confidence: float,
+    progress: bool,
+) -> Calibration:
+    """The overfit risk model: :func:`knn_sampler` at each neighbourhood size, responses only."""
+    levels = list(neighbours)
+    if len(levels) < 2 or any(not isinstance(k, int) or isinstance(k, bool) or k < 1 for k in levels):
+        raise CalibrationError("neighbours: at least two whole numbers of at least 1")
+    kinds = setup.column_kinds
+    sweep = _generated_sweep(
+        df,
+        levels,
+        seeds,
+        setup,
+        lambda train, k, s: knn_sampler(train, k, seed=s, column_kinds=kinds),
+        model="generator",
+        parameter="neighbours",
+        label="knn_sampler",
+        progress=progress,
+    )
+    resp = responses(sweep, leak_index=None)
+    return Calibration(
+        sweep, resp, correlation(sweep), setup.policy, None, None, confidence, tb.table_info(df),
+        generator="knn_sampler (overfit risk model)",
+    )  # fmt: skip
+
+
 def outlier_scores(
     df: pl.DataFrame, *, column_kinds: Mapping[str, str] | None = None, n_neighbors: int = 20
 ) -> np.ndarray:
     """Local outlier factor per row (≈ 1 inlier, larger = more outlying), on the one-hot + min-max space.
 
-    The encoding is the engine's euclidean space fitted on the table itself (``ctx.euclidean``), so an
+    The encoding is the engine's euclidean space fitted on the table itself (:func:`encoded`), so an
     outlier is what the distance metrics see as one. Exact duplicates get scikit-learn's usual
     treatment (a tiny constant keeps the local reachability density finite).
     """
     from sklearn.neighbors import LocalOutlierFactor
 
-    schema = tb.infer_schema(df, column_kinds)
-    canon = tb.canonical(df, schema, role="real")
-    x = EvaluationContext(canon, canon.head(1), schema=schema).euclidean("real")
+    x = encoded(df, column_kinds)
     k = max(1, min(n_neighbors, df.height - 1))
     lof = LocalOutlierFactor(n_neighbors=k, algorithm="brute", metric="euclidean", n_jobs=1).fit(x)
     return -lof.negative_outlier_factor_
@@ -170,33 +229,17 @@ def sweep_generator(
     levels = list(params)
     seeds = _seeds(repeats, setup.policy.seed if seed is None else int(seed))
     label = name or getattr(generator, "__name__", "generator")
-    t0 = time.perf_counter()
-    evals: list[list[Evaluation]] = [[] for _ in levels]
-    sizes: dict[str, int] = {}
-    with _progress(progress, len(levels) * len(seeds), f"sweep {label}") as step:
-        for s in seeds:
-            tr, co, _ = _parts(df.height, s)
-            train, control = df[tr], df[co]
-            base: EvaluationContext | None = None
-            for i, p in enumerate(levels):
-                step(f"seed {s}, {parameter} = {p}")
-                try:
-                    syn = load(_call(generator, train, p, s), role="synthetic")
-                except tb.TableError:
-                    raise
-                except Exception as exc:
-                    raise CalibrationError(
-                        f"the generator raised at {parameter} = {p}: {safe_reason(exc)}"
-                    ) from None
-                ctx = setup.prepare(train, syn, control, s)
-                if base is None:
-                    base = ctx
-                else:  # borrow the real / holdout encodings and queries of the first parameter
-                    ctx = setup.context(ctx, ctx.table("synthetic"), base=base, rows=None)
-                evals[i].append(setup.run(ctx))
-                sizes = sizes or dict(ctx.sizes)
-    numeric = [float(v) if isinstance(v, (int, float)) else v for v in levels]
-    sweep = setup.sweep("generator", parameter, numeric, seeds, evals, sizes, t0)
+    sweep = _generated_sweep(
+        df,
+        levels,
+        seeds,
+        setup,
+        lambda train, p, s: _call(generator, train, p, s),
+        model="generator",
+        parameter=parameter,
+        label=label,
+        progress=progress,
+    )
     li = None
     if threshold_at is not None:
         li = next((i for i, v in enumerate(levels) if v == threshold_at), None)

@@ -17,7 +17,8 @@ import polars as pl
 from .. import policy as pol
 from .. import tables as tb
 from ..context import EvaluationContext
-from ..errors import CalibrationError
+from ..errors import CalibrationError, safe_reason
+from ..loading import load
 from ..results import Evaluation, Status
 from .risk_models import _leak, _parts
 from .shared_context import _SharedContext
@@ -27,8 +28,8 @@ from .shared_context import _SharedContext
 class Sweep:
     """Figures of every metric at every level of inserted risk and every repeat (no record values)."""
 
-    model: str  # "leaky" or "generator"
-    parameter: str  # "f" for the leaky model, the generator's parameter name otherwise
+    model: str  # "leaky", "noisy" (leak fractions f) or "generator" (a generator's parameter)
+    parameter: str  # "f" for the leak models, the generator's parameter name otherwise
     levels: list[float]  # in order of increasing inserted risk
     seeds: list[int]
     metrics: list[str]
@@ -39,6 +40,11 @@ class Sweep:
     reasons: dict[str, str] = field(default_factory=dict)  # metric → why it was not computed somewhere
     sizes: dict[str, int] = field(default_factory=dict)  # rows per role at level 0 of the first repeat
     seconds: float = 0.0
+
+    @property
+    def leaks(self) -> bool:
+        """Whether the levels are leak fractions f (the leaky and noisy-copy models)."""
+        return self.model in ("leaky", "noisy")
 
     def column(self, metric_id: str, *, gated: bool = False) -> np.ndarray:
         """(levels, repeats) figures of one metric."""
@@ -270,3 +276,47 @@ def _seeds(repeats: int, seed: int) -> list[int]:
     if repeats < 1:
         raise CalibrationError("repeats must be at least 1")
     return [seed + i for i in range(repeats)]
+
+
+def _generated_sweep(
+    df: pl.DataFrame,
+    levels: Sequence[Any],
+    seeds: Sequence[int],
+    setup: _Setup,
+    make: Callable[[pl.DataFrame, Any, int], Any],
+    *,
+    model: str,
+    parameter: str,
+    label: str,
+    progress: bool,
+) -> Sweep:
+    """Each repeat splits the table as the leaky model does (training 50 %, control 25 %); ``make(train,
+    level, seed)`` gives the synthetic table, evaluated with training as real and control as holdout.
+    Every level after the first borrows the first one's real / holdout encodings and queries."""
+    t0 = time.perf_counter()
+    evals: list[list[Evaluation]] = [[] for _ in levels]
+    sizes: dict[str, int] = {}
+    with _progress(progress, len(levels) * len(seeds), f"sweep {label}") as step:
+        for s in seeds:
+            tr, co, _ = _parts(df.height, s)
+            train, control = df[tr], df[co]
+            base: EvaluationContext | None = None
+            for i, p in enumerate(levels):
+                step(f"seed {s}, {parameter} = {p}")
+                try:
+                    syn = load(make(train, p, s), role="synthetic")
+                except tb.TableError:
+                    raise
+                except Exception as exc:
+                    raise CalibrationError(
+                        f"the generator raised at {parameter} = {p}: {safe_reason(exc)}"
+                    ) from None
+                ctx = setup.prepare(train, syn, control, s)
+                if base is None:
+                    base = ctx
+                else:
+                    ctx = setup.context(ctx, ctx.table("synthetic"), base=base, rows=None)
+                evals[i].append(setup.run(ctx))
+                sizes = sizes or dict(ctx.sizes)
+    numeric = [float(v) if isinstance(v, (int, float)) else v for v in levels]
+    return setup.sweep(model, parameter, numeric, list(seeds), evals, sizes, t0)

@@ -1,4 +1,5 @@
-"""`dagster-privacy calibrate`: the leaky risk model on the user's table, printed and written to --out.
+"""`dagster-privacy calibrate`: a risk model (leaky, noisy copies, overfit) on the user's table, printed and
+written to --out.
 
 The response table goes to stdout; progress and the list of written files go to stderr. Bad input
 exits 2 with one line (cli.main). The command is registered in cli.py by one line.
@@ -6,26 +7,42 @@ exits 2 with one line (cli.main). The command is registered in cli.py by one lin
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import click
 
-from ..calibration import DEFAULT_FRACTIONS, DEFAULT_LEAK_LEVEL, Calibration, CalibrationError, level_label
+from ..calibration import (
+    DEFAULT_FRACTIONS,
+    DEFAULT_LEAK_LEVEL,
+    DEFAULT_NEIGHBOURS,
+    Calibration,
+    CalibrationError,
+    level_label,
+)
 from ..calibration.analysis import fmt_figure, threshold_cells
 
 _f = fmt_figure
 
 
 def _floats(values: Sequence[str] | None, what: str) -> list[float] | None:
+    return _numbers(values, what, float, "numbers, e.g. 0,0.05,0.2,1")
+
+
+def _ints(values: Sequence[str] | None, what: str) -> list[int] | None:
+    return _numbers(values, what, int, "whole numbers, e.g. 50,10,2,1")
+
+
+def _numbers(values: Sequence[str] | None, what: str, kind: Callable[[str], Any], takes: str) -> Any:
     from .args import UsageFailure, split_list
 
     items = split_list(values)
     if items is None:
         return None
     try:
-        return [float(v) for v in items]
+        return [kind(v) for v in items]
     except ValueError:
-        raise UsageFailure(f"{what} takes numbers, e.g. 0,0.05,0.2,1") from None
+        raise UsageFailure(f"{what} takes {takes}") from None
 
 
 def print_calibration(cal: Calibration, *, title: str | None = None) -> None:
@@ -36,7 +53,7 @@ def print_calibration(cal: Calibration, *, title: str | None = None) -> None:
     s = cal.sweep
     leak = cal.leak_level
     leak_label = (
-        (f"{leak:.0%} leak" if s.model == "leaky" else f"{s.parameter}={level_label(leak)}")
+        (f"{leak:.0%} leak" if s.leaks else f"{s.parameter}={level_label(leak)}")
         if leak is not None
         else None
     )
@@ -164,6 +181,26 @@ def _d(a: float | None, b: float | None) -> str:
     multiple=True,
     help="also repeat without these fractions of outliers (LOF), e.g. 0.01,0.05 (seed 004 §5.2.1)",
 )
+@click.option(
+    "--risk-model",
+    type=click.Choice(["leaky", "noisy", "overfit"]),
+    default="leaky",
+    show_default=True,
+    help="copies of training rows (leaky), near-duplicates of them (noisy) or an overfitting "
+    "k-nearest-neighbour generator (overfit)",
+)
+@click.option(
+    "--noise",
+    type=click.FloatRange(0),
+    default=0.05,
+    show_default=True,
+    help="noisy: each numerical cell of a leaked row moves by N(0, noise × the column's sd)",
+)
+@click.option(
+    "--neighbours",
+    multiple=True,
+    help="overfit: neighbourhood sizes by increasing memorisation (default 50,20,10,5,2,1; 1 = copies)",
+)
 @click.option("--seed", type=int, default=None, help="first seed (default: the policy's)")
 @click.option("--key-columns", multiple=True, help="quasi-identifiers the attacker knows")
 @click.option("--sensitive-columns", multiple=True, help="attributes the attacker wants to infer")
@@ -186,6 +223,9 @@ def calibrate_command(
     leak_level: float,
     confidence: float,
     outliers: tuple[str, ...],
+    risk_model: str,
+    noise: float,
+    neighbours: tuple[str, ...],
     seed: int | None,
     key_columns: tuple[str, ...],
     sensitive_columns: tuple[str, ...],
@@ -223,13 +263,21 @@ def calibrate_command(
             sensitive_columns=split_list(sensitive_columns),
             column_kinds=parse_kinds(column_kind),
             progress=True,
+            risk_model=risk_model,
+            noise=noise,
+            neighbours=_ints(neighbours, "--neighbours") or DEFAULT_NEIGHBOURS,
         )
     except CalibrationError as exc:
         raise UsageFailure(str(exc)) from None
     s = cal.sweep
+    model = {
+        "leaky": "Leaky risk model (seed 004 §5.1.1)",
+        "noisy": f"Noisy-copy risk model (leaked rows moved by N(0, {noise:g}·sd))",
+        "overfit": "Overfit risk model (knn_sampler)",
+    }[risk_model]
     title = (
-        f"Leaky risk model (seed 004 §5.1.1) on {name}: {cal.table['rows']} rows → training "
-        f"{s.sizes.get('real')}, control {s.sizes.get('holdout')}; f ∈ "
+        f"{model} on {name}: {cal.table['rows']} rows → training "
+        f"{s.sizes.get('real')}, control {s.sizes.get('holdout')}; {s.parameter} ∈ "
         f"{{{', '.join(f'{v:g}' for v in s.levels)}}}; "
         f"{len(s.seeds)} repeat(s); policy {cal.policy.name}"
     )

@@ -292,8 +292,11 @@ def _tcap(
     radius: float,
     syn_key: dict[str, np.ndarray],
     cols: list[str],
-) -> tuple[float, int]:
-    """Σ over synthetic records with a match in D (the targets) of TCAP (eq. 7), and how many match."""
+) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """TCAP (eq. 7) in both orientations from one pass over the matching (synthetic, target) pairs:
+    ``"synthetic"`` = (Σ over synthetic records with a match in D of TCAP(D, d̂), how many match);
+    ``"target"`` = (Σ over targets d with a match in D̂ of TCAP(D̂, d), how many match). Matching is
+    symmetric (equal codes, a sphere, the target within the radius), so the pairs are the same."""
     aux = [c for c in cols if c != target]
     cat = [c for c in aux if ctx.schema.kind(c) != "numerical"]
     num = [c for c in aux if ctx.schema.kind(c) == "numerical"]
@@ -327,6 +330,8 @@ def _tcap(
         t_syn, t_d = s_codes[:, tj], d_codes[:, tj]
     denom = np.zeros(n_syn, dtype=np.int64)
     numer = np.zeros(n_syn, dtype=np.int64)
+    denom_t = np.zeros(len(idx), dtype=np.int64)
+    numer_t = np.zeros(len(idx), dtype=np.int64)
     budget = 1 << 22
     cum = np.cumsum(sizes)
     start = 0
@@ -351,9 +356,13 @@ def _tcap(
             )
             denom += np.bincount(srow, minlength=n_syn)
             numer += np.bincount(srow[same_t], minlength=n_syn)
+            denom_t += np.bincount(drow, minlength=len(idx))
+            numer_t += np.bincount(drow[same_t], minlength=len(idx))
         start = stop
-    has = denom > 0
-    return float((numer[has] / denom[has]).sum()), int(has.sum())
+    return {"synthetic": (numer, denom), "target": (numer_t, denom_t)}
+
+
+_GTCAP_VARIANTS = ("homogeneous", "synthetic", "target")
 
 
 @metric(
@@ -365,7 +374,9 @@ def _tcap(
     default={"threshold": 0.3, "severity": "WARN"},  # 0.15 vs 0.26
     expect=Expect(copy_min=0.8, indep_max=0.3),
 )
-def gtcap(ctx: EvaluationContext, *, n_attacks: int = 2000, radius: float = 0.1) -> Measurement:
+def gtcap(
+    ctx: EvaluationContext, *, n_attacks: int = 2000, radius: float = 0.1, variant: str = "homogeneous"
+) -> Measurement:
     """GTCAP (seed 004 §4.3.3 eq. 7, §6.2.3): correct attribution probability of synthetic
     equivalence classes.
 
@@ -373,9 +384,16 @@ def gtcap(ctx: EvaluationContext, *, n_attacks: int = 2000, radius: float = 0.1)
     columns. For each synthetic record d̂, TCAP = share of the target records D matching d̂ on A that
     also match it on t (eq. 7); categories match when equal, numbers (min-max scaled with the real
     range) when the numerical part of A lies in a Euclidean sphere of ``radius`` around d̂ and a
-    numerical t within ``radius``. e = mean TCAP over the synthetic records with at least one match in D
-    (the others are counted in details), D = n_attacks training or control records. value = worst E.
+    numerical t within ``radius``. ``variant`` = which records the mean runs over:
+    ``"homogeneous"`` (default, §4.3.3: the attacker uses the synthetic classes with l-diversity 1, the
+    synthetic records whose every match on A in the synthetic table shares their t), ``"synthetic"``
+    (every synthetic record) or ``"target"`` (eq. 7 turned round: per target d over the synthetic
+    records, as TCAP is usually computed). e = that mean over the records with at least one match (the
+    others are counted in details), D = n_attacks training or control records. value = worst E; the
+    three variants' E per column are in details.
     """
+    if variant not in _GTCAP_VARIANTS:
+        raise ValueError(f"gtcap: variant must be one of {', '.join(_GTCAP_VARIANTS)}")
     secrets = _secrets(ctx)
     n = n_targets(ctx, n_attacks)
     if n == 0 or len(ctx.schema.names) < 2:
@@ -392,25 +410,47 @@ def gtcap(ctx: EvaluationContext, *, n_attacks: int = 2000, radius: float = 0.1)
     conf = family_confidence(len(secrets))
     parts: dict[str, dict[str, Any]] = {}
     n_syn = ctx.n("synthetic")
+    every = np.arange(n_syn)
     for s in secrets:
-        sum_t, m_t = _tcap(ctx, "real", t_idx, s, radius, {"num": syn_num}, cols)
-        sum_c, m_c = _tcap(ctx, "holdout", c_idx, s, radius, {"num": syn_num}, cols)
-        info = {
-            "matched_train": m_t,
-            "matched_control": m_c,
-            "unmatched_train": n_syn - m_t,
-            "unmatched_control": n_syn - m_c,
+        key = {"num": syn_num}
+        own, own_d = _tcap(ctx, "synthetic", every, s, radius, key, cols)["synthetic"]
+        homogeneous = own == own_d  # WEAP = 1: every synthetic record of d̂'s class shares its t
+        train = _tcap(ctx, "real", t_idx, s, radius, key, cols)
+        control = _tcap(ctx, "holdout", c_idx, s, radius, key, cols)
+        views = {
+            "homogeneous": (train["synthetic"], control["synthetic"], homogeneous),
+            "synthetic": (train["synthetic"], control["synthetic"], None),
+            "target": (train["target"], control["target"], None),
         }
-        if m_t == 0 or m_c == 0:
-            parts[s] = {
-                "risk": None,
-                **info,
-                "reason": f"{s}: no synthetic record matches a {'training' if m_t == 0 else 'control'} "
-                "target on the quasi-identifiers",
-            }
-            continue
-        side = Side(
-            rate(sum_t, m_t, conf), rate(sum_c, m_c, conf), train_successes=sum_t, control_successes=sum_c
-        )
-        parts[s] = {**side.details(), **info, "n_attacks": n}
-    return worst_of(parts, label="column", sizes=_sizes(ctx, n), extra={"radius": radius})
+        out = {k: _tcap_side(s, *v, n, conf) for k, v in views.items()}
+        parts[s] = out[variant]
+        parts[s]["variants"] = {k: v.get("risk") for k, v in out.items()}
+        parts[s]["homogeneous_synthetic"] = int(homogeneous.sum())
+    return worst_of(parts, label="column", sizes=_sizes(ctx, n), extra={"radius": radius, "variant": variant})
+
+
+def _tcap_side(
+    column: str,
+    train: tuple[np.ndarray, np.ndarray],
+    control: tuple[np.ndarray, np.ndarray],
+    keep: np.ndarray | None,
+    n: int,
+    conf: float,
+) -> dict[str, Any]:
+    """One secret column's E from the per-record TCAP counts of the training and control targets."""
+    sums = []
+    for numer, denom in (train, control):
+        has = denom > 0 if keep is None else (denom > 0) & keep
+        sums.append((float((numer[has] / denom[has]).sum()), int(has.sum()), int(has.size - has.sum())))
+    (sum_t, m_t, u_t), (sum_c, m_c, u_c) = sums
+    info = {"matched_train": m_t, "matched_control": m_c, "unmatched_train": u_t, "unmatched_control": u_c}
+    if m_t == 0 or m_c == 0:
+        return {
+            "risk": None,
+            **info,
+            "reason": f"{column}: no {'training' if m_t == 0 else 'control'} match on the quasi-identifiers",
+        }
+    side = Side(
+        rate(sum_t, m_t, conf), rate(sum_c, m_c, conf), train_successes=sum_t, control_successes=sum_c
+    )
+    return {**side.details(), **info, "n_attacks": n}

@@ -37,12 +37,10 @@ from ...registry import Expect, metric
 from ...results import Measurement, Risk
 from ...stats import bonferroni, clopper_pearson
 from ._common import content_order
-from .domias import KDE, auc_delong
+from .domias import auc_delong, fitted_kde
 from .inference import _lgbm_params
 
 FPRS = (0.001, 0.01)
-BANDWIDTHS = tuple(2.0**-i for i in range(6))  # × Scott's factor
-HELD_OUT = 4000  # rows that score each candidate bandwidth
 MIN_NON_MEMBERS = 100  # below, ⌊1 % · n⌋ = 0 false positives: the 1 % operating point does not exist
 
 
@@ -90,18 +88,6 @@ def roc_points(members: np.ndarray, others: np.ndarray, points: int = 40) -> dic
         fpr.append(float((others > t).mean()))
         tpr.append(float((mem.size - np.searchsorted(mem, t, side="right")) / mem.size))
     return {"fpr": fpr, "tpr": tpr}
-
-
-def _kde(x: np.ndarray, name: str, ctx: EvaluationContext) -> tuple[KDE, float]:
-    """A KDE whose bandwidth maximises the held-out likelihood: a seeded half of the rows fits, up to
-    HELD_OUT of the other half score, over Scott's factor × BANDWIDTHS; then all rows fit at the chosen
-    multiplier (the choice needs a likelihood estimate, not every row: the KDE itself keeps them all)."""
-    order = np.random.default_rng([ctx.seed, len(name)]).permutation(x.shape[0])
-    half = x.shape[0] // 2
-    fit, held = x[order[:half]], x[order[half : half + HELD_OUT]]
-    scores = [float(np.mean(KDE(fit, scale=m).log_density(held))) for m in BANDWIDTHS]
-    best = BANDWIDTHS[int(np.argmax(scores))]
-    return KDE(x, scale=best), best
 
 
 def _classifier(ctx: EvaluationContext, syn: np.ndarray, ref: np.ndarray, targets: np.ndarray) -> np.ndarray:
@@ -164,8 +150,8 @@ def membership_inference(ctx: EvaluationContext, *, n_targets: int | None = None
     }
     pr_syn, pr_ref = ctx.projected("synthetic"), ctx.projected("holdout")[reference]
     x_m, x_o = ctx.projected("real")[members], ctx.projected("holdout")[others]
-    p_syn, h_syn = _kde(pr_syn, "synthetic", ctx)
-    p_ref, h_ref = _kde(pr_ref, "reference", ctx)
+    p_syn, h_syn = fitted_kde(pr_syn, "synthetic", ctx.seed)
+    p_ref, h_ref = fitted_kde(pr_ref, "reference", ctx.seed)
     scores["domias"] = {
         "m": p_syn.log_density(x_m) - p_ref.log_density(x_m),
         "o": p_syn.log_density(x_o) - p_ref.log_density(x_o),
