@@ -33,6 +33,7 @@ IDS = [
     "inference_ml",
     "gtcap",
     "domias",
+    "membership_inference",
 ]
 ADULT_AUX = [
     ["workclass", "education", "hours-per-week", "capital-loss", "capital-gain"],

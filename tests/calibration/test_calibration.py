@@ -240,6 +240,41 @@ def test_generator_sweep_with_the_example_sampler(tmp_path):
     assert "secret value" not in str(exc.value)  # a quoted literal may be a record value
 
 
+# ------------------------------------------------------------------------ risk models that are not copies
+
+
+def test_knn_sampler_memorises_more_as_its_neighbourhood_shrinks():
+    train = _subset(800)
+    hashes = set(train.hash_rows(seed=0).to_list())
+
+    def copied(k: int) -> float:
+        syn = cb.knn_sampler(train, k, seed=0)
+        assert syn.shape == train.shape and syn.schema == train.schema
+        return float(np.isin(syn.hash_rows(seed=0).to_numpy(), list(hashes)).mean())
+
+    shares = [copied(k) for k in (50, 10, 2, 1)]
+    assert shares[-1] == 1.0  # one neighbour: the anchor itself, a verbatim copy
+    assert shares == sorted(shares) and shares[0] < 0.2, shares  # fewer copies as k grows
+    assert cb.knn_sampler(train, 5, seed=3).equals(cb.knn_sampler(train, 5, seed=3))
+    for bad in (0, 2.5):
+        with pytest.raises(ValueError, match="neighbours"):
+            cb.knn_sampler(train, bad)
+
+
+def test_noisy_and_overfit_risk_models_respond_where_copies_are_not_exact():
+    df = _subset(1600)
+    kw = dict(metrics=["ims", "membership_inference"], repeats=1, seed=0, progress=False)
+    noisy = cb.calibrate(df, risk_model="noisy", noise=0.02, fractions=[0.0, 0.5, 1.0], **kw)
+    assert noisy.sweep.model == "noisy" and noisy.sweep.levels == [0.0, 0.05, 0.5, 1.0]
+    assert noisy.response("ims").max_risk < 0.02  # near-duplicates: no exact match
+    mia = noisy.response("membership_inference")
+    assert mia.monotone and mia.max_risk > 0.3 and noisy.thresholds is not None
+    over = cb.calibrate(df, risk_model="overfit", neighbours=[50, 5, 1], **kw)
+    assert over.sweep.parameter == "neighbours" and over.thresholds is None
+    col = over.sweep.column("membership_inference")[:, 0]
+    assert col[0] < col[1] < col[2] and col[2] > 0.5, col  # copies at k = 1
+
+
 # ------------------------------------------------------------------------------------ outliers
 
 
@@ -303,6 +338,12 @@ def test_cli_prints_the_table_and_writes_the_outputs(tmp_path):
         [],  # neither --real nor --demo
         ["--demo", "--real", "{src}"],  # both
         ["--real", "{src}", "--metrics", "nope"],  # unknown metric
+        ["--real", "{src}", "--risk-model", "copies"],  # unknown risk model
+        ["--real", "{src}", "--risk-model", "overfit", "--neighbours", "5,x"],  # not whole numbers
+        ["--real", "{src}", "--risk-model", "overfit", "--neighbours", "5,0"],  # an empty neighbourhood
+        ["--real", "{src}", "--risk-model", "overfit", "--neighbours", "5"],  # one level
+        ["--real", "{src}", "--risk-model", "noisy", "--outliers", "0.1"],  # outliers: leaky only
+        ["--real", "{src}", "--risk-model", "noisy", "--noise", "-1"],  # negative noise
     ],
 )
 def test_cli_bad_input_exits_2_with_one_line(args, tmp_path, capsys):

@@ -183,6 +183,48 @@ def test_gtcap_known_answer() -> None:
     assert r.details["per_column"]["t"]["matched_train"] == 1
 
 
+@pytest.mark.parametrize(
+    ("variant", "e_train", "e_control"),
+    [
+        # only the class q=b (both t=2) has l-diversity 1: training b/2 → 1, control b/2, b/1 → 1/2
+        ("homogeneous", 1.0, 0.5),
+        # every synthetic record: (2/3 + 1/3 + 1 + 1)/4 and (0 + 1 + 1/2 + 1/2)/4
+        ("synthetic", 0.75, 0.5),
+        # per target over the synthetic records: (1/2 + 1/2 + 1/2 + 1)/4 and (1/2 + 1/2 + 1 + 0)/4
+        ("target", 0.625, 0.5),
+    ],
+)
+def test_gtcap_variants_known_answers(variant: str, e_train: float, e_control: float) -> None:
+    real = pl.DataFrame({"q": ["a", "a", "a", "b"], "t": ["1", "1", "2", "2"]})
+    control = pl.DataFrame({"q": ["a", "a", "b", "b"], "t": ["2", "2", "2", "1"]})
+    syn = pl.DataFrame({"q": ["a", "a", "b", "b"], "t": ["1", "2", "2", "2"]})
+    policy = _policy()
+    policy["metrics"]["gtcap"]["params"] = {"variant": variant}
+    r = run(real, syn, control, ids=["gtcap"], sensitive=["t"], policy=policy)["gtcap"]
+    part = r.details["per_column"]["t"]
+    assert part["e_train"]["rate"] == pytest.approx(e_train)
+    assert part["e_control"]["rate"] == pytest.approx(e_control)
+    assert part["variants"][variant] == part["risk"] == r.value  # the variant asked for is the value
+    assert part["homogeneous_synthetic"] == 2
+
+
+def test_domias_bandwidth_choice_and_a_bad_parameter_is_an_error(splits) -> None:
+    from dagster_privacy.metrics.attacks.domias import BANDWIDTHS
+
+    s = splits[0.5]
+    for bw, check in (("scott", lambda h: h == 1.0), ("held_out", lambda h: h in BANDWIDTHS)):
+        policy = _policy()
+        policy["metrics"]["domias"]["params"] = {"n_attacks": 300, "bandwidth": bw}
+        r = run(s.train, s.synthetic, s.control, ids=["domias"], policy=policy)["domias"]
+        assert r.details["bandwidth"] == bw and all(check(h) for h in r.details["bandwidth_scale"].values())
+        assert r.value > 0.0  # half the training table leaked
+    for mid, params in (("domias", {"bandwidth": "silverman"}), ("gtcap", {"variant": "both"})):
+        policy = _policy()
+        policy["metrics"][mid]["params"] = params
+        r = run(s.train, s.synthetic, s.control, ids=[mid], policy=policy)[mid]
+        assert r.status is dp.Status.ERROR and r.value is None, (mid, r.status)
+
+
 # -------------------------------------------------------------------------- response to inserted risk
 
 
@@ -199,7 +241,7 @@ def test_risk_rises_with_the_leak(evaluations, mid: str) -> None:
     assert e[0] < e[1] < e[2], (mid, e)
 
 
-@pytest.mark.parametrize("mid", [m for m in IDS if m not in ("domias", "gtcap", "inference_ml")])
+@pytest.mark.parametrize("mid", [m for m in IDS if m not in ("domias", "inference_ml")])
 def test_synthetic_equal_to_training_gives_high_risk(mid: str) -> None:
     s = leaky_split(BASE[:1600], 0.0, seed=1)
     control = s.control.vstack(s.release)  # as many control records as training records
