@@ -19,7 +19,7 @@ import numpy as np
 import polars as pl
 
 from .errors import MetricError
-from .tables import Schema
+from .tables import HIGH_CARDINALITY, Schema
 
 #: scaled numbers are clipped to [−SCALED_MARGIN, 1 + SCALED_MARGIN]: a value more than one real range
 #: outside the real range is far from every real row either way, and clipped it cannot swamp a mean of
@@ -38,6 +38,10 @@ class Encoder:
     num_median: dict[str, float] = field(default_factory=dict)
     num_missing: dict[str, bool] = field(default_factory=dict)
     categories: dict[str, list[str]] = field(default_factory=dict)
+    #: per categorical column: the one-hot dimension of each real category (identity, or for a
+    #: high-cardinality column the frequency rank among the HIGH_CARDINALITY − 1 most frequent, the rest
+    #: sharing the last dimension), and the block's width
+    onehot: dict[str, np.ndarray] = field(default_factory=dict)
 
     @classmethod
     def fit(cls, real: pl.DataFrame, schema: Schema) -> Encoder:
@@ -55,9 +59,14 @@ class Encoder:
             else:
                 cats = s.fill_null(MISSING).unique().sort().to_list()
                 enc.categories[c.name] = cats
+                enc.onehot[c.name] = _onehot_dims(s.fill_null(MISSING), cats)
         return enc
 
     # -- per column pieces -------------------------------------------------------------------------
+
+    def high_cardinality(self, name: str) -> bool:
+        """A categorical column with more than HIGH_CARDINALITY real categories."""
+        return len(self.categories.get(name, ())) > HIGH_CARDINALITY
 
     def scaled(self, df: pl.DataFrame, name: str) -> np.ndarray:
         """Min-max scaled values (real range), missing at the scaled real median; float64, clipped to one
@@ -77,6 +86,12 @@ class Encoder:
         s = df.get_column(name).fill_null(MISSING)
         return s.replace_strict(mapping, default=-1, return_dtype=pl.Int64).to_numpy()
 
+    def capped_codes(self, df: pl.DataFrame, name: str) -> np.ndarray:
+        """The one-hot dimension of each value (a category the real table lacks: the last, "other")."""
+        dims = self.onehot[name]
+        codes = self.category_codes(df, name)
+        return np.where(codes >= 0, dims[np.maximum(codes, 0)], int(dims.max()))
+
     # -- spaces --------------------------------------------------------------------------------------
 
     def euclidean(self, df: pl.DataFrame) -> np.ndarray:
@@ -90,9 +105,10 @@ class Encoder:
                     blocks.append(df.get_column(c.name).is_null().to_numpy().astype(np.float64)[:, None])
             else:
                 codes = self.category_codes(df, c.name)
-                block = np.zeros((n, len(self.categories[c.name])), dtype=np.float64)
+                dims = self.onehot[c.name]
+                block = np.zeros((n, int(dims.max()) + 1), dtype=np.float64)
                 ok = codes >= 0
-                block[np.nonzero(ok)[0], codes[ok]] = 1.0
+                block[np.nonzero(ok)[0], dims[codes[ok]]] = 1.0
                 blocks.append(block)
         return np.ascontiguousarray(np.hstack(blocks), dtype=np.float32)
 
@@ -105,8 +121,22 @@ class Encoder:
                 if self.num_missing[c.name]:
                     out.append(c.name)
             else:
-                out.extend([c.name] * len(self.categories[c.name]))
+                out.extend([c.name] * (int(self.onehot[c.name].max()) + 1))
         return out
+
+
+def _onehot_dims(values: pl.Series, cats: list[str]) -> np.ndarray:
+    """One-hot dimension per category (in ``cats`` order): its own, or — past HIGH_CARDINALITY
+    categories — its rank by real frequency (ties by value) among the HIGH_CARDINALITY − 1 most
+    frequent, every other category sharing the last dimension: an account code of 50,000 values costs
+    HIGH_CARDINALITY columns, not 50,000 (two rare codes are then equal in this space only; exact
+    matching, Hamming and Gower distances keep every value apart)."""
+    if len(cats) <= HIGH_CARDINALITY:
+        return np.arange(len(cats))
+    counts = values.value_counts(name="n").sort(["n", values.name], descending=[True, False])
+    top = counts.get_column(values.name).head(HIGH_CARDINALITY - 1).to_list()
+    rank = {v: i for i, v in enumerate(top)}
+    return np.array([rank.get(v, HIGH_CARDINALITY - 1) for v in cats], dtype=np.int64)
 
 
 @dataclass

@@ -20,10 +20,29 @@ from .results import TableInfo
 
 Kind = Literal["numerical", "categorical", "binary"]
 KINDS: tuple[str, ...] = ("numerical", "categorical", "binary")
-#: a column kind override may also drop a column from every metric
-OVERRIDES: tuple[str, ...] = (*KINDS, "exclude")
+#: a column kind override may also drop a column from every metric, or parse text as datetimes
+#: ("datetime" detects the format, "datetime:%Y-%m-%d" gives it)
+OVERRIDES: tuple[str, ...] = (*KINDS, "exclude", "datetime")
 #: a string/integer column whose values are all distinct is an identifier only from this many rows on
 IDENTIFIER_MIN_ROWS = 20
+#: the formats a text column is tried with: a column whose every value parses with one is a datetime
+DATETIME_FORMATS: tuple[str, ...] = (
+    "%Y-%m-%d",
+    "%Y-%m-%dT%H:%M:%S",
+    "%Y-%m-%d %H:%M:%S",
+    "%Y-%m-%dT%H:%M:%S%.f",
+    "%Y-%m-%d %H:%M:%S%.f",
+    "%Y/%m/%d",
+    "%d.%m.%Y",
+)
+#: free text: a text column whose values are mostly distinct (at least this share) and long (at least
+#: this many characters on average) is left out, like an identifier
+FREE_TEXT_DISTINCT = 0.5
+FREE_TEXT_LENGTH = 20
+#: a categorical column with more distinct real values than this is high-cardinality: its one-hot block
+#: keeps the HIGH_CARDINALITY − 1 most frequent categories and one "other" dimension, and singling-out
+#: predicates do not use it (docs/metrics.md, "Table model")
+HIGH_CARDINALITY = 100
 ROLES: tuple[str, ...] = ("real", "synthetic", "holdout")
 
 
@@ -31,6 +50,8 @@ ROLES: tuple[str, ...] = ("real", "synthetic", "holdout")
 class Column:
     name: str
     kind: Kind
+    #: a numerical column stored as text: the datetime format its values parse with
+    format: str | None = None
 
 
 @dataclass
@@ -56,6 +77,9 @@ class Schema:
     def of_kind(self, *kinds: str) -> list[str]:
         return [c.name for c in self.columns if c.kind in kinds]
 
+    def column(self, name: str) -> Column:
+        return next(c for c in self.columns if c.name == name)
+
     def kind(self, name: str) -> Kind:
         for c in self.columns:
             if c.name == name:
@@ -64,7 +88,10 @@ class Schema:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "columns": [{"name": c.name, "kind": c.kind} for c in self.columns],
+            "columns": [
+                {"name": c.name, "kind": c.kind, **({"format": c.format} if c.format else {})}
+                for c in self.columns
+            ],
             "excluded": [
                 {
                     "name": n,
@@ -100,10 +127,13 @@ def infer_schema(
     for name, kind in overrides.items():
         if name not in real.columns:
             raise TableError(f"column kind given for {name!r}, which is not a column of the real table")
-        if kind not in OVERRIDES:
-            raise TableError(f"column kind {kind!r} for {name!r}: use one of {', '.join(OVERRIDES)}")
+        if kind not in OVERRIDES and not kind.startswith("datetime:"):
+            raise TableError(
+                f"column kind {kind!r} for {name!r}: use one of {', '.join(OVERRIDES)} or datetime:FORMAT"
+            )
     columns: list[Column] = []
     excluded: list[tuple[str, str]] = []
+    notes: list[str] = []
     n = real.height
     for name in real.columns:
         s = real.get_column(name)
@@ -113,6 +143,9 @@ def infer_schema(
             continue
         if overrides.get(name) == "exclude":
             excluded.append((name, "excluded by column kind override"))
+            continue
+        if overrides.get(name, "").startswith("datetime"):
+            columns.append(_datetime_column(s, overrides[name]))
             continue
         if name in overrides:
             if overrides[name] == "numerical" and not _is_numeric(dtype):
@@ -133,16 +166,79 @@ def infer_schema(
             else:
                 columns.append(Column(name, "binary" if distinct <= 2 else "numerical"))
         elif _is_text(dtype):
-            if distinct == n and n >= IDENTIFIER_MIN_ROWS:
+            fmt = _datetime_format(s) if distinct > 2 else None
+            if fmt is not None:
+                columns.append(Column(name, "numerical", fmt))
+                notes.append(f"column {name!r}: text parsed as datetimes ({fmt})")
+            elif _free_text(s, distinct):
+                excluded.append((name, "free text: long, mostly distinct strings"))
+            elif distinct == n and n >= IDENTIFIER_MIN_ROWS:
                 excluded.append((name, "identifier: unique per row"))
             else:
                 columns.append(Column(name, "binary" if distinct <= 2 else "categorical"))
+                if distinct > HIGH_CARDINALITY:
+                    notes.append(
+                        f"column {name!r}: {distinct} categories, high-cardinality (one-hot capped at "
+                        f"{HIGH_CARDINALITY}, left out of singling-out predicates)"
+                    )
         else:
             excluded.append((name, f"unsupported type {dtype}"))
     if not columns:
         raise TableError("the real table has no usable column (numerical, categorical or binary)")
     columns.sort(key=lambda c: c.name)  # name order: nothing downstream depends on the input's column order
-    return Schema(columns, excluded)
+    return Schema(columns, excluded, notes)
+
+
+def _parse_datetimes(s: pl.Series, fmt: str) -> pl.Series:
+    """Text parsed with ``fmt`` (a value that does not parse becomes null: callers count those)."""
+    text = s.cast(pl.String).str.strip_chars()
+    return text.str.strptime(pl.Datetime("us"), fmt, strict=False, exact=True)
+
+
+def _datetime_format(s: pl.Series) -> str | None:
+    """The first of DATETIME_FORMATS every non-null value of a text column parses with, or None."""
+    values = s.drop_nulls()
+    if values.len() == 0:
+        return None
+    probe = values.head(200)  # cheap rejection before the whole column is parsed
+    for fmt in DATETIME_FORMATS:
+        if _parse_datetimes(probe, fmt).null_count() == 0 and _parse_datetimes(values, fmt).null_count() == 0:
+            return fmt
+    return None
+
+
+def _datetime_column(s: pl.Series, override: str) -> Column:
+    """The column declared ``datetime`` (format detected) or ``datetime:FORMAT``."""
+    if s.dtype.is_temporal():
+        return Column(s.name, "numerical")
+    if not _is_text(s.dtype):
+        raise TableError(f"column {s.name!r} cannot be a datetime: it is neither text nor a datetime type")
+    fmt = override.partition(":")[2] or _datetime_format(s)
+    if not fmt:
+        raise TableError(
+            f"column {s.name!r}: no datetime format fits every value; "
+            f"give one, e.g. {s.name}=datetime:%Y-%m-%d"
+        )
+    bad = _unparsed(s, fmt)
+    if bad:
+        raise TableError(f"column {s.name!r} of the real table: {bad} value(s) do not parse as {fmt}")
+    return Column(s.name, "numerical", fmt)
+
+
+def _unparsed(s: pl.Series, fmt: str) -> int:
+    try:
+        parsed = _parse_datetimes(s, fmt)
+    except Exception:  # a format polars refuses
+        raise TableError(f"column {s.name!r}: {fmt!r} is not a datetime format polars reads") from None
+    return int(parsed.null_count() - s.null_count())
+
+
+def _free_text(s: pl.Series, distinct: int) -> bool:
+    values = s.drop_nulls().cast(pl.String)
+    n = values.len()
+    if n < IDENTIFIER_MIN_ROWS or distinct < FREE_TEXT_DISTINCT * n:
+        return False
+    return float(values.str.len_chars().mean() or 0.0) >= FREE_TEXT_LENGTH
 
 
 #: whole numbers print without a decimal point up to 2^53 (exact in float64, and in Int64 range)
@@ -212,8 +308,23 @@ def canonical(df: pl.DataFrame, schema: Schema, *, role: str) -> pl.DataFrame:
     out = []
     for c in schema.columns:
         s = df.get_column(c.name)
+        if c.format is not None and not s.dtype.is_temporal() and s.dtype != pl.Null:
+            s = _datetime_series(s, c.format, role=role)
         out.append(_as_number(s, role=role) if c.kind == "numerical" else _as_text(s, role=role))
     return pl.DataFrame(out)
+
+
+def _datetime_series(s: pl.Series, fmt: str, *, role: str) -> pl.Series:
+    """A datetime column stored as text, parsed; a value that does not parse is bad input (counted, never
+    shown)."""
+    if not _is_text(s.dtype):
+        raise TableError(
+            f"column {s.name!r} is a datetime in the real table but not text in the {role} table"
+        )
+    bad = _unparsed(s, fmt)
+    if bad:
+        raise TableError(f"column {s.name!r} of the {role} table: {bad} value(s) do not parse as {fmt}")
+    return _parse_datetimes(s, fmt)
 
 
 def check_ranges(real: pl.DataFrame, schema: Schema) -> None:
@@ -313,7 +424,12 @@ def validate(tables: Mapping[str, pl.DataFrame], schema: Schema, *, ignore: Sequ
             raise TableError(f"the {role} table has column(s) not in the real table: {', '.join(extra)}")
         for c in schema.columns:
             col = df.get_column(c.name)
-            if c.kind == "numerical" and not _is_numeric(col.dtype) and col.null_count() < col.len():
+            if (
+                c.kind == "numerical"
+                and c.format is None
+                and not _is_numeric(col.dtype)
+                and col.null_count() < col.len()
+            ):
                 raise TableError(
                     f"column {c.name!r} is numerical in the real table but text in the {role} table"
                 )

@@ -177,6 +177,7 @@ class BitIndex:
         *,
         budget: int = INDEX_BUDGET,
         prefix_words: tuple[int, ...] = (2, 16),
+        skip: frozenset[int] = frozenset(),
     ) -> None:
         n, d = codes.shape
         self.n, self.d = n, d
@@ -188,6 +189,10 @@ class BitIndex:
         offsets, blocks = [], []
         total = 0
         for j in range(d):
+            if j in skip:  # a column no predicate uses (high-cardinality): no index to build
+                self.distinct.append(None)
+                offsets.append(-1)
+                continue
             values, rank = np.unique(codes[:, j], return_inverse=True)
             if (values.size + 1) * self.W * 8 > budget:
                 self.distinct.append(None)
@@ -256,9 +261,12 @@ class BitIndex:
 class Target:
     """A table predicates are counted on: bitset index where it fits, candidate rows otherwise."""
 
-    def __init__(self, codes: np.ndarray, rng: np.random.Generator) -> None:
+    def __init__(
+        self, codes: np.ndarray, rng: np.random.Generator, *, skip: frozenset[int] = frozenset()
+    ) -> None:
         self.rows = CodeTable(codes)
         self._rng = rng
+        self._skip = skip
         self._bits: BitIndex | None = None
         self.n = self.rows.n
         self.d = self.rows.d
@@ -267,7 +275,7 @@ class Target:
     def bits(self) -> BitIndex:
         """Built on first use (single-condition predicates never need it)."""
         if self._bits is None:
-            self._bits = BitIndex(self.rows.codes, self._rng)
+            self._bits = BitIndex(self.rows.codes, self._rng, skip=self._skip)
         return self._bits
 
     @property

@@ -18,6 +18,7 @@ from ...errors import NotApplicable
 from ...registry import Expect, metric
 from ...results import Measurement, Risk
 from ...stats import z_score
+from ...tables import HIGH_CARDINALITY
 from . import _gower
 from ._common import (
     Side,
@@ -155,7 +156,8 @@ def inference_distance(
 
 
 def _features(ctx: EvaluationContext, role: str, idx: np.ndarray | None, columns: list[str]) -> np.ndarray:
-    """Numbers as floats (missing = nan), categories as their shared integer codes."""
+    """Numbers as floats (missing = nan), categories as their shared integer codes; a high-cardinality
+    column as its frequency-capped code (its most frequent real categories, every other one shared)."""
     names = ctx.schema.names
     codes = ctx.codes(role)
     sel = slice(None) if idx is None else idx
@@ -163,6 +165,8 @@ def _features(ctx: EvaluationContext, role: str, idx: np.ndarray | None, columns
     for c in columns:
         if ctx.schema.kind(c) == "numerical":
             out.append(_values(ctx, role, c)[sel])
+        elif ctx.encoder.high_cardinality(c):  # the capped one-hot's dimension: HIGH_CARDINALITY levels
+            out.append(ctx.encoder.capped_codes(ctx.table(role), c)[sel].astype(np.float64))
         else:
             out.append(codes[sel, names.index(c)].astype(np.float64))
     return np.column_stack(out) if out else np.empty((0, 0))
@@ -259,9 +263,15 @@ def inference_ml(
             y_syn = ctx.codes("synthetic")[order, j]
             y_t, y_c = ctx.codes("real")[t_idx, j], ctx.codes("holdout")[c_idx, j]
             classes, counts = np.unique(y_syn, return_counts=True)
-            rare = classes[counts < min_class_rows]
-            if rare.size and rare.size < classes.size:
-                y_syn = np.where(np.isin(y_syn, rare), -1, y_syn)  # -1: no target code equals it
+            keep = counts >= min_class_rows
+            if not keep.any():  # a small table: every class keeps its label
+                keep[:] = True
+            if keep.sum() > HIGH_CARDINALITY - 1:  # one tree per class per round: cap the classes
+                ranked = np.lexsort((classes, -counts))  # most frequent first, ties by code
+                keep[:] = False
+                keep[ranked[: HIGH_CARDINALITY - 1]] = True
+            if not keep.all():
+                y_syn = np.where(np.isin(y_syn, classes[~keep]), -1, y_syn)  # -1: no target code equals it
                 classes, counts = np.unique(y_syn, return_counts=True)
             if classes.size < 2:
                 p_t, p_c = np.full(n, classes[0]), np.full(n, classes[0])

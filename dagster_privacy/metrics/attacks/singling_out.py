@@ -46,14 +46,17 @@ class Prepared:
 
 def _prepare(ctx: EvaluationContext) -> Prepared:
     names = ctx.schema.names
-    cols = [names.index(c) for c in canonical_columns(ctx)]
+    every = [names.index(c) for c in canonical_columns(ctx)]
+    # a high-cardinality column would single out on its own (nearly every value rare): predicates use
+    # the other columns (docs/metrics.md, "Table model")
+    cols = [j for j in every if not ctx.encoder.high_cardinality(names[j])]
     numerical = np.array([ctx.schema.kind(c) == "numerical" for c in names])
     codes = ctx.codes("synthetic")
     # distinct rows (an attacker reads a duplicated synthetic record as one profile), sorted
     # lexicographically in column-name order: the canonical, row-order-free list records are drawn from
-    uniq, first, inverse = np.unique(codes[:, cols], axis=0, return_index=True, return_inverse=True)
-    back = np.empty(len(cols), dtype=np.int64)
-    back[cols] = np.arange(len(cols))
+    uniq, first, inverse = np.unique(codes[:, every], axis=0, return_index=True, return_inverse=True)
+    back = np.empty(len(every), dtype=np.int64)
+    back[every] = np.arange(len(every))
     syn_u = uniq[:, back]
     values = np.full(syn_u.shape, np.nan)
     table = ctx.table("synthetic")
@@ -61,14 +64,15 @@ def _prepare(ctx: EvaluationContext) -> Prepared:
         if numerical[j]:
             values[:, j] = table.get_column(name).to_numpy().astype(np.float64)[first]
     seed = int(salt(ctx, "singling_out:bits")) % (2**32)
+    skip = frozenset(every) - frozenset(cols)
     return Prepared(
         cols,
         numerical,
-        Target(syn_u, np.random.default_rng([seed, 0])),
+        Target(syn_u, np.random.default_rng([seed, 0]), skip=skip),
         inverse.ravel(),
         values,
-        Target(ctx.codes("real"), np.random.default_rng([seed, 1])),
-        Target(ctx.codes("holdout"), np.random.default_rng([seed, 2])),
+        Target(ctx.codes("real"), np.random.default_rng([seed, 1]), skip=skip),
+        Target(ctx.codes("holdout"), np.random.default_rng([seed, 2]), skip=skip),
     )
 
 
