@@ -66,6 +66,8 @@ def safe_reason(exc: BaseException) -> str:
     if isinstance(exc, OwnMessage):
         return first_line(str(exc))
     name = type(exc).__name__
+    if isinstance(exc, ImportError) and exc.name:  # a module name, never a record's value
+        return f"{name} (the package providing {exc.name.split('.')[0]!r} is not installed)"
     if isinstance(exc, OSError) and name not in _HINTS:
         return f"{name} (a file or directory could not be used)"
     hint = _HINTS.get(name, "library message withheld: it may quote a record's value")

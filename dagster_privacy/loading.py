@@ -11,11 +11,13 @@ from typing import Any
 
 import polars as pl
 
+from . import postgres
 from .errors import TableError, safe_reason
 from .sql import quote_ident, read_select
 from .tables import _is_text
 
-TableLike = Any  # polars / pandas DataFrame, pyarrow Table, path, "FILE.duckdb:TABLE", or SQL text
+TableLike = Any  # polars / pandas DataFrame, pyarrow Table, path, "FILE.duckdb:TABLE", SQL text, or
+#                  "postgresql://host/db?table=NAME" (postgres.py)
 
 _SQL_START = re.compile(r"^\s*(select|with|from|table|values|describe|summarize)\s", re.IGNORECASE)
 _DUCKDB_SOURCE = re.compile(r"^(.*?\.duckdb):(.+)$", re.IGNORECASE | re.DOTALL)
@@ -41,7 +43,10 @@ def is_sql(text: str) -> bool:
 
 
 def describe_source(text: str) -> str:
-    """How an input is named in a message: a path as is; SQL only by its length (it may hold literals)."""
+    """How an input is named in a message: a path as is; SQL only by its length (it may hold literals);
+    a PostgreSQL URI without its user and password."""
+    if postgres.is_postgres(text):
+        return postgres.describe(text)
     m = _DUCKDB_SOURCE.match(text)
     if m and is_sql(m.group(2)):
         return f"{m.group(1)}: query ({len(m.group(2))} characters)"
@@ -129,6 +134,8 @@ def _read_file(path: Path, role: str) -> pl.DataFrame:
 
 
 def _load_text(text: str, role: str) -> pl.DataFrame:
+    if postgres.is_postgres(text):
+        return postgres.read(text, role=role)
     path = Path(text)
     if not is_sql(text) and path.is_file():
         return _read_file(path, role)
@@ -142,7 +149,8 @@ def _load_text(text: str, role: str) -> pl.DataFrame:
 
 def load(source: TableLike, *, role: str = "input") -> pl.DataFrame:
     """Load one table as a polars frame; files and SQL are read through one read-only SELECT on a
-    locked DuckDB connection (sql.py). A failure is one line naming the source, never a value."""
+    locked DuckDB connection (sql.py), PostgreSQL through ADBC in a READ ONLY transaction (postgres.py).
+    A failure is one line naming the source, never a value."""
     if isinstance(source, pl.DataFrame):
         return _no_objects(source, role)
     if not isinstance(source, (str, Path)):

@@ -206,12 +206,32 @@ def finish(
     default=None,
     help="where the embedded DuckDB, publication and Dagster instance go (default .dagster_privacy/demo)",
 )
-def demo(workdir: str | None) -> None:
+@click.option(
+    "--database",
+    default=None,
+    help="postgresql://host:port/db to hold the demo tables instead of the embedded DuckDB",
+)
+@click.option(
+    "--publish-target",
+    default=None,
+    help="postgresql://host:port/db (another database) to publish to instead of a DuckDB file",
+)
+def demo(workdir: str | None, database: str | None, publish_target: str | None) -> None:
     """The demo release: the Dagster pipeline on the shipped demo data (UCI Adult subset, CC BY 4.0);
     v1 (clean) is published, v2 (30 % of the training rows copied) is blocked. Exit 1 otherwise."""
     from ..pipeline.demo import DEMO_DIR, run_demo
+    from ..postgres import is_postgres
+    from .args import UsageFailure
 
-    outcome = run_demo(Path(workdir) if workdir else DEMO_DIR, echo=click.echo)
+    for name, value in (("--database", database), ("--publish-target", publish_target)):
+        if value is not None and not is_postgres(value):
+            raise UsageFailure(f"{name} takes a postgresql:// URI")
+    outcome = run_demo(
+        Path(workdir) if workdir else DEMO_DIR,
+        echo=click.echo,
+        database=database,
+        publish_target=publish_target,
+    )
     sys.exit(0 if outcome.as_expected else 1)
 
 

@@ -20,6 +20,7 @@ from .release import build_release_assets as build_release_assets
 from .release import build_release_checks as build_release_checks
 from .release import build_release_definitions as build_release_definitions
 from .release import build_release_resources as build_release_resources
+from .resources import PostgresTables as PostgresTables
 from .resources import PrivacyRelease as PrivacyRelease
 from .resources import ReadOnlyDuckDB as ReadOnlyDuckDB
 from .schema_gate import build_schema_gate_check as build_schema_gate_check
@@ -33,6 +34,7 @@ __all__ = [
     "PrivacyRelease",
     "PublicationRefused",
     "PublishTarget",
+    "PostgresTables",
     "ReadOnlyDuckDB",
     "ReleaseSettings",
     "build_checks_job",

@@ -7,7 +7,7 @@ from ..errors import TableError
 from ..tables import fingerprint
 from . import metadata as md
 from .assets import DUCKDB_KEY
-from .resources import RELEASE_ID_TAG, ReadOnlyDuckDB, release_id
+from .resources import RELEASE_ID_TAG, PostgresTables, ReadOnlyDuckDB, release_id
 
 RELEASE_JOB = "privacy_release_job"
 CHECKS_JOB = "privacy_checks_job"
@@ -79,7 +79,7 @@ def build_new_release_sensor(
         description="Launches the release job when the synthetic table holds a new release.",
     )
     def _sensor(context: dg.SensorEvaluationContext) -> dg.SensorResult | dg.SkipReason:
-        db: ReadOnlyDuckDB = getattr(context.resources, resource_key)
+        db: ReadOnlyDuckDB | PostgresTables = getattr(context.resources, resource_key)
         try:
             fp = fingerprint(db.read(synthetic, role="synthetic"))
         except TableError as exc:

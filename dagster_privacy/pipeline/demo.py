@@ -23,12 +23,14 @@ import polars as pl
 import yaml
 
 from .. import policy as pol
+from .. import postgres
 from ..calibration import leaky_split
 from ..demo import CITATION, load_demo
 from ..metrics import registry
 from .release import build_release_definitions
 from .resources import RELEASE_ID_TAG
 from .settings import DATABASE_ENV, DEMO_DIR, POLICY_ENV, PUBLISH_TARGET_ENV, ReleaseSettings
+from .target import PublishTarget
 
 #: metrics the demo gates and reports on: the quick ones, with the standard preset's thresholds —
 #: including the gating attacks, so the report covers the three WP29 risks (about 2 s more per release)
@@ -102,8 +104,8 @@ class ReleaseOutcome:
 
 @dataclass
 class DemoOutcome:
-    database: Path
-    publish_target: Path
+    database: Path | str
+    publish_target: Path | str
     dagster_home: Path
     releases: list[ReleaseOutcome]
     rerun_refused: bool
@@ -140,17 +142,9 @@ def _checks(result: dg.ExecuteInProcessResult) -> list[dict[str, Any]]:
     return out
 
 
-def published_releases(target: Path) -> list[str]:
-    """Release ids in the publication log of a DuckDB target (ids only)."""
-    import duckdb
-
-    if not target.is_file():
-        return []
-    con = duckdb.connect(str(target), read_only=True)
-    try:
-        return [r[0] for r in con.execute("select release_id from publications order by rowid").fetchall()]
-    finally:
-        con.close()
+def published_releases(target: Path | str) -> list[str]:
+    """Release ids in the publication log of a DuckDB or PostgreSQL target (ids only)."""
+    return [r["release_id"] for r in PublishTarget(path=str(target)).log()]
 
 
 def run_demo(
@@ -160,8 +154,12 @@ def run_demo(
     fraction: float = 0.3,
     seed: int = 0,
     dagster_home: Path | None = None,
+    database: str | None = None,
+    publish_target: str | None = None,
 ) -> DemoOutcome:
-    """Build the embedded DuckDB, run the release pipeline for v1 and v2, print what happened."""
+    """Build the embedded DuckDB, run the release pipeline for v1 and v2, print what happened.
+    ``database`` / ``publish_target``: ``postgresql://`` URIs to run the same story from PostgreSQL
+    tables to a PostgreSQL publication target (the tables are created or replaced there)."""
     workdir = Path(workdir)
     if workdir.exists() and (workdir / MARKER).exists():
         shutil.rmtree(workdir)  # only a directory this demo created
@@ -169,7 +167,8 @@ def run_demo(
     (workdir / MARKER).write_text("created by `dagster-privacy demo`; safe to delete\n")
     env_home = os.environ.get("DAGSTER_HOME")
     home = Path(dagster_home or env_home or workdir / "dagster_home").resolve()
-    database, target = (workdir / "release.duckdb").resolve(), (workdir / "published.duckdb").resolve()
+    database: Any = database or (workdir / "release.duckdb").resolve()
+    target: Any = publish_target or (workdir / "published.duckdb").resolve()
 
     data = load_demo()
     clean, leaky = leaky_split(data, 0.0, seed=seed), leaky_split(data, fraction, seed=seed)
@@ -178,7 +177,7 @@ def run_demo(
     dropped = clean.synthetic.height - v1.height
     echo(f"demo data: {CITATION}")
     echo(
-        f"embedded DuckDB {database}: real = training split ({clean.train.height} rows), "
+        f"{_where(database)}: real = training split ({clean.train.height} rows), "
         f"holdout = holdout split ({clean.control.height} rows)"
     )
     echo(
@@ -186,7 +185,7 @@ def run_demo(
         + (f" ({dropped} row(s) with a category absent from training dropped)" if dropped else "")
     )
     echo(f"  v2 = v1 + {v2.height - v1.height} training rows copied ({fraction:.0%} of training)")
-    write_tables(database, {"real": clean.train, "holdout": clean.control, "synthetic": v1})
+    _write(database, {"real": clean.train, "holdout": clean.control, "synthetic": v1})
 
     policy_file = (workdir / "policy.yaml").resolve()
     policy_file.write_text(
@@ -200,7 +199,7 @@ def run_demo(
     outcomes: list[ReleaseOutcome] = []
     for release, frame in (("v1", v1), ("v2", v2)):
         if release == "v2":
-            write_tables(database, {"synthetic": frame})
+            _write(database, {"synthetic": frame})
         t0 = time.perf_counter()
         res = job.execute_in_process(
             instance=instance, raise_on_error=False, run_config=QUIET, tags={RELEASE_ID_TAG: release}
@@ -241,7 +240,7 @@ def run_demo(
         + (f" — {reason[:300]}" if reason else "")
     )
     echo(
-        f"publication target {target}: holds {ids[-1] if ids else 'nothing'} "
+        f"publication target {_where(target)}: holds {ids[-1] if ids else 'nothing'} "
         f"(publications: {', '.join(ids) or 'none'})"
     )
     out = DemoOutcome(database, target, home, outcomes, refused, ids)
@@ -253,6 +252,21 @@ def run_demo(
     )
     echo("demo: v1 published, v2 blocked" if out.as_expected else "demo: UNEXPECTED outcome (see above)")
     return out
+
+
+def _where(database: Path | str) -> str:
+    return (
+        f"PostgreSQL {postgres.describe(database)}"
+        if postgres.is_postgres(str(database))
+        else (f"embedded DuckDB {database}")
+    )
+
+
+def _write(database: Path | str, tables: dict[str, pl.DataFrame]) -> None:
+    if postgres.is_postgres(str(database)):
+        postgres.replace_tables(str(database), tables)
+    else:
+        write_tables(Path(database), tables)
 
 
 def _print_release(o: ReleaseOutcome, echo: Callable[[str], None]) -> None:

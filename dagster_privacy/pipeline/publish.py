@@ -28,7 +28,7 @@ from ..errors import safe_reason
 from ..tables import fingerprint
 from . import metadata as md
 from .assets import DUCKDB_KEY, PUBLISH_KEY
-from .resources import ReadOnlyDuckDB
+from .resources import PostgresTables, ReadOnlyDuckDB
 from .target import PublicationRefused, PublishTarget
 
 
@@ -177,7 +177,7 @@ def build_published_release(
         metadata={"required_checks": ", ".join(k.name for k in required)},
     )
     def _published(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
-        db: ReadOnlyDuckDB = getattr(context.resources, resource_key)
+        db: ReadOnlyDuckDB | PostgresTables = getattr(context.resources, resource_key)
         target: PublishTarget = getattr(context.resources, publish_resource_key)
         refusal = None
         try:

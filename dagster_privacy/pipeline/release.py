@@ -18,7 +18,7 @@ from .calibration_job import build_calibration_job
 from .checks import EvaluationHook, build_privacy_checks, required_check_names
 from .publish import PublishTarget, build_published_release
 from .rejudge import build_published_release_check
-from .resources import PrivacyRelease, ReadOnlyDuckDB
+from .resources import PrivacyRelease, tables_resource
 from .schema_gate import build_schema_gate_check
 from .settings import ReleaseSettings
 
@@ -117,7 +117,7 @@ def build_release_checks(
 
 def build_release_resources(*, settings: ReleaseSettings) -> dict[str, Any]:
     out: dict[str, Any] = {
-        DUCKDB_KEY: ReadOnlyDuckDB(database=settings.database),
+        DUCKDB_KEY: tables_resource(settings.database),
         RELEASE_KEY: PrivacyRelease(release_id=settings.release_id),
     }
     if settings.publish_target:

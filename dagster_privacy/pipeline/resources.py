@@ -1,4 +1,4 @@
-"""Read-only DuckDB access for the pipeline, and the release settings a run carries.
+"""Read-only table access for the pipeline (DuckDB, PostgreSQL), and the release settings a run carries.
 
 Unlike ``dagster_duckdb.DuckDBResource`` (read-write, not closed when the body raises, dagster-facts §6),
 :class:`ReadOnlyDuckDB` opens every connection ``read_only=True`` and closes it in ``finally``.
@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 import dagster as dg
 from pydantic import Field
 
+from .. import postgres
 from ..errors import OwnMessage, TableError, safe_reason
 from ..loading import describe_source, source_query, sql_directories
 from ..sql import locked_connection, read_select
@@ -77,6 +78,28 @@ class ReadOnlyDuckDB(dg.ConfigurableResource):
         except Exception as exc:  # SQL refused, duckdb errors: the class, in our words
             failure = f"cannot read the {role} table ({describe_source(source)}): {safe_reason(exc)}"
         raise TableError(failure)  # outside the except block: no chained exception carries the original
+
+
+class PostgresTables(dg.ConfigurableResource):
+    """PostgreSQL, read-only, beside :class:`ReadOnlyDuckDB` (the same ``read``): every read is one
+    connection through the ADBC driver, one READ ONLY transaction, one SELECT, rolled back and closed
+    (``dagster_privacy.postgres``). Keep the password out of ``database`` (it is run config, shown in the
+    UI): libpq reads ``PGPASSWORD`` or ``~/.pgpass``."""
+
+    database: str = Field(description="postgresql://[user@]host[:port]/database (no password: PGPASSWORD)")
+
+    def read(self, source: str, *, role: str = "input") -> pl.DataFrame:
+        """One table (schema-qualified names allowed) or SELECT query as a polars frame."""
+        return postgres.read(self.database, source, role=role)
+
+
+def tables_resource(database: str) -> ReadOnlyDuckDB | PostgresTables:
+    """The read-only resource for a database setting: a ``postgresql://`` URI or a DuckDB file."""
+    return (
+        PostgresTables(database=database)
+        if postgres.is_postgres(database)
+        else ReadOnlyDuckDB(database=database)
+    )
 
 
 class PrivacyRelease(dg.ConfigurableResource):

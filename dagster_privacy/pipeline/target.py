@@ -2,12 +2,13 @@
 publication in the target's log exactly once.
 
 A target is a DuckDB file (table ``table`` plus a ``publications`` log), one Parquet file (the latest
-release) or a directory (one ``file_name(release id).parquet`` per release). A publisher holds an exclusive
-``flock`` on the target's folder (released by the kernel when the process dies, even by SIGKILL) while
-it removes temporary files a killed publisher left, writes the new state to a temporary file next to
-the target and ``os.replace``-s it over the target. So two publishers never interleave (no lost
-update: the log gains one row per publication), and a crash at any step leaves the target readable,
-holding either the previous state or the new one.
+release), a directory (one ``file_name(release id).parquet`` per release) or a PostgreSQL database
+(``postgresql://…``: table and log written in one transaction, serialised by the database; pg_target.py).
+A file publisher holds an exclusive ``flock`` on the target's folder (released by the kernel when the
+process dies, even by SIGKILL) while it removes temporary files a killed publisher left, writes the new
+state to a temporary file next to the target and ``os.replace``-s it over the target. So two publishers
+never interleave (no lost update: the log gains one row per publication), and a crash at any step
+leaves the target readable, holding either the previous state or the new one.
 """
 
 from __future__ import annotations
@@ -27,8 +28,10 @@ import dagster as dg
 import polars as pl
 from pydantic import Field
 
+from .. import postgres
 from ..errors import OwnMessage
 from ..sql import quote_ident
+from . import pg_target
 from .resources import file_name
 
 LOG = "publications"
@@ -87,7 +90,9 @@ class PublishTarget(dg.ConfigurableResource):
     def kind(self) -> str:
         p = self.path.lower()
         return (
-            "duckdb"
+            "postgresql"
+            if postgres.is_postgres(self.path)
+            else "duckdb"
             if p.endswith(".duckdb")
             else "parquet"
             if p.endswith((".parquet", ".pq"))
@@ -98,6 +103,13 @@ class PublishTarget(dg.ConfigurableResource):
         """Refuse a target that is the real data's database (or missing)."""
         if not self.path:
             raise PublicationRefused("no publication target configured (DAGSTER_PRIVACY_PUBLISH_TARGET)")
+        if self.kind() == "postgresql" or (database and postgres.is_postgres(database)):
+            if database and postgres.is_postgres(database) and postgres.same_database(self.path, database):
+                raise PublicationRefused(
+                    "the publication target is the database holding the real data; "
+                    "publish to a separate database"
+                )
+            return
         if database and os.path.realpath(self.path) == os.path.realpath(database):
             raise PublicationRefused(
                 "the publication target is the database holding the real data; "
@@ -132,6 +144,9 @@ class PublishTarget(dg.ConfigurableResource):
         """Write ``df`` atomically under the target's lock; returns the path written. ``record`` adds
         log fields (``real_sha256``, ``holdout_sha256``, ``audit_seq``, ``audit_head``, ``by``)."""
         kind = self.kind()
+        if kind == "postgresql":
+            info = lambda: _entry("publish", release_id, sha256, df.height, **record)  # noqa: E731
+            return pg_target.publish(self.path, self.table, df, info, LOG_COLUMNS)
         target = self._real()
 
         def write(tmp: Path) -> None:
@@ -153,16 +168,23 @@ class PublishTarget(dg.ConfigurableResource):
         return str(target)
 
     def held(self) -> tuple[pl.DataFrame, dict[str, Any]] | None:
-        """The release a DuckDB target holds now and the log row that put it there (None: it holds none).
+        """The release a DuckDB or PostgreSQL target holds now and the log row that put it there (None:
+        it holds none).
         The release table and the log must agree — a table the log does not account for (log edited or
         dropped), or a log naming a table that is gone, is refused, never read as "nothing held"."""
-        if self.kind() != "duckdb":
+        if self.kind() not in ("duckdb", "postgresql"):
             raise PublicationRefused(
-                "re-judging reads a DuckDB publication target (with its log); "
+                "re-judging reads a DuckDB or PostgreSQL publication target (with its log); "
                 f"{self.kind()} targets keep no log"
             )
+        return _agree(*self._state())
+
+    def _state(self) -> tuple[pl.DataFrame | None, list[dict[str, Any]]]:
+        """(the release table or None, the log) as the target holds them."""
+        if self.kind() == "postgresql":
+            return pg_target.read_state(self.path, self.table, LOG_COLUMNS)
         if not self._real().is_file():
-            return None
+            return None, []
         import duckdb
 
         log = self.log()
@@ -174,14 +196,7 @@ class PublishTarget(dg.ConfigurableResource):
             df = con.sql(f"select * from {quote_ident(self.table)}").pl() if have else None
         finally:
             con.close()
-        last = log[-1] if log else None
-        holds = last is not None and last["action"] != "withdraw"
-        if (df is not None) != holds:
-            raise PublicationRefused(
-                "the target's release table and its publication log disagree (one was "
-                "changed outside publication)"
-            )
-        return (df, last) if df is not None and last is not None else None
+        return df, log
 
     def withdrawn(self, sha256: str) -> dict[str, Any] | None:
         """The latest withdrawal of this content in the log (None: never withdrawn)."""
@@ -197,25 +212,33 @@ class PublishTarget(dg.ConfigurableResource):
         reason: str,
         record: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
     ) -> dict[str, Any]:
-        """Remove the release the DuckDB target holds and append the withdrawal to its log, in one atomic
-        replace, all under the lock; refused unless ``release_id`` is the release it holds. ``record`` is
-        called under the lock, after the check and before the replace, with the held log row; what it
-        returns joins the log row (the audit anchor)."""
-        target = self._real()
-        with locked(self._lock()[0]):
-            held = self.held()
+        """Remove the release the DuckDB or PostgreSQL target holds and append the withdrawal to its log,
+        in one atomic replace (one transaction), all under the lock; refused unless ``release_id`` is the
+        release it holds. ``record`` is called under the lock, after the check and before the replace,
+        with the held log row; what it returns joins the log row (the audit anchor)."""
+
+        def check(df: pl.DataFrame | None, log: list[dict[str, Any]]) -> dict[str, Any]:
+            held = _agree(df, log)
             if held is None or held[1]["release_id"] != release_id:
                 now = held[1]["release_id"] if held else "no release"
                 raise PublicationRefused(
                     f"the target holds {now}, not release {release_id}: nothing withdrawn"
                 )
             extra = record(held[1]) if record else {}
-            info = _entry("withdraw", release_id, held[1]["sha256"], 0, by=by, reason=reason, **extra)
+            return _entry("withdraw", release_id, held[1]["sha256"], 0, by=by, reason=reason, **extra)
+
+        if self.kind() == "postgresql":
+            return pg_target.withdraw(self.path, self.table, check, LOG_COLUMNS)
+        target = self._real()
+        with locked(self._lock()[0]):
+            info = check(*self._state())
             self._replace(target, lambda tmp: _write_duckdb(tmp, target, info, df=None, table=self.table))
         return info
 
     def log(self) -> list[dict[str, Any]]:
-        """The publication log of a DuckDB target, oldest first (empty: none yet)."""
+        """The publication log of a DuckDB or PostgreSQL target, oldest first (empty: none yet)."""
+        if self.kind() == "postgresql":
+            return pg_target.read_state(self.path, self.table, LOG_COLUMNS, table_too=False)[1]
         target = self._real()
         if self.kind() != "duckdb" or not target.is_file():
             return []
@@ -238,6 +261,19 @@ class PublishTarget(dg.ConfigurableResource):
         finally:
             con.close()
         return [{**dict.fromkeys(c for c, _ in LOG_COLUMNS), **dict(zip(cols, r, strict=True))} for r in rows]
+
+
+def _agree(df: pl.DataFrame | None, log: list[dict[str, Any]]) -> tuple[pl.DataFrame, dict[str, Any]] | None:
+    """(the release held, the log row that put it there), None when none is held — refused when the
+    release table and the log disagree (one was changed outside publication)."""
+    last = log[-1] if log else None
+    holds = last is not None and last["action"] != "withdraw"
+    if (df is not None) != holds:
+        raise PublicationRefused(
+            "the target's release table and its publication log disagree (one was "
+            "changed outside publication)"
+        )
+    return (df, last) if df is not None and last is not None else None
 
 
 def _entry(action: str, release_id: str, sha256: str, rows: int, **fields: Any) -> dict[str, Any]:

@@ -1,0 +1,143 @@
+"""A PostgreSQL publication target: the release table and its ``publications`` log in one database.
+
+Every publication or withdrawal is one transaction that first takes a transaction-scoped advisory
+lock for the target table (``pg_advisory_xact_lock``): publishers are serialised by the database, so
+the log gains exactly one row per publication (no lost update). Inside it the new release is loaded
+into a fresh table (ADBC bulk ingest, Arrow in), the old table dropped, the new one renamed into place
+and the log row inserted; the commit makes all of it visible at once, and a publisher killed at any
+step leaves the previous release and log untouched (PostgreSQL rolls the transaction back). Readers
+(``held``, ``log``) read both in one REPEATABLE READ snapshot.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+import polars as pl
+
+from .. import postgres
+from ..sql import quote_ident
+
+LOG = "publications"
+#: the log's columns (PostgreSQL types); ``seq`` orders it
+LOG_TYPES = {"bigint": "bigint", "varchar": "text"}
+
+
+def _lock(cur: Any, table: str) -> None:
+    key = int.from_bytes(hashlib.sha256(f"dagster_privacy:{table}".encode()).digest()[:8], "big", signed=True)
+    cur.execute(f"select pg_advisory_xact_lock({key})")  # an int we computed: no text from outside
+    cur.fetchall()
+
+
+def _ensure_log(cur: Any, columns: tuple[tuple[str, str], ...]) -> None:
+    cols = ", ".join(f"{quote_ident(c)} {LOG_TYPES[t]}" for c, t in columns)
+    cur.execute(
+        f"create table if not exists {LOG} (seq bigint generated always as identity primary key, {cols})"
+    )
+    for name, typ in columns:  # older logs gain the newer columns
+        cur.execute(f"alter table {LOG} add column if not exists {quote_ident(name)} {LOG_TYPES[typ]}")
+
+
+def _exists(cur: Any, name: str) -> bool:
+    cur.execute("select to_regclass($1) is not null", (quote_ident(name),))
+    return bool(cur.fetchall()[0][0])
+
+
+def _log(cur: Any, columns: tuple[tuple[str, str], ...]) -> list[dict[str, Any]]:
+    if not _exists(cur, LOG):
+        return []
+    cur.execute(
+        "select column_name from information_schema.columns where table_name = $1 and "
+        "table_schema = current_schema()",
+        (LOG,),
+    )
+    have = {r[0] for r in cur.fetchall()}
+    cols = [c for c, _ in columns if c in have]
+    cur.execute(f"select {', '.join(quote_ident(c) for c in cols)} from {LOG} order by seq")
+    rows = cur.fetchall()
+    return [{**dict.fromkeys(c for c, _ in columns), **dict(zip(cols, r, strict=True))} for r in rows]
+
+
+def _insert(cur: Any, info: dict[str, Any], columns: tuple[tuple[str, str], ...]) -> None:
+    names = [c for c, _ in columns]
+    marks = ", ".join(f"${i + 1}" for i in range(len(names)))
+    cur.execute(
+        f"insert into {LOG} ({', '.join(quote_ident(c) for c in names)}) values ({marks})",
+        tuple(info.get(c) for c in names),
+    )
+
+
+def _held(
+    cur: Any, table: str, columns: tuple[tuple[str, str], ...], *, table_too: bool = True
+) -> tuple[pl.DataFrame | None, list[dict[str, Any]]]:
+    log = _log(cur, columns)
+    if not table_too or not _exists(cur, table):
+        return None, log
+    cur.execute(f"select * from {quote_ident(table)}")
+    return pl.from_arrow(cur.fetch_arrow_table()), log  # type: ignore[return-value]
+
+
+def publish(
+    uri: str,
+    table: str,
+    df: pl.DataFrame,
+    info: Callable[[], dict[str, Any]],
+    columns: tuple[tuple[str, str], ...],
+) -> str:
+    """Replace the release table by ``df`` and append ``info()`` (called under the lock) to the log,
+    in one transaction."""
+    con = postgres.connect(postgres.split(uri)[0])
+    try:
+        with con.cursor() as cur:
+            _lock(cur, table)
+            _ensure_log(cur, columns)
+            incoming = f"{table}__incoming_{uuid.uuid4().hex[:12]}"
+            cur.adbc_ingest(incoming, df.to_arrow(), mode="create")
+            cur.execute(f"drop table if exists {quote_ident(table)}")
+            cur.execute(f"alter table {quote_ident(incoming)} rename to {quote_ident(table)}")
+            _insert(cur, info(), columns)
+        con.commit()
+    finally:
+        con.close()  # without a commit, PostgreSQL rolls everything back
+    return f"{postgres.describe(uri)} table {table}"
+
+
+def read_state(
+    uri: str, table: str, columns: tuple[tuple[str, str], ...], *, table_too: bool = True
+) -> tuple[pl.DataFrame | None, list[dict[str, Any]]]:
+    """(the release table or None, the log) from one consistent snapshot (``table_too=False``: the log
+    only)."""
+    con = postgres.connect(postgres.split(uri)[0])
+    try:
+        with con.cursor() as cur:
+            cur.execute("set transaction isolation level repeatable read, read only")
+            state = _held(cur, table, columns, table_too=table_too)
+        con.rollback()
+    finally:
+        con.close()
+    return state
+
+
+def withdraw(
+    uri: str,
+    table: str,
+    check: Callable[[pl.DataFrame | None, list[dict[str, Any]]], dict[str, Any]],
+    columns: tuple[tuple[str, str], ...],
+) -> dict[str, Any]:
+    """Under the lock: ``check(table, log)`` returns the log row (or raises), then the release table is
+    dropped and the row appended, in one transaction."""
+    con = postgres.connect(postgres.split(uri)[0])
+    try:
+        with con.cursor() as cur:
+            _lock(cur, table)
+            _ensure_log(cur, columns)
+            info = check(*_held(cur, table, columns))
+            cur.execute(f"drop table if exists {quote_ident(table)}")
+            _insert(cur, info, columns)
+        con.commit()
+    finally:
+        con.close()
+    return info
