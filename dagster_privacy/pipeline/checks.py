@@ -106,7 +106,9 @@ def build_privacy_checks(
         required_resource_keys={resource_key, release_resource_key} | ({ray_resource_key} - {None}),
         description=f"Privacy metrics of policy {plan.policy.name!r}, one shared evaluation.",
     )
-    def _privacy_checks(context: dg.AssetCheckExecutionContext) -> Iterator[dg.AssetCheckResult]:
+    def _privacy_checks(
+        context: dg.AssetCheckExecutionContext,
+    ) -> Iterator[dg.AssetObservation | dg.AssetCheckResult]:
         yield from evaluate_checks(
             context,
             plan=plan,
@@ -137,8 +139,9 @@ def evaluate_checks(
     on_evaluation: EvaluationHook | None,
     translator: PrivacyCheckTranslator = DEFAULT_TRANSLATOR,
     ray_resource_key: str | None = None,
-) -> list[dg.AssetCheckResult]:
-    """The body of the check: one evaluation, one result per metric; any exception fails every spec."""
+) -> Iterator[dg.AssetObservation | dg.AssetCheckResult]:
+    """The body of the check: one evaluation, an observation of the synthetic asset with every metric's
+    value (translator.observation), one result per metric; any exception fails every spec."""
     from ..evaluate import evaluate_plan
     from ..tables import fingerprint as content_fingerprint
 
@@ -175,15 +178,19 @@ def evaluate_checks(
         missing = set(plan.ids) - {r.id for r in ev.results}
         if missing:
             raise RuntimeError(f"the evaluation returned no result for {', '.join(sorted(missing))}")
+        observation = translator.observation(ev, key, release=release)
         context.log.info(
             f"release {release}: verdict {ev.verdict.value} "
             f"({sum(r.passed for r in out)}/{len(out)} checks passed)"
         )
-        return out
     except Exception as exc:  # fail closed: every spec fails with the reason
         reason = safe_reason(exc)
+    else:
+        yield observation
+        yield from out
+        return
     context.log.error(f"privacy evaluation failed, every check fails closed: {reason}")
-    return [
+    yield from [
         dg.AssetCheckResult(
             asset_key=key,
             check_name=m,

@@ -4,6 +4,7 @@ to change a check's description, severity, metadata or markdown without touching
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import dagster as dg
@@ -11,6 +12,9 @@ import dagster as dg
 from .. import policy as pol
 from ..results import Evaluation, MetricResult, Severity
 from . import metadata as md
+
+#: the metadata keys of the per-evaluation observation: ``dagster_privacy/<metric id>``
+OBSERVATION_PREFIX = "dagster_privacy/"
 
 
 class PrivacyCheckTranslator:
@@ -63,9 +67,9 @@ class PrivacyCheckTranslator:
             "severity": md.text(r.severity.value),
             "reason": md.text(r.reason),
             "sizes": md.json(r.sizes),
-            "seconds": md.number(r.seconds),
+            "timing": md.json({"seconds": r.seconds}),  # not a plotted number: it charts the machine
             "details": md.json(r.details),
-            "seed": dg.MetadataValue.int(ev.seed),
+            "seed": md.text(str(ev.seed)),
             "verdict": md.text(ev.verdict.value),
             "policy": md.json(dict(ev.policy)),
             "versions": md.json(ev.versions),
@@ -74,6 +78,19 @@ class PrivacyCheckTranslator:
             md.RELEASE_ID: dg.MetadataValue.text(release),
             "summary": dg.MetadataValue.md(self.markdown(r, release)),
         }
+
+    def observation(self, ev: Evaluation, key: dg.AssetKey, *, release: str) -> dg.AssetObservation:
+        """One observation of the synthetic asset per evaluation: every metric's value as a number under
+        ``dagster_privacy/<id>`` (the asset's plots and Dagster+ Insights chart them across releases),
+        and the count of blocking results; a metric without a finite value is left out, not 0."""
+        meta: dict[str, Any] = {
+            f"{OBSERVATION_PREFIX}{r.id}": dg.MetadataValue.float(float(r.value))
+            for r in ev.results
+            if r.value is not None and math.isfinite(r.value)
+        }
+        meta[f"{OBSERVATION_PREFIX}blocking"] = dg.MetadataValue.int(len(ev.blocking))
+        meta[md.RELEASE_ID] = dg.MetadataValue.text(release)
+        return dg.AssetObservation(asset_key=key, metadata=meta)
 
     def failure_metadata(
         self, reason: str, *, release: str | None, fingerprint: str | None

@@ -168,11 +168,25 @@ def test_clean_release_is_published_with_typed_metadata(tmp_path: Path, release:
     fp = fingerprint(release.clean)
     assert value(crp, md.FINGERPRINT) == fp and value(crp, md.RELEASE_ID) == "v1"
     assert isinstance(crp.metadata["value"], dg.FloatMetadataValue) and 0 <= value(crp, "value") <= 0.05
-    assert value(crp, "threshold") == 0.05 and value(crp, "status") == "pass" and value(crp, "seed") == 0
+    assert value(crp, "threshold") == 0.05 and value(crp, "status") == "pass" and value(crp, "seed") == "0"
     assert isinstance(crp.metadata["summary"], dg.MarkdownMetadataValue)
     assert value(crp, "tables")["synthetic"]["sha256"] == fp and "dagster_privacy" in value(crp, "versions")
-    assert value(crp, "sizes")["synthetic"] == release.clean.height and value(crp, "seconds") >= 0
+    assert value(crp, "sizes")["synthetic"] == release.clean.height and value(crp, "timing")["seconds"] >= 0
     assert value(crp, "hook").startswith("called with 2")
+    # one observation of the synthetic asset per evaluation: every metric's value, as numbers to chart
+    obs = [
+        e.event_specific_data.asset_observation
+        for e in res.all_events
+        if e.event_type_value == "ASSET_OBSERVATION"
+    ]
+    mine = [o for o in obs if o.asset_key == SYN and "dagster_privacy/crp" in o.metadata]
+    assert len(mine) == 1
+    o = mine[0].metadata
+    assert isinstance(o["dagster_privacy/crp"], dg.FloatMetadataValue)
+    assert o["dagster_privacy/crp"].value == value(crp, "value") and o["dagster_privacy/dcr"].value == value(
+        evs["dcr"], "value"
+    )
+    assert o["dagster_privacy/blocking"].value == 0 and o[md.RELEASE_ID].value == "v1"
     target = tmp_path / "published.duckdb"
     assert published_ids(target) == ["v1"]
     con = duckdb.connect(str(target), read_only=True)
