@@ -49,6 +49,10 @@ def __getattr__(name: str):  # PEP 562
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+def __dir__() -> list[str]:  # dg's component registry scans dir(module): list the lazy names too
+    return sorted([*globals(), *_PIPELINE])
+
+
 __all__ = [
     "Evaluation",
     "EvaluationPlan",

@@ -1,6 +1,9 @@
 """``PrivacyChecksComponent``: declare a synthetic release's privacy checks in ``defs.yaml``.
 
 Registered through the ``dagster_dg_cli.registry_modules`` entry point (``dg list components`` shows it).
+``dg scaffold defs dagster_privacy.PrivacyChecksComponent NAME`` writes ``defs.yaml`` with every
+attribute (the optional ones commented, with their description) and a ``policy.yaml`` that starts from
+the ``standard`` preset (:class:`PrivacyChecksScaffolder`).
 
 ```yaml
 type: dagster_privacy.pipeline.component.PrivacyChecksComponent
@@ -11,21 +14,77 @@ attributes:
 ```
 """
 
+import json
+import textwrap
 from pathlib import Path
 
 import dagster as dg
-from pydantic import Field
+from pydantic import BaseModel, Field
 
 from .. import policy as pol
+from .. import postgres
 
 
+class ScaffoldParams(BaseModel):
+    """``dg scaffold defs dagster_privacy.PrivacyChecksComponent NAME --database FILE``."""
+
+    database: str = Field(default="data/release.duckdb", description="DuckDB file or postgresql:// URI")
+
+
+POLICY_TEMPLATE = """\
+# The release policy of these privacy checks (docs/policy.md). It starts from the standard preset:
+# every metric with its default threshold and severity. Override per metric below, e.g.
+#   metrics:
+#     dcr_percentile: {threshold: 0.03, severity: ERROR}
+#     domias: {severity: ERROR}
+# require_signoff: true adds the privacy officer's sign-off check and the evidence report.
+preset: standard
+"""
+
+
+class PrivacyChecksScaffolder(dg.Scaffolder[ScaffoldParams]):
+    """Writes ``defs.yaml`` (every attribute, optional ones commented with their description and
+    default) and ``policy.yaml`` (the standard preset, overrides commented)."""
+
+    @classmethod
+    def get_scaffold_params(cls) -> type[ScaffoldParams]:
+        return ScaffoldParams
+
+    def scaffold(self, request: dg.ScaffoldRequest[ScaffoldParams]) -> None:
+        params = request.params or ScaffoldParams()
+        if request.scaffold_format != "yaml" or request.append:  # python format / append: Dagster's own
+            from dagster.components.component_scaffolding import scaffold_component
+
+            scaffold_component(request, {"database": params.database, "policy": "policy.yaml"})
+            return
+        live = {"database": params.database, "policy": "policy.yaml"}
+        lines = [
+            "# Privacy checks on a synthetic release (dagster_privacy). Paths: the database relative to the",
+            "# project root, the policy relative to this folder. Uncomment an attribute to change it.",
+            f"type: {request.type_name}",
+            "",
+            "attributes:",
+        ]
+        for name, field in PrivacyChecksComponent.model_fields.items():
+            lines += [f"  # {d}" for d in textwrap.wrap(field.description or "", 96)]
+            if name in live:
+                lines.append(f"  {name}: {json.dumps(live[name])}")
+            else:
+                lines.append(f"  # {name}: {json.dumps(field.get_default())}")  # JSON is valid YAML
+        request.target_path.mkdir(parents=True, exist_ok=True)
+        (request.target_path / "defs.yaml").write_text("\n".join(lines) + "\n")
+        (request.target_path / "policy.yaml").write_text(POLICY_TEMPLATE)
+
+
+@dg.scaffold_with(PrivacyChecksScaffolder)
 class PrivacyChecksComponent(dg.Component, dg.Model, dg.Resolvable):
     """Blocking privacy checks (one per policy metric), a GX schema gate and, when the policy requires it,
     the sign-off check on a synthetic table, with the evidence report; optionally the table assets and a
     gated ``published_release``. Built by ``build_release_definitions`` like every other entry point."""
 
     database: str = Field(
-        description="DuckDB file holding the tables (relative paths: from the project root)"
+        description="DuckDB file holding the tables (relative paths: from the project root), or a "
+        "postgresql://host:port/db URI (password: PGPASSWORD or ~/.pgpass, never in the URI)"
     )
     policy: str = Field(
         default="standard",
@@ -42,7 +101,8 @@ class PrivacyChecksComponent(dg.Component, dg.Model, dg.Resolvable):
     )
     publish_target: str | None = Field(
         default=None,
-        description="define published_release writing here (DuckDB file, Parquet file or directory)",
+        description="define published_release writing here (DuckDB file, Parquet file, directory or a "
+        "postgresql:// URI of another database)",
     )
     release_id: str = Field(default="", description="release id; empty: run tag, env or fingerprint")
 
@@ -56,6 +116,8 @@ class PrivacyChecksComponent(dg.Component, dg.Model, dg.Resolvable):
         return pol.load_policy(self.policy)  # absolute path, or a clear PolicyError
 
     def _path(self, context: dg.ComponentLoadContext, value: str) -> str:
+        if postgres.is_postgres(value):
+            return value
         p = Path(value)
         return str(p if p.is_absolute() else Path(context.project_root) / p)
 
