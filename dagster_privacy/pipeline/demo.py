@@ -248,7 +248,7 @@ def run_demo(
     echo("where to look: run history, check metadata and the asset graph in the Dagster UI —")
     echo(
         f"  {cwd_home}{DATABASE_ENV}={database} {POLICY_ENV}={policy_file} {PUBLISH_TARGET_ENV}={target} "
-        "dagster dev -w workspace.yaml   (from the repository root)"
+        "dagster dev -m dagster_privacy.pipeline.location"
     )
     echo("demo: v1 published, v2 blocked" if out.as_expected else "demo: UNEXPECTED outcome (see above)")
     return out
