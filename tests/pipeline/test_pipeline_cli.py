@@ -214,5 +214,6 @@ def test_demo_command_publishes_v1_and_blocks_v2(tmp_path: Path) -> None:
     assert "release v1" in out.stdout and "PUBLISHED" in out.stdout
     assert "release v2" in out.stdout and "BLOCKED" in out.stdout
     assert "demo: v1 published, v2 blocked" in out.stdout
-    assert "dagster dev -w workspace.yaml" in out.stdout
+    assert "dagster dev -m dagster_privacy.pipeline.location" in out.stdout  # no repository needed
+    assert "repository root" not in out.stdout
     assert published_ids(tmp_path / "demo" / "published.duckdb") == ["v1"]
