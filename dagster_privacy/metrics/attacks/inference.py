@@ -342,7 +342,7 @@ def _tcap(
     numer = np.zeros(n_syn, dtype=np.int64)
     denom_t = np.zeros(len(idx), dtype=np.int64)
     numer_t = np.zeros(len(idx), dtype=np.int64)
-    budget = 1 << 22
+    budget = 1 << 20  # pairs per chunk: ~10 arrays of this length (and one per numerical column) at once
     cum = np.cumsum(sizes)
     start = 0
     while start < n_syn:
