@@ -21,7 +21,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 import polars as pl
 
 from .errors import TableError, safe_reason
-from .sql import one_select, quote_ident
+from .sql import one_select
 
 SCHEMES = ("postgresql", "postgres")
 #: what to install when the driver is missing
@@ -34,20 +34,28 @@ def is_postgres(text: str) -> bool:
 
 def split(uri: str) -> tuple[str, str | None]:
     """(the connection URI without our ``table`` / ``query`` parameters, the table name or query)."""
-    parts = urlsplit(uri.strip())
+    try:
+        parts = urlsplit(uri.strip())
+        parts.port  # noqa: B018  (a port that is no number raises here, not inside a library)
+    except ValueError:
+        raise TableError("the PostgreSQL URI does not parse (host, port or brackets)") from None
     params = parse_qsl(parts.query, keep_blank_values=True)
+    named = [k for k, _ in params if k in ("table", "query")]
+    if len(named) > 1:
+        raise TableError("a PostgreSQL source takes one table= or one query=")
     ours = {k: v for k, v in params if k in ("table", "query")}
-    if len(ours) > 1:
-        raise TableError("a PostgreSQL source takes table= or query=, not both")
     rest = urlencode([(k, v) for k, v in params if k not in ("table", "query")])
     return urlunsplit(parts._replace(query=rest)), next(iter(ours.values()), None)
 
 
 def describe(uri: str, source: str | None = None) -> str:
     """How a PostgreSQL source is named in a message: no user, no password, a query only by length."""
-    conn, own = split(uri) if is_postgres(uri) else (uri, None)
-    p = urlsplit(conn)
-    port = f":{p.port}" if p.port else ""
+    try:
+        conn, own = split(uri) if is_postgres(uri) else (uri, None)
+        p = urlsplit(conn)
+        port = f":{p.port}" if p.port else ""
+    except (TableError, ValueError):
+        return "postgresql:// URI that does not parse"
     where = f"{p.scheme}://{p.hostname or ''}{port}{p.path}"
     what = source if source is not None else own
     if what is None:
@@ -56,7 +64,7 @@ def describe(uri: str, source: str | None = None) -> str:
 
 
 #: a (schema-qualified) table name; anything else is read as a query
-_TABLE_NAME = re.compile(r'\s*([A-Za-z_][\w$]*|"[^"]+")(\.([A-Za-z_][\w$]*|"[^"]+"))?\s*')
+_TABLE_NAME = re.compile(r'\s*([A-Za-z_][\w$]*|"(?:[^"]|"")+")(\.([A-Za-z_][\w$]*|"(?:[^"]|"")+"))?\s*')
 
 
 def _is_query(text: str) -> bool:
@@ -86,19 +94,21 @@ def select_of(source: str) -> str:
         raise TableError("empty table source: give a table name or a query")
     if _is_query(source):
         return one_select(source)
-    return f"select * from {'.'.join(quote_ident(p.strip(chr(34))) for p in _parts(source))}"
+    # a quoted part stays as written (it may hold dots or doubled quotes); a bare one is quoted as is
+    parts = [p if p.startswith('"') else '"' + p + '"' for p in _parts(source)]
+    return f"select * from {'.'.join(parts)}"
 
 
 def read(uri: str, source: str | None = None, *, role: str = "input") -> pl.DataFrame:
     """One table or query of the database at ``uri`` as a polars frame, read in a READ ONLY
     transaction. ``source`` defaults to the URI's ``table=`` / ``query=``. Failures are one line naming
     the source (never the password, a query's text or a value)."""
-    conn_uri, own = split(uri)
-    what = source if source is not None else own
-    if what is None:
-        raise TableError(f"{role} table: give the PostgreSQL table as {describe(uri)}?table=NAME")
     failure = None
     try:
+        conn_uri, own = split(uri)
+        what = source if source is not None else own
+        if what is None:
+            raise TableError(f"{role} table: give the PostgreSQL table as {describe(uri)}?table=NAME")
         sql = select_of(what)
         con = connect(conn_uri)
         try:
@@ -109,18 +119,58 @@ def read(uri: str, source: str | None = None, *, role: str = "input") -> pl.Data
             con.rollback()
         finally:
             con.close()
-        return pl.from_arrow(table)  # type: ignore[return-value]
+        return pl.from_arrow(_arrow_types(table, role))  # type: ignore[return-value]
     except TableError:
         raise
     except Exception as exc:  # libpq / ADBC messages quote the query and may quote values
-        failure = f"cannot read the {role} table ({describe(uri, what)}): {safe_reason(exc)}"
+        failure = f"cannot read the {role} table ({describe(uri, source)}): {safe_reason(exc)}"
     raise TableError(failure)  # outside the except block: no chained exception carries the original
 
 
+def _arrow_types(table: Any, role: str) -> Any:
+    """PostgreSQL types Arrow has no type for, made readable: ``numeric`` (an opaque string) as float64;
+    another opaque type as its text; an ``interval`` is refused with the column's name."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    columns = []
+    for field, col in zip(table.schema, table.columns, strict=True):
+        meta = field.metadata or {}
+        kind = meta.get(b"POSTGRESQL:type", b"").decode(errors="replace")
+        if isinstance(field.type, pa.BaseExtensionType):
+            col = pa.chunked_array([c.storage for c in col.chunks], type=field.type.storage_type)
+            if kind == "numeric":
+                col = pc.cast(col, pa.float64())
+        elif pa.types.is_interval(field.type):
+            raise TableError(
+                f"column {field.name!r} of the {role} table is a PostgreSQL interval: select it as a number "
+                "(extract(epoch from ...)) in a query"
+            )
+        columns.append(col)
+    return pa.table(columns, names=table.column_names)
+
+
+def identity(uri: str) -> tuple[Any, ...]:
+    """What the server says the database at ``uri`` is: (database, server port, server start time).
+    Asked, not parsed: ``localhost``, ``127.0.0.1``, ``[::1]``, ``?dbname=`` and percent-encoding all
+    name one database, which comparing URIs as text would miss."""
+    con = connect(split(uri)[0])
+    try:
+        with con.cursor() as cur:
+            cur.execute(
+                "select current_database(), inet_server_port(), pg_postmaster_start_time()::text, "
+                "inet_server_addr()::text"
+            )
+            db, port, started, _addr = cur.fetchall()[0]
+        con.rollback()
+    finally:
+        con.close()
+    return (db, port, started)
+
+
 def same_database(a: str, b: str) -> bool:
-    """Whether two PostgreSQL URIs name the same database on the same server."""
-    pa, pb = urlsplit(split(a)[0]), urlsplit(split(b)[0])
-    return (pa.hostname, pa.port or 5432, pa.path) == (pb.hostname, pb.port or 5432, pb.path)
+    """Whether two PostgreSQL URIs reach the same database of the same server (asked of the servers)."""
+    return identity(a) == identity(b)
 
 
 def replace_tables(uri: str, tables: dict[str, pl.DataFrame]) -> None:

@@ -1,8 +1,9 @@
 """A PostgreSQL publication target: the release table and its ``publications`` log in one database.
 
 Every publication or withdrawal is one transaction that first takes a transaction-scoped advisory
-lock for the target table (``pg_advisory_xact_lock``): publishers are serialised by the database, so
-the log gains exactly one row per publication (no lost update). Inside it the new release is loaded
+lock (``pg_advisory_xact_lock``, one per database): publishers are serialised by the database, so the
+log gains exactly one row per publication (no lost update). The log names the release table of each
+row, so one database may hold several release tables. Inside it the new release is loaded
 into a fresh table (ADBC bulk ingest, Arrow in), the old table dropped, the new one renamed into place
 and the log row inserted; the commit makes all of it visible at once, and a publisher killed at any
 step leaves the previous release and log untouched (PostgreSQL rolls the transaction back). Readers
@@ -12,6 +13,7 @@ step leaves the previous release and log untouched (PostgreSQL rolls the transac
 from __future__ import annotations
 
 import hashlib
+import re
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -19,24 +21,42 @@ from typing import Any
 import polars as pl
 
 from .. import postgres
+from ..errors import OwnMessage
 from ..sql import quote_ident
 
 LOG = "publications"
-#: the log's columns (PostgreSQL types); ``seq`` orders it
+#: the log's columns (PostgreSQL types); ``seq`` orders it, ``target_table`` says which release table a
+#: row is about (one database may hold several release tables, all logged in one table)
 LOG_TYPES = {"bigint": "bigint", "varchar": "text"}
+#: a release table name: plain (the rename into place takes no schema), short enough for the temporary
+#: "<name>__incoming_<12 hex>" to stay within PostgreSQL's 63 characters, and not the log's
+TABLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,39}")
 
 
-def _lock(cur: Any, table: str) -> None:
-    key = int.from_bytes(hashlib.sha256(f"dagster_privacy:{table}".encode()).digest()[:8], "big", signed=True)
+class TableNameRefused(OwnMessage, ValueError):
+    """A release table name PostgreSQL publication cannot use (one line, shown as it is)."""
+
+
+def check_table(table: str) -> str:
+    if not TABLE_NAME.fullmatch(table) or table.lower() == LOG:
+        raise TableNameRefused(
+            "a PostgreSQL release table is a plain name of letters, digits and underscores (at most 40, "
+            f"not {LOG!r}); its schema is the connection's search_path"
+        )
+    return table
+
+
+def _lock(cur: Any) -> None:
+    """One transaction-scoped lock per database: publishers of every release table share the log."""
+    key = int.from_bytes(hashlib.sha256(b"dagster_privacy:publications").digest()[:8], "big", signed=True)
     cur.execute(f"select pg_advisory_xact_lock({key})")  # an int we computed: no text from outside
     cur.fetchall()
 
 
 def _ensure_log(cur: Any, columns: tuple[tuple[str, str], ...]) -> None:
     cols = ", ".join(f"{quote_ident(c)} {LOG_TYPES[t]}" for c, t in columns)
-    cur.execute(
-        f"create table if not exists {LOG} (seq bigint generated always as identity primary key, {cols})"
-    )
+    seq = "seq bigint generated always as identity primary key, target_table text not null"
+    cur.execute(f"create table if not exists {LOG} ({seq}, {cols})")
     for name, typ in columns:  # older logs gain the newer columns
         cur.execute(f"alter table {LOG} add column if not exists {quote_ident(name)} {LOG_TYPES[typ]}")
 
@@ -46,7 +66,8 @@ def _exists(cur: Any, name: str) -> bool:
     return bool(cur.fetchall()[0][0])
 
 
-def _log(cur: Any, columns: tuple[tuple[str, str], ...]) -> list[dict[str, Any]]:
+def _log(cur: Any, columns: tuple[tuple[str, str], ...], table: str) -> list[dict[str, Any]]:
+    """The log rows of one release table, oldest first."""
     if not _exists(cur, LOG):
         return []
     cur.execute(
@@ -56,24 +77,27 @@ def _log(cur: Any, columns: tuple[tuple[str, str], ...]) -> list[dict[str, Any]]
     )
     have = {r[0] for r in cur.fetchall()}
     cols = [c for c, _ in columns if c in have]
-    cur.execute(f"select {', '.join(quote_ident(c) for c in cols)} from {LOG} order by seq")
+    cur.execute(
+        f"select {', '.join(quote_ident(c) for c in cols)} from {LOG} where target_table = $1 order by seq",
+        (table,),
+    )
     rows = cur.fetchall()
     return [{**dict.fromkeys(c for c, _ in columns), **dict(zip(cols, r, strict=True))} for r in rows]
 
 
-def _insert(cur: Any, info: dict[str, Any], columns: tuple[tuple[str, str], ...]) -> None:
+def _insert(cur: Any, info: dict[str, Any], columns: tuple[tuple[str, str], ...], table: str) -> None:
     names = [c for c, _ in columns]
-    marks = ", ".join(f"${i + 1}" for i in range(len(names)))
+    marks = ", ".join(f"${i + 2}" for i in range(len(names)))
     cur.execute(
-        f"insert into {LOG} ({', '.join(quote_ident(c) for c in names)}) values ({marks})",
-        tuple(info.get(c) for c in names),
+        f"insert into {LOG} (target_table, {', '.join(quote_ident(c) for c in names)}) values ($1, {marks})",
+        (table, *(info.get(c) for c in names)),
     )
 
 
 def _held(
     cur: Any, table: str, columns: tuple[tuple[str, str], ...], *, table_too: bool = True
 ) -> tuple[pl.DataFrame | None, list[dict[str, Any]]]:
-    log = _log(cur, columns)
+    log = _log(cur, columns, table)
     if not table_too or not _exists(cur, table):
         return None, log
     cur.execute(f"select * from {quote_ident(table)}")
@@ -89,16 +113,17 @@ def publish(
 ) -> str:
     """Replace the release table by ``df`` and append ``info()`` (called under the lock) to the log,
     in one transaction."""
+    check_table(table)
     con = postgres.connect(postgres.split(uri)[0])
     try:
         with con.cursor() as cur:
-            _lock(cur, table)
+            _lock(cur)
             _ensure_log(cur, columns)
             incoming = f"{table}__incoming_{uuid.uuid4().hex[:12]}"
             cur.adbc_ingest(incoming, df.to_arrow(), mode="create")
             cur.execute(f"drop table if exists {quote_ident(table)}")
             cur.execute(f"alter table {quote_ident(incoming)} rename to {quote_ident(table)}")
-            _insert(cur, info(), columns)
+            _insert(cur, info(), columns, table)
         con.commit()
     finally:
         con.close()  # without a commit, PostgreSQL rolls everything back
@@ -110,6 +135,7 @@ def read_state(
 ) -> tuple[pl.DataFrame | None, list[dict[str, Any]]]:
     """(the release table or None, the log) from one consistent snapshot (``table_too=False``: the log
     only)."""
+    check_table(table)
     con = postgres.connect(postgres.split(uri)[0])
     try:
         with con.cursor() as cur:
@@ -129,14 +155,15 @@ def withdraw(
 ) -> dict[str, Any]:
     """Under the lock: ``check(table, log)`` returns the log row (or raises), then the release table is
     dropped and the row appended, in one transaction."""
+    check_table(table)
     con = postgres.connect(postgres.split(uri)[0])
     try:
         with con.cursor() as cur:
-            _lock(cur, table)
+            _lock(cur)
             _ensure_log(cur, columns)
             info = check(*_held(cur, table, columns))
             cur.execute(f"drop table if exists {quote_ident(table)}")
-            _insert(cur, info, columns)
+            _insert(cur, info, columns, table)
         con.commit()
     finally:
         con.close()

@@ -29,7 +29,7 @@ import polars as pl
 from pydantic import Field
 
 from .. import postgres
-from ..errors import OwnMessage
+from ..errors import OwnMessage, safe_reason
 from ..sql import quote_ident
 from . import pg_target
 from .resources import file_name
@@ -104,7 +104,15 @@ class PublishTarget(dg.ConfigurableResource):
         if not self.path:
             raise PublicationRefused("no publication target configured (DAGSTER_PRIVACY_PUBLISH_TARGET)")
         if self.kind() == "postgresql" or (database and postgres.is_postgres(database)):
-            if database and postgres.is_postgres(database) and postgres.same_database(self.path, database):
+            if not (database and postgres.is_postgres(database) and self.kind() == "postgresql"):
+                return  # a file and a database are never the same
+            try:
+                same = postgres.same_database(self.path, database)
+            except Exception as exc:  # fail closed: a target we cannot compare is not published to
+                raise PublicationRefused(
+                    f"cannot tell whether the publication target is the source database: {safe_reason(exc)}"
+                ) from None
+            if same:
                 raise PublicationRefused(
                     "the publication target is the database holding the real data; "
                     "publish to a separate database"

@@ -163,10 +163,52 @@ def test_withdrawal_and_an_edited_log_are_refused_or_recorded(pg) -> None:
         target.held()
 
 
-def test_the_target_is_never_the_source_database(source) -> None:
-    with pytest.raises(PublicationRefused, match="database holding the real data"):
-        PublishTarget(path=source).guard(source)
-    PublishTarget(path=source.rsplit("/", 1)[0] + "/elsewhere").guard(source)  # another database: fine
+def test_the_target_is_never_the_source_database_however_it_is_spelt(pg, source) -> None:
+    port = source.rsplit(":", 1)[1].split("/")[0]
+    for alias in (
+        source,
+        source.replace("127.0.0.1", "localhost"),  # another host name for the same server
+        f"postgresql://postgres@127.0.0.1:{port}/?dbname=source",  # the database as a parameter
+        f"postgresql://postgres@127.0.0.1:{port}/%73ource",  # percent-encoded
+    ):
+        with pytest.raises(PublicationRefused, match="database holding the real data"):
+            PublishTarget(path=alias).guard(source)
+    with pytest.raises(PublicationRefused, match="cannot tell"):  # unreachable: fail closed
+        PublishTarget(path=f"{pg}/does_not_exist").guard(source)
+    PublishTarget(path=create_database(pg, "elsewhere")).guard(source)  # another database: fine
+
+
+def test_two_release_tables_in_one_target_keep_their_own_logs(pg) -> None:
+    uri = create_database(pg, "two_tables")
+    a, b = PublishTarget(path=uri, table="adult"), PublishTarget(path=uri, table="census")
+    a.publish(pl.DataFrame({"x": [1, 2, 3]}), release_id="A-1", sha256="aaa")
+    b.publish(pl.DataFrame({"x": [4]}), release_id="B-1", sha256="bbb")
+    assert a.held()[1]["release_id"] == "A-1" and a.held()[0].height == 3
+    with pytest.raises(PublicationRefused, match="holds A-1, not release B-1"):
+        a.withdraw(release_id="B-1", by="officer", reason="wrong table")
+    a.withdraw(release_id="A-1", by="officer", reason="test")
+    assert a.held() is None and b.held()[1]["release_id"] == "B-1"
+    assert [r["release_id"] for r in b.log()] == ["B-1"]
+    for bad in ("publications", "s2.rel", "a" * 41, 'x"y'):  # refused in one line, nothing written
+        with pytest.raises(ValueError, match="plain name"):
+            PublishTarget(path=uri, table=bad).publish(pl.DataFrame({"x": [1]}), release_id="r", sha256="s")
+
+
+def test_names_parameters_and_types_postgres_gives(source, split, capsys) -> None:
+    postgres.replace_tables(
+        source, {"s2.t": pl.DataFrame({"dotted": [1, 2]})}
+    )  # one table, a dot in its name
+    assert load(f'{source}?table="s2.t"', role="real").columns == ["dotted"]
+    with pytest.raises(TableError, match="one table= or one query="):
+        load(f"{source}?table=real&table=holdout", role="real")
+    bad_port = source.rsplit(":", 1)[0] + ":99999/source?table=real"
+    with pytest.raises(SystemExit) as exc:
+        main(["evaluate", "--real", bad_port, "--synthetic", bad_port, "--metrics", "dcr"])
+    assert exc.value.code == 2 and capsys.readouterr().err.count("\n") == 1
+    q = load(f"{source}?query=select age::numeric(6,1) / 2 as half from real", role="real")
+    assert q.schema["half"] == pl.Float64 and q["half"].sum() == pytest.approx(split.train["age"].sum() / 2)
+    with pytest.raises(TableError, match="'span' of the real table is a PostgreSQL interval"):
+        load(f"{source}?query=select interval '1 day' as span", role="real")
 
 
 def test_the_demo_story_from_postgres_tables_to_a_postgres_target(pg, tmp_path) -> None:
