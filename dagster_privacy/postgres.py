@@ -10,6 +10,8 @@ Why ADBC and not DuckDB's ``postgres`` extension: the installable extension pack
 DuckDB 1.4 and this project runs DuckDB 2.0, so the extension does not load here (and our DuckDB
 connections keep extensions off: sql.py). Passwords: keep them out of the URI (libpq reads
 ``PGPASSWORD`` or ``~/.pgpass``); messages name a source by scheme, host, port, database and table only.
+READ ONLY stops writes, not the administrative functions a SELECT may call: connect as a role that can
+only read, with a ``statement_timeout`` (docs/pipeline.md).
 """
 
 from __future__ import annotations

@@ -27,6 +27,8 @@ DEFAULT_LEAK_LEVEL = 0.05
 #: the overfit model's neighbourhood sizes when none are given (increasing memorisation; 1 = copies)
 DEFAULT_NEIGHBOURS: tuple[int, ...] = (50, 20, 10, 5, 2, 1)
 RISK_MODELS = ("leaky", "noisy", "overfit")
+#: the noisy model moves cells by at most this many standard deviations (beyond, numbers overflow)
+MAX_NOISE = 10.0
 
 
 def calibrate(
@@ -67,8 +69,8 @@ def calibrate(
         raise CalibrationError(f"risk_model must be one of {', '.join(RISK_MODELS)}")
     if outliers and risk_model != "leaky":
         raise CalibrationError("outlier removal is calibrated with the leaky risk model only")
-    if risk_model == "noisy" and not (math.isfinite(noise) and noise >= 0):
-        raise CalibrationError("noise must be a finite number of at least 0")
+    if risk_model == "noisy" and not (math.isfinite(noise) and 0 <= noise <= MAX_NOISE):
+        raise CalibrationError(f"noise must be a number in [0, {MAX_NOISE:g}] (standard deviations)")
     setup = _Setup.make(policy, metrics, column_kinds, key_columns, sensitive_columns)
     df = load(real, role="real")
     if df.height < 8:
@@ -140,6 +142,11 @@ def _overfit(
     levels = list(neighbours)
     if len(levels) < 2 or any(not isinstance(k, int) or isinstance(k, bool) or k < 1 for k in levels):
         raise CalibrationError("neighbours: at least two whole numbers of at least 1")
+    if len(set(levels)) != len(levels):
+        raise CalibrationError("neighbours: each neighbourhood size once")
+    n_train = df.height // 2  # the training part of each split (risk_models._parts)
+    if max(levels) > n_train:
+        raise CalibrationError(f"neighbours: at most the training rows of a split ({n_train})")
     kinds = setup.column_kinds
     sweep = _generated_sweep(
         df,

@@ -37,8 +37,10 @@ def _numbers(values: Sequence[str] | None, what: str, kind: Callable[[str], Any]
     from .args import UsageFailure, split_list
 
     items = split_list(values)
-    if items is None:
+    if not values:
         return None
+    if not items:
+        raise UsageFailure(f"{what} takes {takes}, not an empty list")
     try:
         return [kind(v) for v in items]
     except ValueError:
@@ -191,10 +193,10 @@ def _d(a: float | None, b: float | None) -> str:
 )
 @click.option(
     "--noise",
-    type=click.FloatRange(0),
-    default=0.05,
-    show_default=True,
-    help="noisy: each numerical cell of a leaked row moves by N(0, noise × the column's sd)",
+    type=click.FloatRange(0, 10),
+    default=None,
+    help="noisy: each numerical cell of a leaked row moves by N(0, noise × the column's sd) "
+    "(default 0.05, at most 10)",
 )
 @click.option(
     "--neighbours",
@@ -224,7 +226,7 @@ def calibrate_command(
     confidence: float,
     outliers: tuple[str, ...],
     risk_model: str,
-    noise: float,
+    noise: float | None,
     neighbours: tuple[str, ...],
     seed: int | None,
     key_columns: tuple[str, ...],
@@ -240,6 +242,10 @@ def calibrate_command(
 
     if demo == (real is not None):
         raise UsageFailure("give exactly one of --real INPUT and --demo")
+    if noise is not None and risk_model != "noisy":
+        raise UsageFailure("--noise applies to --risk-model noisy only")
+    if neighbours and risk_model != "overfit":
+        raise UsageFailure("--neighbours applies to --risk-model overfit only")
     source: object = real
     name = real or "demo data"
     if demo:
@@ -264,15 +270,16 @@ def calibrate_command(
             column_kinds=parse_kinds(column_kind),
             progress=True,
             risk_model=risk_model,
-            noise=noise,
+            noise=0.05 if noise is None else noise,  # the default where it applies
             neighbours=_ints(neighbours, "--neighbours") or DEFAULT_NEIGHBOURS,
         )
     except CalibrationError as exc:
         raise UsageFailure(str(exc)) from None
     s = cal.sweep
+    sd = 0.05 if noise is None else noise
     model = {
         "leaky": "Leaky risk model (seed 004 §5.1.1)",
-        "noisy": f"Noisy-copy risk model (leaked rows moved by N(0, {noise:g}·sd))",
+        "noisy": f"Noisy-copy risk model (leaked rows moved by N(0, {sd:g}·sd))",
         "overfit": "Overfit risk model (knn_sampler)",
     }[risk_model]
     title = (

@@ -344,6 +344,12 @@ def test_cli_prints_the_table_and_writes_the_outputs(tmp_path):
         ["--real", "{src}", "--risk-model", "overfit", "--neighbours", "5"],  # one level
         ["--real", "{src}", "--risk-model", "noisy", "--outliers", "0.1"],  # outliers: leaky only
         ["--real", "{src}", "--risk-model", "noisy", "--noise", "-1"],  # negative noise
+        ["--real", "{src}", "--risk-model", "noisy", "--noise", "1e308"],  # beyond 10 sd: numbers overflow
+        ["--real", "{src}", "--risk-model", "overfit", "--neighbours", ","],  # an empty list
+        ["--real", "{src}", "--risk-model", "overfit", "--neighbours", "2,2"],  # a size twice
+        ["--real", "{src}", "--risk-model", "overfit", "--neighbours", "1,100000"],  # more than the rows
+        ["--real", "{src}", "--noise", "0.1"],  # noise does not apply to the leaky model
+        ["--real", "{src}", "--neighbours", "5,1"],  # neither do neighbourhoods
     ],
 )
 def test_cli_bad_input_exits_2_with_one_line(args, tmp_path, capsys):

@@ -223,6 +223,7 @@ def test_domias_bandwidth_choice_and_a_bad_parameter_is_an_error(splits) -> None
         policy["metrics"][mid]["params"] = params
         r = run(s.train, s.synthetic, s.control, ids=[mid], policy=policy)[mid]
         assert r.status is dp.Status.ERROR and r.value is None, (mid, r.status)
+        assert r.reason.startswith(f"{mid}: ") and "withheld" not in r.reason  # our words, in full
 
 
 # -------------------------------------------------------------------------- response to inserted risk

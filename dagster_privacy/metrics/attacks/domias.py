@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from ...context import EvaluationContext
-from ...errors import NotApplicable
+from ...errors import MetricError, NotApplicable
 from ...neighbors import euclidean_chunks
 from ...registry import Expect, metric
 from ...results import Measurement, Risk
@@ -120,7 +120,7 @@ def domias(ctx: EvaluationContext, *, n_attacks: int = 2000, bandwidth: str = "s
     members = content_order(ctx, "real", "domias")[:n]
     others = pool[:n]
     if bandwidth not in ("held_out", "scott"):
-        raise ValueError("domias: bandwidth must be held_out or scott")
+        raise MetricError("domias: bandwidth must be held_out or scott")
     pr_syn, pr_ref = ctx.projected("synthetic"), ctx.projected("holdout")[reference]
     if bandwidth == "scott":
         (p_syn, h_syn), (p_ref, h_ref) = (KDE(pr_syn), 1.0), (KDE(pr_ref), 1.0)

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from ...context import EvaluationContext
-from ...errors import NotApplicable
+from ...errors import MetricError, NotApplicable
 from ...registry import Expect, metric
 from ...results import Measurement, Risk
 from ...stats import z_score
@@ -403,7 +403,7 @@ def gtcap(
     three variants' E per column are in details.
     """
     if variant not in _GTCAP_VARIANTS:
-        raise ValueError(f"gtcap: variant must be one of {', '.join(_GTCAP_VARIANTS)}")
+        raise MetricError(f"gtcap: variant must be one of {', '.join(_GTCAP_VARIANTS)}")
     secrets = _secrets(ctx)
     n = n_targets(ctx, n_attacks)
     if n == 0 or len(ctx.schema.names) < 2:
