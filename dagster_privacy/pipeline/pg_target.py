@@ -15,7 +15,8 @@ from __future__ import annotations
 import hashlib
 import re
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import polars as pl
@@ -104,6 +105,22 @@ def _held(
     return pl.from_arrow(cur.fetch_arrow_table()), log  # type: ignore[return-value]
 
 
+@contextmanager
+def _locked(uri: str, table: str, columns: tuple[tuple[str, str], ...]) -> Iterator[Any]:
+    """One transaction holding the database's publication lock, with the log in place; committed when
+    the body returns (an exception, or a killed process, leaves PostgreSQL to roll it all back)."""
+    check_table(table)
+    con = postgres.connect(postgres.split(uri)[0])
+    try:
+        with con.cursor() as cur:
+            _lock(cur)
+            _ensure_log(cur, columns)
+            yield cur
+        con.commit()
+    finally:
+        con.close()
+
+
 def publish(
     uri: str,
     table: str,
@@ -113,20 +130,12 @@ def publish(
 ) -> str:
     """Replace the release table by ``df`` and append ``info()`` (called under the lock) to the log,
     in one transaction."""
-    check_table(table)
-    con = postgres.connect(postgres.split(uri)[0])
-    try:
-        with con.cursor() as cur:
-            _lock(cur)
-            _ensure_log(cur, columns)
-            incoming = f"{table}__incoming_{uuid.uuid4().hex[:12]}"
-            cur.adbc_ingest(incoming, df.to_arrow(), mode="create")
-            cur.execute(f"drop table if exists {quote_ident(table)}")
-            cur.execute(f"alter table {quote_ident(incoming)} rename to {quote_ident(table)}")
-            _insert(cur, info(), columns, table)
-        con.commit()
-    finally:
-        con.close()  # without a commit, PostgreSQL rolls everything back
+    with _locked(uri, table, columns) as cur:
+        incoming = f"{table}__incoming_{uuid.uuid4().hex[:12]}"
+        cur.adbc_ingest(incoming, df.to_arrow(), mode="create")
+        cur.execute(f"drop table if exists {quote_ident(table)}")
+        cur.execute(f"alter table {quote_ident(incoming)} rename to {quote_ident(table)}")
+        _insert(cur, info(), columns, table)
     return f"{postgres.describe(uri)} table {table}"
 
 
@@ -155,16 +164,8 @@ def withdraw(
 ) -> dict[str, Any]:
     """Under the lock: ``check(table, log)`` returns the log row (or raises), then the release table is
     dropped and the row appended, in one transaction."""
-    check_table(table)
-    con = postgres.connect(postgres.split(uri)[0])
-    try:
-        with con.cursor() as cur:
-            _lock(cur)
-            _ensure_log(cur, columns)
-            info = check(*_held(cur, table, columns))
-            cur.execute(f"drop table if exists {quote_ident(table)}")
-            _insert(cur, info, columns, table)
-        con.commit()
-    finally:
-        con.close()
+    with _locked(uri, table, columns) as cur:
+        info = check(*_held(cur, table, columns))
+        cur.execute(f"drop table if exists {quote_ident(table)}")
+        _insert(cur, info, columns, table)
     return info
