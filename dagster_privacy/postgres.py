@@ -17,6 +17,8 @@ only read, with a ``statement_timeout`` (docs/pipeline.md).
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
@@ -89,6 +91,25 @@ def connect(uri: str, *, autocommit: bool = False) -> Any:
     return pg.connect(uri, autocommit=autocommit)
 
 
+@contextmanager
+def transaction(uri: str, *, read_only: bool = True) -> Iterator[Any]:
+    """A cursor in one transaction on one connection, closed afterwards: ``read_only`` sets the
+    transaction READ ONLY and rolls it back; otherwise it commits when the body returns (an exception,
+    or a killed process, leaves PostgreSQL to roll it back)."""
+    con = connect(split(uri)[0])
+    try:
+        with con.cursor() as cur:
+            if read_only:
+                cur.execute("set transaction read only")
+            yield cur
+        if read_only:
+            con.rollback()
+        else:
+            con.commit()
+    finally:
+        con.close()
+
+
 def select_of(source: str) -> str:
     """The one SELECT that reads ``source``: a query (checked) or a (schema-qualified) table name."""
     source = source.strip()
@@ -107,20 +128,13 @@ def read(uri: str, source: str | None = None, *, role: str = "input") -> pl.Data
     the source (never the password, a query's text or a value)."""
     failure = None
     try:
-        conn_uri, own = split(uri)
-        what = source if source is not None else own
+        what = source if source is not None else split(uri)[1]
         if what is None:
             raise TableError(f"{role} table: give the PostgreSQL table as {describe(uri)}?table=NAME")
         sql = select_of(what)
-        con = connect(conn_uri)
-        try:
-            with con.cursor() as cur:
-                cur.execute("set transaction read only")
-                cur.execute(sql)
-                table = cur.fetch_arrow_table()
-            con.rollback()
-        finally:
-            con.close()
+        with transaction(uri) as cur:
+            cur.execute(sql)
+            table = cur.fetch_arrow_table()
         return pl.from_arrow(_arrow_types(table, role))  # type: ignore[return-value]
     except TableError:
         raise
@@ -156,18 +170,9 @@ def identity(uri: str) -> tuple[Any, ...]:
     """What the server says the database at ``uri`` is: (database, server port, server start time).
     Asked, not parsed: ``localhost``, ``127.0.0.1``, ``[::1]``, ``?dbname=`` and percent-encoding all
     name one database, which comparing URIs as text would miss."""
-    con = connect(split(uri)[0])
-    try:
-        with con.cursor() as cur:
-            cur.execute(
-                "select current_database(), inet_server_port(), pg_postmaster_start_time()::text, "
-                "inet_server_addr()::text"
-            )
-            db, port, started, _addr = cur.fetchall()[0]
-        con.rollback()
-    finally:
-        con.close()
-    return (db, port, started)
+    with transaction(uri) as cur:
+        cur.execute("select current_database(), inet_server_port(), pg_postmaster_start_time()::text")
+        return tuple(cur.fetchall()[0])
 
 
 def same_database(a: str, b: str) -> bool:
@@ -178,11 +183,6 @@ def same_database(a: str, b: str) -> bool:
 def replace_tables(uri: str, tables: dict[str, pl.DataFrame]) -> None:
     """Create or replace tables in the database at ``uri``, all in one transaction (demo and tests:
     the product itself only reads PostgreSQL sources)."""
-    con = connect(split(uri)[0])
-    try:
-        with con.cursor() as cur:
-            for name, df in tables.items():
-                cur.adbc_ingest(name, df.to_arrow(), mode="replace")
-        con.commit()
-    finally:
-        con.close()
+    with transaction(uri, read_only=False) as cur:
+        for name, df in tables.items():
+            cur.adbc_ingest(name, df.to_arrow(), mode="replace")

@@ -108,17 +108,12 @@ def _held(
 @contextmanager
 def _locked(uri: str, table: str, columns: tuple[tuple[str, str], ...]) -> Iterator[Any]:
     """One transaction holding the database's publication lock, with the log in place; committed when
-    the body returns (an exception, or a killed process, leaves PostgreSQL to roll it all back)."""
+    the body returns (postgres.transaction)."""
     check_table(table)
-    con = postgres.connect(postgres.split(uri)[0])
-    try:
-        with con.cursor() as cur:
-            _lock(cur)
-            _ensure_log(cur, columns)
-            yield cur
-        con.commit()
-    finally:
-        con.close()
+    with postgres.transaction(uri, read_only=False) as cur:
+        _lock(cur)
+        _ensure_log(cur, columns)
+        yield cur
 
 
 def publish(
@@ -145,15 +140,9 @@ def read_state(
     """(the release table or None, the log) from one consistent snapshot (``table_too=False``: the log
     only)."""
     check_table(table)
-    con = postgres.connect(postgres.split(uri)[0])
-    try:
-        with con.cursor() as cur:
-            cur.execute("set transaction isolation level repeatable read, read only")
-            state = _held(cur, table, columns, table_too=table_too)
-        con.rollback()
-    finally:
-        con.close()
-    return state
+    with postgres.transaction(uri) as cur:
+        cur.execute("set transaction isolation level repeatable read")
+        return _held(cur, table, columns, table_too=table_too)
 
 
 def withdraw(

@@ -103,8 +103,9 @@ class PublishTarget(dg.ConfigurableResource):
         """Refuse a target that is the real data's database (or missing)."""
         if not self.path:
             raise PublicationRefused("no publication target configured (DAGSTER_PRIVACY_PUBLISH_TARGET)")
-        if self.kind() == "postgresql" or (database and postgres.is_postgres(database)):
-            if not (database and postgres.is_postgres(database) and self.kind() == "postgresql"):
+        source_pg = bool(database) and postgres.is_postgres(database or "")
+        if self.kind() == "postgresql" or source_pg:
+            if not (source_pg and self.kind() == "postgresql"):
                 return  # a file and a database are never the same
             try:
                 same = postgres.same_database(self.path, database)
