@@ -24,6 +24,9 @@ from .spaces import Encoder, Projection, joint_codes
 Space = Literal["euclidean", "projected", "hamming", "gower"]
 SPACES: tuple[str, ...] = ("euclidean", "projected", "hamming", "gower")
 T = TypeVar("T")
+#: queries that also read each row's farthest reference off their blocks: the extreme pair of seed 000
+#: eqs. 14–15 (metrics.distance.extremes) rides on the real→synthetic query instead of a product of its own
+FARTHEST = {("euclidean", None, "real", "synthetic")}
 
 
 class EvaluationContext:
@@ -218,7 +221,14 @@ class EvaluationContext:
             assert isinstance(r, MixedRows)
             nn = knn_mixed(q, r, want, exclude_self=same, executor=self.executor)
         else:
-            nn = knn_euclidean(q, r, want, exclude_self=same, executor=self.executor)  # type: ignore[arg-type]
+            nn = knn_euclidean(
+                q,  # type: ignore[arg-type]
+                r,  # type: ignore[arg-type]
+                want,
+                exclude_self=same,
+                executor=self.executor,
+                farthest=key in FARTHEST,
+            )
         if cols is None:
             nn = self._pin_copies(nn, query, reference)
         self._nn[key] = nn
@@ -249,7 +259,7 @@ class EvaluationContext:
             rest = [j for j in range(idx.shape[1]) if idx[i, j] != match][: idx.shape[1] - 1]
             idx[i] = [match, *idx[i, rest]]
             dist[i] = [0.0, *dist[i, rest]]
-        return Neighbors(dist, idx, nn.seconds)
+        return Neighbors(dist, idx, nn.seconds, nn.farthest)
 
     def shared(self, label: str, compute: Callable[[], T]) -> T:
         """A derived result several metrics use (an extreme pair, a weighted space and its queries),

@@ -4,16 +4,19 @@
         │
         ├─ knn_euclidean(query, ref, k)          ├─ knn_mixed(query, ref, k)      (Hamming / Gower)
         │    query_tiles × reference tiles, handed to an Executor (executors.py: in-process or Ray)
-        │    _euclidean_tile: ‖r‖² − 2 q·r       │    _mixed_tile: Σ w|q−r| + w_cat·(#differing codes)
-        │    (float32 BLAS) per block            │    per block, mixed_plan once
+        │    _euclidean_tile: [q, 1]·[−2r; ‖r‖²] │    _mixed_tile: Σ w|q−r| + w_cat·(#differing codes)
+        │    (one float32 BLAS product) per block│    per block, mixed_plan once
         │          ▼                             │          ▼
-        │    _select: k smallest per block row (argmin for k ≤ 4, blocked two-stage otherwise), their
-        │    exact float64 distances, _merge: the running top-k across reference tiles
+        │    _select: k smallest per block row (group minima, the k best groups, one integer
+        │    partition of (value, index) keys), their exact float64 distances, _merge: the running
+        │    top-k across reference tiles; optionally each row's farthest reference (the extreme pair)
         │          ▼
         └─ _finish: the k neighbours ordered by (exact distance, index) ─▶ Neighbors
 
-    euclidean_chunks / mixed_chunks yield the raw blocks for reductions that are not top-k
-    (counts within a radius, all-pairs extremes).
+    The reference side is laid out once per query (reference_order): within each tile, group g of
+    GROUP consecutive rows sits at positions g, g + nb, …, so group minima are GROUP vector minima.
+    euclidean_chunks / mixed_chunks yield raw blocks in row order for reductions that are not top-k
+    (counts within a radius, densities).
 
 Both sides are always whole: only a caller may choose to query fewer rows, never to search fewer
 references. An identical row is at distance exactly 0 (float64 from the encoded rows). Ties: among
@@ -25,6 +28,7 @@ rare values (MixedPlan).
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -38,7 +42,7 @@ CHUNK_BYTES = 64 * 2**20  # one chunk's distance block
 #: a categorical value shared by more than this fraction of all (query, reference) pairs is counted by
 #: the one-hot product; rarer values by scattering their few matching pairs (MixedPlan)
 DENSE_SHARE = 1.0 / 512
-BLOCK = 128  # columns per block in the k ≥ 5 selection
+GROUP = 32  # reference rows per group in the top-k selection (neighbors._select)
 
 
 @dataclass(frozen=True)
@@ -48,13 +52,16 @@ class Neighbors:
     dist: np.ndarray  # (n_query, k) float64
     idx: np.ndarray  # (n_query, k) int64
     seconds: float = 0.0
+    #: when asked (``farthest=True``): per query row the farthest reference, (float32 squared distance,
+    #: index), read off the same blocks; the float32 choice is to be recomputed exactly by the caller
+    farthest: tuple[np.ndarray, np.ndarray] | None = None
 
     @property
     def k(self) -> int:
         return int(self.idx.shape[1])
 
     def first(self, k: int) -> Neighbors:
-        return Neighbors(self.dist[:, :k], self.idx[:, :k], self.seconds)
+        return Neighbors(self.dist[:, :k], self.idx[:, :k], self.seconds, self.farthest)
 
 
 def chunk_rows(n_reference: int, *, bytes_per_cell: int = 4, budget: int = CHUNK_BYTES) -> int:
@@ -212,84 +219,112 @@ def mixed_chunks(
         yield s, b
 
 
-def _select(block: np.ndarray, k: int) -> np.ndarray:
-    """Indices of the k smallest per row, in (value, index) order: ties go to the lowest index.
-
-    k ≤ 4: repeated ``argmin`` (each pass takes the first, i.e. lowest-index, minimum; the chosen entry
-    is masked and restored afterwards). k ≥ 5: the row is cut into blocks of BLOCK columns (the width
-    is a multiple of BLOCK, padded with +inf); one pass takes each block's minimum, the k blocks with
-    the smallest (minimum, block index) are kept, and the k smallest are chosen among their k·BLOCK
-    entries. Exact: a block holding one of the k smallest entries has its minimum before that entry,
-    so it is among the first k blocks. Either way selection costs a few passes over the scores, not a
-    full ``argpartition`` or sort.
-    """
-    rows = block.shape[0]
-    if k <= 4:
-        out = np.empty((rows, k), dtype=np.int64)
-        r = np.arange(rows)
-        saved = []
-        for j in range(k):
-            a = block.argmin(axis=1)
-            out[:, j] = a
-            if j < k - 1:
-                saved.append((a, block[r, a].copy()))
-                block[r, a] = np.inf
-        for a, v in reversed(saved):  # reversed: an entry chosen twice (a row of +inf) gets its value back
-            block[r, a] = v
-        return out
-    n_blocks = block.shape[1] // BLOCK
-    if block.shape[1] % BLOCK or n_blocks <= k:
-        return _lex_smallest(block, np.broadcast_to(np.arange(block.shape[1]), block.shape), k)
-    cube = block.reshape(rows, n_blocks, BLOCK)
-    minima = cube.min(axis=2)
-    best = np.argsort(minima, axis=1, kind="stable")[:, :k]  # (min, block index) order
-    best.sort(axis=1)  # candidates in index order
-    cand = cube[np.arange(rows)[:, None], best].reshape(rows, k * BLOCK)
-    cand_idx = (best[:, :, None] * BLOCK + np.arange(BLOCK)).reshape(rows, k * BLOCK)
-    return _lex_smallest(cand, cand_idx, k)
+def group_layout(width: int) -> np.ndarray:
+    """For a reference tile of ``width`` positions (a multiple of GROUP): the tile-local reference row at
+    each position. Position j·nb + g (nb = width / GROUP) holds row g·GROUP + j, so group g — rows
+    g·GROUP … g·GROUP + GROUP − 1, contiguous in index order — sits at positions g, g + nb, g + 2·nb, …
+    and its minimum over a block is GROUP element-wise minima of contiguous slices (a vector pass, where
+    a minimum over each run of GROUP columns is a slow short reduction)."""
+    nb = width // GROUP
+    p = np.arange(width)
+    return (p % nb) * GROUP + p // nb
 
 
-def _lex_smallest(values: np.ndarray, index: np.ndarray, k: int) -> np.ndarray:
-    """The k smallest entries per row by (value, index); ``index`` ascends along each row.
-
-    A partition finds the k-th value; everything below it is taken, and of the entries equal to it
-    the first ones (lowest index) until k are taken; only those k are then sorted."""
-    rows = values.shape[0]
-    kth = np.partition(values, k - 1, axis=1)[:, k - 1 : k]
-    lt = values < kth
-    eq = values == kth
-    need = k - lt.sum(axis=1, keepdims=True)
-    sel = lt | (eq & (np.cumsum(eq, axis=1) <= need))
-    cols = np.nonzero(sel)[1].reshape(rows, k)
-    vals = np.take_along_axis(values, cols, axis=1)
-    idx = np.take_along_axis(np.asarray(index), cols, axis=1)
-    order = np.lexsort((idx, vals), axis=1)
-    return np.take_along_axis(idx, order, axis=1).astype(np.int64)
+def _order_keys(values: np.ndarray, index: np.ndarray) -> np.ndarray:
+    """int64 keys that sort as (float32 value, index): the value's bits made monotone (negative floats
+    flipped, −0 read as +0) in the high half, the index (< 2³¹) in the low half. One integer partition
+    then selects by value with ties to the lowest index, with no tie handling of its own."""
+    bits = np.add(values, np.float32(0.0), dtype=np.float32).view(np.int32)  # a copy; −0.0 + 0.0 = +0.0
+    bits ^= (bits >> 31) & np.int32(0x7FFFFFFF)
+    keys = bits.astype(np.int64)
+    keys <<= 32
+    keys |= index
+    return keys
 
 
-def _finish(dist: np.ndarray, idx: np.ndarray, t0: float) -> Neighbors:
+def _smallest_keys(keys: np.ndarray, k: int) -> np.ndarray:
+    """The k smallest keys per row, ascending."""
+    if keys.shape[1] > k:
+        keys = np.partition(keys, k - 1, axis=1)[:, :k]
+    return np.sort(keys, axis=1)
+
+
+def _select(block: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """The k smallest entries per row of a block laid out by ``group_layout``, in (value, row) order:
+    (tile-local reference rows, float32 values). Ties go to the lowest reference row.
+
+    One pass takes each group's minimum; the k groups with the smallest (minimum, group) are kept, and
+    the k smallest are chosen among their k·GROUP entries. Exact: a group holding one of the k smallest
+    entries has its minimum before that entry, and groups are contiguous in row order, so it is among
+    the first k groups."""
+    rows, width = block.shape
+    nb = width // GROUP
+    if nb <= k:  # a narrow tile: every entry is a candidate
+        keys = _order_keys(block, group_layout(width).astype(np.int64))
+    else:
+        minima = block[:, :nb].copy()
+        for j in range(1, GROUP):
+            np.minimum(minima, block[:, j * nb : (j + 1) * nb], out=minima)
+        best = _smallest_keys(_order_keys(minima, np.arange(nb, dtype=np.int64)), k) & 0xFFFFFFFF
+        cand = block[np.arange(rows)[:, None, None], best[:, :, None] + np.arange(GROUP) * nb]
+        cand_rows = (best[:, :, None] * GROUP + np.arange(GROUP)).reshape(rows, k * GROUP)
+        keys = _order_keys(cand.reshape(rows, k * GROUP), cand_rows)
+    chosen = _smallest_keys(keys, k)
+    local = chosen & 0xFFFFFFFF
+    return local, _value_at(block, local, nb)
+
+
+def _value_at(block: np.ndarray, local: np.ndarray, nb: int) -> np.ndarray:
+    """The block's values at tile-local reference rows (positions by ``group_layout``)."""
+    return np.take_along_axis(block, (local % GROUP) * nb + local // GROUP, axis=1)
+
+
+def _finish(
+    dist: np.ndarray, idx: np.ndarray, t0: float, farthest: tuple[np.ndarray, np.ndarray] | None = None
+) -> Neighbors:
     if not np.isfinite(dist).all():  # a NaN or inf distance would sort as nearest or farthest: no figure
         raise MetricError("a neighbour distance is not a finite number")
     order = np.lexsort((idx, dist), axis=1)  # by exact distance, then index
     return Neighbors(
-        np.take_along_axis(dist, order, 1), np.take_along_axis(idx, order, 1), time.perf_counter() - t0
+        np.take_along_axis(dist, order, 1),
+        np.take_along_axis(idx, order, 1),
+        time.perf_counter() - t0,
+        farthest,
     )
 
 
-#: reference rows per block of a k-NN query (a multiple of BLOCK): each query tile walks the reference in
+#: reference rows per block of a k-NN query (a multiple of GROUP): each query tile walks the reference in
 #: tiles of this width, keeping a running top-k, so memory does not grow with the reference side
 REF_TILE = 16384
 #: bytes of one k-NN distance block; blocks run side by side (one per core), so each gets a share
 KNN_BLOCK_BYTES = 32 * 2**20
+#: the score of a padding position: finite (so the product never meets inf · 0), above any real score
+_PAD_SCORE = np.float32(1e30)
+
+
+def _padded(n: int) -> int:
+    return -(-max(1, n) // GROUP) * GROUP
 
 
 def query_tiles(n_query: int, n_reference: int, *, ref_tile: int | None = None) -> list[tuple[int, int]]:
     """The fixed query tiles of a k-NN query: a function of the sizes only (never of the executor), so
     every executor computes the same blocks. Rows per tile: the distance block of one reference tile
     within KNN_BLOCK_BYTES (512 rows of a full reference tile: wide enough for an efficient GEMM)."""
-    width = min(-(-max(1, n_reference) // BLOCK) * BLOCK, ref_tile or REF_TILE)
+    width = min(_padded(n_reference), ref_tile or REF_TILE)
     step = chunk_rows(width, budget=KNN_BLOCK_BYTES)
     return [(s, min(s + step, n_query)) for s in range(0, n_query, step)]
+
+
+def reference_tiles(n_reference: int, ref_tile: int) -> list[tuple[int, int]]:
+    """[t0, t1) of each reference tile in padded positions (every width a multiple of GROUP)."""
+    width = _padded(n_reference)
+    return [(t0, min(t0 + ref_tile, width)) for t0 in range(0, width, ref_tile)]
+
+
+def reference_order(n_reference: int, ref_tile: int) -> np.ndarray:
+    """The reference row at each padded position, tile by tile in ``group_layout``; padding: n_reference."""
+    out = np.concatenate([t0 + group_layout(t1 - t0) for t0, t1 in reference_tiles(n_reference, ref_tile)])
+    return np.minimum(out, n_reference)
 
 
 def _merge(best: tuple[np.ndarray, np.ndarray] | None, dist: np.ndarray, idx: np.ndarray, k: int):
@@ -304,76 +339,111 @@ def _merge(best: tuple[np.ndarray, np.ndarray] | None, dist: np.ndarray, idx: np
 
 @dataclass(frozen=True)
 class _Sides:
-    """What every tile of one query reads (put once in the executor's store): both encoded sides."""
+    """What every tile of one query reads (put once in the executor's store): both encoded sides, the
+    reference laid out by ``reference_order``."""
 
     query: np.ndarray | MixedRows
     ref: np.ndarray | MixedRows
     k: int
     exclude_self: bool
     ref_tile: int
-    ref_t2: np.ndarray | None = None  # euclidean: −2·refᵀ, padded to a multiple of BLOCK with zeros
-    ref_norms: np.ndarray | None = None  # euclidean: ‖r‖², padding +inf
-    plan: MixedPlan | None = None  # mixed: how categorical matches are counted
+    #: euclidean, per reference tile: [−2·refᵀ; ‖r‖²] per position ((d + 1) × tile width, contiguous),
+    #: so [q, 1] · it is the score ‖r‖² − 2 q·r in one product; a padding column is [0; _PAD_SCORE]
+    ref_scaled: tuple[np.ndarray, ...] | None = None
+    ref_laid: MixedRows | None = None  # mixed: the reference rows per position (padding: row 0)
+    plan: MixedPlan | None = None  # mixed: how categorical matches are counted (query × ref_laid)
+    farthest: bool = False  # euclidean: also each query row's farthest reference
+
+    @property
+    def n_ref(self) -> int:
+        return self.ref.shape[0] if isinstance(self.ref, np.ndarray) else self.ref.n
 
 
-def _tile_candidates(
-    block: np.ndarray, k: int, s: int, t0: int, exclude_self: bool
-) -> tuple[np.ndarray, np.ndarray]:
-    """Local top-k indices of one (query tile × reference tile) block, self excluded, and which of them
-    are real candidates: a finite score, not chosen twice (a tile with fewer than k finite entries —
-    the last, short tile, or self excluded — makes ``argmin`` pick an entry again)."""
-    if exclude_self:
+_SCRATCH = threading.local()
+
+
+def _scratch(name: str, shape: tuple[int, int]) -> np.ndarray:
+    """A float32 block buffer of this thread, reused across blocks: a fresh 32 MB block per product is
+    a fresh mmap whose pages the kernel zeroes and faults in (measured: 16 % of a block's product)."""
+    have = getattr(_SCRATCH, name, None)
+    size = shape[0] * shape[1]
+    if have is None or have.size < size:
+        have = np.empty(size, dtype=np.float32)
+        setattr(_SCRATCH, name, have)
+    return have[:size].reshape(shape)
+
+
+def _tile_top(sides: _Sides, block: np.ndarray, s: int, t0: int, t1: int) -> tuple[np.ndarray, np.ndarray]:
+    """Candidates of one (query tile × reference tile) block: the k best reference rows per query row
+    (global indices) and whether each is a real candidate (a reference row, not the query row itself)."""
+    width = t1 - t0
+    if sides.exclude_self:  # the query row itself, where it falls in this tile
         rows = np.arange(block.shape[0])
-        cols = s + rows - t0
-        inside = (cols >= 0) & (cols < block.shape[1])
-        block[rows[inside], cols[inside]] = np.inf
-    local = _select(block, min(k, block.shape[1]))
-    ok = np.isfinite(np.take_along_axis(block, local, 1))
-    for j in range(1, local.shape[1]):
-        ok[:, j] &= ~(local[:, :j] == local[:, j : j + 1]).any(axis=1)
-    return local, ok
+        local = s + rows - t0
+        inside = (local >= 0) & (local < min(width, sides.n_ref - t0))
+        nb = width // GROUP
+        block[rows[inside], (local[inside] % GROUP) * nb + local[inside] // GROUP] = np.inf
+    local_rows, values = _select(block, min(sides.k, width))
+    idx = local_rows + t0
+    ok = np.isfinite(values) & (values < _PAD_SCORE) & (idx < sides.n_ref)
+    return idx, ok
 
 
-def _euclidean_tile(sides: _Sides, rows: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
+def _euclidean_tile(sides: _Sides, rows: tuple[int, int]) -> tuple[np.ndarray, ...]:
     s, e = rows
     q = sides.query[s:e]  # type: ignore[index]
     ref = sides.ref
-    assert isinstance(ref, np.ndarray) and sides.ref_t2 is not None and sides.ref_norms is not None
+    assert isinstance(ref, np.ndarray) and sides.ref_scaled is not None
+    q1 = np.empty((e - s, q.shape[1] + 1), dtype=np.float32)
+    q1[:, :-1] = q
+    q1[:, -1] = 1.0
     q64 = q.astype(np.float64)
     best = None
-    width = sides.ref_t2.shape[1]
-    for t0 in range(0, width, sides.ref_tile):
-        t1 = min(t0 + sides.ref_tile, width)
-        block = q @ sides.ref_t2[:, t0:t1]
-        block += sides.ref_norms[t0:t1]
-        local, finite = _tile_candidates(block, sides.k, s, t0, sides.exclude_self)
-        idx = local + t0
+    far = np.full(e - s, -np.inf, dtype=np.float32), np.zeros(e - s, dtype=np.int64)
+    for (t0, t1), scaled in zip(reference_tiles(ref.shape[0], sides.ref_tile), sides.ref_scaled, strict=True):
+        block = np.matmul(q1, scaled, out=_scratch("block", (e - s, t1 - t0)))
+        idx, ok = _tile_top(sides, block, s, t0, t1)
+        if sides.farthest:
+            _farthest(block, t0, t1, ref.shape[0], far)
         safe = np.minimum(idx, ref.shape[0] - 1)
         dist = np.empty(idx.shape, dtype=np.float64)
         for j in range(idx.shape[1]):  # exact distances of the candidates
             diff = q64 - ref[safe[:, j]].astype(np.float64)
             dist[:, j] = np.sqrt(np.einsum("ij,ij->i", diff, diff))
-        dist[~finite] = np.inf  # padding and self: never a neighbour
-        best = _merge(best, dist, np.where(finite, idx, -1), sides.k)
+        dist[~ok] = np.inf  # padding and self: never a neighbour
+        best = _merge(best, dist, np.where(ok, idx, -1), sides.k)
     assert best is not None
+    if sides.farthest:  # squared distance = score + ‖q‖²
+        return *best, far[0] + np.einsum("ij,ij->i", q, q, dtype=np.float32), far[1]
     return best
+
+
+def _farthest(block: np.ndarray, t0: int, t1: int, n_ref: int, far: tuple[np.ndarray, np.ndarray]) -> None:
+    """Update the running farthest reference (largest score, first on ties) of each row of a block."""
+    if t1 > n_ref:  # padding positions of the last tile never count
+        block[:, group_layout(t1 - t0) + t0 >= n_ref] = -np.inf
+    pos = block.argmax(axis=1)
+    score = np.take_along_axis(block, pos[:, None], axis=1)[:, 0]
+    better = score > far[0]
+    nb = (t1 - t0) // GROUP
+    far[0][better] = score[better]
+    far[1][better] = (t0 + (pos % nb) * GROUP + pos // nb)[better]
 
 
 def _mixed_tile(sides: _Sides, rows: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
     s, e = rows
-    q, ref, plan = sides.query, sides.ref, sides.plan
-    assert isinstance(q, MixedRows) and isinstance(ref, MixedRows) and plan is not None
+    q, ref, laid, plan = sides.query, sides.ref, sides.ref_laid, sides.plan
+    assert isinstance(q, MixedRows) and isinstance(ref, MixedRows) and laid is not None and plan is not None
     best = None
     w = q.cat_weight
     q_num64 = q.num[s:e].astype(np.float64)
-    for t0 in range(0, ref.n, sides.ref_tile):
-        t1 = min(t0 + sides.ref_tile, ref.n)
-        width = -(-(t1 - t0) // BLOCK) * BLOCK
-        block = np.full((e - s, width), np.inf, dtype=np.float32)
-        tmp = np.empty((e - s, t1 - t0), dtype=np.float32)
-        mixed_block(q, ref, s, e, plan, block[:, : t1 - t0], tmp, refs=(t0, t1))
-        local, finite = _tile_candidates(block, sides.k, s, t0, sides.exclude_self)
-        idx = local + t0
+    for t0, t1 in reference_tiles(ref.n, sides.ref_tile):
+        block = _scratch("block", (e - s, t1 - t0))
+        tmp = _scratch("tmp", (e - s, t1 - t0))
+        mixed_block(q, laid, s, e, plan, block, tmp, refs=(t0, t1))
+        if t1 > ref.n:  # padding positions of the last tile
+            block[:, group_layout(t1 - t0) + t0 >= ref.n] = _PAD_SCORE
+        idx, ok = _tile_top(sides, block, s, t0, t1)
         safe = np.minimum(idx, ref.n - 1)
         dist = np.empty(idx.shape, dtype=np.float64)
         for j in range(idx.shape[1]):  # exact distances of the candidates, in float64
@@ -382,8 +452,8 @@ def _mixed_tile(sides: _Sides, rows: tuple[int, int]) -> tuple[np.ndarray, np.nd
             if q.num.shape[1]:
                 d += np.abs(q_num64 - ref.num[r].astype(np.float64)).sum(axis=1)
             dist[:, j] = d
-        dist[~finite] = np.inf
-        best = _merge(best, dist, np.where(finite, idx, -1), sides.k)
+        dist[~ok] = np.inf
+        best = _merge(best, dist, np.where(ok, idx, -1), sides.k)
     assert best is not None
     return best
 
@@ -393,7 +463,10 @@ def _run(fn, sides: _Sides, n_query: int, n_ref: int, executor: Executor | None,
     parts = (executor or IN_PROCESS).map(fn, sides, tiles)
     dist = np.concatenate([p[0] for p in parts]) if parts else np.empty((0, sides.k))
     idx = np.concatenate([p[1] for p in parts]) if parts else np.empty((0, sides.k), np.int64)
-    return _finish(dist, idx.astype(np.int64), t0)
+    far = None
+    if sides.farthest:
+        far = np.concatenate([p[2] for p in parts]), np.concatenate([p[3] for p in parts])
+    return _finish(dist, idx.astype(np.int64), t0, far)
 
 
 def knn_euclidean(
@@ -404,14 +477,29 @@ def knn_euclidean(
     exclude_self: bool = False,
     executor: Executor | None = None,
     ref_tile: int | None = None,
+    farthest: bool = False,
 ) -> Neighbors:
-    """Exact k nearest references of every query row in a euclidean space, tile by tile."""
+    """Exact k nearest references of every query row in a euclidean space, tile by tile; with
+    ``farthest``, also each row's farthest reference from the same blocks (Neighbors.farthest)."""
     t0 = time.perf_counter()
+    if farthest and exclude_self:
+        raise ValueError("the farthest reference is read only when no row is excluded")
     k = _check_k(k, ref.shape[0] - (1 if exclude_self else 0))
     _check_finite(query, ref)
-    ref_tile = -(-(ref_tile or REF_TILE) // BLOCK) * BLOCK
-    ref_t2, norms = _scaled_reference(ref, -(-ref.shape[0] // BLOCK) * BLOCK)
-    sides = _Sides(query, ref, k, exclude_self, ref_tile, ref_t2=ref_t2, ref_norms=norms)
+    ref_tile = _padded(ref_tile or REF_TILE)
+    order = reference_order(ref.shape[0], ref_tile)
+    pad = order >= ref.shape[0]
+    laid = ref[np.minimum(order, ref.shape[0] - 1)]
+    scaled = np.empty((ref.shape[1] + 1, order.size), dtype=np.float32)
+    scaled[:-1] = laid.T * np.float32(-2.0)
+    scaled[-1] = np.einsum("ij,ij->i", laid, laid, dtype=np.float32)
+    scaled[:, pad] = 0.0
+    scaled[-1, pad] = _PAD_SCORE
+    tiles = tuple(
+        np.ascontiguousarray(scaled[:, t0:t1]) for t0, t1 in reference_tiles(ref.shape[0], ref_tile)
+    )
+    del scaled
+    sides = _Sides(query, ref, k, exclude_self, ref_tile, ref_scaled=tiles, farthest=farthest)
     return _run(_euclidean_tile, sides, query.shape[0], ref.shape[0], executor, t0)
 
 
@@ -428,8 +516,10 @@ def knn_mixed(
     t0 = time.perf_counter()
     k = _check_k(k, ref.n - (1 if exclude_self else 0))
     _check_finite(query.num, ref.num)
-    ref_tile = -(-(ref_tile or REF_TILE) // BLOCK) * BLOCK
-    sides = _Sides(query, ref, k, exclude_self, ref_tile, plan=mixed_plan(query, ref))
+    ref_tile = _padded(ref_tile or REF_TILE)
+    at = np.minimum(reference_order(ref.n, ref_tile), ref.n - 1)  # a padding position reads the last row
+    laid = MixedRows(ref.num[at], ref.cat[at], ref.cat_weight)
+    sides = _Sides(query, ref, k, exclude_self, ref_tile, ref_laid=laid, plan=mixed_plan(query, laid))
     return _run(_mixed_tile, sides, query.n, ref.n, executor, t0)
 
 

@@ -108,3 +108,54 @@ def test_blocked_selection_in_the_mixed_space_with_self_exclusion() -> None:
     np.fill_diagonal(d, np.inf)
     order = np.lexsort((np.broadcast_to(np.arange(700), d.shape), d), axis=1)[:, :4]
     np.testing.assert_array_equal(nn.idx, order)
+
+
+def _lex_brute(d: np.ndarray, k: int) -> np.ndarray:
+    return np.lexsort((np.broadcast_to(np.arange(d.shape[1]), d.shape), d), axis=1)[:, :k]
+
+
+@pytest.mark.parametrize("k", [1, 3, 6])
+@pytest.mark.parametrize("same", [False, True])
+def test_grouped_selection_over_many_tiles_keeps_the_tie_rule(k: int, same: bool) -> None:
+    # 2,500 references on an integer grid (ties everywhere), tiles of 512 positions (16 groups of 32;
+    # the last tile padded) and one tile: every row's k neighbours by (distance, lowest index)
+    rng = np.random.default_rng(6)
+    r = rng.integers(0, 3, (2500, 3)).astype(np.float32)
+    q = r if same else rng.integers(0, 3, (300, 3)).astype(np.float32)
+    d = cdist(q.astype(np.float64), r.astype(np.float64))
+    h = cdist(q, r, metric="hamming") * 3
+    if same:
+        np.fill_diagonal(d, np.inf)
+        np.fill_diagonal(h, np.inf)
+    empty = np.empty((0, 0), np.float32)
+    qc = MixedRows(empty.reshape(q.shape[0], 0), q.astype(np.int32))
+    rc = MixedRows(empty.reshape(r.shape[0], 0), r.astype(np.int32))
+    for tile in (512, nb.REF_TILE):
+        nn = knn_euclidean(q, r, k, ref_tile=tile, exclude_self=same)
+        np.testing.assert_array_equal(nn.idx, _lex_brute(d, k))
+        mx = knn_mixed(qc, rc, k, ref_tile=tile, exclude_self=same)
+        np.testing.assert_array_equal(mx.idx, _lex_brute(h, k))
+
+
+def test_order_keys_sort_floats_then_index() -> None:
+    values = np.array([[0.0, -0.0, -1.5, 2.0, -0.0, np.inf, -3e-38, 1e-45]], dtype=np.float32)
+    index = np.arange(values.shape[1], dtype=np.int64)[None, :]
+    keys = nb._order_keys(values, index)
+    got = (np.sort(keys, axis=1) & 0xFFFFFFFF)[0].tolist()
+    # -1.5, -3e-38, then the three zeros (+0 and -0 are equal: by index), 1e-45, 2.0, inf
+    assert got == [2, 6, 0, 1, 4, 7, 3, 5]
+
+
+def test_farthest_reference_read_off_the_same_blocks() -> None:
+    rng = np.random.default_rng(7)
+    q = rng.random((90, 4)).astype(np.float32)
+    r = rng.random((700, 4)).astype(np.float32)
+    d = cdist(q.astype(np.float64), r.astype(np.float64))
+    for tile in (128, nb.REF_TILE):  # several tiles (the last padded) and one
+        nn = knn_euclidean(q, r, 2, farthest=True, ref_tile=tile)
+        assert nn.farthest is not None
+        score, idx = nn.farthest
+        np.testing.assert_array_equal(idx, d.argmax(axis=1))
+        np.testing.assert_allclose(score, d.max(axis=1) ** 2, rtol=1e-5)
+    with pytest.raises(ValueError):
+        knn_euclidean(r, r, 1, farthest=True, exclude_self=True)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..context import EvaluationContext
-from ..neighbors import euclidean_chunks
+from ..errors import MetricError
 from ..registry import Expect, metric
 from ..results import Measurement, Risk
 
@@ -185,41 +185,22 @@ class Extremes:
         return np.clip((d - self.d_min) / span, 0.0, 1.0)
 
 
-_EXTREMES_LABEL = "euclidean real×synthetic extreme pair (all pairs)"
-
-
 def extremes(ctx: EvaluationContext) -> Extremes:
-    """Exact d_min and d_max over all |Y|·|Z| pairs, by a chunked reduction (never the full matrix).
+    """Exact d_min and d_max over all |Y|·|Z| pairs, never the full matrix.
 
-    Per chunk of real rows the float32 product gives ‖r‖² − 2q·r; adding ‖q‖² gives squared distances,
-    whose row maxima and minima are reduced on the fly. The winning pairs are recomputed exactly in
-    float64 (the selection itself is exact up to float32 rounding, ~1e-6 relative). d_min is also the
-    smallest exact nearest-neighbour distance of the shared real→synthetic query (the smaller wins).
-    Computed once per evaluation (``ctx.shared``) for cvp, dvp and nsnd; booked as shared work.
+    The real→synthetic query reads each real row's farthest synthetic row off the same float32 blocks
+    as its nearest ones (``EvaluationContext.neighbors``: FARTHEST); the farthest of those is recomputed
+    exactly in float64 (the float32 choice is exact up to rounding, ~1e-6 relative). d_min is the
+    smallest exact nearest-neighbour distance of that query.
     """
     nn = ctx.neighbors("euclidean", "real", "synthetic", 1)
-    return ctx.shared(_EXTREMES_LABEL, lambda: _extreme_pair(ctx, float(nn.dist[:, 0].min())))
-
-
-def _extreme_pair(ctx: EvaluationContext, nn_min: float) -> Extremes:
-    q, r = ctx.euclidean("real"), ctx.euclidean("synthetic")
-    qn = np.einsum("ij,ij->i", q, q, dtype=np.float32)
-    best_max, arg_max = -np.inf, (0, 0)
-    best_min, arg_min = np.inf, (0, 0)
-    for start, block in euclidean_chunks(q, r):
-        block += qn[start : start + block.shape[0], None]
-        i, j = np.unravel_index(int(block.argmax()), block.shape)
-        if block[i, j] > best_max:
-            best_max, arg_max = float(block[i, j]), (start + int(i), int(j))
-        i, j = np.unravel_index(int(block.argmin()), block.shape)
-        if block[i, j] < best_min:
-            best_min, arg_min = float(block[i, j]), (start + int(i), int(j))
-
-    def exact(pair: tuple[int, int]) -> float:
-        diff = q[pair[0]].astype(np.float64) - r[pair[1]].astype(np.float64)
-        return float(np.sqrt(diff @ diff))
-
-    return Extremes(d_min=min(exact(arg_min), nn_min), d_max=exact(arg_max))
+    if nn.farthest is None:  # a context that does not read it (never the evaluation's own)
+        raise MetricError("the real→synthetic query did not read the farthest pair")
+    score, idx = nn.farthest
+    i = int(np.argmax(score))
+    q, r = ctx.euclidean("real")[i].astype(np.float64), ctx.euclidean("synthetic")[idx[i]].astype(np.float64)
+    diff = q - r
+    return Extremes(d_min=float(nn.dist[:, 0].min()), d_max=float(np.sqrt(diff @ diff)))
 
 
 def _normalised_nn(ctx: EvaluationContext) -> tuple[np.ndarray, Extremes]:
