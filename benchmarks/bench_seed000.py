@@ -110,10 +110,14 @@ def _fmt(x: float | None) -> str:
 # ------------------------------------------------------------------------------------- child side
 
 
+def _nothing(*_: object) -> None:
+    return None
+
+
 def child(real: str, synthetic: str, label: str) -> None:
     """One dataset in this process: every metric, the queries, the product, total and peak memory."""
     from dagster_privacy.evaluate import prepare, run_metrics
-    from dagster_privacy.neighbors import euclidean_chunks
+    from dagster_privacy.neighbors import map_chunks
     from dagster_privacy.policy import resolve
 
     t0 = time.perf_counter()
@@ -136,8 +140,7 @@ def child(real: str, synthetic: str, label: str) -> None:
     print(f"    {'encodings (one-hot, codes, Φ^k)':58s} {ctx.encode_seconds:7.3f}")
     x_syn, x_real = ctx.euclidean("synthetic"), ctx.euclidean("real")
     tp = time.perf_counter()
-    for _ in euclidean_chunks(x_syn, x_real):
-        pass
+    map_chunks(_nothing, None, x_syn, x_real)
     t_prod = time.perf_counter() - tp
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
     print(

@@ -15,8 +15,8 @@
 
     The reference side is laid out once per query (reference_order): within each tile, group g of
     GROUP consecutive rows sits at positions g, g + nb, …, so group minima are GROUP vector minima.
-    euclidean_chunks / mixed_chunks yield raw blocks in row order for reductions that are not top-k
-    (counts within a radius, densities).
+    map_chunks hands raw blocks (query rows × the whole reference, in row order) to a reduction that is
+    not a top-k (ties, counts within a radius, densities), on the same executor.
 
 Both sides are always whole: only a caller may choose to query fewer rows, never to search fewer
 references. An identical row is at distance exactly 0 (float64 from the encoded rows). Ties: among
@@ -30,19 +30,26 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 import numpy as np
 
 from .errors import MetricError
 from .executors import IN_PROCESS, Executor
 
-CHUNK_BYTES = 64 * 2**20  # one chunk's distance block
+T = TypeVar("T")
+
 #: a categorical value shared by more than this fraction of all (query, reference) pairs is counted by
 #: the one-hot product; rarer values by scattering their few matching pairs (MixedPlan)
 DENSE_SHARE = 1.0 / 512
 GROUP = 32  # reference rows per group in the top-k selection (neighbors._select)
+#: reference rows per block of a k-NN query (a multiple of GROUP): each query tile walks the reference in
+#: tiles of this width, keeping a running top-k, so memory does not grow with the reference side
+REF_TILE = 16384
+#: bytes of one k-NN distance block; blocks run side by side (one per core), so each gets a share
+KNN_BLOCK_BYTES = 32 * 2**20
 
 
 @dataclass(frozen=True)
@@ -64,7 +71,7 @@ class Neighbors:
         return Neighbors(self.dist[:, :k], self.idx[:, :k], self.seconds, self.farthest)
 
 
-def chunk_rows(n_reference: int, *, bytes_per_cell: int = 4, budget: int = CHUNK_BYTES) -> int:
+def chunk_rows(n_reference: int, *, budget: int, bytes_per_cell: int = 4) -> int:
     return int(max(16, min(4096, budget // max(1, n_reference * bytes_per_cell))))
 
 
@@ -183,40 +190,58 @@ def _scaled_reference(ref: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarr
     return ref_t2, norms
 
 
-def euclidean_chunks(
-    query: np.ndarray, ref: np.ndarray, *, exclude_self: bool = False
-) -> Iterator[tuple[int, np.ndarray]]:
-    """Yields (start, scores) with scores = ‖r‖² − 2 q·r per chunk (float32; + ‖q‖² = squared distance)."""
-    ref_t2, norms = _scaled_reference(ref, ref.shape[0])
-    step = chunk_rows(ref.shape[0])
-    buf = np.empty((step, ref.shape[0]), dtype=np.float32)
-    for s in range(0, query.shape[0], step):
-        q = query[s : s + step]
-        b = buf[: q.shape[0]]
-        np.matmul(q, ref_t2, out=b)
-        b += norms
-        if exclude_self:
-            rows = np.arange(q.shape[0])
-            b[rows, s + rows] = np.inf
-        yield s, b
+@dataclass(frozen=True)
+class _Chunks:
+    """What every chunk of a map_chunks call reads (put once in the executor's store)."""
+
+    fn: Callable[[Any, int, np.ndarray], Any]
+    extra: Any
+    query: np.ndarray | MixedRows
+    ref: np.ndarray | MixedRows
+    ref_t2: np.ndarray | None = None  # euclidean: −2·refᵀ
+    norms: np.ndarray | None = None  # euclidean: ‖r‖²
+    plan: MixedPlan | None = None  # mixed
 
 
-def mixed_chunks(
-    query: MixedRows, ref: MixedRows, *, exclude_self: bool = False
-) -> Iterator[tuple[int, np.ndarray]]:
-    """Yields (start, distances) of the mixed space per chunk (float32)."""
-    plan = mixed_plan(query, ref)
-    step = chunk_rows(ref.n)
-    buf = np.empty((step, ref.n), dtype=np.float32)
-    tmp = np.empty((step, ref.n), dtype=np.float32)
-    for s in range(0, query.n, step):
-        e = min(s + step, query.n)
-        b = buf[: e - s]
-        mixed_block(query, ref, s, e, plan, b, tmp[: e - s])
-        if exclude_self:
-            rows = np.arange(e - s)
-            b[rows, s + rows] = np.inf
-        yield s, b
+def _chunk(job: _Chunks, rows: tuple[int, int]) -> Any:
+    s, e = rows
+    if isinstance(job.query, MixedRows):
+        assert isinstance(job.ref, MixedRows) and job.plan is not None
+        block = _scratch("chunk", (e - s, job.ref.n))
+        mixed_block(job.query, job.ref, s, e, job.plan, block, _scratch("chunk_tmp", block.shape))
+    else:
+        assert job.ref_t2 is not None and job.norms is not None
+        block = np.matmul(job.query[s:e], job.ref_t2, out=_scratch("chunk", (e - s, job.ref_t2.shape[1])))
+        block += job.norms
+    return job.fn(job.extra, s, block)
+
+
+def map_chunks(
+    fn: Callable[[Any, int, np.ndarray], T],
+    extra: Any,
+    query: np.ndarray | MixedRows,
+    ref: np.ndarray | MixedRows,
+    *,
+    executor: Executor | None = None,
+) -> list[T]:
+    """``[fn(extra, start, block) for each chunk of query rows]``, in row order, each block against the
+    whole reference (float32): euclidean scores ‖r‖² − 2 q·r (+ ‖q‖² = squared distance), or mixed
+    (Hamming / Gower) distances. For reductions that are not a top-k (counts, ties, densities). The
+    chunks (within KNN_BLOCK_BYTES each) depend on the sizes only and run on ``executor``, so ``fn``
+    must be a module-level function and ``extra`` picklable; the block is scratch, ``fn`` may change it
+    and must not keep it."""
+    if isinstance(query, MixedRows):
+        assert isinstance(ref, MixedRows)
+        job = _Chunks(fn, extra, query, ref, plan=mixed_plan(query, ref))
+        n_q, n_r = query.n, ref.n
+    else:
+        assert isinstance(ref, np.ndarray)
+        ref_t2, norms = _scaled_reference(ref, ref.shape[0])
+        job = _Chunks(fn, extra, query, ref, ref_t2=ref_t2, norms=norms)
+        n_q, n_r = query.shape[0], ref.shape[0]
+    step = chunk_rows(n_r, budget=KNN_BLOCK_BYTES)
+    tiles = [(s, min(s + step, n_q)) for s in range(0, n_q, step)]
+    return (executor or IN_PROCESS).map(_chunk, job, tiles)
 
 
 def group_layout(width: int) -> np.ndarray:
@@ -293,11 +318,6 @@ def _finish(
     )
 
 
-#: reference rows per block of a k-NN query (a multiple of GROUP): each query tile walks the reference in
-#: tiles of this width, keeping a running top-k, so memory does not grow with the reference side
-REF_TILE = 16384
-#: bytes of one k-NN distance block; blocks run side by side (one per core), so each gets a share
-KNN_BLOCK_BYTES = 32 * 2**20
 #: the score of a padding position: finite (so the product never meets inf · 0), above any real score
 _PAD_SCORE = np.float32(1e30)
 

@@ -19,7 +19,7 @@ def _brute(q: np.ndarray, r: np.ndarray, k: int, *, metric: str = "euclidean", s
 
 @pytest.mark.parametrize("k", [1, 2, 3, 5, 7])
 def test_euclidean_matches_brute_force(k: int, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(nb, "CHUNK_BYTES", 4 * 50 * 8)  # 8-row chunks: exercise chunk boundaries
+    monkeypatch.setattr(nb, "KNN_BLOCK_BYTES", 1)  # 16-row query tiles: exercise tile boundaries
     rng = np.random.default_rng(0)
     q = rng.random((37, 6)).astype(np.float32)
     r = rng.random((50, 6)).astype(np.float32)

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 
 from ..context import EvaluationContext
 from ..errors import MetricError
-from ..neighbors import MixedRows, euclidean_chunks, mixed_chunks
+from ..neighbors import MixedRows, map_chunks
 from ..registry import Expect, metric
 from ..results import Measurement, Risk
 
@@ -171,6 +171,22 @@ def _tied_matches(ties: np.ndarray, v_query: np.ndarray, v_ref: np.ndarray) -> t
     return ties.sum(axis=1), (ties & (v_query[:, None] == v_ref[None, :])).sum(axis=1)
 
 
+def _gcap_chunk(
+    extra: tuple[dict[str, np.ndarray], dict[str, np.ndarray]], start: int, block: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
+    """One chunk of GCAP: per real row the minimum Hamming distance, the tied synthetic rows and, per
+    sensitive column, how many of them share the row's value."""
+    v_real, v_syn = extra
+    stop = start + block.shape[0]
+    low = block.min(axis=1)
+    ties = block == low[:, None]  # integer distances in float32: equality is exact
+    n_ties = np.zeros(block.shape[0], dtype=np.int64)
+    correct = {}
+    for s in v_real:
+        n_ties, correct[s] = _tied_matches(ties, v_real[s][start:stop], v_syn[s])
+    return low, n_ties, correct
+
+
 @metric(
     "gcap",
     family="simulation",
@@ -186,31 +202,25 @@ def gcap(ctx: EvaluationContext) -> Measurement:
     distance d_H(y[A_K], z[A_K]) (all ties: eq. 5 counts sets), C_y = those sharing y's sensitive
     value; gcap(y) = |C_y| / |G_y|, GCAP = the mean over real rows. Distances come from chunked
     Hamming blocks on the shared integer codes (exact integers, so ties are exact;
-    ``neighbors.mixed_chunks``). Every sensitive column is
+    ``neighbors.map_chunks``). Every sensitive column is
     scored; value = the worst. A numerical sensitive column is scored on exact equality of values.
     """
     keys, sens = threat_columns(ctx)
-    n_real = ctx.n("real")
     per: dict[str, dict] = {}
     for kcols, group in _by_keys(keys, sens).items():
         q, r = ctx.mixed("hamming", "real", kcols).cat, ctx.mixed("hamming", "synthetic", kcols).cat
         v_real = {s: ctx.codes("real")[:, _col(ctx, s)].astype(np.int64) for s in group}
         v_syn = {s: ctx.codes("synthetic")[:, _col(ctx, s)].astype(np.int64) for s in group}
-        correct = {s: np.zeros(n_real, dtype=np.int64) for s in group}
-        n_ties = np.zeros(n_real, dtype=np.int64)
-        d_min = np.zeros(n_real, dtype=np.float64)
-        for start, block in mixed_chunks(
+        parts = map_chunks(
+            _gcap_chunk,
+            (v_real, v_syn),
             MixedRows(np.empty((q.shape[0], 0), np.float32), q),
             MixedRows(np.empty((r.shape[0], 0), np.float32), r),
-        ):
-            stop = start + block.shape[0]
-            low = block.min(axis=1)
-            ties = block == low[:, None]  # integer distances in float32: equality is exact
-            d_min[start:stop] = low
-            for s in group:
-                n_ties[start:stop], correct[s][start:stop] = _tied_matches(
-                    ties, v_real[s][start:stop], v_syn[s]
-                )
+            executor=ctx.executor,
+        )
+        d_min = np.concatenate([p[0] for p in parts]).astype(np.float64)
+        n_ties = np.concatenate([p[1] for p in parts])
+        correct = {s: np.concatenate([p[2][s] for p in parts]) for s in group}
         for s in group:
             score = correct[s] / n_ties
             per[s] = {
@@ -236,10 +246,12 @@ _F32_SLACK = 2e-6
 _PAIR_BATCH = 1 << 20
 
 
-def nearest_sets(query: np.ndarray, ref: np.ndarray) -> Iterator[tuple[int, np.ndarray, np.ndarray]]:
-    """Yields (start, rows, refs) per chunk: every reference row at the minimum Euclidean distance.
+def nearest_sets(
+    query: np.ndarray, ref: np.ndarray, executor: Any = None
+) -> list[tuple[int, np.ndarray, np.ndarray]]:
+    """(start, rows, refs) per chunk: every reference row at the minimum Euclidean distance.
 
-    The float32 chunked product (``neighbors.euclidean_chunks``) gathers the candidates within a slack
+    The float32 chunked product (``neighbors.map_chunks``) gathers the candidates within a slack
     of each row's minimum score; their squared distances are then recomputed exactly in float64 and
     the ones within ``_TIE_TOL`` of the row's exact minimum are kept: ties are counted as a set, as the
     seed's argmin sets are, and do not depend on row order. ``rows`` are chunk-local, sorted.
@@ -247,33 +259,39 @@ def nearest_sets(query: np.ndarray, ref: np.ndarray) -> Iterator[tuple[int, np.n
     q64, r64 = query.astype(np.float64), ref.astype(np.float64)
     qn = np.einsum("ij,ij->i", q64, q64)
     rn_max = float(np.einsum("ij,ij->i", r64, r64).max(initial=0.0))
-    dims = max(1, query.shape[1])
-    for start, block in euclidean_chunks(query, ref):
-        stop = start + block.shape[0]
-        local = np.arange(stop - start)
-        first = block.argmin(axis=1)
-        low = block[local, first]
-        thr = low + _F32_SLACK * (1.0 + qn[start:stop] + rn_max)
-        block[local, first] = np.inf  # the runner-up decides whether a row needs a closer look
-        second = block.min(axis=1)
-        block[local, first] = low
-        multi = np.nonzero(second <= thr)[0]
-        single = np.ones(stop - start, dtype=bool)
-        single[multi] = False
-        sub_rows, refs_multi = np.nonzero(block[multi] <= thr[multi, None])
-        rows = np.concatenate([local[single], multi[sub_rows]])
-        refs = np.concatenate([first[single], refs_multi])
-        order = np.argsort(rows, kind="stable")
-        rows, refs = rows[order], refs[order]
-        d2 = np.empty(rows.size, dtype=np.float64)
-        step = max(1, _PAIR_BATCH // dims)
-        for a in range(0, rows.size, step):
-            diff = q64[start + rows[a : a + step]] - r64[refs[a : a + step]]
-            d2[a : a + step] = np.einsum("ij,ij->i", diff, diff)
-        best = np.full(stop - start, np.inf)
-        np.minimum.at(best, rows, d2)
-        keep = d2 <= best[rows] + _TIE_TOL
-        yield start, rows[keep], refs[keep]
+    return map_chunks(_nearest_chunk, (q64, r64, qn, rn_max), query, ref, executor=executor)
+
+
+def _nearest_chunk(
+    extra: tuple[np.ndarray, np.ndarray, np.ndarray, float], start: int, block: np.ndarray
+) -> tuple[int, np.ndarray, np.ndarray]:
+    q64, r64, qn, rn_max = extra
+    dims = max(1, q64.shape[1])
+    stop = start + block.shape[0]
+    local = np.arange(stop - start)
+    first = block.argmin(axis=1)
+    low = block[local, first]
+    thr = low + _F32_SLACK * (1.0 + qn[start:stop] + rn_max)
+    block[local, first] = np.inf  # the runner-up decides whether a row needs a closer look
+    second = block.min(axis=1)
+    block[local, first] = low
+    multi = np.nonzero(second <= thr)[0]
+    single = np.ones(stop - start, dtype=bool)
+    single[multi] = False
+    sub_rows, refs_multi = np.nonzero(block[multi] <= thr[multi, None])
+    rows = np.concatenate([local[single], multi[sub_rows]])
+    refs = np.concatenate([first[single], refs_multi])
+    order = np.argsort(rows, kind="stable")
+    rows, refs = rows[order], refs[order]
+    d2 = np.empty(rows.size, dtype=np.float64)
+    step = max(1, _PAIR_BATCH // dims)
+    for a in range(0, rows.size, step):
+        diff = q64[start + rows[a : a + step]] - r64[refs[a : a + step]]
+        d2[a : a + step] = np.einsum("ij,ij->i", diff, diff)
+    best = np.full(stop - start, np.inf)
+    np.minimum.at(best, rows, d2)
+    keep = d2 <= best[rows] + _TIE_TOL
+    return start, rows[keep], refs[keep]
 
 
 def _close10(y: np.ndarray, z: np.ndarray) -> np.ndarray:
@@ -349,7 +367,7 @@ def air(ctx: EvaluationContext) -> Measurement:
                 z_val[s] = ctx.codes("synthetic")[:, _col(ctx, s)].astype(np.int64)
         tp = {s: np.zeros(n_real, dtype=np.int64) for s in group}
         n_ties = np.zeros(n_real, dtype=np.int64)
-        for start, rows, refs in nearest_sets(q, r):
+        for start, rows, refs in nearest_sets(q, r, ctx.executor):
             n = min(n_real - start, int(rows.max(initial=-1)) + 1)
             n_ties[start : start + n] = np.bincount(rows, minlength=n)
             for s in group:

@@ -12,7 +12,7 @@ import polars as pl
 import pytest
 
 import dagster_privacy as dp
-from dagster_privacy.neighbors import MixedRows, mixed_chunks
+from dagster_privacy.neighbors import MixedRows, map_chunks
 
 
 def ev(real, synthetic, ids, **kw) -> dp.Evaluation:
@@ -87,16 +87,17 @@ def test_gcap_counts_every_tied_nearest_row() -> None:
     assert r.details["per_column"]["s"]["mean_tied_rows"] == pytest.approx(5 / 3)
 
 
+def _copy(_: object, start: int, block: np.ndarray) -> np.ndarray:
+    return block.copy()  # the block is scratch
+
+
 def test_hamming_blocks_count_differing_codes() -> None:
     rng = np.random.default_rng(0)
     q = np.column_stack([rng.integers(0, k, 300) for k in (2, 7, 90, 400)]).astype(np.int32)
     r = np.column_stack([rng.integers(0, k, 200) for k in (2, 7, 90, 400)]).astype(np.int32)
     empty = np.empty((0, 0), np.float32)
     blocks = np.vstack(
-        [
-            b.copy()
-            for _, b in mixed_chunks(MixedRows(empty.reshape(300, 0), q), MixedRows(empty.reshape(200, 0), r))
-        ]
+        map_chunks(_copy, None, MixedRows(empty.reshape(300, 0), q), MixedRows(empty.reshape(200, 0), r))
     )
     expected = (q[:, None, :] != r[None, :, :]).sum(axis=2)  # small enough for the full matrix here
     np.testing.assert_array_equal(blocks, expected)

@@ -17,18 +17,18 @@ import numpy as np
 
 from ...context import EvaluationContext
 from ...errors import MetricError, NotApplicable
-from ...neighbors import euclidean_chunks
+from ...neighbors import map_chunks
 from ...registry import Expect, metric
 from ...results import Measurement, Risk
 from ...stats import z_score
 from ._common import content_order, n_targets
-from ._gower import one_blas_thread
 
 
 class KDE:
     """Gaussian KDE with Scott's bandwidth (times ``scale``) and the data's own covariance."""
 
-    def __init__(self, data: np.ndarray, *, scale: float = 1.0) -> None:
+    def __init__(self, data: np.ndarray, *, scale: float = 1.0, executor: Any = None) -> None:
+        self.executor = executor  # where the chunks of log_density run (neighbors.map_chunks)
         x = np.asarray(data, dtype=np.float64)
         n, k = x.shape
         cov = np.atleast_2d(np.cov(x, rowvar=False)) if n > 1 else np.eye(k)
@@ -43,38 +43,35 @@ class KDE:
     def log_density(self, points: np.ndarray) -> np.ndarray:
         q = np.ascontiguousarray((np.asarray(points, np.float64) @ self.whiten).astype(np.float32))
         qn = np.einsum("ij,ij->i", q, q, dtype=np.float32)
-        out = np.empty(q.shape[0])
-        with one_blas_thread():
-            self._reduce(q, qn, out)
-        return out + self.log_norm
+        parts = map_chunks(_log_sum_exp, qn, q, self.data, executor=self.executor)
+        return (np.concatenate(parts) if parts else np.empty(0)) + self.log_norm
 
-    def _reduce(self, q: np.ndarray, qn: np.ndarray, out: np.ndarray) -> None:
-        for s, block in euclidean_chunks(q, self.data):
-            e = s + block.shape[0]
-            # log Σ exp(−d²/2), shifted by the nearest point (in place: the block is the scratch)
-            block += qn[s:e, None]
-            np.maximum(block, 0.0, out=block)
-            m = block.min(axis=1)
-            block -= m[:, None]
-            block *= np.float32(-0.5)
-            np.exp(block, out=block)
-            out[s:e] = -0.5 * m.astype(np.float64) + np.log(block.sum(axis=1, dtype=np.float64))
+
+def _log_sum_exp(qn: np.ndarray, s: int, block: np.ndarray) -> np.ndarray:
+    """log Σ exp(−d²/2) per row of a chunk, shifted by the nearest point (in place: the block is scratch)."""
+    block += qn[s : s + block.shape[0], None]
+    np.maximum(block, 0.0, out=block)
+    m = block.min(axis=1)
+    block -= m[:, None]
+    block *= np.float32(-0.5)
+    np.exp(block, out=block)
+    return -0.5 * m.astype(np.float64) + np.log(block.sum(axis=1, dtype=np.float64))
 
 
 BANDWIDTHS = tuple(2.0**-i for i in range(6))  # × Scott's factor
 HELD_OUT = 4000  # rows that score each candidate bandwidth
 
 
-def fitted_kde(x: np.ndarray, name: str, seed: int) -> tuple[KDE, float]:
+def fitted_kde(x: np.ndarray, name: str, seed: int, executor: Any = None) -> tuple[KDE, float]:
     """A KDE whose bandwidth maximises the held-out likelihood: a seeded half of the rows fits, up to
     HELD_OUT of the other half score, over Scott's factor × BANDWIDTHS; then all rows fit at the chosen
     multiplier (the choice needs a likelihood estimate, not every row: the KDE itself keeps them all)."""
     order = np.random.default_rng([seed, len(name)]).permutation(x.shape[0])
     half = x.shape[0] // 2
     fit, held = x[order[:half]], x[order[half : half + HELD_OUT]]
-    scores = [float(np.mean(KDE(fit, scale=m).log_density(held))) for m in BANDWIDTHS]
+    scores = [float(np.mean(KDE(fit, scale=m, executor=executor).log_density(held))) for m in BANDWIDTHS]
     best = BANDWIDTHS[int(np.argmax(scores))]
-    return KDE(x, scale=best), best
+    return KDE(x, scale=best, executor=executor), best
 
 
 def auc_delong(
@@ -123,11 +120,17 @@ def domias(ctx: EvaluationContext, *, n_attacks: int = 2000, bandwidth: str = "s
         raise MetricError("domias: bandwidth must be held_out or scott")
     pr_syn, pr_ref = ctx.projected("synthetic"), ctx.projected("holdout")[reference]
     if bandwidth == "scott":
-        (p_syn, h_syn), (p_ref, h_ref) = (KDE(pr_syn), 1.0), (KDE(pr_ref), 1.0)
+        (p_syn, h_syn), (p_ref, h_ref) = (
+            (KDE(pr_syn, executor=ctx.executor), 1.0),
+            (
+                KDE(pr_ref, executor=ctx.executor),
+                1.0,
+            ),
+        )
     else:
         (p_syn, h_syn), (p_ref, h_ref) = (
-            fitted_kde(pr_syn, "synthetic", ctx.seed),
-            fitted_kde(pr_ref, "reference", ctx.seed),
+            fitted_kde(pr_syn, "synthetic", ctx.seed, ctx.executor),
+            fitted_kde(pr_ref, "reference", ctx.seed, ctx.executor),
         )
     x_m = ctx.projected("real")[members]
     x_o = ctx.projected("holdout")[others]

@@ -9,6 +9,8 @@ Secret columns: the threat model's sensitive columns, else every column.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -187,6 +189,48 @@ def _lgbm_params(seed: int, n_estimators: int) -> dict[str, Any]:
     }
 
 
+#: models fitted side by side at most (each holds its own feature matrices)
+_FITS_AT_ONCE = 4
+
+
+def _fit_predict(params: dict[str, Any], job: tuple) -> tuple[np.ndarray, np.ndarray]:
+    """One LightGBM model of inference_ml (one OpenMP thread, deterministic): fitted on the synthetic
+    rows, predicting the training and control targets. Module-level: it may run as a Ray task."""
+    import lightgbm as lgb
+
+    task, x, y, cat_idx, x_t, x_c = job
+    model = (lgb.LGBMRegressor if task == "regression" else lgb.LGBMClassifier)(**params)
+    model.fit(x, y, categorical_feature=cat_idx or "auto")
+    return model.predict(x_t), model.predict(x_c)
+
+
+def _regression_part(
+    y_t: np.ndarray,
+    y_c: np.ndarray,
+    mean: float,
+    spread: float,
+    conf: float,
+    p_t: np.ndarray,
+    p_c: np.ndarray,
+) -> dict[str, Any]:
+    r_t, _ = _nrmse_side(y_t, p_t, spread, conf)
+    r_c, _ = _nrmse_side(y_c, p_c, spread, conf)
+    r_n, _ = _nrmse_side(y_t, np.full(y_t.size, mean), spread, conf)
+    side = Side(r_t, r_c, naive=r_n)
+    return {**side.details(), "n_attacks": int(y_t.size), "task": "regression", "score": "NRMSE"}
+
+
+def _classification_part(
+    y_t: np.ndarray, y_c: np.ndarray, mode: int, n: int, conf: float, p_t: np.ndarray, p_c: np.ndarray
+) -> dict[str, Any]:
+    side = Side(
+        rate(int((p_t == y_t).sum()), n, conf),
+        rate(int((p_c == y_c).sum()), n, conf),
+        naive=rate(int((y_t == mode).sum()), n, conf),
+    )
+    return {**side.details(), "n_attacks": n, "task": "classification", "score": "accuracy"}
+
+
 def _nrmse_side(y: np.ndarray, pred: np.ndarray, spread: float, confidence: float) -> tuple[Any, float]:
     """NRMSE = 1 − RMSE/range (seed 004 eq. 10) with a delta-method error (z · se(RMSE)/range)."""
     se = (y - pred) ** 2
@@ -220,8 +264,6 @@ def inference_ml(
     own). e_naive: the synthetic majority class / mean. value = the worst column's E (eq. 8, e* = 1),
     Bonferroni over columns.
     """
-    import lightgbm as lgb
-
     secrets = _secrets(ctx)
     n = n_targets(ctx, n_attacks)
     if n == 0 or len(ctx.schema.names) < 2:
@@ -231,7 +273,9 @@ def inference_ml(
     cols = canonical_columns(ctx)
     names = ctx.schema.names
     conf = family_confidence(len(secrets))
-    parts: dict[str, dict[str, Any]] = {}
+    parts: dict[str, dict[str, Any]] = {s: {} for s in secrets}  # in secret order, filled below
+    #: the models to fit: (job for _fit_predict, how its two predictions become the column's part)
+    fits: list[tuple[str, tuple, Callable[[np.ndarray, np.ndarray], dict[str, Any]]]] = []
     for s in secrets:
         aux = [c for c in cols if c != s]
         cat_idx = [i for i, c in enumerate(aux) if ctx.schema.kind(c) != "numerical"]
@@ -246,18 +290,14 @@ def inference_ml(
             if keep.sum() < 2 or mt.sum() == 0 or mc.sum() == 0:
                 parts[s] = {"risk": None, "reason": f"{s}: too few non-missing values"}
                 continue
+            regression = partial(
+                _regression_part, y_t[mt], y_c[mc], y_syn[keep].mean(), ctx.encoder.num_range[s], conf
+            )
             if np.ptp(y_syn[keep]) == 0:
-                p_t, p_c = np.full(mt.sum(), y_syn[keep][0]), np.full(mc.sum(), y_syn[keep][0])
+                parts[s] = regression(np.full(mt.sum(), y_syn[keep][0]), np.full(mc.sum(), y_syn[keep][0]))
             else:
-                model = lgb.LGBMRegressor(**_lgbm_params(ctx.seed, n_estimators))
-                model.fit(x_syn[keep], y_syn[keep], categorical_feature=cat_idx or "auto")
-                p_t, p_c = model.predict(x_t[mt]), model.predict(x_c[mc])
-            spread = ctx.encoder.num_range[s]
-            r_t, _ = _nrmse_side(y_t[mt], p_t, spread, conf)
-            r_c, _ = _nrmse_side(y_c[mc], p_c, spread, conf)
-            r_n, _ = _nrmse_side(y_t[mt], np.full(mt.sum(), y_syn[keep].mean()), spread, conf)
-            side = Side(r_t, r_c, naive=r_n)
-            parts[s] = {**side.details(), "n_attacks": int(mt.sum()), "task": "regression", "score": "NRMSE"}
+                job = ("regression", x_syn[keep], y_syn[keep], cat_idx, x_t[mt], x_c[mc])
+                fits.append((s, job, regression))
         else:
             j = names.index(s)
             y_syn = ctx.codes("synthetic")[order, j]
@@ -273,25 +313,38 @@ def inference_ml(
             if not keep.all():
                 y_syn = np.where(np.isin(y_syn, classes[~keep]), -1, y_syn)  # -1: no target code equals it
                 classes, counts = np.unique(y_syn, return_counts=True)
+            classification = partial(_classification_part, y_t, y_c, classes[counts.argmax()], n, conf)
             if classes.size < 2:
-                p_t, p_c = np.full(n, classes[0]), np.full(n, classes[0])
+                parts[s] = classification(np.full(n, classes[0]), np.full(n, classes[0]))
             else:
-                model = lgb.LGBMClassifier(**_lgbm_params(ctx.seed, n_estimators))
-                model.fit(x_syn, y_syn, categorical_feature=cat_idx or "auto")
-                p_t, p_c = model.predict(x_t), model.predict(x_c)
-            mode = classes[counts.argmax()]
-            side = Side(
-                rate(int((p_t == y_t).sum()), n, conf),
-                rate(int((p_c == y_c).sum()), n, conf),
-                naive=rate(int((y_t == mode).sum()), n, conf),
-            )
-            parts[s] = {**side.details(), "n_attacks": n, "task": "classification", "score": "accuracy"}
+                fits.append((s, ("classification", x_syn, y_syn, cat_idx, x_t, x_c), classification))
+    # the models are independent: fitted side by side on the executor, a few at a time (memory)
+    params = _lgbm_params(ctx.seed, n_estimators)
+    for i in range(0, len(fits), _FITS_AT_ONCE):
+        batch = fits[i : i + _FITS_AT_ONCE]
+        predictions = ctx.executor.map(_fit_predict, params, [job for _, job, _ in batch])
+        for (s, _, finish), (p_t, p_c) in zip(batch, predictions, strict=True):
+            parts[s] = finish(p_t, p_c)
     return worst_of(
         parts, label="column", sizes=_sizes(ctx, n), extra={"model": "lightgbm", "n_estimators": n_estimators}
     )
 
 
 # ------------------------------------------------------------------------------------------ GTCAP
+
+
+def _joint_key(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """One int64 per row of two code matrices (same columns), equal exactly when the rows are equal:
+    the codes in mixed radix when the widths allow (codes are small non-negative integers), else the
+    rank of the row among the distinct rows of both."""
+    if a.shape[1] == 0:
+        return np.zeros(a.shape[0], np.int64), np.zeros(b.shape[0], np.int64)
+    widths = np.maximum(a.max(axis=0, initial=0), b.max(axis=0, initial=0)).astype(np.int64) + 1
+    if float(np.prod(widths.astype(np.float64))) < 2.0**62:
+        stride = np.concatenate([[1], np.cumprod(widths[:-1])]).astype(np.int64)
+        return a.astype(np.int64) @ stride, b.astype(np.int64) @ stride
+    joint = np.unique(np.concatenate([a, b]), axis=0, return_inverse=True)[1].ravel()
+    return joint[: a.shape[0]], joint[a.shape[0] :]
 
 
 def _tcap(
@@ -316,13 +369,7 @@ def _tcap(
     s_codes = ctx.codes("synthetic")
     ci = [names.index(c) for c in cat]
     # join on the categorical quasi-identifiers (exact codes): sort D by its categorical key
-    if ci:
-        key_all = np.unique(np.concatenate([s_codes[:, ci], d_codes[:, ci]]), axis=0, return_inverse=True)[
-            1
-        ].ravel()
-        k_syn, k_d = key_all[:n_syn], key_all[n_syn:]
-    else:
-        k_syn, k_d = np.zeros(n_syn, np.int64), np.zeros(len(idx), np.int64)
+    k_syn, k_d = _joint_key(s_codes[:, ci], d_codes[:, ci])
     d_order = np.argsort(k_d, kind="stable")
     k_sorted = k_d[d_order]
     lo = np.searchsorted(k_sorted, k_syn, side="left")

@@ -150,8 +150,8 @@ def membership_inference(ctx: EvaluationContext, *, n_targets: int | None = None
     }
     pr_syn, pr_ref = ctx.projected("synthetic"), ctx.projected("holdout")[reference]
     x_m, x_o = ctx.projected("real")[members], ctx.projected("holdout")[others]
-    p_syn, h_syn = fitted_kde(pr_syn, "synthetic", ctx.seed)
-    p_ref, h_ref = fitted_kde(pr_ref, "reference", ctx.seed)
+    p_syn, h_syn = fitted_kde(pr_syn, "synthetic", ctx.seed, ctx.executor)
+    p_ref, h_ref = fitted_kde(pr_ref, "reference", ctx.seed, ctx.executor)
     scores["domias"] = {
         "m": p_syn.log_density(x_m) - p_ref.log_density(x_m),
         "o": p_syn.log_density(x_o) - p_ref.log_density(x_o),
