@@ -166,11 +166,8 @@ class BitIndex:
     A condition ``lo ≤ code ≤ hi`` is then ``C[≤hi] & ~C[≤lo−1]``, a predicate the AND of its
     conditions and its count a popcount: 64 rows per machine word. Bit positions follow a seeded
     permutation of the rows, so the first words are a random sample of rows: a predicate matching
-    two records there is rejected without reading the rest. A column with too many distinct values
-    for a bitset per value (over ``budget``) keeps one every S values (its checkpoints, within
-    ``budget`` / 4); "code ≤ c" is then the checkpoint below c with the few rows between it and c set
-    by hand (their positions are listed per column in code order). Every column but the skipped ones
-    (high-cardinality: no predicate uses them) is indexed.
+    two records there is rejected without reading the rest. A column whose index would exceed the
+    budget is not indexed; predicates touching it are counted by CodeTable (candidate rows).
     """
 
     def __init__(
@@ -186,45 +183,30 @@ class BitIndex:
         self.n, self.d = n, d
         self.W = max(1, (n + 63) // 64)
         pos = rng.permutation(n)
-        self.word = pos >> 6
-        self.bit = np.left_shift(np.uint64(1), (pos & 63).astype(np.uint64))
+        word = pos >> 6
+        bit = np.left_shift(np.uint64(1), (pos & 63).astype(np.uint64))
         self.distinct: list[np.ndarray | None] = []
-        offsets, strides, by_rank, rank_start, blocks = [], [], [], [], []
-        total, listed = 0, 0
+        offsets, blocks = [], []
+        total = 0
         for j in range(d):
             if j in skip:  # a column no predicate uses (high-cardinality): no index to build
                 self.distinct.append(None)
                 offsets.append(-1)
-                strides.append(1)
-                rank_start.append(np.zeros(1, np.int64))
                 continue
             values, rank = np.unique(codes[:, j], return_inverse=True)
-            rank = rank.ravel()
-            full = (values.size + 1) * self.W * 8
-            stride = 1 if full <= budget else -(-full // max(1, budget // 4))
-            # row t: the rows of rank < t·stride (t = 0 … values.size // stride)
-            n_cp = values.size // stride + 1
-            bucket = rank // stride + 1
-            low = bucket < n_cp
-            cum = np.zeros((n_cp, self.W), dtype=np.uint64)
-            np.bitwise_or.at(cum, (bucket[low], self.word[low]), self.bit[low])
+            if (values.size + 1) * self.W * 8 > budget:
+                self.distinct.append(None)
+                offsets.append(-1)
+                continue
+            cum = np.zeros((values.size + 1, self.W), dtype=np.uint64)
+            np.bitwise_or.at(cum, (rank.ravel() + 1, word), bit)
             np.bitwise_or.accumulate(cum, axis=0, out=cum)
             self.distinct.append(values)
             offsets.append(total)
-            strides.append(int(stride))
             blocks.append(cum)
-            total += n_cp
-            # rows in code order, and where each rank starts among them (for the rows past a checkpoint)
-            order = np.argsort(rank, kind="stable")
-            by_rank.append(order)
-            rank_start.append(listed + np.searchsorted(rank[order], np.arange(values.size + 1)))
-            listed += n
+            total += cum.shape[0]
         self.offsets = np.array(offsets, dtype=np.int64)
-        self.strides = np.array(strides, dtype=np.int64)
-        self.by_rank = np.concatenate(by_rank) if by_rank else np.zeros(0, np.int64)
-        self.rank_offsets = np.cumsum([0] + [r.size for r in rank_start[:-1]]).astype(np.int64)
-        self.rank_start = np.concatenate(rank_start)
-        # per column, how many distinct values are ≤ c, for c = −1 … max code (a look-up table)
+        # per indexed column, row of ``cum`` for "code ≤ c", c = −1 … max code (a look-up table)
         luts, lut_offsets, max_code = [], [], []
         at = 0
         for j, v in enumerate(self.distinct):
@@ -234,7 +216,7 @@ class BitIndex:
             if v is None:
                 luts.append(np.zeros(top + 2, dtype=np.int64))
             else:
-                luts.append(np.searchsorted(v, np.arange(-1, top + 1), side="right"))
+                luts.append(offsets[j] + np.searchsorted(v, np.arange(-1, top + 1), side="right"))
             at += top + 2
         self.lut = np.concatenate(luts)
         self.lut_offsets = np.array(lut_offsets, dtype=np.int64)
@@ -242,43 +224,23 @@ class BitIndex:
         self.cum = np.concatenate(blocks) if blocks else np.zeros((0, self.W), np.uint64)
         self.prefixes = [np.ascontiguousarray(self.cum[:, :w]) for w in prefix_words if w < self.W]
         self.all = np.zeros(self.W, dtype=np.uint64)
-        np.bitwise_or.at(self.all, self.word, self.bit)
+        np.bitwise_or.at(self.all, word, bit)
 
     def indexed(self, p: Predicates) -> np.ndarray:
         """Predicates whose every column is indexed."""
         return (self.offsets[p.col] >= 0).all(axis=1)
 
-    def _ranks(self, p: Predicates) -> tuple[np.ndarray, np.ndarray]:
-        """How many distinct values are ≤ hi and ≤ lo − 1, per condition, by table look-up."""
+    def _rows(self, p: Predicates) -> tuple[np.ndarray, np.ndarray]:
+        """Rows of ``cum`` for ≤ hi and ≤ lo − 1 of every condition, by table look-up (no search)."""
         base = self.lut_offsets[p.col]
         top = self.max_code[p.col]
-        hi = self.lut[base + np.minimum(p.hi.astype(np.int64), top) + 1]
-        lo = self.lut[base + np.clip(p.lo.astype(np.int64) - 1, -1, top) + 1]
-        return hi, np.minimum(lo, hi)
-
-    def _at_most(self, table: np.ndarray, col: np.ndarray, r: np.ndarray) -> np.ndarray:
-        """Bitsets (one row per condition) of the rows whose code is among the first r distinct values:
-        the checkpoint below r, then the rows between it and r set by hand."""
-        stride = self.strides[col]
-        cp = r // stride
-        bits = table[self.offsets[col] + cp]
-        starts = self.rank_offsets[col]
-        a = self.rank_start[starts + cp * stride]
-        b = self.rank_start[starts + r]
-        sizes = b - a
-        total = int(sizes.sum())
-        if total:
-            which = np.repeat(np.arange(col.size), sizes)
-            at = np.arange(total) - np.repeat(np.cumsum(sizes) - sizes - a, sizes)
-            rows = self.by_rank[at]
-            word = self.word[rows]
-            inside = word < table.shape[1]  # a prefix table holds the first words only
-            np.bitwise_or.at(bits, (which[inside], word[inside]), self.bit[rows[inside]])
-        return bits
+        hi_row = self.lut[base + np.minimum(p.hi.astype(np.int64), top) + 1]
+        lo_row = self.lut[base + np.clip(p.lo.astype(np.int64) - 1, -1, top) + 1]
+        return hi_row, np.minimum(lo_row, hi_row)
 
     def count(self, p: Predicates, *, prefix: int | None = None, batch: int = 8192) -> np.ndarray:
         """Exact counts (or, with prefix i, counts among the sampled first rows) of indexed predicates."""
-        hi_r, lo_r = self._ranks(p)
+        hi_row, lo_row = self._rows(p)
         table = self.cum if prefix is None else self.prefixes[prefix]
         every = self.all[: table.shape[1]]
         out = np.zeros(p.n, dtype=np.int64)
@@ -286,9 +248,7 @@ class BitIndex:
             e = min(s + batch, p.n)
             acc = None
             for k in range(p.col.shape[1]):
-                col = p.col[s:e, k]
-                bits = self._at_most(table, col, hi_r[s:e, k])
-                bits &= ~self._at_most(table, col, lo_r[s:e, k])
+                bits = table[hi_row[s:e, k]] & ~table[lo_row[s:e, k]]
                 neg = p.neg[s:e, k]
                 if neg.any():
                     bits[neg] = ~bits[neg] & every
