@@ -439,15 +439,22 @@ def _euclidean_tile(sides: _Sides, rows: tuple[int, int]) -> tuple[np.ndarray, .
 
 
 def _farthest(block: np.ndarray, t0: int, t1: int, n_ref: int, far: tuple[np.ndarray, np.ndarray]) -> None:
-    """Update the running farthest reference (largest score, first on ties) of each row of a block."""
+    """Update the running farthest reference of each row of a block: the largest score, the lowest
+    reference row on ties (the first group holding the maximum, then its first row holding it; tiles
+    come in row order, so an equal score of a later tile never replaces it)."""
     if t1 > n_ref:  # padding positions of the last tile never count
         block[:, group_layout(t1 - t0) + t0 >= n_ref] = -np.inf
-    pos = block.argmax(axis=1)
-    score = np.take_along_axis(block, pos[:, None], axis=1)[:, 0]
-    better = score > far[0]
     nb = (t1 - t0) // GROUP
+    maxima = block[:, :nb].copy()
+    for j in range(1, GROUP):
+        np.maximum(maxima, block[:, j * nb : (j + 1) * nb], out=maxima)
+    score = maxima.max(axis=1)
+    group = (maxima == score[:, None]).argmax(axis=1)
+    members = block[np.arange(block.shape[0])[:, None], np.arange(GROUP) * nb + group[:, None]]
+    first = (members == score[:, None]).argmax(axis=1)
+    better = score > far[0]
     far[0][better] = score[better]
-    far[1][better] = (t0 + (pos % nb) * GROUP + pos // nb)[better]
+    far[1][better] = (t0 + group * GROUP + first)[better]
 
 
 def _mixed_tile(sides: _Sides, rows: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
@@ -547,6 +554,9 @@ def _check_finite(*arrays: np.ndarray) -> None:
     """A NaN or inf coordinate has no distance: an error, never a row silently skipped or picked."""
     if not all(np.isfinite(a).all() for a in arrays):
         raise MetricError("a coordinate is not a finite number")
+    # a square above float32's range makes a score inf − inf = NaN, which no selection can order
+    if any(a.size and float(np.abs(a).max()) > 1e18 for a in arrays):
+        raise MetricError("a coordinate is too large for the float32 product (above 1e18)")
 
 
 def _check_k(k: int, available: int) -> int:

@@ -159,3 +159,19 @@ def test_farthest_reference_read_off_the_same_blocks() -> None:
         np.testing.assert_allclose(score, d.max(axis=1) ** 2, rtol=1e-5)
     with pytest.raises(ValueError):
         knn_euclidean(r, r, 1, farthest=True, exclude_self=True)
+
+
+def test_farthest_ties_take_the_lowest_reference_index() -> None:
+    # rows 1 and 32 are equally far (5), in different groups of the layout: the lower index wins
+    r = np.zeros((64, 2), np.float32)
+    r[1] = r[32] = [3, 4]
+    nn = knn_euclidean(np.zeros((1, 2), np.float32), r, 1, farthest=True)
+    assert nn.farthest is not None and nn.farthest[1].tolist() == [1]
+
+
+def test_a_coordinate_too_large_for_float32_scores_is_an_error() -> None:
+    from dagster_privacy.errors import MetricError
+
+    r = np.array([[0.0], [1e20]], np.float32)
+    with pytest.raises(MetricError):
+        knn_euclidean(r, r, 1)

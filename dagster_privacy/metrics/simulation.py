@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -11,6 +12,8 @@ from ..errors import MetricError
 from ..neighbors import MixedRows, map_chunks
 from ..registry import Expect, metric
 from ..results import Measurement, Risk
+
+T = TypeVar("T")
 
 
 @metric(
@@ -247,9 +250,15 @@ _PAIR_BATCH = 1 << 20
 
 
 def nearest_sets(
-    query: np.ndarray, ref: np.ndarray, executor: Any = None
-) -> list[tuple[int, np.ndarray, np.ndarray]]:
-    """(start, rows, refs) per chunk: every reference row at the minimum Euclidean distance.
+    query: np.ndarray,
+    ref: np.ndarray,
+    reduce: Callable[[Any, int, int, np.ndarray, np.ndarray], T],
+    extra: Any,
+    executor: Any = None,
+) -> list[T]:
+    """``reduce(extra, start, n, rows, refs)`` per chunk of n query rows, (rows, refs) the pairs of
+    every reference row at the minimum Euclidean distance; the reductions come back in row order, the
+    pairs themselves are never all held at once.
 
     The float32 chunked product (``neighbors.map_chunks``) gathers the candidates within a slack
     of each row's minimum score; their squared distances are then recomputed exactly in float64 and
@@ -259,13 +268,11 @@ def nearest_sets(
     q64, r64 = query.astype(np.float64), ref.astype(np.float64)
     qn = np.einsum("ij,ij->i", q64, q64)
     rn_max = float(np.einsum("ij,ij->i", r64, r64).max(initial=0.0))
-    return map_chunks(_nearest_chunk, (q64, r64, qn, rn_max), query, ref, executor=executor)
+    return map_chunks(_nearest_chunk, (q64, r64, qn, rn_max, reduce, extra), query, ref, executor=executor)
 
 
-def _nearest_chunk(
-    extra: tuple[np.ndarray, np.ndarray, np.ndarray, float], start: int, block: np.ndarray
-) -> tuple[int, np.ndarray, np.ndarray]:
-    q64, r64, qn, rn_max = extra
+def _nearest_chunk(extra: tuple, start: int, block: np.ndarray) -> Any:
+    q64, r64, qn, rn_max, reduce, reduce_extra = extra
     dims = max(1, q64.shape[1])
     stop = start + block.shape[0]
     local = np.arange(stop - start)
@@ -291,7 +298,21 @@ def _nearest_chunk(
     best = np.full(stop - start, np.inf)
     np.minimum.at(best, rows, d2)
     keep = d2 <= best[rows] + _TIE_TOL
-    return start, rows[keep], refs[keep]
+    return reduce(reduce_extra, start, stop - start, rows[keep], refs[keep])
+
+
+def _air_counts(
+    extra: tuple, start: int, n: int, rows: np.ndarray, refs: np.ndarray
+) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """Per real row of a chunk: the tied synthetic rows, and per sensitive column the correct ones."""
+    y_val, z_val, numeric = extra
+    n_ties = np.bincount(rows, minlength=n)[:n]
+    tp = {}
+    for s in y_val:
+        ys, zs = y_val[s][start + rows], z_val[s][refs]
+        ok = _close10(ys, zs) if numeric[s] else ys == zs
+        tp[s] = np.bincount(rows[ok], minlength=n)[:n]
+    return n_ties, tp
 
 
 def _close10(y: np.ndarray, z: np.ndarray) -> np.ndarray:
@@ -350,7 +371,6 @@ def air(ctx: EvaluationContext) -> Measurement:
     """
     keys, sens = threat_columns(ctx)
     weights, entropy = _pattern_weights(ctx)
-    n_real = ctx.n("real")
     per: dict[str, dict] = {}
     for kcols, group in _by_keys(keys, sens).items():
         q = ctx.encoded("euclidean", "real", kcols)
@@ -365,15 +385,9 @@ def air(ctx: EvaluationContext) -> Measurement:
             else:
                 y_val[s] = ctx.codes("real")[:, _col(ctx, s)].astype(np.int64)
                 z_val[s] = ctx.codes("synthetic")[:, _col(ctx, s)].astype(np.int64)
-        tp = {s: np.zeros(n_real, dtype=np.int64) for s in group}
-        n_ties = np.zeros(n_real, dtype=np.int64)
-        for start, rows, refs in nearest_sets(q, r, ctx.executor):
-            n = min(n_real - start, int(rows.max(initial=-1)) + 1)
-            n_ties[start : start + n] = np.bincount(rows, minlength=n)
-            for s in group:
-                ys, zs = y_val[s][start + rows], z_val[s][refs]
-                ok = _close10(ys, zs) if numeric[s] else ys == zs
-                tp[s][start : start + n] = np.bincount(rows[ok], minlength=n)
+        parts = nearest_sets(q, r, _air_counts, (y_val, z_val, numeric), ctx.executor)
+        n_ties = np.concatenate([p[0] for p in parts]) if parts else np.zeros(0, np.int64)
+        tp = {s: np.concatenate([p[1][s] for p in parts]) for s in group}
         for s in group:
             if numeric[s]:
                 n_match = _n_close10(y_val[s], z_val[s])

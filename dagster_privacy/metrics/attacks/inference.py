@@ -191,6 +191,58 @@ def _lgbm_params(seed: int, n_estimators: int) -> dict[str, Any]:
 
 #: models fitted side by side at most (each holds its own feature matrices)
 _FITS_AT_ONCE = 4
+_Finish = Callable[[np.ndarray, np.ndarray], dict[str, Any]]
+
+
+def _secret_job(
+    ctx: EvaluationContext,
+    s: str,
+    cols: list[str],
+    order: np.ndarray,
+    targets: tuple[np.ndarray, np.ndarray],
+    n: int,
+    conf: float,
+    min_class_rows: int,
+) -> dict[str, Any] | tuple[tuple, _Finish]:
+    """One secret column of inference_ml: its part when no model is needed, else the job for
+    _fit_predict and how the two predictions become its part."""
+    t_idx, c_idx = targets
+    aux = [c for c in cols if c != s]
+    cat_idx = [i for i, c in enumerate(aux) if ctx.schema.kind(c) != "numerical"]
+    x_syn = _features(ctx, "synthetic", order, aux)
+    x_t = _features(ctx, "real", t_idx, aux)
+    x_c = _features(ctx, "holdout", c_idx, aux)
+    if ctx.schema.kind(s) == "numerical":
+        y_syn = _values(ctx, "synthetic", s)[order]
+        y_t, y_c = _values(ctx, "real", s)[t_idx], _values(ctx, "holdout", s)[c_idx]
+        keep = ~np.isnan(y_syn)
+        mt, mc = ~np.isnan(y_t), ~np.isnan(y_c)
+        if keep.sum() < 2 or mt.sum() == 0 or mc.sum() == 0:
+            return {"risk": None, "reason": f"{s}: too few non-missing values"}
+        regression = partial(
+            _regression_part, y_t[mt], y_c[mc], y_syn[keep].mean(), ctx.encoder.num_range[s], conf
+        )
+        if np.ptp(y_syn[keep]) == 0:
+            return regression(np.full(mt.sum(), y_syn[keep][0]), np.full(mc.sum(), y_syn[keep][0]))
+        return ("regression", x_syn[keep], y_syn[keep], cat_idx, x_t[mt], x_c[mc]), regression
+    j = ctx.schema.names.index(s)
+    y_syn = ctx.codes("synthetic")[order, j]
+    y_t, y_c = ctx.codes("real")[t_idx, j], ctx.codes("holdout")[c_idx, j]
+    classes, counts = np.unique(y_syn, return_counts=True)
+    keep = counts >= min_class_rows
+    if not keep.any():  # a small table: every class keeps its label
+        keep[:] = True
+    if keep.sum() > HIGH_CARDINALITY - 1:  # one tree per class per round: cap the classes
+        ranked = np.lexsort((classes, -counts))  # most frequent first, ties by code
+        keep[:] = False
+        keep[ranked[: HIGH_CARDINALITY - 1]] = True
+    if not keep.all():
+        y_syn = np.where(np.isin(y_syn, classes[~keep]), -1, y_syn)  # -1: no target code equals it
+        classes, counts = np.unique(y_syn, return_counts=True)
+    classification = partial(_classification_part, y_t, y_c, classes[counts.argmax()], n, conf)
+    if classes.size < 2:
+        return classification(np.full(n, classes[0]), np.full(n, classes[0]))
+    return ("classification", x_syn, y_syn, cat_idx, x_t, x_c), classification
 
 
 def _fit_predict(params: dict[str, Any], job: tuple) -> tuple[np.ndarray, np.ndarray]:
@@ -271,59 +323,21 @@ def inference_ml(
     t_idx, c_idx = _targets(ctx, n, "inference_ml")
     order = hash_order(ctx, "synthetic")  # fit on rows in content order: the model ignores row order
     cols = canonical_columns(ctx)
-    names = ctx.schema.names
     conf = family_confidence(len(secrets))
     parts: dict[str, dict[str, Any]] = {s: {} for s in secrets}  # in secret order, filled below
-    #: the models to fit: (job for _fit_predict, how its two predictions become the column's part)
-    fits: list[tuple[str, tuple, Callable[[np.ndarray, np.ndarray], dict[str, Any]]]] = []
-    for s in secrets:
-        aux = [c for c in cols if c != s]
-        cat_idx = [i for i, c in enumerate(aux) if ctx.schema.kind(c) != "numerical"]
-        x_syn = _features(ctx, "synthetic", order, aux)
-        x_t = _features(ctx, "real", t_idx, aux)
-        x_c = _features(ctx, "holdout", c_idx, aux)
-        if ctx.schema.kind(s) == "numerical":
-            y_syn = _values(ctx, "synthetic", s)[order]
-            y_t, y_c = _values(ctx, "real", s)[t_idx], _values(ctx, "holdout", s)[c_idx]
-            keep = ~np.isnan(y_syn)
-            mt, mc = ~np.isnan(y_t), ~np.isnan(y_c)
-            if keep.sum() < 2 or mt.sum() == 0 or mc.sum() == 0:
-                parts[s] = {"risk": None, "reason": f"{s}: too few non-missing values"}
-                continue
-            regression = partial(
-                _regression_part, y_t[mt], y_c[mc], y_syn[keep].mean(), ctx.encoder.num_range[s], conf
-            )
-            if np.ptp(y_syn[keep]) == 0:
-                parts[s] = regression(np.full(mt.sum(), y_syn[keep][0]), np.full(mc.sum(), y_syn[keep][0]))
-            else:
-                job = ("regression", x_syn[keep], y_syn[keep], cat_idx, x_t[mt], x_c[mc])
-                fits.append((s, job, regression))
-        else:
-            j = names.index(s)
-            y_syn = ctx.codes("synthetic")[order, j]
-            y_t, y_c = ctx.codes("real")[t_idx, j], ctx.codes("holdout")[c_idx, j]
-            classes, counts = np.unique(y_syn, return_counts=True)
-            keep = counts >= min_class_rows
-            if not keep.any():  # a small table: every class keeps its label
-                keep[:] = True
-            if keep.sum() > HIGH_CARDINALITY - 1:  # one tree per class per round: cap the classes
-                ranked = np.lexsort((classes, -counts))  # most frequent first, ties by code
-                keep[:] = False
-                keep[ranked[: HIGH_CARDINALITY - 1]] = True
-            if not keep.all():
-                y_syn = np.where(np.isin(y_syn, classes[~keep]), -1, y_syn)  # -1: no target code equals it
-                classes, counts = np.unique(y_syn, return_counts=True)
-            classification = partial(_classification_part, y_t, y_c, classes[counts.argmax()], n, conf)
-            if classes.size < 2:
-                parts[s] = classification(np.full(n, classes[0]), np.full(n, classes[0]))
-            else:
-                fits.append((s, ("classification", x_syn, y_syn, cat_idx, x_t, x_c), classification))
-    # the models are independent: fitted side by side on the executor, a few at a time (memory)
     params = _lgbm_params(ctx.seed, n_estimators)
-    for i in range(0, len(fits), _FITS_AT_ONCE):
-        batch = fits[i : i + _FITS_AT_ONCE]
-        predictions = ctx.executor.map(_fit_predict, params, [job for _, job, _ in batch])
-        for (s, _, finish), (p_t, p_c) in zip(batch, predictions, strict=True):
+    # the models are independent: fitted side by side on the executor, a few secrets at a time (each
+    # job holds its own feature matrices: only this batch's are built)
+    for b0 in range(0, len(secrets), _FITS_AT_ONCE):
+        fits = []
+        for s in secrets[b0 : b0 + _FITS_AT_ONCE]:
+            prepared = _secret_job(ctx, s, cols, order, (t_idx, c_idx), n, conf, min_class_rows)
+            if isinstance(prepared, dict):  # decided without a model
+                parts[s] = prepared
+            else:
+                fits.append((s, *prepared))
+        predictions = ctx.executor.map(_fit_predict, params, [job for _, job, _ in fits])
+        for (s, _, finish), (p_t, p_c) in zip(fits, predictions, strict=True):
             parts[s] = finish(p_t, p_c)
     return worst_of(
         parts, label="column", sizes=_sizes(ctx, n), extra={"model": "lightgbm", "n_estimators": n_estimators}
