@@ -7,7 +7,7 @@
         │    _euclidean_tile: [q, 1]·[−2r; ‖r‖²] │    _mixed_tile: Σ w|q−r| + w_cat·(#differing codes)
         │    (one float32 BLAS product) per block│    per block, mixed_plan once
         │          ▼                             │          ▼
-        │    _select: k smallest per block row (group minima, the k best groups, one integer
+        │    topk.select: k smallest per block row (group minima, the k best groups, one integer
         │    partition of (value, index) keys), their exact float64 distances, _merge: the running
         │    top-k across reference tiles; optionally each row's farthest reference (the extreme pair)
         │          ▼
@@ -15,7 +15,7 @@
 
     The reference side is laid out once per query (reference_order): within each tile, group g of
     GROUP consecutive rows sits at positions g, g + nb, …, so group minima are GROUP vector minima.
-    map_chunks hands raw blocks (query rows × the whole reference, in row order) to a reduction that is
+    chunks.map_chunks hands raw blocks (query rows × the whole reference, in row order) to a reduction that is
     not a top-k (ties, counts within a radius, densities), on the same executor.
 
 Both sides are always whole: only a caller may choose to query fewer rows, never to search fewer
@@ -30,21 +30,20 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import numpy as np
 
 from .errors import MetricError
 from .executors import IN_PROCESS, Executor
+from .topk import GROUP, group_layout, select
 
 T = TypeVar("T")
 
 #: a categorical value shared by more than this fraction of all (query, reference) pairs is counted by
 #: the one-hot product; rarer values by scattering their few matching pairs (MixedPlan)
 DENSE_SHARE = 1.0 / 512
-GROUP = 32  # reference rows per group in the top-k selection (neighbors._select)
 #: reference rows per block of a k-NN query (a multiple of GROUP): each query tile walks the reference in
 #: tiles of this width, keeping a running top-k, so memory does not grow with the reference side
 REF_TILE = 16384
@@ -180,7 +179,7 @@ def mixed_block(
         out += t
 
 
-def _scaled_reference(ref: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
+def scaled_reference(ref: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
     """(−2·refᵀ, ‖r‖²) padded to ``width`` columns: padding references are zero vectors of infinite
     norm, so they never score below a real reference."""
     ref_t2 = np.zeros((ref.shape[1], width), dtype=np.float32)
@@ -188,120 +187,6 @@ def _scaled_reference(ref: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarr
     norms = np.full(width, np.inf, dtype=np.float32)
     norms[: ref.shape[0]] = np.einsum("ij,ij->i", ref, ref, dtype=np.float32)
     return ref_t2, norms
-
-
-@dataclass(frozen=True)
-class _Chunks:
-    """What every chunk of a map_chunks call reads (put once in the executor's store)."""
-
-    fn: Callable[[Any, int, np.ndarray], Any]
-    extra: Any
-    query: np.ndarray | MixedRows
-    ref: np.ndarray | MixedRows
-    ref_t2: np.ndarray | None = None  # euclidean: −2·refᵀ
-    norms: np.ndarray | None = None  # euclidean: ‖r‖²
-    plan: MixedPlan | None = None  # mixed
-
-
-def _chunk(job: _Chunks, rows: tuple[int, int]) -> Any:
-    s, e = rows
-    if isinstance(job.query, MixedRows):
-        assert isinstance(job.ref, MixedRows) and job.plan is not None
-        block = _scratch("chunk", (e - s, job.ref.n))
-        mixed_block(job.query, job.ref, s, e, job.plan, block, _scratch("chunk_tmp", block.shape))
-    else:
-        assert job.ref_t2 is not None and job.norms is not None
-        block = np.matmul(job.query[s:e], job.ref_t2, out=_scratch("chunk", (e - s, job.ref_t2.shape[1])))
-        block += job.norms
-    return job.fn(job.extra, s, block)
-
-
-def map_chunks(
-    fn: Callable[[Any, int, np.ndarray], T],
-    extra: Any,
-    query: np.ndarray | MixedRows,
-    ref: np.ndarray | MixedRows,
-    *,
-    executor: Executor | None = None,
-) -> list[T]:
-    """``[fn(extra, start, block) for each chunk of query rows]``, in row order, each block against the
-    whole reference (float32): euclidean scores ‖r‖² − 2 q·r (+ ‖q‖² = squared distance), or mixed
-    (Hamming / Gower) distances. For reductions that are not a top-k (counts, ties, densities). The
-    chunks (within KNN_BLOCK_BYTES each) depend on the sizes only and run on ``executor``, so ``fn``
-    must be a module-level function and ``extra`` picklable; the block is scratch, ``fn`` may change it
-    and must not keep it."""
-    if isinstance(query, MixedRows):
-        assert isinstance(ref, MixedRows)
-        job = _Chunks(fn, extra, query, ref, plan=mixed_plan(query, ref))
-        n_q, n_r = query.n, ref.n
-    else:
-        assert isinstance(ref, np.ndarray)
-        ref_t2, norms = _scaled_reference(ref, ref.shape[0])
-        job = _Chunks(fn, extra, query, ref, ref_t2=ref_t2, norms=norms)
-        n_q, n_r = query.shape[0], ref.shape[0]
-    step = chunk_rows(n_r, budget=KNN_BLOCK_BYTES)
-    tiles = [(s, min(s + step, n_q)) for s in range(0, n_q, step)]
-    return (executor or IN_PROCESS).map(_chunk, job, tiles)
-
-
-def group_layout(width: int) -> np.ndarray:
-    """For a reference tile of ``width`` positions (a multiple of GROUP): the tile-local reference row at
-    each position. Position j·nb + g (nb = width / GROUP) holds row g·GROUP + j, so group g — rows
-    g·GROUP … g·GROUP + GROUP − 1, contiguous in index order — sits at positions g, g + nb, g + 2·nb, …
-    and its minimum over a block is GROUP element-wise minima of contiguous slices (a vector pass, where
-    a minimum over each run of GROUP columns is a slow short reduction)."""
-    nb = width // GROUP
-    p = np.arange(width)
-    return (p % nb) * GROUP + p // nb
-
-
-def _order_keys(values: np.ndarray, index: np.ndarray) -> np.ndarray:
-    """int64 keys that sort as (float32 value, index): the value's bits made monotone (negative floats
-    flipped, −0 read as +0) in the high half, the index (< 2³¹) in the low half. One integer partition
-    then selects by value with ties to the lowest index, with no tie handling of its own."""
-    bits = np.add(values, np.float32(0.0), dtype=np.float32).view(np.int32)  # a copy; −0.0 + 0.0 = +0.0
-    bits ^= (bits >> 31) & np.int32(0x7FFFFFFF)
-    keys = bits.astype(np.int64)
-    keys <<= 32
-    keys |= index
-    return keys
-
-
-def _smallest_keys(keys: np.ndarray, k: int) -> np.ndarray:
-    """The k smallest keys per row, ascending."""
-    if keys.shape[1] > k:
-        keys = np.partition(keys, k - 1, axis=1)[:, :k]
-    return np.sort(keys, axis=1)
-
-
-def _select(block: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """The k smallest entries per row of a block laid out by ``group_layout``, in (value, row) order:
-    (tile-local reference rows, float32 values). Ties go to the lowest reference row.
-
-    One pass takes each group's minimum; the k groups with the smallest (minimum, group) are kept, and
-    the k smallest are chosen among their k·GROUP entries. Exact: a group holding one of the k smallest
-    entries has its minimum before that entry, and groups are contiguous in row order, so it is among
-    the first k groups."""
-    rows, width = block.shape
-    nb = width // GROUP
-    if nb <= k:  # a narrow tile: every entry is a candidate
-        keys = _order_keys(block, group_layout(width).astype(np.int64))
-    else:
-        minima = block[:, :nb].copy()
-        for j in range(1, GROUP):
-            np.minimum(minima, block[:, j * nb : (j + 1) * nb], out=minima)
-        best = _smallest_keys(_order_keys(minima, np.arange(nb, dtype=np.int64)), k) & 0xFFFFFFFF
-        cand = block[np.arange(rows)[:, None, None], best[:, :, None] + np.arange(GROUP) * nb]
-        cand_rows = (best[:, :, None] * GROUP + np.arange(GROUP)).reshape(rows, k * GROUP)
-        keys = _order_keys(cand.reshape(rows, k * GROUP), cand_rows)
-    chosen = _smallest_keys(keys, k)
-    local = chosen & 0xFFFFFFFF
-    return local, _value_at(block, local, nb)
-
-
-def _value_at(block: np.ndarray, local: np.ndarray, nb: int) -> np.ndarray:
-    """The block's values at tile-local reference rows (positions by ``group_layout``)."""
-    return np.take_along_axis(block, (local % GROUP) * nb + local // GROUP, axis=1)
 
 
 def _finish(
@@ -382,7 +267,7 @@ class _Sides:
 _SCRATCH = threading.local()
 
 
-def _scratch(name: str, shape: tuple[int, int]) -> np.ndarray:
+def scratch(name: str, shape: tuple[int, int]) -> np.ndarray:
     """A float32 block buffer of this thread, reused across blocks: a fresh 32 MB block per product is
     a fresh mmap whose pages the kernel zeroes and faults in (measured: 16 % of a block's product)."""
     have = getattr(_SCRATCH, name, None)
@@ -403,7 +288,7 @@ def _tile_top(sides: _Sides, block: np.ndarray, s: int, t0: int, t1: int) -> tup
         inside = (local >= 0) & (local < min(width, sides.n_ref - t0))
         nb = width // GROUP
         block[rows[inside], (local[inside] % GROUP) * nb + local[inside] // GROUP] = np.inf
-    local_rows, values = _select(block, min(sides.k, width))
+    local_rows, values = select(block, min(sides.k, width))
     idx = local_rows + t0
     ok = np.isfinite(values) & (values < _PAD_SCORE) & (idx < sides.n_ref)
     return idx, ok
@@ -421,7 +306,7 @@ def _euclidean_tile(sides: _Sides, rows: tuple[int, int]) -> tuple[np.ndarray, .
     best = None
     far = np.full(e - s, -np.inf, dtype=np.float32), np.zeros(e - s, dtype=np.int64)
     for (t0, t1), scaled in zip(reference_tiles(ref.shape[0], sides.ref_tile), sides.ref_scaled, strict=True):
-        block = np.matmul(q1, scaled, out=_scratch("block", (e - s, t1 - t0)))
+        block = np.matmul(q1, scaled, out=scratch("block", (e - s, t1 - t0)))
         idx, ok = _tile_top(sides, block, s, t0, t1)
         if sides.farthest:
             _farthest(block, t0, t1, ref.shape[0], far)
@@ -465,8 +350,8 @@ def _mixed_tile(sides: _Sides, rows: tuple[int, int]) -> tuple[np.ndarray, np.nd
     w = q.cat_weight
     q_num64 = q.num[s:e].astype(np.float64)
     for t0, t1 in reference_tiles(ref.n, sides.ref_tile):
-        block = _scratch("block", (e - s, t1 - t0))
-        tmp = _scratch("tmp", (e - s, t1 - t0))
+        block = scratch("block", (e - s, t1 - t0))
+        tmp = scratch("tmp", (e - s, t1 - t0))
         mixed_block(q, laid, s, e, plan, block, tmp, refs=(t0, t1))
         if t1 > ref.n:  # padding positions of the last tile
             block[:, group_layout(t1 - t0) + t0 >= ref.n] = _PAD_SCORE

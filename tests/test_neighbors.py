@@ -8,6 +8,7 @@ from scipy.spatial.distance import cdist
 
 from dagster_privacy import neighbors as nb
 from dagster_privacy.neighbors import MixedRows, knn_euclidean, knn_mixed
+from dagster_privacy.topk import order_keys
 
 
 def _brute(q: np.ndarray, r: np.ndarray, k: int, *, metric: str = "euclidean", same: bool = False):
@@ -140,7 +141,7 @@ def test_grouped_selection_over_many_tiles_keeps_the_tie_rule(k: int, same: bool
 def test_order_keys_sort_floats_then_index() -> None:
     values = np.array([[0.0, -0.0, -1.5, 2.0, -0.0, np.inf, -3e-38, 1e-45]], dtype=np.float32)
     index = np.arange(values.shape[1], dtype=np.int64)[None, :]
-    keys = nb._order_keys(values, index)
+    keys = order_keys(values, index)
     got = (np.sort(keys, axis=1) & 0xFFFFFFFF)[0].tolist()
     # -1.5, -3e-38, then the three zeros (+0 and -0 are equal: by index), 1e-45, 2.0, inf
     assert got == [2, 6, 0, 1, 4, 7, 3, 5]

@@ -7,9 +7,10 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from ..chunks import map_chunks
 from ..context import EvaluationContext
 from ..errors import MetricError
-from ..neighbors import MixedRows, map_chunks
+from ..neighbors import MixedRows
 from ..registry import Expect, metric
 from ..results import Measurement, Risk
 
@@ -205,7 +206,7 @@ def gcap(ctx: EvaluationContext) -> Measurement:
     distance d_H(y[A_K], z[A_K]) (all ties: eq. 5 counts sets), C_y = those sharing y's sensitive
     value; gcap(y) = |C_y| / |G_y|, GCAP = the mean over real rows. Distances come from chunked
     Hamming blocks on the shared integer codes (exact integers, so ties are exact;
-    ``neighbors.map_chunks``). Every sensitive column is
+    ``chunks.map_chunks``). Every sensitive column is
     scored; value = the worst. A numerical sensitive column is scored on exact equality of values.
     """
     keys, sens = threat_columns(ctx)
@@ -260,7 +261,7 @@ def nearest_sets(
     every reference row at the minimum Euclidean distance; the reductions come back in row order, the
     pairs themselves are never all held at once.
 
-    The float32 chunked product (``neighbors.map_chunks``) gathers the candidates within a slack
+    The float32 chunked product (``chunks.map_chunks``) gathers the candidates within a slack
     of each row's minimum score; their squared distances are then recomputed exactly in float64 and
     the ones within ``_TIE_TOL`` of the row's exact minimum are kept: ties are counted as a set, as the
     seed's argmin sets are, and do not depend on row order. ``rows`` are chunk-local, sorted.

@@ -15,9 +15,9 @@ from typing import Any
 
 import numpy as np
 
+from ...chunks import map_chunks
 from ...context import EvaluationContext
 from ...errors import MetricError, NotApplicable
-from ...neighbors import map_chunks
 from ...registry import Expect, metric
 from ...results import Measurement, Risk
 from ...stats import z_score
@@ -28,7 +28,7 @@ class KDE:
     """Gaussian KDE with Scott's bandwidth (times ``scale``) and the data's own covariance."""
 
     def __init__(self, data: np.ndarray, *, scale: float = 1.0, executor: Any = None) -> None:
-        self.executor = executor  # where the chunks of log_density run (neighbors.map_chunks)
+        self.executor = executor  # where the chunks of log_density run (chunks.map_chunks)
         x = np.asarray(data, dtype=np.float64)
         n, k = x.shape
         cov = np.atleast_2d(np.cov(x, rowvar=False)) if n > 1 else np.eye(k)

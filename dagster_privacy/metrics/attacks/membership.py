@@ -37,8 +37,8 @@ from ...registry import Expect, metric
 from ...results import Measurement, Risk
 from ...stats import bonferroni, clopper_pearson
 from ._common import content_order
+from ._models import _lgbm_params
 from .domias import auc_delong, fitted_kde
-from .inference import _lgbm_params
 
 FPRS = (0.001, 0.01)
 MIN_NON_MEMBERS = 100  # below, ⌊1 % · n⌋ = 0 false positives: the 1 % operating point does not exist
