@@ -63,7 +63,8 @@ def map_chunks(
         n_q, n_r = query.n, ref.n
     else:
         assert isinstance(ref, np.ndarray)
-        ref_t2, norms = nb.scaled_reference(ref, ref.shape[0])
+        ref_t2 = np.ascontiguousarray(ref.T * np.float32(-2.0))
+        norms = np.einsum("ij,ij->i", ref, ref, dtype=np.float32)
         job = _Chunks(fn, extra, query, ref, ref_t2=ref_t2, norms=norms)
         n_q, n_r = query.shape[0], ref.shape[0]
     step = nb.chunk_rows(n_r, budget=nb.KNN_BLOCK_BYTES)

@@ -31,15 +31,12 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass
-from typing import TypeVar
 
 import numpy as np
 
 from .errors import MetricError
 from .executors import IN_PROCESS, Executor
 from .topk import GROUP, group_layout, select
-
-T = TypeVar("T")
 
 #: a categorical value shared by more than this fraction of all (query, reference) pairs is counted by
 #: the one-hot product; rarer values by scattering their few matching pairs (MixedPlan)
@@ -179,16 +176,6 @@ def mixed_block(
         out += t
 
 
-def scaled_reference(ref: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
-    """(−2·refᵀ, ‖r‖²) padded to ``width`` columns: padding references are zero vectors of infinite
-    norm, so they never score below a real reference."""
-    ref_t2 = np.zeros((ref.shape[1], width), dtype=np.float32)
-    ref_t2[:, : ref.shape[0]] = ref.T * np.float32(-2.0)
-    norms = np.full(width, np.inf, dtype=np.float32)
-    norms[: ref.shape[0]] = np.einsum("ij,ij->i", ref, ref, dtype=np.float32)
-    return ref_t2, norms
-
-
 def _finish(
     dist: np.ndarray, idx: np.ndarray, t0: float, farthest: tuple[np.ndarray, np.ndarray] | None = None
 ) -> Neighbors:
@@ -290,7 +277,7 @@ def _tile_top(sides: _Sides, block: np.ndarray, s: int, t0: int, t1: int) -> tup
         block[rows[inside], (local[inside] % GROUP) * nb + local[inside] // GROUP] = np.inf
     local_rows, values = select(block, min(sides.k, width))
     idx = local_rows + t0
-    ok = np.isfinite(values) & (values < _PAD_SCORE) & (idx < sides.n_ref)
+    ok = np.isfinite(values) & (idx < sides.n_ref)  # self is +inf; padding rows are past n_ref
     return idx, ok
 
 

@@ -120,13 +120,8 @@ def domias(ctx: EvaluationContext, *, n_attacks: int = 2000, bandwidth: str = "s
         raise MetricError("domias: bandwidth must be held_out or scott")
     pr_syn, pr_ref = ctx.projected("synthetic"), ctx.projected("holdout")[reference]
     if bandwidth == "scott":
-        (p_syn, h_syn), (p_ref, h_ref) = (
-            (KDE(pr_syn, executor=ctx.executor), 1.0),
-            (
-                KDE(pr_ref, executor=ctx.executor),
-                1.0,
-            ),
-        )
+        p_syn, p_ref = KDE(pr_syn, executor=ctx.executor), KDE(pr_ref, executor=ctx.executor)
+        h_syn = h_ref = 1.0
     else:
         (p_syn, h_syn), (p_ref, h_ref) = (
             fitted_kde(pr_syn, "synthetic", ctx.seed, ctx.executor),
