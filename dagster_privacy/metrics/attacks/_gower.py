@@ -17,17 +17,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...context import EvaluationContext
-from ...neighbors import MixedPlan, MixedRows, mixed_block, mixed_plan
-
-
-def one_blas_thread():  # noqa: ANN201 - a context manager
-    """BLAS on one thread inside the chunked loops: the products there are thin (tens of columns), and
-    idle BLAS workers spin between them, taking the core the elementwise passes need (measured 3×
-    slower on a 2-core machine with one other busy process). Shared with the k-NN blocks (executors),
-    whose count keeps overlapping callers from restoring the limit too early."""
-    from ...executors import one_blas_thread as shared_limit
-
-    return shared_limit()
+from ...executors import IN_PROCESS, Executor
+from ...neighbors import MixedPlan, MixedRows, mixed_block, mixed_plan, scratch
 
 
 @dataclass(frozen=True)
@@ -78,7 +69,7 @@ def _step(n_ref: int, budget: int = 8 * 2**20) -> int:
 def blocks(q: Rows, r: Rows, step: int | None = None) -> Iterator[tuple[int, np.ndarray]]:
     """(start, Gower distances of a chunk of query rows to all reference rows), float32.
 
-    The caller holds ``one_blas_thread()`` around the whole loop: a limit entered inside a generator
+    The caller holds ``executors.one_blas_thread()`` around the whole loop: a limit entered inside a generator
     is held across its yields, and two zipped generators exit out of order, leaving the process's BLAS
     on one thread after the metric (other metrics then gave other figures)."""
     mq, mr = q.mixed, r.mixed
@@ -93,21 +84,18 @@ def blocks(q: Rows, r: Rows, step: int | None = None) -> Iterator[tuple[int, np.
         yield s, b
 
 
-def leave_one_out_nearest(q: Rows, r: Rows, drop: Sequence[str]) -> np.ndarray:
+def leave_one_out_nearest(
+    q: Rows, r: Rows, drop: Sequence[str], executor: Executor | None = None
+) -> np.ndarray:
     """For each query row and each column c of ``drop``: the nearest reference row on all the other
-    columns (first among equal distances). One full block per chunk, its numerical terms kept; each
-    dropped column's term is then subtracted (numbers) or its match added back (categories: argmin of
-    full − 1 + [equal] is argmin of full + [equal]) before an argmin."""
-    plan = mixed_plan(q.mixed, r.mixed)
-    out = np.empty((q.n, len(drop)), dtype=np.int64)
-    dropped_num = [q.num_cols.index(c) for c in drop if c in q.num_cols]
-    step = _step(r.n)
-    full = np.empty((step, r.n), dtype=np.float32)
-    tmp = np.empty((step, r.n), dtype=np.float32)
-    terms = {j: np.empty((step, r.n), dtype=np.float32) for j in dropped_num}
-    with one_blas_thread():
-        _loo_chunks(q, r, drop, plan, step, full, tmp, terms, out)
-    return out
+    columns (first among equal distances). One full block per chunk of query rows, its numerical terms
+    kept; each dropped column's term is then subtracted (numbers) or its match added back (categories:
+    argmin of full − 1 + [equal] is argmin of full + [equal]) before an argmin. The chunks (a function
+    of the sizes only) run side by side on ``executor``."""
+    job = _LeaveOneOut(q, r, tuple(drop), mixed_plan(q.mixed, r.mixed), _step(r.n))
+    chunks = [(s, min(s + job.step, q.n)) for s in range(0, q.n, job.step)]
+    parts = (executor or IN_PROCESS).map(_loo_chunk, job, chunks)
+    return np.concatenate(parts) if parts else np.empty((0, len(drop)), dtype=np.int64)
 
 
 #: Gower distances (unnormalised) within this of each other tie: float32 noise, far below any real
@@ -120,27 +108,32 @@ def _first_nearest(d: np.ndarray) -> np.ndarray:
     return (d <= d.min(axis=1, keepdims=True) + TIE).argmax(axis=1)
 
 
-def _loo_chunks(
-    q: Rows,
-    r: Rows,
-    drop: Sequence[str],
-    plan: MixedPlan,
-    step: int,
-    full: np.ndarray,
-    tmp: np.ndarray,
-    terms: dict[int, np.ndarray],
-    out: np.ndarray,
-) -> None:
-    mq, mr = q.mixed, r.mixed
-    for s in range(0, q.n, step):
-        e = min(s + step, q.n)
-        b, t = full[: e - s], tmp[: e - s]
-        mixed_block(mq, mr, s, e, plan, b, t, terms={j: v[: e - s] for j, v in terms.items()})
-        for i, c in enumerate(drop):
-            if c in q.num_cols:
-                np.subtract(b, terms[q.num_cols.index(c)][: e - s], out=t)
-            else:
-                j = q.cat_cols.index(c)
-                np.equal(q.cat[s:e, j][:, None], r.cat[None, :, j], out=t, casting="unsafe")
-                t += b
-            out[s:e, i] = _first_nearest(t)
+@dataclass(frozen=True)
+class _LeaveOneOut:
+    """What every chunk of leave_one_out_nearest reads (put once in the executor's store)."""
+
+    q: Rows
+    r: Rows
+    drop: tuple[str, ...]
+    plan: MixedPlan
+    step: int
+
+
+def _loo_chunk(job: _LeaveOneOut, rows: tuple[int, int]) -> np.ndarray:
+    s, e = rows
+    q, r = job.q, job.r
+    shape = (e - s, r.n)
+    b, t = scratch("gower", shape), scratch("gower_tmp", shape)
+    num = [q.num_cols.index(c) for c in job.drop if c in q.num_cols]
+    terms = {j: scratch(f"gower_term_{j}", shape) for j in num}
+    mixed_block(q.mixed, r.mixed, s, e, job.plan, b, t, terms=terms)
+    out = np.empty((e - s, len(job.drop)), dtype=np.int64)
+    for i, c in enumerate(job.drop):
+        if c in q.num_cols:
+            np.subtract(b, terms[q.num_cols.index(c)], out=t)
+        else:
+            j = q.cat_cols.index(c)
+            np.equal(q.cat[s:e, j][:, None], r.cat[None, :, j], out=t, casting="unsafe")
+            t += b
+        out[:, i] = _first_nearest(t)
+    return out

@@ -278,6 +278,10 @@ class Target:
             self._bits = BitIndex(self.rows.codes, self._rng, skip=self._skip)
         return self._bits
 
+    def build_index(self) -> None:
+        """Build the bitset index now (before jobs that share this table run side by side)."""
+        _ = self.bits
+
     @property
     def codes(self) -> np.ndarray:
         return self.rows.codes

@@ -8,6 +8,7 @@ Secret columns: the threat model's sensitive columns, else every column.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -122,7 +123,7 @@ def inference_distance(
     both = _gower.Rows(
         np.concatenate([q.num, qc.num]), np.concatenate([q.cat, qc.cat]), q.num_cols, q.cat_cols
     )
-    nearest = order[_gower.leave_one_out_nearest(both, r, secrets)]
+    nearest = order[_gower.leave_one_out_nearest(both, r, secrets, ctx.executor)]
     conf = family_confidence(len(secrets))
     parts: dict[str, dict[str, Any]] = {}
     flagged: list[np.ndarray] = []
@@ -215,48 +216,49 @@ def _joint_key(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return joint[: a.shape[0]], joint[a.shape[0] :]
 
 
-def _tcap(
-    ctx: EvaluationContext,
-    role: str,
-    idx: np.ndarray,
-    target: str,
-    radius: float,
-    syn_key: dict[str, np.ndarray],
-    cols: list[str],
-) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+@dataclass(frozen=True)
+class _TcapJob:
+    """What every secret's TCAP reads (put once in the executor's store): per role, the integer codes
+    and the min-max scaled numbers (0 in categorical columns) of its records, columns in ``cols`` order."""
+
+    sides: dict[str, tuple[np.ndarray, np.ndarray]]  # synthetic (every row), real / holdout (targets)
+    numerical: np.ndarray  # (d,) bool per column
+    radius: float
+
+
+def _tcap_secret(job: _TcapJob, target: int) -> tuple[np.ndarray, np.ndarray, dict, dict]:
+    """One secret column (position ``target``): the synthetic table's own TCAP counts (numer, denom)
+    and the training and control targets' TCAP in both orientations."""
+    own = _tcap(job, "synthetic", target)["synthetic"]
+    return *own, _tcap(job, "real", target), _tcap(job, "holdout", target)
+
+
+def _tcap(job: _TcapJob, role: str, target: int) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """TCAP (eq. 7) in both orientations from one pass over the matching (synthetic, target) pairs:
     ``"synthetic"`` = (Σ over synthetic records with a match in D of TCAP(D, d̂), how many match);
     ``"target"`` = (Σ over targets d with a match in D̂ of TCAP(D̂, d), how many match). Matching is
     symmetric (equal codes, a sphere, the target within the radius), so the pairs are the same."""
-    aux = [c for c in cols if c != target]
-    cat = [c for c in aux if ctx.schema.kind(c) != "numerical"]
-    num = [c for c in aux if ctx.schema.kind(c) == "numerical"]
-    names = ctx.schema.names
-    n_syn = ctx.n("synthetic")
-    d_codes = ctx.codes(role)[idx]
-    s_codes = ctx.codes("synthetic")
-    ci = [names.index(c) for c in cat]
+    s_codes, s_num = job.sides["synthetic"]
+    d_codes, d_num = job.sides[role]
+    radius = job.radius
+    aux = np.arange(job.numerical.size) != target
+    cat = np.nonzero(aux & ~job.numerical)[0]
+    num = np.nonzero(aux & job.numerical)[0]
+    n_syn, n_d = s_codes.shape[0], d_codes.shape[0]
     # join on the categorical quasi-identifiers (exact codes): sort D by its categorical key
-    k_syn, k_d = _joint_key(s_codes[:, ci], d_codes[:, ci])
+    k_syn, k_d = _joint_key(s_codes[:, cat], d_codes[:, cat])
     d_order = np.argsort(k_d, kind="stable")
     k_sorted = k_d[d_order]
     lo = np.searchsorted(k_sorted, k_syn, side="left")
     hi = np.searchsorted(k_sorted, k_syn, side="right")
     sizes = hi - lo
-    num_syn = syn_key["num"][:, [cols.index(c) for c in num]] if num else None
-    table = ctx.table(role)
-    num_d = np.column_stack([ctx.encoder.scaled(table, c)[idx] for c in num]) if num else None
-    t_num = ctx.schema.kind(target) == "numerical"
-    tj = names.index(target)
-    if t_num:
-        t_syn = ctx.encoder.scaled(ctx.table("synthetic"), target)
-        t_d = ctx.encoder.scaled(table, target)[idx]
-    else:
-        t_syn, t_d = s_codes[:, tj], d_codes[:, tj]
+    num_syn, num_d = s_num[:, num], d_num[:, num]
+    t_num = bool(job.numerical[target])
+    t_syn, t_d = (s_num[:, target], d_num[:, target]) if t_num else (s_codes[:, target], d_codes[:, target])
     denom = np.zeros(n_syn, dtype=np.int64)
     numer = np.zeros(n_syn, dtype=np.int64)
-    denom_t = np.zeros(len(idx), dtype=np.int64)
-    numer_t = np.zeros(len(idx), dtype=np.int64)
+    denom_t = np.zeros(n_d, dtype=np.int64)
+    numer_t = np.zeros(n_d, dtype=np.int64)
     budget = 1 << 20  # pairs per chunk: ~10 arrays of this length (and one per numerical column) at once
     cum = np.cumsum(sizes)
     start = 0
@@ -269,8 +271,7 @@ def _tcap(
             srow = np.repeat(np.arange(start, stop), sz)
             pos = np.arange(total) - np.repeat(np.cumsum(sz) - sz - lo[start:stop], sz)
             drow = d_order[pos]
-            if num:
-                assert num_syn is not None and num_d is not None
+            if num.size:
                 diff = num_syn[srow] - num_d[drow]
                 inside = np.einsum("ij,ij->i", diff, diff) <= radius * radius * (1 + 1e-9)
                 srow, drow = srow[inside], drow[inside]
@@ -281,8 +282,8 @@ def _tcap(
             )
             denom += np.bincount(srow, minlength=n_syn)
             numer += np.bincount(srow[same_t], minlength=n_syn)
-            denom_t += np.bincount(drow, minlength=len(idx))
-            numer_t += np.bincount(drow[same_t], minlength=len(idx))
+            denom_t += np.bincount(drow, minlength=n_d)
+            numer_t += np.bincount(drow[same_t], minlength=n_d)
         start = stop
     return {"synthetic": (numer, denom), "target": (numer_t, denom_t)}
 
@@ -325,23 +326,35 @@ def gtcap(
         raise NotApplicable("needs at least two columns and one target")
     t_idx, c_idx = _targets(ctx, n, "gtcap")
     cols = canonical_columns(ctx)
-    syn = ctx.table("synthetic")
-    syn_num = np.column_stack(
-        [
-            ctx.encoder.scaled(syn, c) if ctx.schema.kind(c) == "numerical" else np.zeros(syn.height)
-            for c in cols
-        ]
+    numerical = np.array([ctx.schema.kind(c) == "numerical" for c in cols])
+    at = [ctx.schema.names.index(c) for c in cols]
+
+    def side(role: str, idx: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+        table = ctx.table(role)
+        scaled = np.column_stack(
+            [
+                ctx.encoder.scaled(table, c) if k else np.zeros(table.height)
+                for c, k in zip(cols, numerical, strict=True)
+            ]
+        )
+        codes = ctx.codes(role)[:, at]
+        return (codes, scaled) if idx is None else (codes[idx], scaled[idx])
+
+    job = _TcapJob(
+        {
+            "synthetic": side("synthetic", None),
+            "real": side("real", t_idx),
+            "holdout": side("holdout", c_idx),
+        },
+        numerical,
+        radius,
     )
     conf = family_confidence(len(secrets))
     parts: dict[str, dict[str, Any]] = {}
-    n_syn = ctx.n("synthetic")
-    every = np.arange(n_syn)
-    for s in secrets:
-        key = {"num": syn_num}
-        own, own_d = _tcap(ctx, "synthetic", every, s, radius, key, cols)["synthetic"]
+    # the secrets are independent: side by side on the executor
+    counts = ctx.executor.map(_tcap_secret, job, [cols.index(s) for s in secrets])
+    for s, (own, own_d, train, control) in zip(secrets, counts, strict=True):
         homogeneous = own == own_d  # WEAP = 1: every synthetic record of d̂'s class shares its t
-        train = _tcap(ctx, "real", t_idx, s, radius, key, cols)
-        control = _tcap(ctx, "holdout", c_idx, s, radius, key, cols)
         views = {
             "homogeneous": (train["synthetic"], control["synthetic"], homogeneous),
             "synthetic": (train["synthetic"], control["synthetic"], None),

@@ -19,6 +19,7 @@ import numpy as np
 
 from ...context import EvaluationContext
 from ...errors import NotApplicable
+from ...executors import one_blas_thread
 from ...registry import Expect, metric
 from ...results import Measurement, Risk
 from . import _gower
@@ -111,7 +112,10 @@ def _linked(
     success = np.zeros(q1.n, dtype=bool)
     link = np.full(q1.n, -1, dtype=np.int64)
     step = _gower._step(max(h1.rows.n, h2.rows.n))
-    with _gower.one_blas_thread():  # one limit around both generators (see _gower.blocks)
+    # BLAS on one thread: the products are thin (tens of columns), and idle BLAS workers spin between
+    # them, taking the core the elementwise passes need (measured 3× slower on a 2-core machine with
+    # one other busy process); one limit around both generators (see _gower.blocks)
+    with one_blas_thread():
         for (s, d1), (_, d2) in zip(
             _gower.blocks(q1, h1.rows, step), _gower.blocks(q2, h2.rows, step), strict=True
         ):

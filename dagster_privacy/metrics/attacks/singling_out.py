@@ -260,6 +260,30 @@ def _check(ctx: EvaluationContext) -> str | None:
     return None
 
 
+@dataclass(frozen=True)
+class _SizeJob:
+    """What the attack of every predicate size reads (put once in the executor's store)."""
+
+    pr: Prepared
+    n_attacks: int
+    max_attempts: int
+    base: int  # the metric's seed; size k draws from default_rng([base, k])
+    conf: float
+
+
+def _attack_size(job: _SizeJob, k: int) -> tuple[int, dict[str, Any], np.ndarray | None]:
+    """The multivariate attack with predicates of k conditions: (k, its details, flagged source rows)."""
+    rng = np.random.default_rng([job.base, k])
+    preds, src, attempts = _multivariate_candidates(job.pr, rng, job.n_attacks, k, job.max_attempts)
+    info: dict[str, Any] = {"n_requested": job.n_attacks, "n_found": preds.n, "attempts": attempts}
+    if preds.n == 0:
+        return k, {**info, "risk": None, "reason": "no predicate isolates a synthetic record"}, None
+    naive = _random_predicates(job.pr, rng, preds.n, k)
+    s = _score(job.pr, preds, naive, job.conf)
+    rows = src[s.pop("_success")]
+    return k, {**s, **info}, rows
+
+
 # ------------------------------------------------------------------------------------ the metrics
 
 
@@ -348,21 +372,17 @@ def singling_out_multivariate(
     sizes = {"real": ctx.n("real"), "synthetic": ctx.n("synthetic"), "holdout": ctx.n("holdout")}
     if not ks:
         raise NotApplicable(f"needs at least {min_cols} columns (has {d})", sizes=sizes)
-    conf = family_confidence(len(ks))
+    for target in (pr.syn, pr.train, pr.control):
+        target.build_index()  # once here, not by each size's job at the same time
+    base = int(salt(ctx, "singling_out_multivariate")) % (2**32)
+    job = _SizeJob(pr, n_attacks, max_attempts, base, family_confidence(len(ks)))
     parts: dict[str, dict[str, Any]] = {}
     flagged_rows: list[np.ndarray] = []
-    base = int(salt(ctx, "singling_out_multivariate")) % (2**32)
-    for k in ks:
-        rng = np.random.default_rng([base, k])
-        preds, src, attempts = _multivariate_candidates(pr, rng, n_attacks, k, max_attempts)
-        info: dict[str, Any] = {"n_requested": n_attacks, "n_found": preds.n, "attempts": attempts}
-        if preds.n == 0:
-            parts[str(k)] = {**info, "risk": None, "reason": "no predicate isolates a synthetic record"}
-            continue
-        naive = _random_predicates(pr, rng, preds.n, k)
-        s = _score(pr, preds, naive, conf)
-        flagged_rows.append(src[s.pop("_success")])
-        parts[str(k)] = {**s, **info}
+    # the sizes are independent (each draws from its own generator): side by side on the executor
+    for k, part, rows in ctx.executor.map(_attack_size, job, ks):
+        parts[str(k)] = part
+        if rows is not None:
+            flagged_rows.append(rows)
     flagged = np.nonzero(np.isin(pr.syn_rows, np.concatenate(flagged_rows)))[0] if flagged_rows else None
     result = worst_of(parts, label="n_cols", sizes=sizes, flagged=flagged, extra={"n_requested": n_attacks})
     w = parts[str(result.details["n_cols"])]
