@@ -31,6 +31,37 @@ def test_euclidean_matches_brute_force(k: int, monkeypatch: pytest.MonkeyPatch) 
     np.testing.assert_allclose(exact, nn.dist, atol=1e-12)
 
 
+def _rare_onehot(rng: np.random.Generator, n: int) -> np.ndarray:
+    """Rows of two numbers and a 40-value category, one-hot: one common value, 39 rare ones."""
+    cat = np.where(rng.random(n) < 0.8, 0, rng.integers(1, 40, n))
+    onehot = np.zeros((n, 40), dtype=np.float32)
+    onehot[np.arange(n), cat] = 1.0
+    return np.hstack([rng.random((n, 2)).astype(np.float32), onehot])
+
+
+@pytest.mark.parametrize("same", [False, True])
+def test_rare_dimensions_added_outside_the_product_match_brute_force(
+    same: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(nb, "KNN_BLOCK_BYTES", 1)  # 16-row query tiles
+    rng = np.random.default_rng(7)
+    r = _rare_onehot(rng, 300)
+    q = r if same else _rare_onehot(rng, 90)
+    order = nb.reference_order(r.shape[0], 128)
+    pad = order >= r.shape[0]
+    split = nb.SparseDims.split(q, r[np.minimum(order, r.shape[0] - 1)], r.shape[0], pad)
+    assert 2 < split.dense.size < r.shape[1] and len(split.query) > 20  # the rare values leave the product
+    nn = knn_euclidean(q, r, 4, exclude_self=same, ref_tile=128)  # three reference tiles
+    np.testing.assert_allclose(nn.dist, _brute(q, r, 4, same=same), atol=1e-6)
+    exact = np.linalg.norm(q[:, None, :].astype(np.float64) - r[nn.idx].astype(np.float64), axis=2)
+    np.testing.assert_allclose(exact, nn.dist, atol=1e-12)
+    if not same:  # the farthest reference, read off the same blocks, is the brute-force farthest
+        far = knn_euclidean(q, r, 1, farthest=True, ref_tile=128).farthest
+        assert far is not None
+        d = cdist(q.astype(np.float64), r.astype(np.float64))
+        np.testing.assert_allclose(d[np.arange(q.shape[0]), far[1]], d.max(axis=1), atol=1e-5)
+
+
 def test_self_exclusion_keeps_duplicates_of_other_rows() -> None:
     x = np.array([[0.0], [0.0], [1.0], [3.0]], dtype=np.float32)
     nn = knn_euclidean(x, x, 1, exclude_self=True)
