@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 BIG = np.int32(2**31 - 1)
-PAIR_BUDGET = 1 << 22  # candidate (predicate, row) pairs held at once
+PAIR_BUDGET = 1 << 21  # candidate (predicate, row) pairs held at once by one job (the sizes run side by side)
 INDEX_BUDGET = 64 * 2**20  # bytes of one column's bitset index
 
 
