@@ -44,6 +44,33 @@ def _smallest_keys(keys: np.ndarray, k: int) -> np.ndarray:
     return np.sort(keys, axis=1)
 
 
+def group_minima(block: np.ndarray) -> np.ndarray:
+    """The minimum of every group of each row of a block laid out by ``group_layout``: (rows, nb)."""
+    nb = block.shape[1] // GROUP
+    minima = block[:, :nb].copy()
+    for j in range(1, GROUP):
+        np.minimum(minima, block[:, j * nb : (j + 1) * nb], out=minima)
+    return minima
+
+
+def first_k(values: np.ndarray, k: int) -> np.ndarray:
+    """Per row, the positions of the k smallest values, ties to the lowest position, in position order.
+
+    A float partition finds each row's k-th smallest value and every value up to it is taken; in the
+    few rows where values equal to it are more than needed, only the first of them are kept (a running
+    count). The choice is the k smallest by (value, position) without building (value, position) keys.
+    Values must not be NaN."""
+    kth = np.partition(values, k - 1, axis=1)[:, k - 1 : k]
+    chosen = values <= kth
+    over = np.nonzero(np.count_nonzero(chosen, axis=1) > k)[0]
+    if over.size:  # ties at the k-th value: the first ones fill the room the smaller values leave
+        v, t = values[over], kth[over]
+        tied = v == t
+        room = k - np.count_nonzero(v < t, axis=1, keepdims=True)
+        chosen[over] = (v < t) | (tied & (np.cumsum(tied, axis=1, dtype=np.int32) <= room))
+    return np.nonzero(chosen)[1].reshape(values.shape[0], k)
+
+
 def select(block: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     """The k smallest entries per row of a block laid out by ``group_layout``, in (value, row) order:
     (tile-local reference rows, float32 values). Ties go to the lowest reference row.
@@ -51,22 +78,24 @@ def select(block: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     One pass takes each group's minimum; the k groups with the smallest (minimum, group) are kept, and
     the k smallest are chosen among their k·GROUP entries. Exact: a group holding one of the k smallest
     entries has its minimum before that entry, and groups are contiguous in row order, so it is among
-    the first k groups."""
+    the first k groups. The chosen groups come in ascending order, so their entries are in reference
+    row order and "ties to the lowest row" is "ties to the first candidate" (``first_k``)."""
     rows, width = block.shape
     nb = width // GROUP
     if nb <= k:  # a narrow tile: every entry is a candidate
         keys = order_keys(block, group_layout(width).astype(np.int64))
-    else:
-        minima = block[:, :nb].copy()
-        for j in range(1, GROUP):
-            np.minimum(minima, block[:, j * nb : (j + 1) * nb], out=minima)
-        best = _smallest_keys(order_keys(minima, np.arange(nb, dtype=np.int64)), k) & 0xFFFFFFFF
-        cand = block[np.arange(rows)[:, None, None], best[:, :, None] + np.arange(GROUP) * nb]
-        cand_rows = (best[:, :, None] * GROUP + np.arange(GROUP)).reshape(rows, k * GROUP)
-        keys = order_keys(cand.reshape(rows, k * GROUP), cand_rows)
-    chosen = _smallest_keys(keys, k)
-    local = chosen & 0xFFFFFFFF
-    return local, _value_at(block, local, nb)
+        local = _smallest_keys(keys, k) & 0xFFFFFFFF
+        return local, _value_at(block, local, nb)
+    groups = first_k(group_minima(block), k)  # (rows, k), ascending
+    spread = np.arange(GROUP, dtype=np.int64)
+    flat = np.arange(rows, dtype=np.int64)[:, None, None] * width + groups[:, :, None] + spread * nb
+    cand = np.take(block.reshape(-1), flat.reshape(rows, k * GROUP))  # one flat gather
+    cand_rows = (groups[:, :, None] * GROUP + spread).reshape(rows, k * GROUP)
+    pick = first_k(cand, k)
+    local = np.take_along_axis(cand_rows, pick, axis=1)
+    values = np.take_along_axis(cand, pick, axis=1)
+    order = np.argsort(order_keys(values, local), axis=1)  # by (value, row), as the contract says
+    return np.take_along_axis(local, order, axis=1), np.take_along_axis(values, order, axis=1)
 
 
 def _value_at(block: np.ndarray, local: np.ndarray, nb: int) -> np.ndarray:

@@ -8,7 +8,7 @@ from scipy.spatial.distance import cdist
 
 from dagster_privacy import neighbors as nb
 from dagster_privacy.neighbors import MixedRows, knn_euclidean, knn_mixed
-from dagster_privacy.topk import order_keys
+from dagster_privacy.topk import first_k, order_keys
 
 
 def _brute(q: np.ndarray, r: np.ndarray, k: int, *, metric: str = "euclidean", same: bool = False):
@@ -176,6 +176,20 @@ def test_order_keys_sort_floats_then_index() -> None:
     got = (np.sort(keys, axis=1) & 0xFFFFFFFF)[0].tolist()
     # -1.5, -3e-38, then the three zeros (+0 and -0 are equal: by index), 1e-45, 2.0, inf
     assert got == [2, 6, 0, 1, 4, 7, 3, 5]
+
+
+def test_first_k_takes_the_smallest_then_the_first_of_the_tied() -> None:
+    values = np.array(
+        [
+            [3.0, 1.0, 1.0, 2.0, 1.0],  # three 1s: k = 2 takes the first two
+            [2.0, 0.0, -0.0, np.inf, -1.0],  # -0 and +0 are equal: by position
+            [np.inf, np.inf, 5.0, np.inf, np.inf],  # infinities tie like any value
+        ],
+        dtype=np.float32,
+    )
+    assert first_k(values, 2).tolist() == [[1, 2], [1, 4], [0, 2]]
+    assert first_k(values, 3).tolist() == [[1, 2, 4], [1, 2, 4], [0, 1, 2]]
+    assert first_k(values, 5).tolist() == [[0, 1, 2, 3, 4]] * 3
 
 
 def test_farthest_reference_read_off_the_same_blocks() -> None:
