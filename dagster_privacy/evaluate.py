@@ -18,7 +18,7 @@ from . import tables as tb
 from .context import EvaluationContext
 from .distance_summary import distance_summary
 from .errors import safe_reason
-from .executors import Executor, executor_for
+from .executors import Executor, executor_for, trim_heap
 from .loading import load
 from .metrics import registry
 from .results import Evaluation, MetricResult, PolicyRef, Status, TableInfo, ThreatModelRef, Timings
@@ -231,6 +231,7 @@ def run_metrics(
                 bar.update(bar.task_ids[0], description=f"privacy metrics: {mid}")
             entry = plan.entry(mid)
             results.append(pol.judge(entry, reg.run(specs[mid], ctx, entry.params)))
+            trim_heap()  # the metric's temporaries freed in thread arenas: back to the system
             if bar is not None:
                 bar.advance(bar.task_ids[0])
     finally:

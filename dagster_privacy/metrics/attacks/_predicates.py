@@ -13,6 +13,7 @@ import numpy as np
 BIG = np.int32(2**31 - 1)
 PAIR_BUDGET = 1 << 21  # candidate (predicate, row) pairs held at once by one job (the sizes run side by side)
 INDEX_BUDGET = 64 * 2**20  # bytes of one column's bitset index
+BITS_BUDGET = 8 * 2**20  # bytes of one batch's bitsets while counting
 
 
 @dataclass
@@ -238,11 +239,14 @@ class BitIndex:
         lo_row = self.lut[base + np.clip(p.lo.astype(np.int64) - 1, -1, top) + 1]
         return hi_row, np.minimum(lo_row, hi_row)
 
-    def count(self, p: Predicates, *, prefix: int | None = None, batch: int = 8192) -> np.ndarray:
+    def count(self, p: Predicates, *, prefix: int | None = None) -> np.ndarray:
         """Exact counts (or, with prefix i, counts among the sampled first rows) of indexed predicates."""
         hi_row, lo_row = self._rows(p)
         table = self.cum if prefix is None else self.prefixes[prefix]
         every = self.all[: table.shape[1]]
+        # predicates per batch: each of the few (batch × words) bitsets held at once within BITS_BUDGET
+        # (a fixed 8,192 made them 131 MB each at 128k rows, in every job running side by side)
+        batch = max(64, BITS_BUDGET // (8 * table.shape[1]))
         out = np.zeros(p.n, dtype=np.int64)
         for s in range(0, p.n, batch):
             e = min(s + batch, p.n)
