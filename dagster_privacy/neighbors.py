@@ -9,8 +9,8 @@
         │    dense dimensions; the rare ones'    │
         │    few pairs added after: SparseDims)  │
         │          ▼                             │          ▼
-        │    topk.select: k smallest per block row (group minima, the k best groups, one integer
-        │    partition of (value, index) keys), their exact float64 distances, _merge: the running
+        │    topk.select: k smallest per block row (group minima, the k best groups, the k best of
+        │    their entries, ties to the lowest row), their exact float64 distances, _merge: the running
         │    top-k across reference tiles; optionally each row's farthest reference (the extreme pair)
         │          ▼
         └─ _finish: the k neighbours ordered by (exact distance, index) ─▶ Neighbors

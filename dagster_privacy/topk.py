@@ -3,8 +3,8 @@
 A block's columns are reference rows laid out in groups (``group_layout``): group g — GROUP consecutive
 reference rows — sits at every nb-th position, so the minimum of every group is GROUP vector minima of
 contiguous slices, not one short reduction per group. The k groups with the smallest (minimum, group)
-hold the k smallest entries; one integer partition of (value bits, row) keys picks them among their
-entries, which settles ties without a pass of its own (neighbors.py runs this per block).
+hold the k smallest entries; ``first_k`` picks the groups and then the entries (a float partition
+for the k-th value, ties to the first position, which is the lowest row), neighbors.py per block.
 """
 
 from __future__ import annotations
@@ -27,8 +27,8 @@ def group_layout(width: int) -> np.ndarray:
 
 def order_keys(values: np.ndarray, index: np.ndarray) -> np.ndarray:
     """int64 keys that sort as (float32 value, index): the value's bits made monotone (negative floats
-    flipped, −0 read as +0) in the high half, the index (< 2³¹) in the low half. One integer partition
-    then selects by value with ties to the lowest index, with no tie handling of its own."""
+    flipped, −0 read as +0) in the high half, the index (< 2³¹) in the low half: a sort or partition of
+    them orders by value with ties to the lowest index, with no tie handling of its own."""
     bits = np.add(values, np.float32(0.0), dtype=np.float32).view(np.int32)  # a copy; −0.0 + 0.0 = +0.0
     bits ^= (bits >> 31) & np.int32(0x7FFFFFFF)
     keys = bits.astype(np.int64)
