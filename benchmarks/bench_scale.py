@@ -1,10 +1,11 @@
-"""What the evaluation costs as the rows grow (issue 22): all 30 ids, standard policy, Adult-shaped
+"""What the evaluation costs as the rows grow (issue 22): every id of the standard policy, Adult-shaped
 tables (scale_data.py: train N, holdout N/2, synthetic 0.7 N with 0.2 N copied), in-process and on a
 local Ray with 2 workers. Prints wall seconds and peak memory of each `dagster-privacy evaluate` run (a
 child process; on Ray the driver's peak, the workers' in their own line), the per-stage seconds from
-the evaluation's own timings, the JSON identity of the two runs, and the GEMM floor measured in the
-same run: the float32 product synthetic × realᵀ of the euclidean encodings that the synthetic→real
-query cannot beat.
+the evaluation's own timings, the JSON identity of the two runs, and the GEMM floors measured in the
+same run: the float32 product synthetic × realᵀ of the euclidean encodings, and the same product over
+the dimensions the engine keeps in it (neighbors.SparseDims), the part of the synthetic→real query no
+selection can save.
 
     python benchmarks/bench_scale.py --rows 16000,32000,64000 [--no-ray] [--work-dir /tmp/scale]
 """
