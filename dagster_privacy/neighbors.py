@@ -204,8 +204,8 @@ class SparseDims:
         for j in np.nonzero(rare)[0]:
             qi = np.nonzero(query[:, j])[0]
             ri = np.nonzero((laid[:, j] != 0) & ~pad)[0]
-            q_parts.append((qi, query[qi, j].copy()))
-            r_parts.append((ri, laid[ri, j] * np.float32(-2.0)))
+            q_parts.append((qi, query[qi, j].astype(np.float32)))  # the product's precision
+            r_parts.append((ri, laid[ri, j].astype(np.float32) * np.float32(-2.0)))
         return cls(np.nonzero(~rare)[0], tuple(q_parts), tuple(r_parts))
 
     def add_to(self, block: np.ndarray, s: int, e: int, t0: int, t1: int) -> None:
