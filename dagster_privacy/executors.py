@@ -1,9 +1,10 @@
 """Where the engine's independent blocks run: one seam, two implementations.
 
-    neighbors.knn_*(query, ref, k, executor)
-        │  shared = the encoded query and reference sides (put once), items = fixed query tiles
+    neighbors.knn_*(query, ref, k, executor), chunks.map_chunks, the attacks' jobs
+        │  shared = the encoded sides / a job's tables (put once), items = fixed tiles, chunks or jobs
         ▼
-    Executor.map(fn, shared, items) ──▶ [fn(shared, item) for each item]   (indices, distances back)
+    Executor.map(fn, shared, items) ──▶ [fn(shared, item) for each item]   (small results back:
+                                                                           indices, distances, counts)
         ├─ InProcess: blocks side by side on threads in this process (the default)
         └─ RayExecutor: ``ray.put(shared)`` once (zero-copy per node), one Ray task per item
 
@@ -122,7 +123,8 @@ IN_PROCESS = InProcess()
 
 class RayExecutor:
     """Blocks as Ray tasks: the shared sides are put in the object store once per call, each task gets
-    a reference to them and one item, and returns only its indices and distances.
+    a reference to them and one item, and returns only its small result (indices and distances of a
+    tile, per-row counts of a chunk, a job's figures).
 
     ``address``: ``"local"`` starts a Ray on this machine (``init_options`` such as ``num_cpus``,
     ``object_store_memory`` apply); ``"auto"`` joins the cluster this machine belongs to (``RAY_ADDRESS``

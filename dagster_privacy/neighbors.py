@@ -195,13 +195,15 @@ class SparseDims:
     ref: tuple[tuple[np.ndarray, np.ndarray], ...]
 
     @classmethod
-    def split(cls, query: np.ndarray, laid: np.ndarray, n_ref: int, pad: np.ndarray) -> SparseDims:
-        """Dimensions whose nonzero pairs are at most SPARSE_SHARE of all pairs leave the product."""
+    def split(cls, query: np.ndarray, ref: np.ndarray, laid: np.ndarray, pad: np.ndarray) -> SparseDims:
+        """Dimensions whose nonzero pairs are at most SPARSE_SHARE of all pairs leave the product; one
+        that is zero on either side adds nothing and is dropped. ``laid``: ref in its laid-out order."""
         nz_q = np.count_nonzero(query, axis=0).astype(np.float64)
-        nz_r = np.count_nonzero(laid[~pad], axis=0).astype(np.float64)
-        rare = nz_q * nz_r <= SPARSE_SHARE * max(1, query.shape[0]) * max(1, n_ref)
+        nz_r = np.count_nonzero(ref, axis=0).astype(np.float64)
+        pairs = nz_q * nz_r
+        rare = pairs <= SPARSE_SHARE * max(1, query.shape[0]) * max(1, ref.shape[0])
         q_parts, r_parts = [], []
-        for j in np.nonzero(rare)[0]:
+        for j in np.nonzero(rare & (pairs > 0))[0]:
             qi = np.nonzero(query[:, j])[0]
             ri = np.nonzero((laid[:, j] != 0) & ~pad)[0]
             q_parts.append((qi, query[qi, j].astype(np.float32)))  # the product's precision
@@ -433,9 +435,10 @@ def knn_euclidean(
     order = reference_order(ref.shape[0], ref_tile)
     pad = order >= ref.shape[0]
     laid = ref[np.minimum(order, ref.shape[0] - 1)]
-    sparse = SparseDims.split(query, laid, ref.shape[0], pad)
+    sparse = SparseDims.split(query, ref, laid, pad)
     scaled = np.empty((sparse.dense.size + 1, order.size), dtype=np.float32)
-    scaled[:-1] = laid[:, sparse.dense].T * np.float32(-2.0)
+    dense = laid if sparse.dense.size == laid.shape[1] else laid[:, sparse.dense]  # no copy when all are
+    np.multiply(dense.T, np.float32(-2.0), out=scaled[:-1])
     scaled[-1] = np.einsum("ij,ij->i", laid, laid, dtype=np.float32)
     scaled[:, pad] = 0.0
     scaled[-1, pad] = _PAD_SCORE

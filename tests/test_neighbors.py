@@ -49,8 +49,8 @@ def test_rare_dimensions_added_outside_the_product_match_brute_force(
     q = r if same else _rare_onehot(rng, 90)
     order = nb.reference_order(r.shape[0], 128)
     pad = order >= r.shape[0]
-    split = nb.SparseDims.split(q, r[np.minimum(order, r.shape[0] - 1)], r.shape[0], pad)
-    assert 2 < split.dense.size < r.shape[1] and len(split.query) > 20  # the rare values leave the product
+    split = nb.SparseDims.split(q, r, r[np.minimum(order, r.shape[0] - 1)], pad)
+    assert 2 < split.dense.size < r.shape[1] and len(split.query) > 5  # the rare values leave the product
     nn = knn_euclidean(q, r, 4, exclude_self=same, ref_tile=128)  # three reference tiles
     np.testing.assert_allclose(nn.dist, _brute(q, r, 4, same=same), atol=1e-6)
     exact = np.linalg.norm(q[:, None, :].astype(np.float64) - r[nn.idx].astype(np.float64), axis=2)

@@ -310,3 +310,26 @@ def test_deterministic_for_a_seed(splits) -> None:
     b = run(s.train, s.synthetic, s.control, seed=5)
     assert [r.value for r in a] == [r.value for r in b]
     assert a["linkability"].details == b["linkability"].details
+
+
+def test_leave_one_out_nearest_is_the_same_in_many_chunks_on_threads(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the inference attack's Gower chunks on the executor: 7-row chunks on 2 threads give the brute-force
+    # nearest reference without each dropped column (first index among equal distances), as one chunk does
+    from dagster_privacy.executors import InProcess
+    from dagster_privacy.metrics.attacks import _gower
+
+    rng = np.random.default_rng(11)
+    num_q, num_r = rng.random((60, 2)).astype(np.float32), rng.random((200, 2)).astype(np.float32)
+    cat_q, cat_r = rng.integers(0, 3, (60, 2)).astype(np.int32), rng.integers(0, 3, (200, 2)).astype(np.int32)
+    q = _gower.Rows(num_q, cat_q, ("a", "b"), ("c", "d"))
+    r = _gower.Rows(num_r, cat_r, ("a", "b"), ("c", "d"))
+    drop = ["a", "d"]
+    whole = _gower.leave_one_out_nearest(q, r, drop, InProcess(1))
+    monkeypatch.setattr(_gower, "_step", lambda n, budget=0: 7)
+    chunked = _gower.leave_one_out_nearest(q, r, drop, InProcess(2))
+    np.testing.assert_array_equal(chunked, whole)
+    for i, (keep_num, keep_cat) in enumerate([([1], [0, 1]), ([0, 1], [0])]):
+        d = np.abs(num_q[:, None, keep_num].astype(np.float64) - num_r[None, :, keep_num]).sum(axis=2)
+        d += (cat_q[:, None, keep_cat] != cat_r[None, :, keep_cat]).sum(axis=2)
+        expected = (d <= d.min(axis=1, keepdims=True) + _gower.TIE).argmax(axis=1)
+        np.testing.assert_array_equal(chunked[:, i], expected)

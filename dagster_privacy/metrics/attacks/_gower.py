@@ -18,7 +18,7 @@ import numpy as np
 
 from ...context import EvaluationContext
 from ...executors import IN_PROCESS, Executor
-from ...neighbors import MixedPlan, MixedRows, mixed_block, mixed_plan, scratch
+from ...neighbors import MixedPlan, MixedRows, mixed_block, mixed_plan
 
 
 @dataclass(frozen=True)
@@ -122,10 +122,10 @@ class _LeaveOneOut:
 def _loo_chunk(job: _LeaveOneOut, rows: tuple[int, int]) -> np.ndarray:
     s, e = rows
     q, r = job.q, job.r
-    shape = (e - s, r.n)
-    b, t = scratch("gower", shape), scratch("gower_tmp", shape)
+    shape = (e - s, r.n)  # buffers of this chunk only: a thread's own scratch would outlive the call
+    b, t = np.empty(shape, dtype=np.float32), np.empty(shape, dtype=np.float32)
     num = [q.num_cols.index(c) for c in job.drop if c in q.num_cols]
-    terms = {j: scratch(f"gower_term_{j}", shape) for j in num}
+    terms = {j: np.empty(shape, dtype=np.float32) for j in num}
     mixed_block(q.mixed, r.mixed, s, e, job.plan, b, t, terms=terms)
     out = np.empty((e - s, len(job.drop)), dtype=np.int64)
     for i, c in enumerate(job.drop):

@@ -223,14 +223,28 @@ class _TcapJob:
 
     sides: dict[str, tuple[np.ndarray, np.ndarray]]  # synthetic (every row), real / holdout (targets)
     numerical: np.ndarray  # (d,) bool per column
+    cols: list[str]
     radius: float
+    n: int  # targets per side
+    conf: float
 
 
-def _tcap_secret(job: _TcapJob, target: int) -> tuple[np.ndarray, np.ndarray, dict, dict]:
-    """One secret column (position ``target``): the synthetic table's own TCAP counts (numer, denom)
-    and the training and control targets' TCAP in both orientations."""
-    own = _tcap(job, "synthetic", target)["synthetic"]
-    return *own, _tcap(job, "real", target), _tcap(job, "holdout", target)
+def _tcap_secret(job: _TcapJob, target: int) -> dict[str, Any]:
+    """One secret column (position ``target``): its E in the three variants, reduced in the job (only
+    these few figures come back, not per-row counts)."""
+    own, own_d = _tcap(job, "synthetic", target)["synthetic"]
+    homogeneous = own == own_d  # WEAP = 1: every synthetic record of d̂'s class shares its t
+    train, control = _tcap(job, "real", target), _tcap(job, "holdout", target)
+    views = {
+        "homogeneous": (train["synthetic"], control["synthetic"], homogeneous),
+        "synthetic": (train["synthetic"], control["synthetic"], None),
+        "target": (train["target"], control["target"], None),
+    }
+    column = job.cols[target]
+    return {
+        "views": {k: _tcap_side(column, *v, job.n, job.conf) for k, v in views.items()},
+        "homogeneous_synthetic": int(homogeneous.sum()),
+    }
 
 
 def _tcap(job: _TcapJob, role: str, target: int) -> dict[str, tuple[np.ndarray, np.ndarray]]:
@@ -338,14 +352,14 @@ def gtcap(
 
     def side(role: str, idx: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
         table = ctx.table(role)
+        rows = slice(None) if idx is None else idx
         scaled = np.column_stack(
             [
-                ctx.encoder.scaled(table, c) if k else np.zeros(table.height)
+                ctx.encoder.scaled(table, c)[rows] if k else np.zeros(table.height)[rows]
                 for c, k in zip(cols, numerical, strict=True)
             ]
         )
-        codes = ctx.codes(role)[:, at]
-        return (codes, scaled) if idx is None else (codes[idx], scaled[idx])
+        return ctx.codes(role)[rows][:, at], scaled
 
     job = _TcapJob(
         {
@@ -354,23 +368,20 @@ def gtcap(
             "holdout": side("holdout", c_idx),
         },
         numerical,
+        cols,
         radius,
+        n,
+        family_confidence(len(secrets)),
     )
-    conf = family_confidence(len(secrets))
     parts: dict[str, dict[str, Any]] = {}
     # the secrets are independent: side by side on the executor
-    counts = ctx.executor.map(_tcap_secret, job, [cols.index(s) for s in secrets])
-    for s, (own, own_d, train, control) in zip(secrets, counts, strict=True):
-        homogeneous = own == own_d  # WEAP = 1: every synthetic record of d̂'s class shares its t
-        views = {
-            "homogeneous": (train["synthetic"], control["synthetic"], homogeneous),
-            "synthetic": (train["synthetic"], control["synthetic"], None),
-            "target": (train["target"], control["target"], None),
-        }
-        out = {k: _tcap_side(s, *v, n, conf) for k, v in views.items()}
+    for s, got in zip(
+        secrets, ctx.executor.map(_tcap_secret, job, [cols.index(s) for s in secrets]), strict=True
+    ):
+        out = got["views"]
         parts[s] = out[variant]
         parts[s]["variants"] = {k: v.get("risk") for k, v in out.items()}
-        parts[s]["homogeneous_synthetic"] = int(homogeneous.sum())
+        parts[s]["homogeneous_synthetic"] = got["homogeneous_synthetic"]
     return worst_of(parts, label="column", sizes=_sizes(ctx, n), extra={"radius": radius, "variant": variant})
 
 
