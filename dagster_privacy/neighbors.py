@@ -46,7 +46,7 @@ DENSE_SHARE = 1.0 / 512
 #: a euclidean dimension whose nonzero (query, reference) pairs are at most this share of all pairs (a
 #: rare category's one-hot column) leaves the float32 product: its few pairs are added to the block
 #: afterwards (SparseDims). Measured on Adult-shaped tables: 52 of 110 dimensions stay in the product,
-#: the rare pairs are 0.4 % of a block, and product + additions cost 1.65 ns per cell against 2.8 ns
+#: the rare pairs are 0.3 % of a block, and product + additions cost 1.65 ns per cell against 2.8 ns
 SPARSE_SHARE = 1.0 / 2048
 #: reference rows per block of a k-NN query (a multiple of GROUP): each query tile walks the reference in
 #: tiles of this width, keeping a running top-k, so memory does not grow with the reference side
