@@ -38,7 +38,7 @@ import numpy as np
 
 from .errors import MetricError
 from .executors import IN_PROCESS, Executor
-from .topk import GROUP, group_layout, select
+from .topk import GROUP, group_layout, group_reduce, select
 
 #: a categorical value shared by more than this fraction of all (query, reference) pairs is counted by
 #: the one-hot product; rarer values by scattering their few matching pairs (MixedPlan)
@@ -363,9 +363,7 @@ def _farthest(block: np.ndarray, t0: int, t1: int, n_ref: int, far: tuple[np.nda
     if t1 > n_ref:  # padding positions of the last tile never count
         block[:, group_layout(t1 - t0) + t0 >= n_ref] = -np.inf
     nb = (t1 - t0) // GROUP
-    maxima = block[:, :nb].copy()
-    for j in range(1, GROUP):
-        np.maximum(maxima, block[:, j * nb : (j + 1) * nb], out=maxima)
+    maxima = group_reduce(block, np.maximum)
     score = maxima.max(axis=1)
     group = (maxima == score[:, None]).argmax(axis=1)
     members = block[np.arange(block.shape[0])[:, None], np.arange(GROUP) * nb + group[:, None]]

@@ -44,13 +44,14 @@ def _smallest_keys(keys: np.ndarray, k: int) -> np.ndarray:
     return np.sort(keys, axis=1)
 
 
-def group_minima(block: np.ndarray) -> np.ndarray:
-    """The minimum of every group of each row of a block laid out by ``group_layout``: (rows, nb)."""
+def group_reduce(block: np.ndarray, op: np.ufunc = np.minimum) -> np.ndarray:
+    """``op`` (np.minimum or np.maximum) over every group of each row of a block laid out by
+    ``group_layout``: (rows, nb), GROUP element-wise passes over contiguous slices."""
     nb = block.shape[1] // GROUP
-    minima = block[:, :nb].copy()
+    out = block[:, :nb].copy()
     for j in range(1, GROUP):
-        np.minimum(minima, block[:, j * nb : (j + 1) * nb], out=minima)
-    return minima
+        op(out, block[:, j * nb : (j + 1) * nb], out=out)
+    return out
 
 
 def first_k(values: np.ndarray, k: int) -> np.ndarray:
@@ -86,7 +87,7 @@ def select(block: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         keys = order_keys(block, group_layout(width).astype(np.int64))
         local = _smallest_keys(keys, k) & 0xFFFFFFFF
         return local, _value_at(block, local, nb)
-    groups = first_k(group_minima(block), k)  # (rows, k), ascending
+    groups = first_k(group_reduce(block), k)  # (rows, k), ascending
     spread = np.arange(GROUP, dtype=np.int64)
     flat = np.arange(rows, dtype=np.int64)[:, None, None] * width + groups[:, :, None] + spread * nb
     cand = np.take(block.reshape(-1), flat.reshape(rows, k * GROUP))  # one flat gather
