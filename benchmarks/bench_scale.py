@@ -37,7 +37,7 @@ def gemm_floor(train: Path, synthetic: Path, holdout: Path) -> tuple[float, int,
 
     ctx, _ = prepare(str(train), str(synthetic), str(holdout))
     q, r = ctx.euclidean("synthetic"), ctx.euclidean("real")
-    dense = SparseDims.split(q, r, r, np.zeros(r.shape[0], dtype=bool)).dense
+    dense = SparseDims.split(q, r).dense
     out = []
     for qq, rr in ((q, r), (np.ascontiguousarray(q[:, dense]), r[:, dense])):
         rt = np.ascontiguousarray(rr.T)

@@ -5,18 +5,18 @@
         ├─ knn_euclidean(query, ref, k)          ├─ knn_mixed(query, ref, k)      (Hamming / Gower)
         │    query_tiles × reference tiles, handed to an Executor (executors.py: in-process or Ray)
         │    _euclidean_tile: [q, 1]·[−2r; ‖r‖²] │    _mixed_tile: Σ w|q−r| + w_cat·(#differing codes)
-        │    (one float32 BLAS product over the  │    per block, mixed_plan once
+        │    (one float32 BLAS product over the  │    per tile, mixed_plan once
         │    dense dimensions; the rare ones'    │
-        │    few pairs added after: SparseDims)  │
+        │    few pairs added after: SparseDims), │
+        │    BLOCK_COLS columns at a time, so    │
+        │    each block stays in the core's cache│
         │          ▼                             │          ▼
-        │    topk.select: k smallest per block row (group minima, the k best groups, the k best of
-        │    their entries, ties to the lowest row), their exact float64 distances, _merge: the running
+        │    topk.smallest_update: each block folded into a running top-k per row (float32 score, then
+        │    row); per reference tile the k candidates' exact float64 distances, _merge: the running
         │    top-k across reference tiles; optionally each row's farthest reference (the extreme pair)
         │          ▼
         └─ _finish: the k neighbours ordered by (exact distance, index) ─▶ Neighbors
 
-    The reference side is laid out once per query (reference_order): within each tile, group g of
-    GROUP consecutive rows sits at positions g, g + nb, …, so group minima are GROUP vector minima.
     chunks.map_chunks hands raw blocks (query rows × the whole reference, in row order) to a reduction that is
     not a top-k (ties, counts within a radius, densities), on the same executor.
 
@@ -35,10 +35,11 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
+from numba import njit
 
 from .errors import MetricError
 from .executors import IN_PROCESS, Executor
-from .topk import GROUP, group_layout, group_reduce, select
+from .topk import NO_SELF, empty_top, largest_update, smallest_update
 
 #: a categorical value shared by more than this fraction of all (query, reference) pairs is counted by
 #: the one-hot product; rarer values by scattering their few matching pairs (MixedPlan)
@@ -48,11 +49,16 @@ DENSE_SHARE = 1.0 / 512
 #: afterwards (SparseDims). Measured on Adult-shaped tables: 52 of 110 dimensions stay in the product,
 #: the rare pairs are 0.3 % of a block, and product + additions cost 1.65 ns per cell against 2.8 ns
 SPARSE_SHARE = 1.0 / 2048
-#: reference rows per block of a k-NN query (a multiple of GROUP): each query tile walks the reference in
-#: tiles of this width, keeping a running top-k, so memory does not grow with the reference side
+#: reference rows per tile of a k-NN query: each query tile walks the reference in tiles of this width,
+#: taking the k float32 candidates of each tile, re-ranking them exactly and keeping a running top-k
+#: (_merge), so memory does not grow with the reference side
 REF_TILE = 16384
-#: bytes of one k-NN distance block; blocks run side by side (one per core), so each gets a share
+#: bytes of a k-NN tile's rows × REF_TILE: sets the query rows per tile (512), wide for an efficient GEMM
 KNN_BLOCK_BYTES = 32 * 2**20
+#: reference columns per euclidean block: 512 query rows × 2048 columns (4 MB) stay in the cache
+#: between the product and the selection; a 32 MB block went to memory and back (measured: product +
+#: selection 16–18 ms per 8M cells as one block, 8–10 ms in 2048-column blocks)
+BLOCK_COLS = 2048
 
 
 @dataclass(frozen=True)
@@ -165,17 +171,8 @@ def mixed_block(
         out += w * q.cat.shape[1]
     else:
         out.fill(w * q.cat.shape[1])
-    for order, lo, hi in plan.sparse:  # matches on rare values: scatter their pairs
-        cnt = hi[s:e] - lo[s:e]
-        total = int(cnt.sum())
-        if total:
-            rows = np.repeat(np.arange(e - s), cnt)
-            first = np.repeat(np.cumsum(cnt) - cnt, cnt)
-            cols = order[np.repeat(lo[s:e], cnt) + (np.arange(total) - first)]
-            if refs is not None:
-                inside = (cols >= t0) & (cols < t1)
-                rows, cols = rows[inside], cols[inside] - t0
-            out[rows, cols] -= w  # a pair once per column
+    for order, lo, hi in plan.sparse:  # matches on rare values: their pairs, column by column
+        _subtract_pairs(out, s, e, t0, t1, order, lo, hi, w)
     for j in range(q.num.shape[1]):
         t = terms[j] if terms is not None and j in terms else tmp
         np.subtract(q.num[s:e, j][:, None], r.num[None, t0:t1, j], out=t)
@@ -183,40 +180,77 @@ def mixed_block(
         out += t
 
 
+@njit(nogil=True, cache=True)
+def _subtract_pairs(out, s, e, t0, t1, order, lo, hi, w) -> None:  # noqa: ANN001
+    """out[i, r − t0] −= w for each query row s + i and each reference row r in [t0, t1) that shares its
+    rare code: ``order[lo[s + i]:hi[s + i]]`` (one categorical column, so a pair comes once)."""
+    for i in range(e - s):
+        for j in range(lo[s + i], hi[s + i]):
+            r = order[j]
+            if t0 <= r < t1:
+                out[i, r - t0] -= w
+
+
 @dataclass(frozen=True)
 class SparseDims:
     """A euclidean query's dimensions split in two: ``dense`` ones go into the float32 block product, each
-    sparse one adds −2·q_j·r_j to the few (query row, reference position) pairs where both are nonzero.
-    Per sparse dimension: the query rows and values where it is nonzero, and the laid-out reference
-    positions and −2·values where it is nonzero (both ascending)."""
+    sparse one adds −2·q_j·r_j to the few (query row, reference row) pairs where both are nonzero.
+    Sparse dimension j's nonzeros, ascending by row: query rows ``q_rows[q_ptr[j]:q_ptr[j + 1]]`` with
+    their values, reference rows ``r_rows[r_ptr[j]:r_ptr[j + 1]]`` with −2·their values."""
 
     dense: np.ndarray  # (d_dense,) int64 dimensions of the product
-    query: tuple[tuple[np.ndarray, np.ndarray], ...]
-    ref: tuple[tuple[np.ndarray, np.ndarray], ...]
+    q_ptr: np.ndarray
+    q_rows: np.ndarray
+    q_vals: np.ndarray
+    r_ptr: np.ndarray
+    r_rows: np.ndarray
+    r_vals: np.ndarray
 
     @classmethod
-    def split(cls, query: np.ndarray, ref: np.ndarray, laid: np.ndarray, pad: np.ndarray) -> SparseDims:
+    def split(cls, query: np.ndarray, ref: np.ndarray) -> SparseDims:
         """Dimensions whose nonzero pairs are at most SPARSE_SHARE of all pairs leave the product; one
-        that is zero on either side adds nothing and is dropped. ``laid``: ref in its laid-out order."""
+        that is zero on either side adds nothing and is dropped."""
         nz_q = np.count_nonzero(query, axis=0).astype(np.float64)
         nz_r = np.count_nonzero(ref, axis=0).astype(np.float64)
         pairs = nz_q * nz_r
         rare = pairs <= SPARSE_SHARE * max(1, query.shape[0]) * max(1, ref.shape[0])
-        q_parts, r_parts = [], []
-        for j in np.nonzero(rare & (pairs > 0))[0]:
-            qi = np.nonzero(query[:, j])[0]
-            ri = np.nonzero((laid[:, j] != 0) & ~pad)[0]
-            q_parts.append((qi, query[qi, j].astype(np.float32)))  # the product's precision
-            r_parts.append((ri, laid[ri, j].astype(np.float32) * np.float32(-2.0)))
-        return cls(np.nonzero(~rare)[0], tuple(q_parts), tuple(r_parts))
+        dims = np.nonzero(rare & (pairs > 0))[0]
+        sides = []
+        for rows in (query, ref):
+            idx = [np.nonzero(rows[:, j])[0] for j in dims]
+            vals = [
+                rows[i, j].astype(np.float32) for i, j in zip(idx, dims, strict=True)
+            ]  # product's precision
+            ptr = np.cumsum([0] + [i.size for i in idx], dtype=np.int64)
+            sides.append(
+                (
+                    ptr,
+                    np.concatenate([np.empty(0, np.int64), *idx]),
+                    np.concatenate([np.empty(0, np.float32), *vals]),
+                )
+            )
+        (q_ptr, q_rows, q_vals), (r_ptr, r_rows, r_vals) = sides
+        return cls(np.nonzero(~rare)[0], q_ptr, q_rows, q_vals, r_ptr, r_rows, r_vals * np.float32(-2.0))
 
-    def add_to(self, block: np.ndarray, s: int, e: int, t0: int, t1: int) -> None:
-        """Add the sparse dimensions' −2·q·r to the block of query rows [s, e) × positions [t0, t1)."""
-        for (qi, qv), (ri, rv) in zip(self.query, self.ref, strict=True):
-            qa, qb = np.searchsorted(qi, (s, e))
-            ra, rb = np.searchsorted(ri, (t0, t1))
-            if qa < qb and ra < rb:
-                block[np.ix_(qi[qa:qb] - s, ri[ra:rb] - t0)] += np.outer(qv[qa:qb], rv[ra:rb])
+    def add_to(self, block: np.ndarray, s: int, e: int, c0: int, c1: int) -> None:
+        """Add the sparse dimensions' −2·q·r to the block of query rows [s, e) × reference rows [c0, c1)."""
+        _add_pairs(
+            block, s, e, c0, c1, self.q_ptr, self.q_rows, self.q_vals, self.r_ptr, self.r_rows, self.r_vals
+        )
+
+
+@njit(nogil=True, cache=True)
+def _add_pairs(block, s, e, c0, c1, q_ptr, q_rows, q_vals, r_ptr, r_rows, r_vals) -> None:  # noqa: ANN001
+    # dimension by dimension, each pair's float32 product added once: the sums of an np.outer per
+    # dimension, in the same order (no fused multiply-add: the kernel has no fastmath flag)
+    for j in range(q_ptr.shape[0] - 1):
+        qr, qv = q_rows[q_ptr[j] : q_ptr[j + 1]], q_vals[q_ptr[j] : q_ptr[j + 1]]
+        rr, rv = r_rows[r_ptr[j] : r_ptr[j + 1]], r_vals[r_ptr[j] : r_ptr[j + 1]]
+        qa, qb = np.searchsorted(qr, s), np.searchsorted(qr, e)
+        ra, rb = np.searchsorted(rr, c0), np.searchsorted(rr, c1)
+        for a in range(qa, qb):
+            for b in range(ra, rb):
+                block[qr[a] - s, rr[b] - c0] += qv[a] * rv[b]
 
 
 def _finish(
@@ -233,33 +267,18 @@ def _finish(
     )
 
 
-#: the score of a padding position: finite (so the product never meets inf · 0), above any real score
-_PAD_SCORE = np.float32(1e30)
-
-
-def _padded(n: int) -> int:
-    return -(-max(1, n) // GROUP) * GROUP
-
-
 def query_tiles(n_query: int, n_reference: int, *, ref_tile: int | None = None) -> list[tuple[int, int]]:
     """The fixed query tiles of a k-NN query: a function of the sizes only (never of the executor), so
-    every executor computes the same blocks. Rows per tile: the distance block of one reference tile
-    within KNN_BLOCK_BYTES (512 rows of a full reference tile: wide enough for an efficient GEMM)."""
-    width = min(_padded(n_reference), ref_tile or REF_TILE)
+    every executor computes the same blocks. Rows per tile: one reference tile's rows × columns within
+    KNN_BLOCK_BYTES (512 rows of a full reference tile: tall enough for an efficient GEMM)."""
+    width = min(max(1, n_reference), ref_tile or REF_TILE)
     step = chunk_rows(width, budget=KNN_BLOCK_BYTES)
     return [(s, min(s + step, n_query)) for s in range(0, n_query, step)]
 
 
 def reference_tiles(n_reference: int, ref_tile: int) -> list[tuple[int, int]]:
-    """[t0, t1) of each reference tile in padded positions (every width a multiple of GROUP)."""
-    width = _padded(n_reference)
-    return [(t0, min(t0 + ref_tile, width)) for t0 in range(0, width, ref_tile)]
-
-
-def reference_order(n_reference: int, ref_tile: int) -> np.ndarray:
-    """The reference row at each padded position, tile by tile in ``group_layout``; padding: n_reference."""
-    out = np.concatenate([t0 + group_layout(t1 - t0) for t0, t1 in reference_tiles(n_reference, ref_tile)])
-    return np.minimum(out, n_reference)
+    """[t0, t1) of each reference tile: the candidates of a tile are chosen in float32, then re-ranked."""
+    return [(t0, min(t0 + ref_tile, n_reference)) for t0 in range(0, n_reference, ref_tile)]
 
 
 def _merge(best: tuple[np.ndarray, np.ndarray] | None, dist: np.ndarray, idx: np.ndarray, k: int):
@@ -274,34 +293,35 @@ def _merge(best: tuple[np.ndarray, np.ndarray] | None, dist: np.ndarray, idx: np
 
 @dataclass(frozen=True)
 class _Sides:
-    """What every tile of one query reads (put once in the executor's store): both encoded sides, the
-    reference laid out by ``reference_order``."""
+    """What every tile of one query reads (put once in the executor's store): both encoded sides."""
 
     query: np.ndarray | MixedRows
     ref: np.ndarray | MixedRows
     k: int
     exclude_self: bool
     ref_tile: int
-    #: euclidean, per reference tile: [−2·refᵀ; ‖r‖²] per position ((d_dense + 1) × tile width,
-    #: contiguous), so [q, 1] · it is the score ‖r‖² − 2 q·r in one product (the sparse dimensions added
-    #: afterwards); a padding column is [0; _PAD_SCORE]
+    #: euclidean, per reference tile: [−2·refᵀ; ‖r‖²] ((d_dense + 1) × tile width, contiguous), so
+    #: [q, 1] · it is the score ‖r‖² − 2 q·r in one product (the sparse dimensions added afterwards)
     ref_scaled: tuple[np.ndarray, ...] | None = None
     sparse: SparseDims | None = None  # euclidean: which dimensions leave the product
-    ref_laid: MixedRows | None = None  # mixed: the reference rows per position (padding: row 0)
-    plan: MixedPlan | None = None  # mixed: how categorical matches are counted (query × ref_laid)
+    plan: MixedPlan | None = None  # mixed: how categorical matches are counted
     farthest: bool = False  # euclidean: also each query row's farthest reference
 
     @property
     def n_ref(self) -> int:
         return self.ref.shape[0] if isinstance(self.ref, np.ndarray) else self.ref.n
 
+    def self_first(self, s: int) -> int:
+        """topk's ``self_first`` for a query tile starting at row s."""
+        return s if self.exclude_self else NO_SELF
+
 
 _SCRATCH = threading.local()
 
 
 def scratch(name: str, shape: tuple[int, int]) -> np.ndarray:
-    """A float32 block buffer of this thread, reused across blocks: a fresh 32 MB block per product is
-    a fresh mmap whose pages the kernel zeroes and faults in (measured: 16 % of a block's product)."""
+    """A float32 block buffer of this thread, reused across blocks: a fresh block per product is a fresh
+    allocation whose pages the kernel zeroes and faults in (measured: 16 % of a 32 MB block's product)."""
     have = getattr(_SCRATCH, name, None)
     size = shape[0] * shape[1]
     if have is None or have.size < size:
@@ -310,20 +330,11 @@ def scratch(name: str, shape: tuple[int, int]) -> np.ndarray:
     return have[:size].reshape(shape)
 
 
-def _tile_top(sides: _Sides, block: np.ndarray, s: int, t0: int, t1: int) -> tuple[np.ndarray, np.ndarray]:
-    """Candidates of one (query tile × reference tile) block: the k best reference rows per query row
-    (global indices) and whether each is a real candidate (a reference row, not the query row itself)."""
-    width = t1 - t0
-    if sides.exclude_self:  # the query row itself, where it falls in this tile
-        rows = np.arange(block.shape[0])
-        local = s + rows - t0
-        inside = (local >= 0) & (local < min(width, sides.n_ref - t0))
-        nb = width // GROUP
-        block[rows[inside], (local[inside] % GROUP) * nb + local[inside] // GROUP] = np.inf
-    local_rows, values = select(block, min(sides.k, width))
-    idx = local_rows + t0
-    ok = np.isfinite(values) & (idx < sides.n_ref)  # self is +inf; padding rows are past n_ref
-    return idx, ok
+def _candidates(values: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A tile's running top-k as candidates: the reference rows (a valid index everywhere) and which
+    are real (an empty slot, left when a tile has fewer than k other rows, is not)."""
+    ok = np.isfinite(values)
+    return np.where(ok, rows, 0), ok
 
 
 def _euclidean_tile(sides: _Sides, rows: tuple[int, int]) -> tuple[np.ndarray, ...]:
@@ -338,17 +349,20 @@ def _euclidean_tile(sides: _Sides, rows: tuple[int, int]) -> tuple[np.ndarray, .
     best = None
     far = np.full(e - s, -np.inf, dtype=np.float32), np.zeros(e - s, dtype=np.int64)
     for (t0, t1), scaled in zip(reference_tiles(ref.shape[0], sides.ref_tile), sides.ref_scaled, strict=True):
-        block = np.matmul(q1, scaled, out=scratch("block", (e - s, t1 - t0)))
-        sparse.add_to(block, s, e, t0, t1)
-        idx, ok = _tile_top(sides, block, s, t0, t1)
-        if sides.farthest:
-            _farthest(block, t0, t1, ref.shape[0], far)
-        safe = np.minimum(idx, ref.shape[0] - 1)
+        top = empty_top(e - s, sides.k)
+        for c0 in range(t0, t1, BLOCK_COLS):
+            c1 = min(c0 + BLOCK_COLS, t1)
+            block = np.matmul(q1, scaled[:, c0 - t0 : c1 - t0], out=scratch("block", (e - s, c1 - c0)))
+            sparse.add_to(block, s, e, c0, c1)
+            smallest_update(block, c0, sides.self_first(s), *top)
+            if sides.farthest:
+                largest_update(block, c0, *far)
+        idx, ok = _candidates(*top)
         dist = np.empty(idx.shape, dtype=np.float64)
         for j in range(idx.shape[1]):  # exact distances of the candidates
-            diff = q64 - ref[safe[:, j]].astype(np.float64)
+            diff = q64 - ref[idx[:, j]].astype(np.float64)
             dist[:, j] = np.sqrt(np.einsum("ij,ij->i", diff, diff))
-        dist[~ok] = np.inf  # padding and self: never a neighbour
+        dist[~ok] = np.inf  # an empty slot: never a neighbour
         best = _merge(best, dist, np.where(ok, idx, -1), sides.k)
     assert best is not None
     if sides.farthest:  # squared distance = score + ‖q‖²
@@ -356,41 +370,22 @@ def _euclidean_tile(sides: _Sides, rows: tuple[int, int]) -> tuple[np.ndarray, .
     return best
 
 
-def _farthest(block: np.ndarray, t0: int, t1: int, n_ref: int, far: tuple[np.ndarray, np.ndarray]) -> None:
-    """Update the running farthest reference of each row of a block: the largest score, the lowest
-    reference row on ties (the first group holding the maximum, then its first row holding it; tiles
-    come in row order, so an equal score of a later tile never replaces it)."""
-    if t1 > n_ref:  # padding positions of the last tile never count
-        block[:, group_layout(t1 - t0) + t0 >= n_ref] = -np.inf
-    nb = (t1 - t0) // GROUP
-    maxima = group_reduce(block, np.maximum)
-    score = maxima.max(axis=1)
-    group = (maxima == score[:, None]).argmax(axis=1)
-    members = block[np.arange(block.shape[0])[:, None], np.arange(GROUP) * nb + group[:, None]]
-    first = (members == score[:, None]).argmax(axis=1)
-    better = score > far[0]
-    far[0][better] = score[better]
-    far[1][better] = (t0 + group * GROUP + first)[better]
-
-
 def _mixed_tile(sides: _Sides, rows: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
     s, e = rows
-    q, ref, laid, plan = sides.query, sides.ref, sides.ref_laid, sides.plan
-    assert isinstance(q, MixedRows) and isinstance(ref, MixedRows) and laid is not None and plan is not None
+    q, ref, plan = sides.query, sides.ref, sides.plan
+    assert isinstance(q, MixedRows) and isinstance(ref, MixedRows) and plan is not None
     best = None
     w = q.cat_weight
     q_num64 = q.num[s:e].astype(np.float64)
     for t0, t1 in reference_tiles(ref.n, sides.ref_tile):
         block = scratch("block", (e - s, t1 - t0))
-        tmp = scratch("tmp", (e - s, t1 - t0))
-        mixed_block(q, laid, s, e, plan, block, tmp, refs=(t0, t1))
-        if t1 > ref.n:  # padding positions of the last tile
-            block[:, group_layout(t1 - t0) + t0 >= ref.n] = _PAD_SCORE
-        idx, ok = _tile_top(sides, block, s, t0, t1)
-        safe = np.minimum(idx, ref.n - 1)
+        mixed_block(q, ref, s, e, plan, block, scratch("tmp", (e - s, t1 - t0)), refs=(t0, t1))
+        top = empty_top(e - s, sides.k)
+        smallest_update(block, t0, sides.self_first(s), *top)
+        idx, ok = _candidates(*top)
         dist = np.empty(idx.shape, dtype=np.float64)
         for j in range(idx.shape[1]):  # exact distances of the candidates, in float64
-            r = safe[:, j]
+            r = idx[:, j]
             d = w * (q.cat[s:e] != ref.cat[r]).sum(axis=1).astype(np.float64)
             if q.num.shape[1]:
                 d += np.abs(q_num64 - ref.num[r].astype(np.float64)).sum(axis=1)
@@ -429,22 +424,18 @@ def knn_euclidean(
         raise ValueError("the farthest reference is read only when no row is excluded")
     k = _check_k(k, ref.shape[0] - (1 if exclude_self else 0))
     _check_finite(query, ref)
-    ref_tile = _padded(ref_tile or REF_TILE)
-    order = reference_order(ref.shape[0], ref_tile)
-    pad = order >= ref.shape[0]
-    laid = ref[np.minimum(order, ref.shape[0] - 1)]
-    sparse = SparseDims.split(query, ref, laid, pad)
-    scaled = np.empty((sparse.dense.size + 1, order.size), dtype=np.float32)
-    dense = laid if sparse.dense.size == laid.shape[1] else laid[:, sparse.dense]  # no copy when all are
-    np.multiply(dense.T, np.float32(-2.0), out=scaled[:-1])
-    scaled[-1] = np.einsum("ij,ij->i", laid, laid, dtype=np.float32)
-    scaled[:, pad] = 0.0
-    scaled[-1, pad] = _PAD_SCORE
-    tiles = tuple(
-        np.ascontiguousarray(scaled[:, t0:t1]) for t0, t1 in reference_tiles(ref.shape[0], ref_tile)
+    ref_tile = max(1, ref_tile or REF_TILE)
+    sparse = SparseDims.split(query, ref)
+    dense = ref if sparse.dense.size == ref.shape[1] else ref[:, sparse.dense]  # no copy when all are
+    tiles = []
+    for a, b in reference_tiles(ref.shape[0], ref_tile):
+        scaled = np.empty((sparse.dense.size + 1, b - a), dtype=np.float32)
+        np.multiply(dense[a:b].T, np.float32(-2.0), out=scaled[:-1])
+        scaled[-1] = np.einsum("ij,ij->i", ref[a:b], ref[a:b], dtype=np.float32)
+        tiles.append(scaled)
+    sides = _Sides(
+        query, ref, k, exclude_self, ref_tile, ref_scaled=tuple(tiles), sparse=sparse, farthest=farthest
     )
-    del scaled, laid
-    sides = _Sides(query, ref, k, exclude_self, ref_tile, ref_scaled=tiles, sparse=sparse, farthest=farthest)
     return _run(_euclidean_tile, sides, query.shape[0], ref.shape[0], executor, t0)
 
 
@@ -461,10 +452,8 @@ def knn_mixed(
     t0 = time.perf_counter()
     k = _check_k(k, ref.n - (1 if exclude_self else 0))
     _check_finite(query.num, ref.num)
-    ref_tile = _padded(ref_tile or REF_TILE)
-    at = np.minimum(reference_order(ref.n, ref_tile), ref.n - 1)  # a padding position reads the last row
-    laid = MixedRows(ref.num[at], ref.cat[at], ref.cat_weight)
-    sides = _Sides(query, ref, k, exclude_self, ref_tile, ref_laid=laid, plan=mixed_plan(query, laid))
+    ref_tile = max(1, ref_tile or REF_TILE)
+    sides = _Sides(query, ref, k, exclude_self, ref_tile, plan=mixed_plan(query, ref))
     return _run(_mixed_tile, sides, query.n, ref.n, executor, t0)
 
 

@@ -8,7 +8,7 @@ from scipy.spatial.distance import cdist
 
 from dagster_privacy import neighbors as nb
 from dagster_privacy.neighbors import MixedRows, knn_euclidean, knn_mixed
-from dagster_privacy.topk import first_k, order_keys
+from dagster_privacy.topk import NO_SELF, empty_top, largest_update, smallest_update
 
 
 def _brute(q: np.ndarray, r: np.ndarray, k: int, *, metric: str = "euclidean", same: bool = False):
@@ -44,13 +44,12 @@ def test_rare_dimensions_added_outside_the_product_match_brute_force(
     same: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(nb, "KNN_BLOCK_BYTES", 1)  # 16-row query tiles
+    monkeypatch.setattr(nb, "BLOCK_COLS", 48)  # blocks of 48 columns: the pairs land in several blocks
     rng = np.random.default_rng(7)
     r = _rare_onehot(rng, 300)
     q = r if same else _rare_onehot(rng, 90)
-    order = nb.reference_order(r.shape[0], 128)
-    pad = order >= r.shape[0]
-    split = nb.SparseDims.split(q, r, r[np.minimum(order, r.shape[0] - 1)], pad)
-    assert 2 < split.dense.size < r.shape[1] and len(split.query) > 5  # the rare values leave the product
+    split = nb.SparseDims.split(q, r)
+    assert 2 < split.dense.size < r.shape[1] and split.q_ptr.size - 1 > 5  # the rare values leave the product
     nn = knn_euclidean(q, r, 4, exclude_self=same, ref_tile=128)  # three reference tiles
     np.testing.assert_allclose(nn.dist, _brute(q, r, 4, same=same), atol=1e-6)
     exact = np.linalg.norm(q[:, None, :].astype(np.float64) - r[nn.idx].astype(np.float64), axis=2)
@@ -169,27 +168,58 @@ def test_grouped_selection_over_many_tiles_keeps_the_tie_rule(k: int, same: bool
         np.testing.assert_array_equal(mx.idx, _lex_brute(h, k))
 
 
-def test_order_keys_sort_floats_then_index() -> None:
-    values = np.array([[0.0, -0.0, -1.5, 2.0, -0.0, np.inf, -3e-38, 1e-45]], dtype=np.float32)
-    index = np.arange(values.shape[1], dtype=np.int64)[None, :]
-    keys = order_keys(values, index)
-    got = (np.sort(keys, axis=1) & 0xFFFFFFFF)[0].tolist()
-    # -1.5, -3e-38, then the three zeros (+0 and -0 are equal: by index), 1e-45, 2.0, inf
-    assert got == [2, 6, 0, 1, 4, 7, 3, 5]
+def _top(block: np.ndarray, k: int, cols: int, self_first: int = NO_SELF):
+    """The running top-k of a block folded in column blocks of ``cols``."""
+    values, rows = empty_top(block.shape[0], k)
+    for c0 in range(0, block.shape[1], cols):
+        smallest_update(np.ascontiguousarray(block[:, c0 : c0 + cols]), c0, self_first, values, rows)
+    return values, rows
 
 
-def test_first_k_takes_the_smallest_then_the_first_of_the_tied() -> None:
-    values = np.array(
+def test_smallest_update_takes_the_smallest_then_the_lowest_row_of_the_tied() -> None:
+    block = np.array(
         [
             [3.0, 1.0, 1.0, 2.0, 1.0],  # three 1s: k = 2 takes the first two
-            [2.0, 0.0, -0.0, np.inf, -1.0],  # -0 and +0 are equal: by position
+            [2.0, 0.0, -0.0, np.inf, -1.0],  # -0 and +0 are equal: by row
             [np.inf, np.inf, 5.0, np.inf, np.inf],  # infinities tie like any value
         ],
         dtype=np.float32,
     )
-    assert first_k(values, 2).tolist() == [[1, 2], [1, 4], [0, 2]]
-    assert first_k(values, 3).tolist() == [[1, 2, 4], [1, 2, 4], [0, 1, 2]]
-    assert first_k(values, 5).tolist() == [[0, 1, 2, 3, 4]] * 3
+    for cols in (1, 2, 5):  # whatever the blocking
+        assert _top(block, 2, cols)[1].tolist() == [[1, 2], [4, 1], [2, 0]]
+        assert _top(block, 3, cols)[1].tolist() == [[1, 2, 4], [4, 1, 2], [2, 0, 1]]
+        assert _top(block, 5, cols)[1].tolist() == [[1, 2, 4, 3, 0], [4, 1, 2, 0, 3], [2, 0, 1, 3, 4]]
+    # row i is query row 1 + i: row 0 skips column 1, row 1 column 2, row 2 column 3
+    assert _top(block, 2, 2, self_first=1)[1].tolist() == [[2, 4], [4, 1], [2, 0]]
+    values, rows = _top(block[:, :1], 2, 1)  # fewer columns than k: an empty slot stays empty
+    assert rows[:, 1].tolist() == [2**62] * 3 and np.isinf(values[:, 1]).all()
+
+
+@pytest.mark.parametrize("k", [1, 4, 16])
+def test_smallest_and_largest_update_match_a_lexicographic_sort(k: int) -> None:
+    rng = np.random.default_rng(k)
+    for _ in range(40):
+        rows, width = int(rng.integers(1, 30)), int(rng.integers(1, 400))
+        block = rng.integers(-3, 4, (rows, width)).astype(np.float32)  # heavy ties
+        block[rng.random(block.shape) < 0.05] = -0.0
+        block[rng.random(block.shape) < 0.02] = np.inf
+        self_first = int(rng.integers(-5, width))
+        cols = int(rng.integers(1, 200))
+        values, got = _top(block, k, cols, self_first)
+        masked = block.copy()
+        own = self_first + np.arange(rows)
+        inside = (own >= 0) & (own < width)
+        masked[np.nonzero(inside)[0], own[inside]] = np.nan  # never chosen
+        for i in range(rows):
+            keep = np.nonzero(~np.isnan(masked[i]))[0]
+            want = keep[np.lexsort((keep, masked[i, keep] + 0.0))][:k]  # + 0.0: -0 reads as +0
+            assert got[i, : want.size].tolist() == want.tolist()
+            assert (got[i, want.size :] == 2**62).all()
+        big_v, big_r = np.full(rows, -np.inf, np.float32), np.zeros(rows, np.int64)
+        for c0 in range(0, width, cols):
+            largest_update(np.ascontiguousarray(block[:, c0 : c0 + cols]), c0, big_v, big_r)
+        np.testing.assert_array_equal(big_v, block.max(axis=1))
+        np.testing.assert_array_equal(big_r, (block == block.max(axis=1, keepdims=True)).argmax(axis=1))
 
 
 def test_farthest_reference_read_off_the_same_blocks() -> None:

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 import numpy as np
+from numba import njit
 
 from ..chunks import map_chunks
 from ..context import EvaluationContext
@@ -154,41 +155,40 @@ def zcap(ctx: EvaluationContext) -> Measurement:
 
 # ----------------------------------------------------------------------------------------- GCAP
 
-#: a sensitive column with more distinct codes than this is compared by equality, not by a product
-_ONEHOT_MAX = 256
 
-
-def _tied_matches(ties: np.ndarray, v_query: np.ndarray, v_ref: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per query row: (number of tied reference rows, how many of them hold the row's sensitive code).
-
-    Few codes: one float32 product of the tie mask with the references' one-hot codes plus a column of
-    ones (exact: counts below 2^24), which gives both counts in one pass; many codes: an equality test
-    per cell.
-    """
-    width = int(max(v_query.max(initial=0), v_ref.max(initial=0))) + 1
-    if width <= _ONEHOT_MAX:
-        onehot = np.zeros((v_ref.size, width + 1), dtype=np.float32)
-        onehot[np.arange(v_ref.size), v_ref] = 1.0
-        onehot[:, width] = 1.0
-        counts = ties.astype(np.float32) @ onehot
-        return (counts[:, width].astype(np.int64), counts[np.arange(v_query.size), v_query].astype(np.int64))
-    return ties.sum(axis=1), (ties & (v_query[:, None] == v_ref[None, :])).sum(axis=1)
+@njit(nogil=True, cache=True, fastmath={"nnan", "nsz"})
+def _tie_counts(block: np.ndarray, low: np.ndarray, v_query: np.ndarray, v_ref: np.ndarray):  # noqa: ANN201
+    """Per query row i: the reference columns at its minimum ``low[i]`` (n_ties) and, per sensitive
+    column s, how many of them hold the row's code (``v_query[s, i] == v_ref[s, j]``). Exact counts."""
+    n_rows, width = block.shape
+    n_ties = np.zeros(n_rows, dtype=np.int64)
+    correct = np.zeros((v_query.shape[0], n_rows), dtype=np.int64)
+    for i in range(n_rows):
+        x, m = block[i], low[i]
+        t = 0
+        for j in range(width):
+            t += x[j] == m
+        n_ties[i] = t
+        for c in range(v_query.shape[0]):
+            v, target = v_ref[c], v_query[c, i]
+            hit = 0
+            for j in range(width):
+                hit += (x[j] == m) & (v[j] == target)
+            correct[c, i] = hit
+    return n_ties, correct
 
 
 def _gcap_chunk(
-    extra: tuple[dict[str, np.ndarray], dict[str, np.ndarray]], start: int, block: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
-    """One chunk of GCAP: per real row the minimum Hamming distance, the tied synthetic rows and, per
-    sensitive column, how many of them share the row's value."""
+    extra: tuple[np.ndarray, np.ndarray], start: int, block: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """One chunk of GCAP: per real row the minimum Hamming distance, the number of tied synthetic rows
+    and, per sensitive column, how many of them share the row's value (integer distances in float32:
+    equality is exact)."""
     v_real, v_syn = extra
-    stop = start + block.shape[0]
     low = block.min(axis=1)
-    ties = block == low[:, None]  # integer distances in float32: equality is exact
-    n_ties = np.zeros(block.shape[0], dtype=np.int64)
-    correct = {}
-    for s in v_real:
-        n_ties, correct[s] = _tied_matches(ties, v_real[s][start:stop], v_syn[s])
-    return low, n_ties, correct
+    return low, *_tie_counts(
+        block, low, np.ascontiguousarray(v_real[:, start : start + block.shape[0]]), v_syn
+    )
 
 
 @metric(
@@ -213,8 +213,9 @@ def gcap(ctx: EvaluationContext) -> Measurement:
     per: dict[str, dict] = {}
     for kcols, group in _by_keys(keys, sens).items():
         q, r = ctx.mixed("hamming", "real", kcols).cat, ctx.mixed("hamming", "synthetic", kcols).cat
-        v_real = {s: ctx.codes("real")[:, _col(ctx, s)].astype(np.int64) for s in group}
-        v_syn = {s: ctx.codes("synthetic")[:, _col(ctx, s)].astype(np.int64) for s in group}
+        cols = [_col(ctx, s) for s in group]
+        v_real = np.ascontiguousarray(ctx.codes("real")[:, cols].T.astype(np.int64))  # (sensitive, rows)
+        v_syn = np.ascontiguousarray(ctx.codes("synthetic")[:, cols].T.astype(np.int64))
         parts = map_chunks(
             _gcap_chunk,
             (v_real, v_syn),
@@ -224,9 +225,9 @@ def gcap(ctx: EvaluationContext) -> Measurement:
         )
         d_min = np.concatenate([p[0] for p in parts]).astype(np.float64)
         n_ties = np.concatenate([p[1] for p in parts])
-        correct = {s: np.concatenate([p[2][s] for p in parts]) for s in group}
-        for s in group:
-            score = correct[s] / n_ties
+        correct = np.concatenate([p[2] for p in parts], axis=1)
+        for c, s in enumerate(group):
+            score = correct[c] / n_ties
             per[s] = {
                 "value": float(score.mean()),
                 "kind": _sensitive_kind(ctx, s),

@@ -9,11 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from numba import njit
 
 BIG = np.int32(2**31 - 1)
-PAIR_BUDGET = 1 << 21  # candidate (predicate, row) pairs held at once by one job (the sizes run side by side)
 INDEX_BUDGET = 64 * 2**20  # bytes of one column's bitset index
-BITS_BUDGET = 8 * 2**20  # bytes of one batch's bitsets while counting
 
 
 @dataclass
@@ -45,6 +44,25 @@ class Predicates:
         return [row.tobytes() for row in np.ascontiguousarray(stacked)]
 
 
+@njit(nogil=True, cache=True)
+def _count_candidates(order, codes, seed_col, seed_a, seed_n, col, lo, hi, neg, counts, one) -> None:  # noqa: ANN001
+    """Per predicate p, its candidate rows — ``order[seed_col[p], seed_a[p] : seed_a[p] + seed_n[p]]`` —
+    checked against every condition (``lo ≤ code ≤ hi``, negated where ``neg``): counts[p] matching
+    rows, one[p] the last of them in candidate order."""
+    for p in range(seed_col.shape[0]):
+        for t in range(seed_n[p]):
+            row = order[seed_col[p], seed_a[p] + t]
+            ok = True
+            for k in range(col.shape[1]):
+                v = codes[row, col[p, k]]
+                if ((v >= lo[p, k]) and (v <= hi[p, k])) == neg[p, k]:
+                    ok = False
+                    break
+            if ok:
+                counts[p] += 1
+                one[p] = row
+
+
 class CodeTable:
     """Integer codes of one table with, per column, its rows sorted by code (for interval look-ups)."""
 
@@ -53,8 +71,6 @@ class CodeTable:
         self.n, self.d = self.codes.shape
         self.order = np.argsort(self.codes, axis=0, kind="stable").T.copy()  # (d, n)
         self.sorted = np.take_along_axis(self.codes.T, self.order, axis=1)  # (d, n)
-        self._flat_codes = self.codes.ravel()
-        self._flat_order = self.order.ravel()
 
     def count(self, p: Predicates, *, limit: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Records matching each predicate, one matching row (−1 if none), and whether the count is exact.
@@ -93,55 +109,19 @@ class CodeTable:
         if limit is not None:
             exact = seed_n <= limit
             seed_n = np.minimum(seed_n, limit)
-        # batches of predicates holding at most PAIR_BUDGET candidate pairs
-        cum = np.cumsum(seed_n)
-        conds = [
-            (
-                np.ascontiguousarray(p.col[:, k]),
-                np.ascontiguousarray(p.lo[:, k]),
-                np.ascontiguousarray(p.hi[:, k]),
-                np.ascontiguousarray(p.neg[:, k]),
-            )
-            for k in range(K)
-        ]
-        # check the most selective conditions first so the candidates shrink fastest
+        # check the most selective conditions first so the candidates are rejected soonest
         order_k = np.argsort(np.where(p.neg, self.n, b - a).mean(axis=0), kind="stable")
-        start = 0
-        while start < P:
-            base = cum[start - 1] if start else 0
-            stop = max(int(np.searchsorted(cum, base + PAIR_BUDGET, side="right")), start + 1)
-            self._count_batch(start, stop, [conds[k] for k in order_k], seed_col, seed_a, seed_n, counts, one)
-            start = stop
+        _count_candidates(
+            self.order,
+            self.codes,
+            seed_col,
+            seed_a,
+            seed_n,
+            *(np.ascontiguousarray(x[:, order_k]) for x in (p.col, p.lo, p.hi, p.neg)),
+            counts,
+            one,
+        )
         return counts, one, exact
-
-    def _count_batch(
-        self,
-        start: int,
-        stop: int,
-        conds: list[tuple[np.ndarray, ...]],
-        seed_col: np.ndarray,
-        seed_a: np.ndarray,
-        seed_n: np.ndarray,
-        counts: np.ndarray,
-        one: np.ndarray,
-    ) -> None:
-        sizes = seed_n[start:stop]
-        total = int(sizes.sum())
-        if total == 0:
-            return
-        pred = np.repeat(np.arange(start, stop, dtype=np.int64), sizes)
-        pos = np.arange(total, dtype=np.int64)
-        pos -= np.repeat(np.cumsum(sizes) - sizes - seed_a[start:stop], sizes)
-        rows = self._flat_order[seed_col[pred] * self.n + pos]
-        for col, lo, hi, neg in conds:
-            v = self._flat_codes[rows * self.d + col[pred]]
-            ok = (v >= lo[pred]) & (v <= hi[pred])
-            ok ^= neg[pred]
-            pred, rows = pred[ok], rows[ok]
-            if pred.size == 0:
-                return
-        counts += np.bincount(pred, minlength=counts.size)
-        one[pred] = rows
 
     def count_exact(self, p: Predicates) -> tuple[np.ndarray, np.ndarray]:
         c, one, _ = self.count(p)
@@ -243,23 +223,33 @@ class BitIndex:
         """Exact counts (or, with prefix i, counts among the sampled first rows) of indexed predicates."""
         hi_row, lo_row = self._rows(p)
         table = self.cum if prefix is None else self.prefixes[prefix]
-        every = self.all[: table.shape[1]]
-        # predicates per batch: each of the few (batch × words) bitsets held at once within BITS_BUDGET
-        # (a fixed 8,192 made them 131 MB each at 128k rows, in every job running side by side)
-        batch = max(64, BITS_BUDGET // (8 * table.shape[1]))
-        out = np.zeros(p.n, dtype=np.int64)
-        for s in range(0, p.n, batch):
-            e = min(s + batch, p.n)
-            acc = None
-            for k in range(p.col.shape[1]):
-                bits = table[hi_row[s:e, k]] & ~table[lo_row[s:e, k]]
-                neg = p.neg[s:e, k]
-                if neg.any():
-                    bits[neg] = ~bits[neg] & every
-                acc = bits if acc is None else np.bitwise_and(acc, bits, out=acc)
-            assert acc is not None
-            out[s:e] = np.bitwise_count(acc).sum(axis=1, dtype=np.int64)
-        return out
+        return _count_bits(table, self.all[: table.shape[1]], hi_row, lo_row, p.neg)
+
+
+@njit(nogil=True, cache=True)
+def _popcount(x: np.uint64) -> np.int64:
+    x = x - ((x >> np.uint64(1)) & np.uint64(0x5555555555555555))
+    x = (x & np.uint64(0x3333333333333333)) + ((x >> np.uint64(2)) & np.uint64(0x3333333333333333))
+    x = (x + (x >> np.uint64(4))) & np.uint64(0x0F0F0F0F0F0F0F0F)
+    return np.int64((x * np.uint64(0x0101010101010101)) >> np.uint64(56))
+
+
+@njit(nogil=True, cache=True)
+def _count_bits(table, every, hi_row, lo_row, neg) -> np.ndarray:  # noqa: ANN001
+    """Per predicate p: the rows in every condition's bitset — ``table[hi_row] & ~table[lo_row]``
+    (code in [lo, hi]; the complement within ``every`` where negated) — ANDed word by word, counted.
+    No predicate's bitset is ever held whole."""
+    out = np.zeros(hi_row.shape[0], dtype=np.int64)
+    for p in range(hi_row.shape[0]):
+        total = 0
+        for w in range(table.shape[1]):
+            acc = every[w]
+            for k in range(hi_row.shape[1]):
+                bits = table[hi_row[p, k], w] & ~table[lo_row[p, k], w]
+                acc &= (~bits & every[w]) if neg[p, k] else bits
+            total += _popcount(acc)
+        out[p] = total
+    return out
 
 
 class Target:
