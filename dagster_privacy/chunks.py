@@ -25,8 +25,9 @@ class _Chunks:
     extra: Any
     query: np.ndarray | MixedRows
     ref: np.ndarray | MixedRows
-    ref_t2: np.ndarray | None = None  # euclidean: −2·refᵀ
+    ref_t2: np.ndarray | None = None  # euclidean: −2·refᵀ over the dense dimensions
     norms: np.ndarray | None = None  # euclidean: ‖r‖²
+    sparse: nb.SparseDims | None = None  # euclidean: the rare dimensions, added outside the product
     plan: MixedPlan | None = None  # mixed
 
 
@@ -37,8 +38,12 @@ def _chunk(job: _Chunks, rows: tuple[int, int]) -> Any:
         block = nb.scratch("chunk", (e - s, job.ref.n))
         mixed_block(job.query, job.ref, s, e, job.plan, block, nb.scratch("chunk_tmp", block.shape))
     else:
-        assert job.ref_t2 is not None and job.norms is not None
-        block = np.matmul(job.query[s:e], job.ref_t2, out=nb.scratch("chunk", (e - s, job.ref_t2.shape[1])))
+        assert job.ref_t2 is not None and job.norms is not None and job.sparse is not None
+        q = job.query[s:e]
+        if job.sparse.dense.size < q.shape[1]:
+            q = q[:, job.sparse.dense]
+        block = np.matmul(q, job.ref_t2, out=nb.scratch("chunk", (e - s, job.ref_t2.shape[1])))
+        job.sparse.add_to(block, s, e, 0, block.shape[1])
         block += job.norms
     return job.fn(job.extra, s, block)
 
@@ -53,7 +58,8 @@ def map_chunks(
 ) -> list[T]:
     """``[fn(extra, start, block) for each chunk of query rows]``, in row order, each block against the
     whole reference (float32): euclidean scores ‖r‖² − 2 q·r (+ ‖q‖² = squared distance), or mixed
-    (Hamming / Gower) distances. For reductions that are not a top-k (counts, ties, densities). The
+    (Hamming / Gower) distances; a one-hot space's rare dimensions are added outside the product, as in
+    the k-NN blocks (neighbors.SparseDims). For reductions that are not a top-k (counts, ties, densities). The
     chunks (within KNN_BLOCK_BYTES each) depend on the sizes only and run on ``executor``, so ``fn``
     must be a module-level function and ``extra`` picklable; the block is scratch, ``fn`` may change it
     and must not keep it."""
@@ -63,9 +69,11 @@ def map_chunks(
         n_q, n_r = query.n, ref.n
     else:
         assert isinstance(ref, np.ndarray)
-        ref_t2 = np.ascontiguousarray(ref.T * np.float32(-2.0))
+        sparse = nb.SparseDims.split(query, ref)  # a dense space (PCA, whitened) keeps every dimension
+        dense = ref if sparse.dense.size == ref.shape[1] else ref[:, sparse.dense]
+        ref_t2 = np.ascontiguousarray(dense.T * np.float32(-2.0))
         norms = np.einsum("ij,ij->i", ref, ref, dtype=np.float32)
-        job = _Chunks(fn, extra, query, ref, ref_t2=ref_t2, norms=norms)
+        job = _Chunks(fn, extra, query, ref, ref_t2=ref_t2, norms=norms, sparse=sparse)
         n_q, n_r = query.shape[0], ref.shape[0]
     step = nb.chunk_rows(n_r, budget=nb.KNN_BLOCK_BYTES)
     tiles = [(s, min(s + step, n_q)) for s in range(0, n_q, step)]

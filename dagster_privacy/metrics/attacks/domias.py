@@ -14,6 +14,7 @@ import math
 from typing import Any
 
 import numpy as np
+from numba import njit
 
 from ...chunks import map_chunks
 from ...context import EvaluationContext
@@ -49,13 +50,31 @@ class KDE:
 
 def _log_sum_exp(qn: np.ndarray, s: int, block: np.ndarray) -> np.ndarray:
     """log Σ exp(−d²/2) per row of a chunk, shifted by the nearest point (in place: the block is scratch)."""
-    block += qn[s : s + block.shape[0], None]
-    np.maximum(block, 0.0, out=block)
-    m = block.min(axis=1)
-    block -= m[:, None]
-    block *= np.float32(-0.5)
-    np.exp(block, out=block)
+    m = _exponents(block, qn[s : s + block.shape[0]])
+    np.exp(block, out=block)  # numpy's vectorised exp
     return -0.5 * m.astype(np.float64) + np.log(block.sum(axis=1, dtype=np.float64))
+
+
+@njit(nogil=True, cache=True)
+def _exponents(block: np.ndarray, qn: np.ndarray) -> np.ndarray:
+    """In place, per row: d² = max(score + ‖q‖², 0), then (d² − min d²) · −0.5; returns the minima. Three
+    vector passes over the row where numpy took five."""
+    m = np.empty(block.shape[0], dtype=np.float32)
+    for i in range(block.shape[0]):
+        x, q = block[i], qn[i]
+        for j in range(x.shape[0]):
+            v = x[j] + q
+            x[j] = v if v >= 0 else np.float32(0.0)
+        # the minimum of non-negative floats is the minimum of their bits as integers (a vector pass,
+        # where a float minimum is a scalar loop without fast-math); −0.0 reads lowest and equals 0
+        bits = x.view(np.int32)
+        low = bits[0]
+        for j in range(1, bits.shape[0]):
+            low = min(low, bits[j])
+        m[i] = lowest = np.full(1, low, dtype=np.int32).view(np.float32)[0]
+        for j in range(x.shape[0]):
+            x[j] = (x[j] - lowest) * np.float32(-0.5)
+    return m
 
 
 BANDWIDTHS = tuple(2.0**-i for i in range(6))  # × Scott's factor
