@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import numpy as np
@@ -11,7 +12,6 @@ from numba import njit
 from ..chunks import map_chunks
 from ..context import EvaluationContext
 from ..errors import MetricError
-from ..neighbors import MixedRows
 from ..registry import Expect, metric
 from ..results import Measurement, Risk
 
@@ -156,39 +156,62 @@ def zcap(ctx: EvaluationContext) -> Measurement:
 # ----------------------------------------------------------------------------------------- GCAP
 
 
-@njit(nogil=True, cache=True, fastmath={"nnan", "nsz"})
-def _tie_counts(block: np.ndarray, low: np.ndarray, v_query: np.ndarray, v_ref: np.ndarray):  # noqa: ANN201
-    """Per query row i: the reference columns at its minimum ``low[i]`` (n_ties) and, per sensitive
-    column s, how many of them hold the row's code (``v_query[s, i] == v_ref[s, j]``). Exact counts."""
-    n_rows, width = block.shape
+#: real rows per GCAP job (a function of the sizes only, so every executor runs the same jobs)
+_GCAP_ROWS = 1024
+
+
+@dataclass(frozen=True)
+class _Hamming:
+    """What every GCAP job reads (put once in the executor's store): the key codes of both sides (the
+    synthetic side column-major) and per sensitive column the codes of both sides."""
+
+    q: np.ndarray  # (real rows, keys) int32
+    r_t: np.ndarray  # (keys, synthetic rows) int32
+    v_real: np.ndarray  # (sensitive, real rows) int64
+    v_syn: np.ndarray  # (sensitive, synthetic rows) int64
+
+
+def _gcap_rows(job: _Hamming, rows: tuple[int, int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    s, e = rows
+    return _hamming_ties(job.q[s:e], job.r_t, np.ascontiguousarray(job.v_real[:, s:e]), job.v_syn)
+
+
+@njit(nogil=True, cache=True)
+def _hamming_ties(q: np.ndarray, r_t: np.ndarray, v_query: np.ndarray, v_ref: np.ndarray):  # noqa: ANN201
+    """Per query row i: the minimum Hamming distance to the reference rows (differing codes), how many
+    reference rows are at it, and per sensitive column s how many of those hold the row's code
+    (``v_query[s, i] == v_ref[s, j]``). Integer counts: exact; one row's distances at a time (in cache)."""
+    n_rows, n_keys = q.shape
+    width = r_t.shape[1]
+    low = np.empty(n_rows, dtype=np.int64)
     n_ties = np.zeros(n_rows, dtype=np.int64)
     correct = np.zeros((v_query.shape[0], n_rows), dtype=np.int64)
+    dist = np.empty(width, dtype=np.int32)
     for i in range(n_rows):
-        x, m = block[i], low[i]
+        for b in range((width + 2047) // 2048):  # a run of distances stays in the L1 cache over the keys
+            j0 = b * 2048
+            j1 = min(j0 + 2048, width)
+            d = dist[j0:j1]
+            d[:] = 0
+            for c in range(n_keys):
+                code, col = q[i, c], r_t[c, j0:j1]
+                for j in range(j1 - j0):
+                    d[j] += col[j] != code
+        m = np.int32(n_keys)
+        for j in range(width):
+            m = min(m, dist[j])
+        low[i] = m
         t = 0
         for j in range(width):
-            t += x[j] == m
+            t += dist[j] == m
         n_ties[i] = t
         for c in range(v_query.shape[0]):
             v, target = v_ref[c], v_query[c, i]
             hit = 0
             for j in range(width):
-                hit += (x[j] == m) & (v[j] == target)
+                hit += (dist[j] == m) & (v[j] == target)
             correct[c, i] = hit
-    return n_ties, correct
-
-
-def _gcap_chunk(
-    extra: tuple[np.ndarray, np.ndarray], start: int, block: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """One chunk of GCAP: per real row the minimum Hamming distance, the number of tied synthetic rows
-    and, per sensitive column, how many of them share the row's value (integer distances in float32:
-    equality is exact)."""
-    v_real, v_syn = extra
-    low = block.min(axis=1)
-    return low, *_tie_counts(
-        block, low, np.ascontiguousarray(v_real[:, start : start + block.shape[0]]), v_syn
-    )
+    return low, n_ties, correct
 
 
 @metric(
@@ -204,9 +227,9 @@ def gcap(ctx: EvaluationContext) -> Measurement:
 
     Seed 000 §2.1.2, eqs. 5–6: for each real row y, G_y = every synthetic row at the minimum Hamming
     distance d_H(y[A_K], z[A_K]) (all ties: eq. 5 counts sets), C_y = those sharing y's sensitive
-    value; gcap(y) = |C_y| / |G_y|, GCAP = the mean over real rows. Distances come from chunked
-    Hamming blocks on the shared integer codes (exact integers, so ties are exact;
-    ``chunks.map_chunks``). Every sensitive column is
+    value; gcap(y) = |C_y| / |G_y|, GCAP = the mean over real rows. Distances are counts of differing
+    shared integer codes, one real row against every synthetic row at a time in a compiled kernel
+    (exact integers, so ties are exact), jobs of real rows on the executor. Every sensitive column is
     scored; value = the worst. A numerical sensitive column is scored on exact equality of values.
     """
     keys, sens = threat_columns(ctx)
@@ -216,12 +239,10 @@ def gcap(ctx: EvaluationContext) -> Measurement:
         cols = [_col(ctx, s) for s in group]
         v_real = np.ascontiguousarray(ctx.codes("real")[:, cols].T.astype(np.int64))  # (sensitive, rows)
         v_syn = np.ascontiguousarray(ctx.codes("synthetic")[:, cols].T.astype(np.int64))
-        parts = map_chunks(
-            _gcap_chunk,
-            (v_real, v_syn),
-            MixedRows(np.empty((q.shape[0], 0), np.float32), q),
-            MixedRows(np.empty((r.shape[0], 0), np.float32), r),
-            executor=ctx.executor,
+        job = _Hamming(q.astype(np.int32), np.ascontiguousarray(r.T, dtype=np.int32), v_real, v_syn)
+        n = q.shape[0]
+        parts = ctx.executor.map(
+            _gcap_rows, job, [(a, min(a + _GCAP_ROWS, n)) for a in range(0, n, _GCAP_ROWS)]
         )
         d_min = np.concatenate([p[0] for p in parts]).astype(np.float64)
         n_ties = np.concatenate([p[1] for p in parts])

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from numba import njit
 
 from ...context import EvaluationContext
 from ...errors import MetricError, NotApplicable
@@ -247,6 +248,31 @@ def _tcap_secret(job: _TcapJob, target: int) -> dict[str, Any]:
     }
 
 
+@njit(nogil=True, cache=True)
+def _match_pairs(
+    lo, hi, d_order, num_syn, num_d, reach2, t_syn, t_d, t_num, reach, numer, denom, numer_t, denom_t
+):  # noqa: ANN001, E501
+    """Every (synthetic row i, record d_order[p]) pair with p in [lo[i], hi[i]) (equal categorical
+    keys) whose numerical quasi-identifiers lie within the sphere (squared distance ≤ ``reach2``, summed
+    column by column in float64), counted on both sides: denominators, and numerators where the
+    target values match too (within ``reach`` if numerical, else equal codes). No pair is ever stored."""
+    for i in range(lo.shape[0]):
+        for p in range(lo[i], hi[i]):
+            j = d_order[p]
+            dist2 = 0.0
+            for c in range(num_syn.shape[0]):
+                diff = num_syn[c, i] - num_d[c, j]
+                dist2 += diff * diff
+            if num_syn.shape[0] and not dist2 <= reach2:
+                continue
+            same = abs(t_syn[i] - t_d[j]) <= reach if t_num else t_syn[i] == t_d[j]
+            denom[i] += 1
+            denom_t[j] += 1
+            if same:
+                numer[i] += 1
+                numer_t[j] += 1
+
+
 def _tcap(job: _TcapJob, role: str, target: int) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """TCAP (eq. 7) in both orientations from one pass over the matching (synthetic, target) pairs:
     ``"synthetic"`` = (Σ over synthetic records with a match in D of TCAP(D, d̂), how many match);
@@ -265,47 +291,16 @@ def _tcap(job: _TcapJob, role: str, target: int) -> dict[str, tuple[np.ndarray, 
     k_sorted = k_d[d_order]
     lo = np.searchsorted(k_sorted, k_syn, side="left")
     hi = np.searchsorted(k_sorted, k_syn, side="right")
-    sizes = hi - lo
-    # numerical quasi-identifiers column by column (one gathered array per column, not a pairs × columns
-    # matrix and its two gathered copies)
+    # the numerical quasi-identifiers, one row per column, for the pair kernel
     num_syn, num_d = np.ascontiguousarray(s_num[:, num].T), np.ascontiguousarray(d_num[:, num].T)
     t_num = bool(job.numerical[target])
     t_syn, t_d = (s_num[:, target], d_num[:, target]) if t_num else (s_codes[:, target], d_codes[:, target])
-    denom = np.zeros(n_syn, dtype=np.int64)
-    numer = np.zeros(n_syn, dtype=np.int64)
-    denom_t = np.zeros(n_d, dtype=np.int64)
-    numer_t = np.zeros(n_d, dtype=np.int64)
-    # pairs per chunk: ~10 arrays of this length at once, in each of the secrets side by side (at 128k
-    # rows, 2^20 pairs per job with a pairs × columns difference took the evaluation 320 MB higher)
-    budget = 1 << 19
-    cum = np.cumsum(sizes)
-    start = 0
-    while start < n_syn:
-        base = cum[start - 1] if start else 0
-        stop = max(int(np.searchsorted(cum, base + budget, side="right")), start + 1)
-        sz = sizes[start:stop]
-        total = int(sz.sum())
-        if total:
-            srow = np.repeat(np.arange(start, stop), sz)
-            pos = np.arange(total) - np.repeat(np.cumsum(sz) - sz - lo[start:stop], sz)
-            drow = d_order[pos]
-            if num.size:
-                dist2 = np.zeros(srow.size)
-                for col_s, col_d in zip(num_syn, num_d, strict=True):
-                    diff = col_s[srow] - col_d[drow]
-                    dist2 += diff * diff
-                inside = dist2 <= radius * radius * (1 + 1e-9)
-                srow, drow = srow[inside], drow[inside]
-            same_t = (
-                (np.abs(t_syn[srow] - t_d[drow]) <= radius * (1 + 1e-9))
-                if t_num
-                else t_syn[srow] == t_d[drow]
-            )
-            denom += np.bincount(srow, minlength=n_syn)
-            numer += np.bincount(srow[same_t], minlength=n_syn)
-            denom_t += np.bincount(drow, minlength=n_d)
-            numer_t += np.bincount(drow[same_t], minlength=n_d)
-        start = stop
+    counts = [np.zeros(n, dtype=np.int64) for n in (n_syn, n_syn, n_d, n_d)]
+    reach = radius * (1 + 1e-9)  # as written: the slack of a radius compared in floating point
+    _match_pairs(
+        lo, hi, d_order, num_syn, num_d, radius * radius * (1 + 1e-9), t_syn, t_d, t_num, reach, *counts
+    )
+    numer, denom, numer_t, denom_t = counts
     return {"synthetic": (numer, denom), "target": (numer_t, denom_t)}
 
 
