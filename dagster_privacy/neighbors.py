@@ -59,6 +59,11 @@ KNN_BLOCK_BYTES = 32 * 2**20
 #: between the product and the selection; a 32 MB block went to memory and back (measured: product +
 #: selection 16–18 ms per 8M cells as one block, 8–10 ms in 2048-column blocks)
 BLOCK_COLS = 2048
+#: a float32 score ‖r‖² − 2 q·r is within (d + 1 + additions) · 2⁻²⁴ · (‖q‖² + 2‖r‖²) of the exact one
+#: (a dot product's rounding bound; ~1.7e-5 for 110 dimensions and every rare one added): a candidate of
+#: a later reference tile whose score is above the k-th exact distance by this share needs no exact
+#: distance, it cannot be kept (five times the bound; ties need equality, which it rules out)
+SCORE_SLACK = 1e-4
 
 
 @dataclass(frozen=True)
@@ -304,6 +309,7 @@ class _Sides:
     #: [q, 1] · it is the score ‖r‖² − 2 q·r in one product (the sparse dimensions added afterwards)
     ref_scaled: tuple[np.ndarray, ...] | None = None
     sparse: SparseDims | None = None  # euclidean: which dimensions leave the product
+    ref_norm_max: float = 0.0  # euclidean: the largest ‖r‖² (bounds a score's rounding)
     plan: MixedPlan | None = None  # mixed: how categorical matches are counted
     farthest: bool = False  # euclidean: also each query row's farthest reference
 
@@ -346,6 +352,9 @@ def _euclidean_tile(sides: _Sides, rows: tuple[int, int]) -> tuple[np.ndarray, .
     q1[:, :-1] = q[:, sparse.dense]
     q1[:, -1] = 1.0
     q64 = q.astype(np.float64)
+    qn = np.einsum("ij,ij->i", q64, q64)
+    # exact d² ≥ score + ‖q‖² − this: the float32 score's rounding bound, with a wide margin (SCORE_SLACK)
+    below = qn - SCORE_SLACK * (qn + 2.0 * sides.ref_norm_max) - 1e-30
     best = None
     far = np.full(e - s, -np.inf, dtype=np.float32), np.zeros(e - s, dtype=np.int64)
     for (t0, t1), scaled in zip(reference_tiles(ref.shape[0], sides.ref_tile), sides.ref_scaled, strict=True):
@@ -358,11 +367,12 @@ def _euclidean_tile(sides: _Sides, rows: tuple[int, int]) -> tuple[np.ndarray, .
             if sides.farthest:
                 largest_update(block, c0, *far)
         idx, ok = _candidates(*top)
-        dist = np.empty(idx.shape, dtype=np.float64)
-        for j in range(idx.shape[1]):  # exact distances of the candidates
-            diff = q64 - ref[idx[:, j]].astype(np.float64)
-            dist[:, j] = np.sqrt(np.einsum("ij,ij->i", diff, diff))
-        dist[~ok] = np.inf  # an empty slot: never a neighbour
+        if best is not None:  # surely farther than the k-th kept: it could not be kept, no exact distance
+            ok &= ~(top[0] + below[:, None] > best[0][:, -1:] ** 2)
+        rows_ok, cols_ok = np.nonzero(ok)
+        diff = q64[rows_ok] - ref[idx[rows_ok, cols_ok]].astype(np.float64)
+        dist = np.full(idx.shape, np.inf)  # an empty slot or a skipped candidate: never a neighbour
+        dist[rows_ok, cols_ok] = np.sqrt(np.einsum("ij,ij->i", diff, diff))  # exact distances
         best = _merge(best, dist, np.where(ok, idx, -1), sides.k)
     assert best is not None
     if sides.farthest:  # squared distance = score + ‖q‖²
@@ -433,9 +443,8 @@ def knn_euclidean(
         np.multiply(dense[a:b].T, np.float32(-2.0), out=scaled[:-1])
         scaled[-1] = np.einsum("ij,ij->i", ref[a:b], ref[a:b], dtype=np.float32)
         tiles.append(scaled)
-    sides = _Sides(
-        query, ref, k, exclude_self, ref_tile, ref_scaled=tuple(tiles), sparse=sparse, farthest=farthest
-    )
+    norm_max = float(np.einsum("ij,ij->i", ref, ref, dtype=np.float64).max(initial=0.0))
+    sides = _Sides(query, ref, k, exclude_self, ref_tile, tuple(tiles), sparse, norm_max, farthest=farthest)
     return _run(_euclidean_tile, sides, query.shape[0], ref.shape[0], executor, t0)
 
 

@@ -251,3 +251,19 @@ def test_a_coordinate_too_large_for_float32_scores_is_an_error() -> None:
     r = np.array([[0.0], [1e20]], np.float32)
     with pytest.raises(MetricError):
         knn_euclidean(r, r, 1)
+
+
+def test_candidates_skipped_by_the_rounding_bound_change_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    # large coordinates (big float32 rounding), near-ties and exact duplicates spread over many tiles
+    rng = np.random.default_rng(11)
+    r = (300.0 + rng.random((900, 6)) * 1e-2).astype(np.float32)
+    r[450:] = r[:450]  # every row twice, 450 rows apart: ties across tiles
+    q = (r[::7] + rng.normal(0, 1e-3, (129, 6))).astype(np.float32)
+    got = [knn_euclidean(q, r, k, ref_tile=64) for k in (1, 5)]
+    monkeypatch.setattr(nb, "SCORE_SLACK", 1e30)  # no candidate skipped
+    want = [knn_euclidean(q, r, k, ref_tile=64) for k in (1, 5)]
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_array_equal(g.idx, w.idx)
+        np.testing.assert_array_equal(g.dist, w.dist)
+    monkeypatch.setattr(nb, "SCORE_SLACK", -0.5)  # a bound that is wrong: the test must see it
+    assert not np.array_equal(knn_euclidean(q, r, 5, ref_tile=64).idx, want[1].idx)
