@@ -35,8 +35,8 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit
 
+from .compiled import kernel
 from .errors import MetricError
 from .executors import IN_PROCESS, Executor
 from .topk import NO_SELF, empty_top, largest_update, smallest_update
@@ -187,7 +187,7 @@ def mixed_block(
         out += t
 
 
-@njit(nogil=True, cache=True)
+@kernel
 def _subtract_pairs(out, s, e, t0, t1, order, lo, hi, w) -> None:  # noqa: ANN001
     """out[i, r − t0] −= w for each query row s + i and each reference row r in [t0, t1) that shares its
     rare code: ``order[lo[s + i]:hi[s + i]]`` (one categorical column, so a pair comes once)."""
@@ -269,7 +269,7 @@ class SparseDims:
         _add_pairs(block, s, c0, qa, qb, self.q_rows, self.q_vals, ra, rb, self.r_rows, self.r_vals)
 
 
-@njit(nogil=True, cache=True)
+@kernel
 def _add_pairs(block, s, c0, qa, qb, q_rows, q_vals, ra, rb, r_rows, r_vals) -> None:  # noqa: ANN001
     # dimension by dimension, each pair's float32 product added once: the sums of an np.outer per
     # dimension, in the same order (no fused multiply-add: the kernel has no fastmath flag)

@@ -14,7 +14,8 @@ non-finite coordinates), which is what the kernels' ``nnan`` flag assumes; no fl
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+
+from .compiled import kernel
 
 #: entries per vectorised test: a run is looked at one by one only when one of its entries qualifies
 RUN = 64
@@ -29,7 +30,7 @@ def empty_top(rows: int, k: int) -> tuple[np.ndarray, np.ndarray]:
     return np.full((rows, k), np.inf, dtype=np.float32), np.full((rows, k), NO_ROW, dtype=np.int64)
 
 
-@njit(nogil=True, cache=True, fastmath={"nnan", "nsz"})
+@kernel(fastmath={"nnan", "nsz"})
 def _insert(values: np.ndarray, rows: np.ndarray, v: np.float32, r: np.int64) -> None:
     """Insert (v, r) into one row's sorted top-k, dropping its last entry."""
     j = values.shape[0] - 1
@@ -41,7 +42,7 @@ def _insert(values: np.ndarray, rows: np.ndarray, v: np.float32, r: np.int64) ->
     rows[j] = r
 
 
-@njit(nogil=True, cache=True, fastmath={"nnan", "nsz"})
+@kernel(fastmath={"nnan", "nsz"})
 def smallest_update(
     block: np.ndarray, first_ref: int, self_first: int, values: np.ndarray, rows: np.ndarray
 ) -> None:
@@ -75,7 +76,7 @@ def smallest_update(
                 thr = values[i, k - 1]
 
 
-@njit(nogil=True, cache=True, fastmath={"nnan", "nsz"})
+@kernel(fastmath={"nnan", "nsz"})
 def largest_update(block: np.ndarray, first_ref: int, values: np.ndarray, rows: np.ndarray) -> None:
     """Fold a block into each row's running largest entry, ties to the lowest reference row: column p is
     reference row ``first_ref + p``; ``values`` / ``rows``: (block rows,)."""

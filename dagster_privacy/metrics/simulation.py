@@ -7,9 +7,9 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import numpy as np
-from numba import njit
 
 from ..chunks import map_chunks
+from ..compiled import kernel
 from ..context import EvaluationContext
 from ..errors import MetricError
 from ..registry import Expect, metric
@@ -176,7 +176,7 @@ def _gcap_rows(job: _Hamming, rows: tuple[int, int]) -> tuple[np.ndarray, np.nda
     return _hamming_ties(job.q[s:e], job.r_t, np.ascontiguousarray(job.v_real[:, s:e]), job.v_syn)
 
 
-@njit(nogil=True, cache=True)
+@kernel
 def _hamming_ties(q: np.ndarray, r_t: np.ndarray, v_query: np.ndarray, v_ref: np.ndarray):  # noqa: ANN201
     """Per query row i: the minimum Hamming distance to the reference rows (differing codes), how many
     reference rows are at it, and per sensitive column s how many of those hold the row's code

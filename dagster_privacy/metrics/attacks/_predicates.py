@@ -9,7 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit
+
+from ...compiled import kernel
 
 BIG = np.int32(2**31 - 1)
 INDEX_BUDGET = 64 * 2**20  # bytes of one column's bitset index
@@ -44,7 +45,7 @@ class Predicates:
         return [row.tobytes() for row in np.ascontiguousarray(stacked)]
 
 
-@njit(nogil=True, cache=True)
+@kernel
 def _count_candidates(order, codes, seed_col, seed_a, seed_n, col, lo, hi, neg, counts, one) -> None:  # noqa: ANN001
     """Per predicate p, its candidate rows — ``order[seed_col[p], seed_a[p] : seed_a[p] + seed_n[p]]`` —
     checked against every condition (``lo ≤ code ≤ hi``, negated where ``neg``): counts[p] matching
@@ -226,7 +227,7 @@ class BitIndex:
         return _count_bits(table, self.all[: table.shape[1]], hi_row, lo_row, p.neg)
 
 
-@njit(nogil=True, cache=True)
+@kernel
 def _popcount(x: np.uint64) -> np.int64:
     x = x - ((x >> np.uint64(1)) & np.uint64(0x5555555555555555))
     x = (x & np.uint64(0x3333333333333333)) + ((x >> np.uint64(2)) & np.uint64(0x3333333333333333))
@@ -234,7 +235,7 @@ def _popcount(x: np.uint64) -> np.int64:
     return np.int64((x * np.uint64(0x0101010101010101)) >> np.uint64(56))
 
 
-@njit(nogil=True, cache=True)
+@kernel
 def _count_bits(table, every, hi_row, lo_row, neg) -> np.ndarray:  # noqa: ANN001
     """Per predicate p: the rows in every condition's bitset — ``table[hi_row] & ~table[lo_row]``
     (code in [lo, hi]; the complement within ``every`` where negated) — ANDed word by word, counted.

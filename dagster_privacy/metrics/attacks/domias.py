@@ -14,9 +14,9 @@ import math
 from typing import Any
 
 import numpy as np
-from numba import njit
 
 from ...chunks import map_chunks
+from ...compiled import kernel
 from ...context import EvaluationContext
 from ...errors import MetricError, NotApplicable
 from ...registry import Expect, metric
@@ -55,7 +55,7 @@ def _log_sum_exp(qn: np.ndarray, s: int, block: np.ndarray) -> np.ndarray:
     return -0.5 * m.astype(np.float64) + np.log(block.sum(axis=1, dtype=np.float64))
 
 
-@njit(nogil=True, cache=True)
+@kernel
 def _exponents(block: np.ndarray, qn: np.ndarray) -> np.ndarray:
     """In place, per row: d² = max(score + ‖q‖², 0), then (d² − min d²) · −0.5; returns the minima. Three
     vector passes over the row where numpy took five."""

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from numba import njit
 
+from ...compiled import kernel
 from ...context import EvaluationContext
 from ...errors import MetricError, NotApplicable
 from ...registry import Expect, metric
@@ -248,7 +248,7 @@ def _tcap_secret(job: _TcapJob, target: int) -> dict[str, Any]:
     }
 
 
-@njit(nogil=True, cache=True)
+@kernel
 def _match_pairs(
     lo, hi, d_order, num_syn, num_d, reach2, t_syn, t_d, t_num, reach, numer, denom, numer_t, denom_t
 ):  # noqa: ANN001, E501
