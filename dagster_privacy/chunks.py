@@ -55,11 +55,14 @@ def map_chunks(
     ref: np.ndarray | MixedRows,
     *,
     executor: Executor | None = None,
+    sparse: bool = False,
 ) -> list[T]:
     """``[fn(extra, start, block) for each chunk of query rows]``, in row order, each block against the
     whole reference (float32): euclidean scores ‖r‖² − 2 q·r (+ ‖q‖² = squared distance), or mixed
-    (Hamming / Gower) distances; a one-hot space's rare dimensions are added outside the product, as in
-    the k-NN blocks (neighbors.SparseDims). For reductions that are not a top-k (counts, ties, densities). The
+    (Hamming / Gower) distances. For reductions that are not a top-k (counts, ties, densities). With
+    ``sparse``, a one-hot space's rare dimensions are added outside the product, as in the k-NN blocks
+    (neighbors.SparseDims): faster, but the scores round differently from one full product, so only for
+    a reduction that allows for float32 rounding (a slack and an exact recomputation). The
     chunks (within KNN_BLOCK_BYTES each) depend on the sizes only and run on ``executor``, so ``fn``
     must be a module-level function and ``extra`` picklable; the block is scratch, ``fn`` may change it
     and must not keep it."""
@@ -69,11 +72,11 @@ def map_chunks(
         n_q, n_r = query.n, ref.n
     else:
         assert isinstance(ref, np.ndarray)
-        sparse = nb.SparseDims.split(query, ref)  # a dense space (PCA, whitened) keeps every dimension
-        dense = ref if sparse.dense.size == ref.shape[1] else ref[:, sparse.dense]
+        dims = nb.SparseDims.split(query, ref) if sparse else nb.SparseDims.none(ref.shape[1])
+        dense = ref if dims.dense.size == ref.shape[1] else ref[:, dims.dense]
         ref_t2 = np.ascontiguousarray(dense.T * np.float32(-2.0))
         norms = np.einsum("ij,ij->i", ref, ref, dtype=np.float32)
-        job = _Chunks(fn, extra, query, ref, ref_t2=ref_t2, norms=norms, sparse=sparse)
+        job = _Chunks(fn, extra, query, ref, ref_t2=ref_t2, norms=norms, sparse=dims)
         n_q, n_r = query.shape[0], ref.shape[0]
     step = nb.chunk_rows(n_r, budget=nb.KNN_BLOCK_BYTES)
     tiles = [(s, min(s + step, n_q)) for s in range(0, n_q, step)]

@@ -61,11 +61,12 @@ KNN_BLOCK_BYTES = 32 * 2**20
 #: one 32 MB block per reference tile went to memory and back (product + selection 16–18 ms per 8M cells,
 #: against 8–10 ms in 2048-column blocks)
 BLOCK_COLS = 512
-#: a float32 score ‖r‖² − 2 q·r is within (d + 1 + additions) · 2⁻²⁴ · (‖q‖² + 2‖r‖²) of the exact one
-#: (a dot product's rounding bound; ~1.7e-5 for 110 dimensions and every rare one added): a candidate of
-#: a later reference tile whose score is above the k-th exact distance by this share needs no exact
-#: distance, it cannot be kept (five times the bound; ties need equality, which it rules out)
-SCORE_SLACK = 1e-4
+#: a float32 score ‖r‖² − 2 q·r is within (2d + 3) · 2⁻²⁴ · (‖q‖² + 2‖r‖²) of the exact one for d
+#: dimensions (every product, sum and rare dimension's addition rounds once, each by at most an ulp
+#: of a partial sum bounded by ‖q‖² + 2‖r‖²): a candidate of a later reference tile whose score is
+#: above the k-th exact distance kept by more than this bound times SCORE_SLACK needs no exact distance,
+#: it cannot be kept (ties need equality, which the strict margin rules out)
+SCORE_SLACK = 4.0
 
 
 @dataclass(frozen=True)
@@ -239,6 +240,12 @@ class SparseDims:
         (q_ptr, q_rows, q_vals), (r_ptr, r_rows, r_vals) = sides
         return cls(np.nonzero(~rare)[0], q_ptr, q_rows, q_vals, r_ptr, r_rows, r_vals * np.float32(-2.0))
 
+    @classmethod
+    def none(cls, d: int) -> SparseDims:
+        """Every one of d dimensions in the product (one full product, as one BLAS call rounds it)."""
+        empty, ptr = np.empty(0, np.int64), np.zeros(1, np.int64)
+        return cls(np.arange(d), ptr, empty, np.empty(0, np.float32), ptr, empty, np.empty(0, np.float32))
+
     def positions(self, side: str, at: np.ndarray) -> np.ndarray:
         """(len(at), sparse dims): per dimension, where each row number of ``at`` falls in its sorted
         nonzero rows of ``side`` ("query" or "ref"), as a position in the concatenated arrays."""
@@ -297,7 +304,7 @@ def query_tiles(n_query: int, n_reference: int, *, ref_tile: int | None = None) 
     """The fixed query tiles of a k-NN query: a function of the sizes only (never of the executor), so
     every executor computes the same blocks. Rows per tile: one reference tile's rows × columns within
     KNN_BLOCK_BYTES (512 rows of a full reference tile: tall enough for an efficient GEMM)."""
-    width = min(max(1, n_reference), ref_tile or REF_TILE)
+    width = min(_padded(n_reference), _padded(ref_tile or REF_TILE))
     step = chunk_rows(width, budget=KNN_BLOCK_BYTES)
     return [(s, min(s + step, n_query)) for s in range(0, n_query, step)]
 
@@ -305,6 +312,23 @@ def query_tiles(n_query: int, n_reference: int, *, ref_tile: int | None = None) 
 def reference_tiles(n_reference: int, ref_tile: int) -> list[tuple[int, int]]:
     """[t0, t1) of each reference tile: the candidates of a tile are chosen in float32, then re-ranked."""
     return [(t0, min(t0 + ref_tile, n_reference)) for t0 in range(0, n_reference, ref_tile)]
+
+
+#: every block's width is a multiple of this: a column at the ragged edge of a GEMM is computed by an
+#: edge kernel that rounds differently (a 1-column block is even a matrix-vector product), so the last
+#: tile is padded and a score does not depend on where its column falls
+PANEL = 32
+
+
+def _padded(n: int) -> int:
+    return -(-max(1, n) // PANEL) * PANEL
+
+
+def _blocks(t0: int, t1: int) -> list[tuple[int, int]]:
+    """The euclidean blocks of reference tile [t0, t1): BLOCK_COLS columns each, the tile padded to a
+    multiple of PANEL (a padding column is past the last reference row: the kernels skip it)."""
+    end = t0 + _padded(t1 - t0)
+    return [(c0, min(c0 + BLOCK_COLS, end)) for c0 in range(t0, end, BLOCK_COLS)]
 
 
 def _merge(best: tuple[np.ndarray, np.ndarray] | None, dist: np.ndarray, idx: np.ndarray, k: int):
@@ -331,6 +355,7 @@ class _Sides:
     ref_scaled: tuple[np.ndarray, ...] | None = None
     sparse: SparseDims | None = None  # euclidean: which dimensions leave the product
     ref_norm_max: float = 0.0  # euclidean: the largest ‖r‖² (bounds a score's rounding)
+    score_slack: float = 0.0  # euclidean: the bound's share of ‖q‖² + 2·max ‖r‖², with its margin
     ref_at: np.ndarray | None = None  # euclidean: SparseDims.positions of every block's first row, then n
     plan: MixedPlan | None = None  # mixed: how categorical matches are counted
     farthest: bool = False  # euclidean: also each query row's farthest reference
@@ -375,8 +400,8 @@ def _euclidean_tile(sides: _Sides, rows: tuple[int, int]) -> tuple[np.ndarray, .
     q1[:, -1] = 1.0
     q64 = q.astype(np.float64)
     qn = np.einsum("ij,ij->i", q64, q64)
-    # exact d² ≥ score + ‖q‖² − this: the float32 score's rounding bound, with a wide margin (SCORE_SLACK)
-    below = qn - SCORE_SLACK * (qn + 2.0 * sides.ref_norm_max) - 1e-30
+    # exact d² ≥ score + ‖q‖² − the float32 score's rounding bound (with SCORE_SLACK's margin)
+    below = qn - sides.score_slack * (qn + 2.0 * sides.ref_norm_max) - 1e-30
     best = None
     far = np.full(e - s, -np.inf, dtype=np.float32), np.zeros(e - s, dtype=np.int64)
     qa, qb = sparse.positions("query", np.array([s, e]))
@@ -384,15 +409,14 @@ def _euclidean_tile(sides: _Sides, rows: tuple[int, int]) -> tuple[np.ndarray, .
     ra = next(ref_at)
     for (t0, t1), scaled in zip(reference_tiles(ref.shape[0], sides.ref_tile), sides.ref_scaled, strict=True):
         top = empty_top(e - s, sides.k)
-        for c0 in range(t0, t1, BLOCK_COLS):
-            c1 = min(c0 + BLOCK_COLS, t1)
+        for c0, c1 in _blocks(t0, t1):
             block = np.matmul(q1, scaled[:, c0 - t0 : c1 - t0], out=scratch("block", (e - s, c1 - c0)))
             rb = next(ref_at)
             sparse.add_between(block, s, c0, qa, qb, ra, rb)
             ra = rb
-            smallest_update(block, c0, sides.self_first(s), *top)
+            smallest_update(block, c0, sides.self_first(s), ref.shape[0], *top)
             if sides.farthest:
-                largest_update(block, c0, *far)
+                largest_update(block, c0, ref.shape[0], *far)
         idx, ok = _candidates(*top)
         if best is not None:  # surely farther than the k-th kept: it could not be kept, no exact distance
             ok &= ~(top[0] + below[:, None] > best[0][:, -1:] ** 2)
@@ -418,7 +442,7 @@ def _mixed_tile(sides: _Sides, rows: tuple[int, int]) -> tuple[np.ndarray, np.nd
         block = scratch("block", (e - s, t1 - t0))
         mixed_block(q, ref, s, e, plan, block, scratch("tmp", (e - s, t1 - t0)), refs=(t0, t1))
         top = empty_top(e - s, sides.k)
-        smallest_update(block, t0, sides.self_first(s), *top)
+        smallest_update(block, t0, sides.self_first(s), ref.n, *top)
         idx, ok = _candidates(*top)
         dist = np.empty(idx.shape, dtype=np.float64)
         for j in range(idx.shape[1]):  # exact distances of the candidates, in float64
@@ -461,20 +485,32 @@ def knn_euclidean(
         raise ValueError("the farthest reference is read only when no row is excluded")
     k = _check_k(k, ref.shape[0] - (1 if exclude_self else 0))
     _check_finite(query, ref)
-    ref_tile = max(1, ref_tile or REF_TILE)
+    ref_tile = _padded(ref_tile or REF_TILE)
     sparse = SparseDims.split(query, ref)
     dense = ref if sparse.dense.size == ref.shape[1] else ref[:, sparse.dense]  # no copy when all are
     tiles = []
     for a, b in reference_tiles(ref.shape[0], ref_tile):
-        scaled = np.empty((sparse.dense.size + 1, b - a), dtype=np.float32)
-        np.multiply(dense[a:b].T, np.float32(-2.0), out=scaled[:-1])
-        scaled[-1] = np.einsum("ij,ij->i", ref[a:b], ref[a:b], dtype=np.float32)
+        scaled = np.zeros((sparse.dense.size + 1, _padded(b - a)), dtype=np.float32)  # padding: score 0
+        np.multiply(dense[a:b].T, np.float32(-2.0), out=scaled[:-1, : b - a])
+        scaled[-1, : b - a] = np.einsum("ij,ij->i", ref[a:b], ref[a:b], dtype=np.float32)
         tiles.append(scaled)
     norm_max = float(np.einsum("ij,ij->i", ref, ref, dtype=np.float64).max(initial=0.0))
-    starts = [c0 for t0, t1 in reference_tiles(ref.shape[0], ref_tile) for c0 in range(t0, t1, BLOCK_COLS)]
+    # the rounding bound of a score: (d products + 1 norm + 2 per rare dimension + d in the norm) ulps
+    slack = SCORE_SLACK * (2 * ref.shape[1] + 3) * 2.0**-24
+    starts = [c0 for a, b in reference_tiles(ref.shape[0], ref_tile) for c0, _ in _blocks(a, b)]
     ref_at = sparse.positions("ref", np.array([*starts, ref.shape[0]], dtype=np.int64))
     sides = _Sides(
-        query, ref, k, exclude_self, ref_tile, tuple(tiles), sparse, norm_max, ref_at, farthest=farthest
+        query,
+        ref,
+        k,
+        exclude_self,
+        ref_tile,
+        tuple(tiles),
+        sparse,
+        norm_max,
+        slack,
+        ref_at,
+        farthest=farthest,
     )
     return _run(_euclidean_tile, sides, query.shape[0], ref.shape[0], executor, t0)
 
@@ -492,7 +528,7 @@ def knn_mixed(
     t0 = time.perf_counter()
     k = _check_k(k, ref.n - (1 if exclude_self else 0))
     _check_finite(query.num, ref.num)
-    ref_tile = max(1, ref_tile or REF_TILE)
+    ref_tile = _padded(ref_tile or REF_TILE)
     sides = _Sides(query, ref, k, exclude_self, ref_tile, plan=mixed_plan(query, ref))
     return _run(_mixed_tile, sides, query.n, ref.n, executor, t0)
 

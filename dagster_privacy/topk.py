@@ -44,11 +44,12 @@ def _insert(values: np.ndarray, rows: np.ndarray, v: np.float32, r: np.int64) ->
 
 @kernel(fastmath={"nnan", "nsz"})
 def smallest_update(
-    block: np.ndarray, first_ref: int, self_first: int, values: np.ndarray, rows: np.ndarray
+    block: np.ndarray, first_ref: int, self_first: int, n_ref: int, values: np.ndarray, rows: np.ndarray
 ) -> None:
-    """Fold a block into running top-ks. Column p is reference row ``first_ref + p``; block row i is
-    query row ``self_first + i``, excluded from its own top-k (NO_SELF: nothing excluded).
-    ``values`` / ``rows``: (block rows, k), ascending by (score, row)."""
+    """Fold a block into running top-ks. Column p is reference row ``first_ref + p`` (a column past
+    ``n_ref`` is padding: never taken); block row i is query row ``self_first + i``, excluded from its
+    own top-k (NO_SELF: nothing excluded). ``values`` / ``rows``: (block rows, k), ascending by (score,
+    row)."""
     n_rows, width = block.shape
     k = values.shape[1]
     runs = width // RUN
@@ -67,9 +68,9 @@ def smallest_update(
                     continue
             for p in range(c0, c1):
                 v = x[p]
-                if v > thr or p == own:
-                    continue
                 r = first_ref + p
+                if v > thr or p == own or r >= n_ref:
+                    continue
                 if v == thr and r >= rows[i, k - 1]:
                     continue
                 _insert(values[i], rows[i], v, r)
@@ -77,9 +78,12 @@ def smallest_update(
 
 
 @kernel(fastmath={"nnan", "nsz"})
-def largest_update(block: np.ndarray, first_ref: int, values: np.ndarray, rows: np.ndarray) -> None:
+def largest_update(
+    block: np.ndarray, first_ref: int, n_ref: int, values: np.ndarray, rows: np.ndarray
+) -> None:
     """Fold a block into each row's running largest entry, ties to the lowest reference row: column p is
-    reference row ``first_ref + p``; ``values`` / ``rows``: (block rows,)."""
+    reference row ``first_ref + p`` (past ``n_ref``: padding, never taken); ``values`` / ``rows``:
+    (block rows,)."""
     n_rows, width = block.shape
     runs = width // RUN
     for i in range(n_rows):
@@ -97,6 +101,8 @@ def largest_update(block: np.ndarray, first_ref: int, values: np.ndarray, rows: 
             for p in range(c0, c1):
                 v = x[p]
                 r = first_ref + p
+                if r >= n_ref:
+                    break
                 if v > best or (v == best and r < rows[i]):
                     best = v
                     values[i] = v

@@ -168,11 +168,12 @@ def test_grouped_selection_over_many_tiles_keeps_the_tie_rule(k: int, same: bool
         np.testing.assert_array_equal(mx.idx, _lex_brute(h, k))
 
 
-def _top(block: np.ndarray, k: int, cols: int, self_first: int = NO_SELF):
+def _top(block: np.ndarray, k: int, cols: int, self_first: int = NO_SELF, n_ref: int | None = None):
     """The running top-k of a block folded in column blocks of ``cols``."""
     values, rows = empty_top(block.shape[0], k)
     for c0 in range(0, block.shape[1], cols):
-        smallest_update(np.ascontiguousarray(block[:, c0 : c0 + cols]), c0, self_first, values, rows)
+        part = np.ascontiguousarray(block[:, c0 : c0 + cols])
+        smallest_update(part, c0, self_first, n_ref if n_ref is not None else block.shape[1], values, rows)
     return values, rows
 
 
@@ -193,6 +194,12 @@ def test_smallest_update_takes_the_smallest_then_the_lowest_row_of_the_tied() ->
     assert _top(block, 2, 2, self_first=1)[1].tolist() == [[2, 4], [4, 1], [2, 0]]
     values, rows = _top(block[:, :1], 2, 1)  # fewer columns than k: an empty slot stays empty
     assert rows[:, 1].tolist() == [2**62] * 3 and np.isinf(values[:, 1]).all()
+    # columns past n_ref are padding: never taken, however small their score
+    padded = np.hstack([block, np.full((3, 2), -1e30, np.float32)])
+    assert _top(padded, 2, 3, n_ref=5)[1].tolist() == [[1, 2], [4, 1], [2, 0]]
+    big_v, big_r = np.full(3, -np.inf, np.float32), np.zeros(3, np.int64)
+    largest_update(np.hstack([block, np.full((3, 2), 1e30, np.float32)]), 0, 5, big_v, big_r)
+    assert big_r.tolist() == [0, 3, 0] and big_v.tolist() == [3.0, np.inf, np.inf]
 
 
 @pytest.mark.parametrize("k", [1, 4, 16])
@@ -217,7 +224,7 @@ def test_smallest_and_largest_update_match_a_lexicographic_sort(k: int) -> None:
             assert (got[i, want.size :] == 2**62).all()
         big_v, big_r = np.full(rows, -np.inf, np.float32), np.zeros(rows, np.int64)
         for c0 in range(0, width, cols):
-            largest_update(np.ascontiguousarray(block[:, c0 : c0 + cols]), c0, big_v, big_r)
+            largest_update(np.ascontiguousarray(block[:, c0 : c0 + cols]), c0, width, big_v, big_r)
         np.testing.assert_array_equal(big_v, block.max(axis=1))
         np.testing.assert_array_equal(big_r, (block == block.max(axis=1, keepdims=True)).argmax(axis=1))
 
@@ -265,5 +272,56 @@ def test_candidates_skipped_by_the_rounding_bound_change_nothing(monkeypatch: py
     for g, w in zip(got, want, strict=True):
         np.testing.assert_array_equal(g.idx, w.idx)
         np.testing.assert_array_equal(g.dist, w.dist)
-    monkeypatch.setattr(nb, "SCORE_SLACK", -0.5)  # a bound that is wrong: the test must see it
+    monkeypatch.setattr(nb, "SCORE_SLACK", -1e4)  # a bound that is wrong: the test must see it
     assert not np.array_equal(knn_euclidean(q, r, 5, ref_tile=64).idx, want[1].idx)
+
+
+def test_a_score_does_not_depend_on_where_its_block_ends() -> None:
+    # 513 references: without padding the last block is one column, a matrix-vector product that rounds
+    # differently from the matrix product every other column gets. Row 512 is everyone's farthest:
+    # its float32 score must be the one it gets when more rows follow it.
+    rng = np.random.default_rng(0)
+    r = (rng.random((513, 40)) + 5).astype(np.float32)
+    r[512] += 100.0
+    q = rng.random((600, 40)).astype(np.float32)
+    alone = knn_euclidean(q, r, 3, farthest=True)
+    more = knn_euclidean(q, np.vstack([r, r[:31]]), 3, farthest=True)
+    assert alone.farthest is not None and more.farthest is not None
+    assert (alone.farthest[1] == 512).all() and (more.farthest[1] == 512).all()
+    np.testing.assert_array_equal(alone.farthest[0], more.farthest[0])
+    np.testing.assert_array_equal(alone.idx, more.idx)
+
+
+def test_many_rare_dimensions_widen_the_rounding_bound() -> None:
+    # 5,000 rare dimensions shared by one pair: each float32 addition is below half an ulp of the score
+    # and rounds away, so the score is high by ~0.06·5,000 ulps; a fixed bound skipped the true nearest
+    m = 5000
+    v = np.float32(np.sqrt(0.03))
+    q = np.zeros((64, 1 + m), np.float32)
+    q[0, 1:] = v
+    r = np.zeros((64, 1 + m), np.float32)
+    r[:, 0] = 1034.0  # far away
+    r[0, 0], r[0, 1:] = np.float32(1024.0001220703125), v  # tile 0: d² = 2^20 + 0.25
+    r[32, 0], r[32, 1:] = 1024.0, v  # tile 1: d² = 2^20, the nearest
+    nn = knn_euclidean(q, r, 1, ref_tile=32)
+    assert nn.idx[0, 0] == 32 and nn.dist[0, 0] == 1024.0
+
+
+def _copy_block(extra: None, start: int, block: np.ndarray) -> np.ndarray:
+    return block.copy()
+
+
+def test_map_chunks_blocks_are_one_full_product_unless_asked() -> None:
+    # rare one-hot dimensions: by default the block is exactly one BLAS product (DOMIAS's densities read
+    # the float32 scores as they are); with sparse=True the rare ones are added afterwards, within rounding
+    from dagster_privacy.chunks import map_chunks
+
+    rng = np.random.default_rng(3)
+    q, r = _rare_onehot(rng, 200), _rare_onehot(rng, 300)
+    want = np.matmul(q, np.ascontiguousarray(r.T * np.float32(-2.0))) + np.einsum(
+        "ij,ij->i", r, r, dtype=np.float32
+    )
+    full = np.vstack(map_chunks(_copy_block, None, q, r))
+    np.testing.assert_array_equal(full, want)
+    split = np.vstack(map_chunks(_copy_block, None, q, r, sparse=True))
+    np.testing.assert_allclose(split, want, atol=1e-5)

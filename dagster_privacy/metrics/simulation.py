@@ -291,7 +291,8 @@ def nearest_sets(
     q64, r64 = query.astype(np.float64), ref.astype(np.float64)
     qn = np.einsum("ij,ij->i", q64, q64)
     rn_max = float(np.einsum("ij,ij->i", r64, r64).max(initial=0.0))
-    return map_chunks(_nearest_chunk, (q64, r64, qn, rn_max, reduce, extra), query, ref, executor=executor)
+    job = (q64, r64, qn, rn_max, reduce, extra)  # a slack and an exact recomputation: rare dims may go
+    return map_chunks(_nearest_chunk, job, query, ref, executor=executor, sparse=True)
 
 
 def _nearest_chunk(extra: tuple, start: int, block: np.ndarray) -> Any:

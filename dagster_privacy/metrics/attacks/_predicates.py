@@ -229,10 +229,14 @@ class BitIndex:
 
 @kernel
 def _popcount(x: np.uint64) -> np.int64:
+    # bit counts per 2, 4, 8 bits, then the bytes summed by shifts (no multiply that wraps around)
     x = x - ((x >> np.uint64(1)) & np.uint64(0x5555555555555555))
     x = (x & np.uint64(0x3333333333333333)) + ((x >> np.uint64(2)) & np.uint64(0x3333333333333333))
     x = (x + (x >> np.uint64(4))) & np.uint64(0x0F0F0F0F0F0F0F0F)
-    return np.int64((x * np.uint64(0x0101010101010101)) >> np.uint64(56))
+    x = x + (x >> np.uint64(8))
+    x = x + (x >> np.uint64(16))
+    x = x + (x >> np.uint64(32))
+    return np.int64(x & np.uint64(0x7F))
 
 
 @kernel
