@@ -54,8 +54,10 @@ def _lgbm_params(seed: int, n_estimators: int) -> dict[str, Any]:
     }
 
 
-#: models fitted side by side at most (each holds its own feature matrices)
-_FITS_AT_ONCE = 4
+#: models whose jobs are built at once (each holds its own feature matrices: ~11 MB at 128k rows), then
+#: fitted side by side: 8 rather than 4 leaves fewer cores idle behind the slowest model of a batch
+#: (64k rows: inference_ml 7.6 → 7.0 s)
+_FITS_AT_ONCE = 8
 _Finish = Callable[[np.ndarray, np.ndarray], dict[str, Any]]
 
 
