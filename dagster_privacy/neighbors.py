@@ -61,12 +61,12 @@ KNN_BLOCK_BYTES = 32 * 2**20
 #: one 32 MB block per reference tile went to memory and back (product + selection 16–18 ms per 8M cells,
 #: against 8–10 ms in 2048-column blocks)
 BLOCK_COLS = 512
-#: a float32 score ‖r‖² − 2 q·r is within (2d + 3) · 2⁻²⁴ · (‖q‖² + 2‖r‖²) of the exact one for d
-#: dimensions (every product, sum and rare dimension's addition rounds once, each by at most an ulp
-#: of a partial sum bounded by ‖q‖² + 2‖r‖²): a candidate of a later reference tile whose score is
-#: above the k-th exact distance kept by more than this bound times SCORE_SLACK needs no exact distance,
-#: it cannot be kept (ties need equality, which the strict margin rules out)
-SCORE_SLACK = 4.0
+#: a float32 score ‖r‖² − 2 q·r is within (4d + 3) · 2⁻²⁴ · (‖q‖² + 2‖r‖²) of the exact one for d
+#: dimensions (‖r‖² takes 2d roundings, q·r and the rare dimensions' additions 2d, the sum 3 more, each
+#: by at most half an ulp of a partial sum bounded by ‖q‖² + 2‖r‖²): a candidate of a later reference
+#: tile whose score is above the k-th exact distance kept by more than this bound times SCORE_SLACK
+#: needs no exact distance, it cannot be kept (ties need equality, which the strict margin rules out)
+SCORE_SLACK = 2.0
 
 
 @dataclass(frozen=True)
@@ -226,17 +226,10 @@ class SparseDims:
         sides = []
         for rows in (query, ref):
             idx = [np.nonzero(rows[:, j])[0] for j in dims]
-            vals = [
-                rows[i, j].astype(np.float32) for i, j in zip(idx, dims, strict=True)
-            ]  # product's precision
+            vals = [rows[i, j].astype(np.float32) for i, j in zip(idx, dims, strict=True)]  # as multiplied
             ptr = np.cumsum([0] + [i.size for i in idx], dtype=np.int64)
-            sides.append(
-                (
-                    ptr,
-                    np.concatenate([np.empty(0, np.int64), *idx]),
-                    np.concatenate([np.empty(0, np.float32), *vals]),
-                )
-            )
+            cat_idx = np.concatenate([np.empty(0, np.int64), *idx])
+            sides.append((ptr, cat_idx, np.concatenate([np.empty(0, np.float32), *vals])))
         (q_ptr, q_rows, q_vals), (r_ptr, r_rows, r_vals) = sides
         return cls(np.nonzero(~rare)[0], q_ptr, q_rows, q_vals, r_ptr, r_rows, r_vals * np.float32(-2.0))
 
@@ -495,8 +488,7 @@ def knn_euclidean(
         scaled[-1, : b - a] = np.einsum("ij,ij->i", ref[a:b], ref[a:b], dtype=np.float32)
         tiles.append(scaled)
     norm_max = float(np.einsum("ij,ij->i", ref, ref, dtype=np.float64).max(initial=0.0))
-    # the rounding bound of a score: (d products + 1 norm + 2 per rare dimension + d in the norm) ulps
-    slack = SCORE_SLACK * (2 * ref.shape[1] + 3) * 2.0**-24
+    slack = SCORE_SLACK * (4 * ref.shape[1] + 3) * 2.0**-24  # the rounding bound's share (see SCORE_SLACK)
     starts = [c0 for a, b in reference_tiles(ref.shape[0], ref_tile) for c0, _ in _blocks(a, b)]
     ref_at = sparse.positions("ref", np.array([*starts, ref.shape[0]], dtype=np.int64))
     sides = _Sides(

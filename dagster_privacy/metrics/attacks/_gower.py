@@ -11,7 +11,7 @@ content-defined tie rule that does not depend on the input's row order.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -64,24 +64,6 @@ def rows(ctx: EvaluationContext, role: str, index: np.ndarray | None, columns: S
 def _step(n_ref: int, budget: int = 8 * 2**20) -> int:
     """Query rows per chunk: one float32 block of ~8 MB (stays in cache far better than a huge one)."""
     return int(max(8, min(2048, budget // max(1, n_ref * 4))))
-
-
-def blocks(q: Rows, r: Rows, step: int | None = None) -> Iterator[tuple[int, np.ndarray]]:
-    """(start, Gower distances of a chunk of query rows to all reference rows), float32.
-
-    The caller holds ``executors.one_blas_thread()`` around the whole loop: a limit entered inside a generator
-    is held across its yields, and two zipped generators exit out of order, leaving the process's BLAS
-    on one thread after the metric (other metrics then gave other figures)."""
-    mq, mr = q.mixed, r.mixed
-    plan = mixed_plan(mq, mr)
-    step = step or _step(r.n)
-    buf = np.empty((step, r.n), dtype=np.float32)
-    tmp = np.empty((step, r.n), dtype=np.float32)
-    for s in range(0, q.n, step):
-        e = min(s + step, q.n)
-        b = buf[: e - s]
-        mixed_block(mq, mr, s, e, plan, b, tmp[: e - s])
-        yield s, b
 
 
 def leave_one_out_nearest(

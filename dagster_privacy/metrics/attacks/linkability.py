@@ -13,13 +13,14 @@ copy is found only by luck. Targets: the same number of training and control rec
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from ...context import EvaluationContext
 from ...errors import NotApplicable
-from ...executors import one_blas_thread
+from ...neighbors import MixedPlan, mixed_block, mixed_plan
 from ...registry import Expect, metric
 from ...results import Measurement, Risk
 from . import _gower
@@ -111,30 +112,46 @@ def _linked(
     q1, q2 = _stack(ctx, sides, a1), _stack(ctx, sides, a2)
     success = np.zeros(q1.n, dtype=bool)
     link = np.full(q1.n, -1, dtype=np.int64)
+    plans = mixed_plan(q1.mixed, h1.rows.mixed), mixed_plan(q2.mixed, h2.rows.mixed)
+    job = _LinkJob(q1, q2, h1, h2, plans, k, syn_order)
     step = _gower._step(max(h1.rows.n, h2.rows.n))
-    # BLAS on one thread: the products are thin (tens of columns), and idle BLAS workers spin between
-    # them, taking the core the elementwise passes need (measured 3× slower on a 2-core machine with
-    # one other busy process); one limit around both generators (see _gower.blocks)
-    with one_blas_thread():
-        for (s, d1), (_, d2) in zip(
-            _gower.blocks(q1, h1.rows, step), _gower.blocks(q2, h2.rows, step), strict=True
-        ):
-            _link_chunk(s, d1, d2, h1, h2, k, syn_order, success, link)
+    chunks = [(s, min(s + step, q1.n)) for s in range(0, q1.n, step)]
+    # the chunks of targets are independent: side by side on the executor (each with one BLAS thread)
+    for (s, _), (hit, rows) in zip(chunks, ctx.executor.map(_link_rows, job, chunks), strict=True):
+        success[s + hit] = True
+        link[s + hit] = rows
     return success, link
 
 
+@dataclass(frozen=True)
+class _LinkJob:
+    """What every chunk of targets reads (put once in the executor's store)."""
+
+    q1: _gower.Rows
+    q2: _gower.Rows
+    h1: Profiles
+    h2: Profiles
+    plans: tuple[MixedPlan, MixedPlan]
+    k: int
+    syn_order: np.ndarray
+
+
+def _link_rows(job: _LinkJob, rows: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
+    """One chunk of targets: the chunk-local targets whose halves' tie sets meet, and a linking row of
+    each. Buffers of this chunk only (a thread's own scratch would outlive the call)."""
+    s, e = rows
+    blocks = []
+    for q, h, plan in ((job.q1, job.h1, job.plans[0]), (job.q2, job.h2, job.plans[1])):
+        b, t = np.empty((e - s, h.rows.n), dtype=np.float32), np.empty((e - s, h.rows.n), dtype=np.float32)
+        mixed_block(q.mixed, h.rows.mixed, s, e, plan, b, t)
+        blocks.append(b)
+    return _link_chunk(blocks[0], blocks[1], job.h1, job.h2, job.k, job.syn_order)
+
+
 def _link_chunk(
-    s: int,
-    d1: np.ndarray,
-    d2: np.ndarray,
-    h1: Profiles,
-    h2: Profiles,
-    k: int,
-    syn_order: np.ndarray,
-    success: np.ndarray,
-    link: np.ndarray,
-) -> None:
-    """One chunk of targets: success and a linking row where both halves' tie sets meet."""
+    d1: np.ndarray, d2: np.ndarray, h1: Profiles, h2: Profiles, k: int, syn_order: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """One chunk of targets: the targets where both halves' tie sets meet, and a linking row of each."""
     p1, p2 = h1.within(d1, k), h2.within(d2, k)
     # rows each side's tie sets cover (estimated with the mean profile size: it only picks the side)
     n1 = np.count_nonzero(p1) * h1.size.mean()
@@ -143,9 +160,9 @@ def _link_chunk(
     t, prof = _pairs(p1 if small is h1 else p2)
     t_rows, syn_rows = small.expand(t, prof)
     ok = other_mask[t_rows, other.of_row[syn_rows]]
-    hit_t = t_rows[ok]
-    success[s + hit_t] = True
-    link[s + hit_t] = syn_order[syn_rows[ok]]
+    # the last linking row of each target wins, as an assignment through repeated indices leaves it
+    hit, last = np.unique(t_rows[ok][::-1], return_index=True)
+    return hit, syn_order[syn_rows[ok][::-1][last]]
 
 
 @metric(
