@@ -4,7 +4,7 @@ local Ray with 2 workers. Prints wall seconds and peak memory of each `dagster-p
 child process; on Ray the driver's peak, the workers' in their own line), the per-stage seconds from
 the evaluation's own timings, the JSON identity of the two runs, and the GEMM floors measured in the
 same run: the float32 product synthetic × realᵀ of the euclidean encodings, and the same product over
-the dimensions the engine keeps in it (neighbors.SparseDims), the part of the synthetic→real query no
+the dimensions the engine keeps in it (sparse_dims.SparseDims), the part of the synthetic→real query no
 selection can save.
 
     python benchmarks/bench_scale.py --rows 16000,32000,64000 [--no-ray] [--work-dir /tmp/scale]
@@ -28,12 +28,12 @@ BIN = Path(sys.executable).parent
 
 def gemm_floor(train: Path, synthetic: Path, holdout: Path) -> tuple[float, int, float, int]:
     """Seconds of the float32 product synthetic × realᵀ (1024-row tiles into one buffer) and its width;
-    then the same over the dimensions the engine keeps in its product (neighbors.SparseDims: the rare
+    then the same over the dimensions the engine keeps in its product (sparse_dims.SparseDims: the rare
     ones' pairs are added outside it), the floor of that product alone."""
     import numpy as np
 
     from dagster_privacy.evaluate import prepare
-    from dagster_privacy.neighbors import SparseDims
+    from dagster_privacy.sparse_dims import SparseDims
 
     ctx, _ = prepare(str(train), str(synthetic), str(holdout))
     q, r = ctx.euclidean("synthetic"), ctx.euclidean("real")

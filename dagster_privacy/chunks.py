@@ -13,6 +13,7 @@ import numpy as np
 from . import neighbors as nb
 from .executors import IN_PROCESS, Executor
 from .neighbors import MixedPlan, MixedRows, mixed_block, mixed_plan
+from .sparse_dims import SparseDims
 
 T = TypeVar("T")
 
@@ -27,7 +28,7 @@ class _Chunks:
     ref: np.ndarray | MixedRows
     ref_t2: np.ndarray | None = None  # euclidean: −2·refᵀ over the dense dimensions
     norms: np.ndarray | None = None  # euclidean: ‖r‖²
-    sparse: nb.SparseDims | None = None  # euclidean: the rare dimensions, added outside the product
+    sparse: SparseDims | None = None  # euclidean: the rare dimensions, added outside the product
     plan: MixedPlan | None = None  # mixed
 
 
@@ -61,7 +62,7 @@ def map_chunks(
     whole reference (float32): euclidean scores ‖r‖² − 2 q·r (+ ‖q‖² = squared distance), or mixed
     (Hamming / Gower) distances. For reductions that are not a top-k (counts, ties, densities). With
     ``sparse``, a one-hot space's rare dimensions are added outside the product, as in the k-NN blocks
-    (neighbors.SparseDims): faster, but the scores round differently from one full product, so only for
+    (sparse_dims.SparseDims): faster, but the scores round differently from one full product, so only for
     a reduction that allows for float32 rounding (a slack and an exact recomputation). The
     chunks (within KNN_BLOCK_BYTES each) depend on the sizes only and run on ``executor``, so ``fn``
     must be a module-level function and ``extra`` picklable; the block is scratch, ``fn`` may change it
@@ -72,7 +73,7 @@ def map_chunks(
         n_q, n_r = query.n, ref.n
     else:
         assert isinstance(ref, np.ndarray)
-        dims = nb.SparseDims.split(query, ref) if sparse else nb.SparseDims.none(ref.shape[1])
+        dims = SparseDims.split(query, ref) if sparse else SparseDims.none(ref.shape[1])
         dense = ref if dims.dense.size == ref.shape[1] else ref[:, dims.dense]
         ref_t2 = np.ascontiguousarray(dense.T * np.float32(-2.0))
         norms = np.einsum("ij,ij->i", ref, ref, dtype=np.float32)

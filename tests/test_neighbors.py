@@ -8,6 +8,7 @@ from scipy.spatial.distance import cdist
 
 from dagster_privacy import neighbors as nb
 from dagster_privacy.neighbors import MixedRows, knn_euclidean, knn_mixed
+from dagster_privacy.sparse_dims import SparseDims
 from dagster_privacy.topk import NO_SELF, empty_top, largest_update, smallest_update
 
 
@@ -48,7 +49,7 @@ def test_rare_dimensions_added_outside_the_product_match_brute_force(
     rng = np.random.default_rng(7)
     r = _rare_onehot(rng, 300)
     q = r if same else _rare_onehot(rng, 90)
-    split = nb.SparseDims.split(q, r)
+    split = SparseDims.split(q, r)
     assert 2 < split.dense.size < r.shape[1] and split.q_ptr.size - 1 > 5  # the rare values leave the product
     nn = knn_euclidean(q, r, 4, exclude_self=same, ref_tile=128)  # three reference tiles
     np.testing.assert_allclose(nn.dist, _brute(q, r, 4, same=same), atol=1e-6)
