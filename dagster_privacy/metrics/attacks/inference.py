@@ -251,7 +251,7 @@ def _tcap_secret(job: _TcapJob, target: int) -> dict[str, Any]:
 @kernel
 def _match_pairs(
     lo, hi, d_order, num_syn, num_d, reach2, t_syn, t_d, t_num, reach, numer, denom, numer_t, denom_t
-):  # noqa: ANN001, E501
+):  # noqa: ANN001
     """Every (synthetic row i, record d_order[p]) pair with p in [lo[i], hi[i]) (equal categorical
     keys) whose numerical quasi-identifiers lie within the sphere (squared distance ≤ ``reach2``, summed
     column by column in float64), counted on both sides: denominators, and numerators where the
@@ -296,10 +296,9 @@ def _tcap(job: _TcapJob, role: str, target: int) -> dict[str, tuple[np.ndarray, 
     t_num = bool(job.numerical[target])
     t_syn, t_d = (s_num[:, target], d_num[:, target]) if t_num else (s_codes[:, target], d_codes[:, target])
     counts = [np.zeros(n, dtype=np.int64) for n in (n_syn, n_syn, n_d, n_d)]
-    reach = radius * (1 + 1e-9)  # as written: the slack of a radius compared in floating point
-    _match_pairs(
-        lo, hi, d_order, num_syn, num_d, radius * radius * (1 + 1e-9), t_syn, t_d, t_num, reach, *counts
-    )
+    reach = radius * (1 + 1e-9)  # the slack of a radius compared in floating point
+    reach2 = radius * radius * (1 + 1e-9)  # the same for the sphere's squared distances
+    _match_pairs(lo, hi, d_order, num_syn, num_d, reach2, t_syn, t_d, t_num, reach, *counts)
     numer, denom, numer_t, denom_t = counts
     return {"synthetic": (numer, denom), "target": (numer_t, denom_t)}
 
