@@ -24,7 +24,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import polars as pl
 
-from .errors import TableError, safe_reason
+from .errors import OwnMessage, TableError, safe_reason
 from .sql import one_select
 
 SCHEMES = ("postgresql", "postgres")
@@ -166,13 +166,25 @@ def _arrow_types(table: Any, role: str) -> Any:
     return pa.table(columns, names=table.column_names)
 
 
-def identity(uri: str) -> tuple[Any, ...]:
-    """What the server says the database at ``uri`` is: (database, server port, server start time).
-    Asked, not parsed: ``localhost``, ``127.0.0.1``, ``[::1]``, ``?dbname=`` and percent-encoding all
-    name one database, which comparing URIs as text would miss."""
+def identity(uri: str) -> tuple[str, ...]:
+    """What the server says the database at ``uri`` is: (database, port setting, postmaster start time,
+    cluster system identifier). Asked, not parsed, and none of it depends on the route: ``localhost``,
+    ``127.0.0.1``, a Unix socket, ``?dbname=`` and percent-encoding all name one database, which comparing
+    URIs as text would miss (``inet_server_port()`` is NULL over a socket: never used). An element the
+    server does not give (NULL) cannot be compared: refused (:class:`~.errors.OwnMessage`)."""
     with transaction(uri) as cur:
-        cur.execute("select current_database(), inet_server_port(), pg_postmaster_start_time()::text")
-        return tuple(cur.fetchall()[0])
+        cur.execute(
+            "select current_database(), current_setting('port'), pg_postmaster_start_time()::text, "
+            "(pg_control_system()).system_identifier::text"
+        )
+        row = tuple(cur.fetchall()[0])
+    if any(v is None or str(v) == "" for v in row):
+        raise IdentityUnknown("the server does not say which database this is (a NULL identity element)")
+    return tuple(str(v) for v in row)
+
+
+class IdentityUnknown(OwnMessage):
+    """The server gave no complete identity for a database: it cannot be compared, so it is refused."""
 
 
 def same_database(a: str, b: str) -> bool:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .errors import OwnMessage
 
@@ -106,4 +106,73 @@ def read_select(
         con.close()
 
 
-__all__ = ["SqlRefused", "locked_connection", "one_select", "quote_ident", "read_select"]
+class FilesUnknown(OwnMessage, ValueError):
+    """The files a query reads cannot be determined from its text (a computed file name)."""
+
+
+def files_named(sql: str) -> list[str]:
+    """Every path ``sql`` may read, as written (globs unexpanded): the string constants among the
+    positional arguments of its table functions (``read_parquet('a.parquet')``, lists of them) and the
+    names of its tables (a replacement scan reads ``from 'a.csv'``). Found from DuckDB's parse tree, not
+    by matching text. A table function's positional argument that is not a constant (a concatenation, a
+    column) names files no one can know before running it: :class:`FilesUnknown`."""
+    import json
+
+    import duckdb
+
+    con = duckdb.connect(":memory:")
+    try:
+        tree = json.loads(con.execute("select json_serialize_sql(?)", [one_select(sql)]).fetchall()[0][0])
+    finally:
+        con.close()
+    if tree.get("error"):
+        raise SqlRefused("the SQL does not parse")
+    found: list[str] = []
+
+    def constants(expr: Any, fn: str) -> None:
+        cls = expr.get("class")
+        if cls == "CONSTANT":
+            lit = expr.get("literal") or {}
+            if lit.get("kind") in ("STRING", "VARCHAR"):
+                found.append(str(lit.get("text", "")))
+        elif cls == "FUNCTION" and expr.get("function_name") in ("list_value", "array_value"):
+            for a in expr.get("arguments", []):
+                constants(a.get("expression", a), fn)
+        elif cls == "CAST":
+            constants(expr.get("child", {}), fn)
+        else:
+            raise FilesUnknown(
+                f"the files the query's table function {fn} reads are computed, not written: "
+                "name them as constants"
+            )
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            if node.get("type") == "TABLE_FUNCTION":
+                fn = node.get("function") or {}
+                for a in fn.get("arguments", []):
+                    expr = a.get("expression", a)
+                    option = expr.get("type") == "COMPARE_EQUAL" and expr["left"].get("class") == "COLUMN_REF"
+                    if not a.get("name") and not option:  # positional: the files; named: header=…
+                        constants(expr, str(fn.get("function_name", "?")))
+            elif node.get("type") == "BASE_TABLE" and any(c in str(node.get("table_name")) for c in "./*?["):
+                found.append(str(node["table_name"]))  # a file name DuckDB scans in place of a table
+            for v in node.values():
+                walk(v)
+        elif isinstance(node, list):
+            for v in node:
+                walk(v)
+
+    walk(tree["statements"])
+    return found
+
+
+__all__ = [
+    "FilesUnknown",
+    "SqlRefused",
+    "files_named",
+    "locked_connection",
+    "one_select",
+    "quote_ident",
+    "read_select",
+]

@@ -122,10 +122,12 @@ def publish(
     df: pl.DataFrame,
     info: Callable[[], dict[str, Any]],
     columns: tuple[tuple[str, str], ...],
+    check: Callable[[bool, list[dict[str, Any]]], None],
 ) -> str:
     """Replace the release table by ``df`` and append ``info()`` (called under the lock) to the log,
-    in one transaction."""
+    in one transaction; ``check(table exists, log)`` runs first, under the lock, and may refuse."""
     with _locked(uri, table, columns) as cur:
+        check(_exists(cur, table), _log(cur, columns, table))
         incoming = f"{table}__incoming_{uuid.uuid4().hex[:12]}"
         cur.adbc_ingest(incoming, df.to_arrow(), mode="create")
         cur.execute(f"drop table if exists {quote_ident(table)}")

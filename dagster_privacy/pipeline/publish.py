@@ -181,7 +181,7 @@ def build_published_release(
         target: PublishTarget = getattr(context.resources, publish_resource_key)
         refusal = None
         try:
-            target.guard(db.database)
+            target.guard(db.database, (real, holdout, synthetic))
             df = db.read(synthetic, role="synthetic")
             sha = fingerprint(df)
             inputs = {
@@ -224,6 +224,7 @@ def build_published_release(
                 df,
                 release_id=verified.release_id,
                 sha256=verified.sha256,
+                withdrawn_ok=signoff,
                 real_sha256=inputs.get("real"),
                 holdout_sha256=inputs.get("holdout"),
                 audit_seq=anchor.seq if anchor else None,

@@ -18,7 +18,7 @@ import json
 import os
 import shutil
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -32,9 +32,12 @@ from .. import postgres
 from ..errors import OwnMessage, safe_reason
 from ..sql import quote_ident
 from . import pg_target
+from .input_guard import locate, refuse_inputs
 from .resources import file_name
 
 LOG = "publications"
+#: the Parquet key-value metadata key of every published file (its log row): the mark of publication
+MARKER = b"dagster_privacy"
 #: the publication log: one row per publication or withdrawal, never updated
 LOG_COLUMNS: tuple[tuple[str, str], ...] = (
     ("release_id", "varchar"),
@@ -99,31 +102,20 @@ class PublishTarget(dg.ConfigurableResource):
             else "directory"
         )
 
-    def guard(self, database: str | None) -> None:
-        """Refuse a target that is the real data's database (or missing)."""
+    def guard(self, database: str | None, sources: Iterable[str | None] = ()) -> None:
+        """Refuse a target that is (or holds, or lies in a folder searched by) an input: the database
+        the tables are read from, and every file or database ``sources`` read (input_guard.py)."""
         if not self.path:
             raise PublicationRefused("no publication target configured (DAGSTER_PRIVACY_PUBLISH_TARGET)")
-        source_pg = bool(database) and postgres.is_postgres(database or "")
-        if self.kind() == "postgresql" or source_pg:
-            if not (source_pg and self.kind() == "postgresql"):
-                return  # a file and a database are never the same
-            try:
-                same = postgres.same_database(self.path, database)
-            except Exception as exc:  # fail closed: a target we cannot compare is not published to
-                raise PublicationRefused(
-                    f"cannot tell whether the publication target is the source database: {safe_reason(exc)}"
-                ) from None
-            if same:
-                raise PublicationRefused(
-                    "the publication target is the database holding the real data; "
-                    "publish to a separate database"
-                )
-            return
-        if database and os.path.realpath(self.path) == os.path.realpath(database):
-            raise PublicationRefused(
-                "the publication target is the database holding the real data; "
-                "publish to a separate file or directory"
-            )
+        refusal = None
+        try:
+            refuse_inputs(self.path, locate(database, sources))
+        except OwnMessage as exc:  # InputOverwrite, FilesUnknown, a TableError: our words
+            refusal = str(exc)
+        except Exception as exc:  # fail closed: a target we cannot place is not published to
+            refusal = f"cannot tell whether the publication target is an input: {safe_reason(exc)}"
+        if refusal is not None:
+            raise PublicationRefused(refusal)
 
     def _real(self) -> Path:
         """The target's real path: a symlink (or a relative path) must not lock or replace another file."""
@@ -149,13 +141,28 @@ class PublishTarget(dg.ConfigurableResource):
         finally:
             tmp.unlink(missing_ok=True)
 
-    def publish(self, df: pl.DataFrame, *, release_id: str, sha256: str, **record: Any) -> str:
+    def publish(
+        self, df: pl.DataFrame, *, release_id: str, sha256: str, withdrawn_ok: bool = False, **record: Any
+    ) -> str:
         """Write ``df`` atomically under the target's lock; returns the path written. ``record`` adds
-        log fields (``real_sha256``, ``holdout_sha256``, ``audit_seq``, ``audit_head``, ``by``)."""
+        log fields (``real_sha256``, ``holdout_sha256``, ``audit_seq``, ``audit_head``, ``by``).
+        Under the lock, before anything is replaced: the table or file replaced must be one publication
+        wrote (its log row, its Parquet metadata), and content the log says was withdrawn is refused
+        unless ``withdrawn_ok`` (a sign-off approved it) — checked where a withdrawal cannot slip in."""
         kind = self.kind()
+
+        def check(exists: bool, log: list[dict[str, Any]]) -> None:
+            _owned(exists, log, self.table)
+            gone = None if withdrawn_ok else _withdrawn(log, sha256)
+            if gone:
+                raise PublicationRefused(
+                    f"this content was withdrawn as release {gone['release_id']} ({gone['published_at']}): "
+                    "publish it again only under a policy with a sign-off"
+                )
+
         if kind == "postgresql":
             info = lambda: _entry("publish", release_id, sha256, df.height, **record)  # noqa: E731
-            return pg_target.publish(self.path, self.table, df, info, LOG_COLUMNS)
+            return pg_target.publish(self.path, self.table, df, info, LOG_COLUMNS, check)
         target = self._real()
 
         def write(tmp: Path) -> None:
@@ -166,15 +173,39 @@ class PublishTarget(dg.ConfigurableResource):
                 import pyarrow.parquet as pq
 
                 table = df.to_arrow()
-                meta = {**(table.schema.metadata or {}), b"dagster_privacy": json.dumps(info).encode()}
+                meta = {**(table.schema.metadata or {}), MARKER: json.dumps(info).encode()}
                 pq.write_table(table.replace_schema_metadata(meta), tmp)
 
         with locked(self._lock()[0]):
             if kind == "directory":
                 target.mkdir(parents=True, exist_ok=True)
                 target = target / f"{file_name(release_id)}.parquet"
+            if kind == "duckdb":
+                exists, log = self._has_table(), self.log()
+                check(exists, log)
+            elif target.exists() and not _published_parquet(target):
+                raise PublicationRefused(
+                    f"{target} exists and was not written by publication (no dagster_privacy metadata): "
+                    "refusing to replace it"
+                )
             self._replace(target, write)
         return str(target)
+
+    def _has_table(self) -> bool:
+        """Whether the DuckDB target file holds the release table now."""
+        if not self._real().is_file():
+            return False
+        import duckdb
+
+        con = duckdb.connect(str(self._real()), read_only=True)
+        try:
+            return bool(
+                con.execute(
+                    "select count(*) from information_schema.tables where table_name = ?", [self.table]
+                ).fetchall()[0][0]
+            )
+        finally:
+            con.close()
 
     def held(self) -> tuple[pl.DataFrame, dict[str, Any]] | None:
         """The release a DuckDB or PostgreSQL target holds now and the log row that put it there (None:
@@ -209,9 +240,7 @@ class PublishTarget(dg.ConfigurableResource):
 
     def withdrawn(self, sha256: str) -> dict[str, Any] | None:
         """The latest withdrawal of this content in the log (None: never withdrawn)."""
-        return next(
-            (r for r in reversed(self.log()) if r["action"] == "withdraw" and r["sha256"] == sha256), None
-        )
+        return _withdrawn(self.log(), sha256)
 
     def withdraw(
         self,
@@ -270,6 +299,30 @@ class PublishTarget(dg.ConfigurableResource):
         finally:
             con.close()
         return [{**dict.fromkeys(c for c, _ in LOG_COLUMNS), **dict(zip(cols, r, strict=True))} for r in rows]
+
+
+def _withdrawn(log: list[dict[str, Any]], sha256: str) -> dict[str, Any] | None:
+    return next((r for r in reversed(log) if r["action"] == "withdraw" and r["sha256"] == sha256), None)
+
+
+def _owned(exists: bool, log: list[dict[str, Any]], table: str) -> None:
+    """Refuse to replace a release table that no publication-log row accounts for (it was there before,
+    or written outside publication: a real table named like the release, say)."""
+    if exists and (not log or log[-1]["action"] == "withdraw"):
+        raise PublicationRefused(
+            f"the target's table {table} was not written by publication (no publication-log row accounts "
+            "for it): refusing to replace it"
+        )
+
+
+def _published_parquet(path: Path) -> bool:
+    """Whether a Parquet file carries the metadata publication writes into every file it publishes."""
+    import pyarrow.parquet as pq
+
+    try:
+        return MARKER in (pq.read_schema(path).metadata or {})
+    except Exception:  # not Parquet, unreadable: not ours
+        return False
 
 
 def _agree(df: pl.DataFrame | None, log: list[dict[str, Any]]) -> tuple[pl.DataFrame, dict[str, Any]] | None:

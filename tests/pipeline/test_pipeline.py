@@ -366,7 +366,7 @@ def test_publish_target_is_atomic_and_separate(
     monkeypatch.undo()
     assert (tmp_path / "pub.duckdb").read_bytes() == before
     assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
-    with pytest.raises(PublicationRefused, match="database holding the real data"):
+    with pytest.raises(PublicationRefused, match="is the input .*db.duckdb"):
         PublishTarget(path=str(tmp_path / "db.duckdb")).guard(str(tmp_path / "db.duckdb"))
     for path in (tmp_path / "out.parquet", tmp_path / "dir"):
         written = Path(PublishTarget(path=str(path)).publish(release.clean, release_id="v1", sha256="c" * 64))

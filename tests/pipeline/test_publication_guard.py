@@ -1,0 +1,176 @@
+"""Publication never lands on an input (issue 31, cases 1 and 2): the one guard compares a target with
+every input by facts that do not depend on the route to it, and a table or file is replaced only if
+publication wrote it. End to end through the Dagster pipeline: the real data is byte-identical after."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import urllib.parse
+from collections.abc import Iterator
+from pathlib import Path
+
+import dagster as dg
+import polars as pl
+import pytest
+from conftest import Release
+from postgres_server import bin_dir, create_database, server
+from test_pipeline import POLICY, materialized, run, step_failures
+
+from dagster_privacy import postgres
+from dagster_privacy.pipeline import ReleaseSettings, build_release_definitions
+from dagster_privacy.pipeline.input_guard import locate
+from dagster_privacy.pipeline.target import PublicationRefused, PublishTarget
+
+
+def sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@pytest.fixture(scope="module")
+def pg() -> Iterator[str]:
+    if bin_dir() is None:
+        if os.environ.get("CI"):
+            pytest.fail("PostgreSQL is not installed: .ci/run installs it with apt")
+        pytest.skip("PostgreSQL is not installed (Debian: apt-get install postgresql)")
+    with server() as base:
+        yield base
+
+
+def socket_uri(tcp: str) -> str:
+    """The same server over its Unix socket (the test server puts it in its temporary root)."""
+    port = tcp.rsplit(":", 1)[1].split("/")[0]
+    sock = next(
+        line.split()[-1]
+        for line in Path("/proc/net/unix").read_text().splitlines()
+        if f".s.PGSQL.{port}" in line
+    )
+    return f"postgresql://postgres@{urllib.parse.quote(os.path.dirname(sock), safe='')}:{port}"
+
+
+def pg_fingerprint(uri: str, table: str) -> tuple:
+    with postgres.transaction(uri) as cur:
+        cur.execute(f'select count(*), sum(hashtext(t::text)) from "{table}" t')
+        return tuple(cur.fetchall()[0])
+
+
+def test_a_socket_and_tcp_name_one_database_and_publication_into_it_is_refused(
+    pg: str, tmp_path: Path, release: Release
+) -> None:
+    tcp = create_database(pg, "src")
+    postgres.replace_tables(
+        tcp, {"real": release.real, "holdout": release.holdout, "synthetic": release.clean}
+    )
+    sock = f"{socket_uri(pg)}/src"
+    assert postgres.identity(sock) == postgres.identity(tcp)  # on main: the port was NULL over the socket
+    before = pg_fingerprint(tcp, "real")
+    settings = ReleaseSettings(
+        database=sock, policy=POLICY, publish_target=tcp, schema_gate=False
+    )  # same server, same database, another route
+    res = run(
+        build_release_definitions(settings=settings, on_evaluation=None), dg.DagsterInstance.ephemeral()
+    )
+    assert not res.success and "published_release" not in materialized(res)
+    assert any("database holding the real data" in f for f in step_failures(res)), step_failures(res)
+    assert pg_fingerprint(tcp, "real") == before
+    with postgres.transaction(tcp) as cur:
+        cur.execute("select to_regclass('publications') is null")
+        assert cur.fetchall()[0][0]  # not even the log was written
+
+
+def test_a_table_publication_did_not_write_is_never_replaced(pg: str, release: Release) -> None:
+    """The target table named ``real`` in a database that holds real data: refused under the lock."""
+    uri = create_database(pg, "holds_real")
+    postgres.replace_tables(uri, {"real": release.real})
+    before = pg_fingerprint(uri, "real")
+    with pytest.raises(PublicationRefused, match="not written by publication"):
+        PublishTarget(path=uri, table="real").publish(release.clean, release_id="r1", sha256="s1")
+    assert pg_fingerprint(uri, "real") == before
+
+
+def test_the_socket_identity_is_complete(pg: str) -> None:
+    ident = postgres.identity(f"{socket_uri(pg)}/postgres")
+    assert len(ident) == 4 and all(ident)  # database, port, start time, system identifier
+
+
+def _parquet_inputs(tmp_path: Path, release: Release) -> Path:
+    data = tmp_path / "data"
+    data.mkdir()
+    for name, df in (("real", release.real), ("holdout", release.holdout), ("synthetic", release.clean)):
+        df.write_parquet(data / f"{name}.parquet")
+    return data
+
+
+@pytest.mark.parametrize("spelling", ["data/real.parquet", "./data/../data/real.parquet", "link.parquet"])
+def test_a_target_that_is_an_input_file_is_refused_end_to_end(
+    tmp_path: Path, release: Release, monkeypatch: pytest.MonkeyPatch, spelling: str
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    data = _parquet_inputs(tmp_path, release)
+    os.symlink(data / "real.parquet", tmp_path / "link.parquet")
+    before = sha(data / "real.parquet")
+    settings = ReleaseSettings(
+        database="",
+        policy=POLICY,
+        schema_gate=False,
+        real="select * from read_parquet('data/real.parquet')",
+        holdout="select * from read_parquet('data/holdout.parquet')",
+        synthetic="select * from read_parquet('data/synthetic.parquet')",
+        publish_target=spelling,
+    )
+    res = run(
+        build_release_definitions(settings=settings, on_evaluation=None), dg.DagsterInstance.ephemeral()
+    )
+    assert not res.success and "published_release" not in materialized(res)
+    failures = step_failures(res)
+    assert any("is the input" in f and "real.parquet" in f for f in failures), failures
+    assert sha(data / "real.parquet") == before
+
+
+def test_a_directory_target_inside_a_globbed_folder_is_refused(
+    tmp_path: Path, release: Release, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    data = tmp_path / "real_parts"
+    data.mkdir()
+    release.real.write_parquet(data / "part-0.parquet")
+    inputs = locate("", ["select * from read_parquet('real_parts/*.parquet')"])
+    for target in ("real_parts", "real_parts/published", str(data / "part-0.parquet")):
+        with pytest.raises(PublicationRefused, match="input"):
+            PublishTarget(path=target).guard("", ["select * from read_parquet('real_parts/*.parquet')"])
+    assert data / "part-0.parquet" in inputs.files
+    PublishTarget(path=str(tmp_path / "published")).guard(
+        "", ["select * from read_parquet('real_parts/*.parquet')"]
+    )
+
+
+def test_hard_links_duckdb_files_and_computed_file_names(tmp_path: Path, release: Release) -> None:
+    db = tmp_path / "release.duckdb"
+    from dagster_privacy.pipeline.demo import write_tables
+
+    write_tables(db, {"real": release.real})
+    os.link(db, tmp_path / "alias.duckdb")
+    with pytest.raises(PublicationRefused, match="is the input"):
+        PublishTarget(path=str(tmp_path / "alias.duckdb")).guard(str(db), ["real"])
+    with pytest.raises(PublicationRefused, match="computed"):  # the files cannot be told: refused
+        PublishTarget(path=str(tmp_path / "out.parquet")).guard("", ["select * from read_csv('a' || '.csv')"])
+    PublishTarget(path=str(tmp_path / "out.parquet")).guard(str(db), ["real"])  # a separate file: fine
+
+
+def test_a_file_publication_did_not_write_is_never_replaced(tmp_path: Path, release: Release) -> None:
+    mine = tmp_path / "someone_elses.parquet"
+    release.real.write_parquet(mine)
+    before = sha(mine)
+    with pytest.raises(PublicationRefused, match="not written by publication"):
+        PublishTarget(path=str(mine)).publish(release.clean, release_id="r1", sha256="s1")
+    assert sha(mine) == before
+    ok = PublishTarget(path=str(tmp_path / "pub.parquet"))
+    ok.publish(release.clean, release_id="r1", sha256="s1")
+    ok.publish(release.clean, release_id="r2", sha256="s2")  # its own file: replaced
+    assert pl.read_parquet(tmp_path / "pub.parquet").height == release.clean.height
+    theirs = tmp_path / "theirs.duckdb"
+    from dagster_privacy.pipeline.demo import write_tables
+
+    write_tables(theirs, {"release": release.real})  # a table named like the release, no log
+    with pytest.raises(PublicationRefused, match="not written by publication"):
+        PublishTarget(path=str(theirs)).publish(release.clean, release_id="r1", sha256="s1")
