@@ -188,8 +188,11 @@ class IdentityUnknown(OwnMessage):
 
 
 def same_database(a: str, b: str) -> bool:
-    """Whether two PostgreSQL URIs reach the same database of the same server (asked of the servers)."""
-    return identity(a) == identity(b)
+    """Whether two PostgreSQL URIs may reach the same data: the same database name in a cluster of the
+    same system identifier. Port and start time are not compared: a streaming replica shares its
+    primary's system identifier and data under another port (a clone of a cluster is refused too)."""
+    ia, ib = identity(a), identity(b)
+    return (ia[0], ia[3]) == (ib[0], ib[3])
 
 
 def replace_tables(uri: str, tables: dict[str, pl.DataFrame]) -> None:

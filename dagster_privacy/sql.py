@@ -106,6 +106,14 @@ def read_select(
         con.close()
 
 
+#: table functions that read no file (their arguments may be computed: ``unnest(t.tags)``)
+_NO_FILES = frozenset(
+    {"range", "generate_series", "unnest", "repeat", "repeat_row", "glob", "test_all_types"}
+)
+#: table functions whose files cannot be told from the text
+_OPAQUE = frozenset({"json_execute_serialized_sql"})
+
+
 class FilesUnknown(OwnMessage, ValueError):
     """The files a query reads cannot be determined from its text (a computed file name)."""
 
@@ -129,34 +137,57 @@ def files_named(sql: str) -> list[str]:
         raise SqlRefused("the SQL does not parse")
     found: list[str] = []
 
-    def constants(expr: Any, fn: str) -> None:
+    def constants(expr: Any, fn: str, into: list[str]) -> None:
         cls = expr.get("class")
         if cls == "CONSTANT":
             lit = expr.get("literal") or {}
             if lit.get("kind") in ("STRING", "VARCHAR"):
-                found.append(str(lit.get("text", "")))
+                into.append(str(lit.get("text", "")))
         elif cls == "FUNCTION" and expr.get("function_name") in ("list_value", "array_value"):
             for a in expr.get("arguments", []):
-                constants(a.get("expression", a), fn)
+                constants(a.get("expression", a), fn, into)
         elif cls == "CAST":
-            constants(expr.get("child", {}), fn)
+            constants(expr.get("child", {}), fn, into)
         else:
             raise FilesUnknown(
                 f"the files the query's table function {fn} reads are computed, not written: "
                 "name them as constants"
             )
 
+    def positional(fn: dict[str, Any]) -> list[Any]:
+        out = []
+        for a in fn.get("arguments", []):
+            expr = a.get("expression", a)
+            option = expr.get("type") == "COMPARE_EQUAL" and expr["left"].get("class") == "COLUMN_REF"
+            if not a.get("name") and not option:  # positional: the files; named: header=…
+                out.append(expr)
+        return out
+
     def walk(node: Any) -> None:
         if isinstance(node, dict):
             if node.get("type") == "TABLE_FUNCTION":
                 fn = node.get("function") or {}
-                for a in fn.get("arguments", []):
-                    expr = a.get("expression", a)
-                    option = expr.get("type") == "COMPARE_EQUAL" and expr["left"].get("class") == "COLUMN_REF"
-                    if not a.get("name") and not option:  # positional: the files; named: header=…
-                        constants(expr, str(fn.get("function_name", "?")))
-            elif node.get("type") == "BASE_TABLE" and any(c in str(node.get("table_name")) for c in "./*?["):
-                found.append(str(node["table_name"]))  # a file name DuckDB scans in place of a table
+                name = str(fn.get("function_name", "?")).lower()
+                args: list[str] = []
+                if name in _OPAQUE:
+                    raise FilesUnknown(
+                        f"the query's table function {name} runs SQL no one can read before it"
+                    )
+                if not (name in _NO_FILES or name.startswith(("duckdb_", "pragma_"))):
+                    for expr in positional(fn):
+                        constants(expr, name, args)
+                if name == "query":  # SQL in a string: its own files
+                    for text in args:
+                        found.extend(files_named(text))
+                else:
+                    found.extend(args)
+            elif node.get("type") == "BASE_TABLE":
+                # a file DuckDB scans in place of a table; "a/b".parquet is schema "a/b", table "parquet"
+                name = ".".join(
+                    str(node[k]) for k in ("catalog_name", "schema_name", "table_name") if node.get(k)
+                )
+                if any(c in name for c in "./*?[:"):
+                    found.append(name)
             for v in node.values():
                 walk(v)
         elif isinstance(node, list):

@@ -37,10 +37,28 @@ class InputLocations:
     databases: tuple[str, ...] = field(default=())  # PostgreSQL URIs
 
 
+#: URI schemes DuckDB reads remotely (never a local target); any other ``x://`` is a local path to it
+_REMOTE = ("s3://", "s3a://", "s3n://", "gcs://", "gs://", "r2://", "http://", "https://", "hf://", "az://",
+           "azure://", "abfss://")  # fmt: skip
+
+
+def _local(text: str) -> str:
+    """A path or ``file://`` URI as the local path DuckDB reads (``file://localhost/a`` is ``/a``)."""
+    low = text.lower()
+    if low.startswith("file://localhost/"):
+        return text[len("file://localhost") :]
+    return text[len("file://") :] if low.startswith("file://") else text
+
+
+def resolved(text: str) -> Path:
+    """A path as DuckDB and publication read it: ``file://`` dropped, ``~`` expanded, symlinks resolved."""
+    return Path(os.path.realpath(os.path.expanduser(_local(text))))
+
+
 def _add_path(text: str, files: list[Path], searched: list[Path]) -> None:
-    if "://" in text:  # s3://, https://: not a local file, never a local target
+    if text.lower().startswith(_REMOTE):
         return
-    expanded = os.path.expanduser(text)
+    expanded = os.path.expanduser(_local(text))
     if any(c in expanded for c in _GLOB):
         parts = Path(expanded).parts
         static = next((i for i, p in enumerate(parts) if any(c in p for c in _GLOB)), len(parts))
@@ -73,7 +91,9 @@ def locate(database: str | None, sources: Iterable[str | None]) -> InputLocation
             continue
         if server:  # a table or a query the server runs: its files are the server's, not ours
             continue
-        m = _DUCKDB_SOURCE.match(source)
+        m = (
+            None if is_sql(source) else _DUCKDB_SOURCE.match(source)
+        )  # SQL first: a comment may hold ".duckdb:"
         if m:
             _add_path(m.group(1), files, searched)
             source = m.group(2)
@@ -113,7 +133,7 @@ def refuse_inputs(target: str, inputs: InputLocations, *, what: str = "publicati
                     "publish to a separate database"
                 )
         return
-    t = Path(os.path.realpath(os.path.expanduser(target)))
+    t = resolved(target)
     for f in inputs.files:
         if _same_file(f, t):
             raise InputOverwrite(

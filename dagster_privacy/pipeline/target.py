@@ -32,7 +32,7 @@ from .. import postgres
 from ..errors import OwnMessage, safe_reason
 from ..sql import quote_ident
 from . import pg_target
-from .input_guard import locate, refuse_inputs
+from .input_guard import locate, refuse_inputs, resolved
 from .resources import file_name
 
 LOG = "publications"
@@ -119,7 +119,7 @@ class PublishTarget(dg.ConfigurableResource):
 
     def _real(self) -> Path:
         """The target's real path: a symlink (or a relative path) must not lock or replace another file."""
-        return Path(os.path.realpath(self.path))
+        return resolved(self.path)
 
     def _lock(self) -> tuple[Path, str]:
         """(the folder that is locked and holds the temporary files, the glob of this target's
@@ -195,13 +195,15 @@ class PublishTarget(dg.ConfigurableResource):
         """Whether the DuckDB target file holds the release table now."""
         if not self._real().is_file():
             return False
-        import duckdb
+        from ..sql import locked_connection
 
-        con = duckdb.connect(str(self._real()), read_only=True)
+        con = locked_connection(str(self._real()))  # read-only, no extension loads (a non-DuckDB file)
         try:
-            return bool(
+            return bool(  # case-insensitive, any schema: as ``create or replace`` resolves the name
                 con.execute(
-                    "select count(*) from information_schema.tables where table_name = ?", [self.table]
+                    "select count(*) from information_schema.tables where lower(table_name) = lower(?) "
+                    "or lower(table_schema || '.' || table_name) = lower(?)",
+                    [self.table, self.table],
                 ).fetchall()[0][0]
             )
         finally:

@@ -174,3 +174,60 @@ def test_a_file_publication_did_not_write_is_never_replaced(tmp_path: Path, rele
     write_tables(theirs, {"release": release.real})  # a table named like the release, no log
     with pytest.raises(PublicationRefused, match="not written by publication"):
         PublishTarget(path=str(theirs)).publish(release.clean, release_id="r1", sha256="s1")
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        'select * from "real_parts/*".parquet',  # a quoted schema and a table name make the path
+        "select * from read_parquet('file://{d}/real_parts/part-0.parquet')",
+        "from query('from read_parquet(''real_parts/part-?.parquet'')')",
+        "select * from read_parquet('real_parts/part-?.parquet') -- was x.duckdb:real",
+    ],
+    ids=["schema-dot-table", "file-uri", "query-function", "duckdb-colon-in-comment"],
+)
+def test_spellings_that_read_the_same_files_are_refused(
+    tmp_path: Path, release: Release, monkeypatch: pytest.MonkeyPatch, query: str
+) -> None:
+    """Review of issue 31: each read the real folder while the guard saw no file."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "real_parts").mkdir()
+    release.real.write_parquet(tmp_path / "real_parts" / "part-0.parquet")
+    with pytest.raises(PublicationRefused, match="input"):
+        PublishTarget(path="real_parts").guard("", [query.format(d=tmp_path)])
+
+
+def test_an_input_duckdb_file_read_through_query_is_refused_and_computed_table_functions_pass(
+    tmp_path: Path, release: Release, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dagster_privacy.pipeline.demo import write_tables
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "db").mkdir()
+    write_tables(tmp_path / "db" / "real.duckdb", {"real": release.real})
+    q = "from query('from read_duckdb(''db/real.duckdb'', table_name := ''real'')')"
+    with pytest.raises(PublicationRefused, match="is the input"):
+        PublishTarget(path="db/real.duckdb").guard("", [q])
+    # table functions that read no file may take computed arguments: not refused
+    ok = "select * from read_parquet('a.parquet') t, unnest([1, 2]) u"
+    PublishTarget(path=str(tmp_path / "out.duckdb")).guard("", [ok])
+
+
+def test_a_duckdb_table_of_another_case_or_schema_is_not_replaced(tmp_path: Path, release: Release) -> None:
+    from dagster_privacy.pipeline.demo import write_tables
+
+    theirs = tmp_path / "theirs.duckdb"
+    write_tables(theirs, {"real": release.real})
+    before = sha(theirs)
+    with pytest.raises(PublicationRefused, match="not written by publication"):
+        PublishTarget(path=str(theirs), table="REAL").publish(release.clean, release_id="r1", sha256="s1")
+    assert sha(theirs) == before
+
+
+def test_the_guard_and_publication_read_a_tilde_path_alike(
+    tmp_path: Path, release: Release, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    written = PublishTarget(path="~/pub.parquet").publish(release.clean, release_id="r1", sha256="s1")
+    assert Path(written) == (tmp_path / "pub.parquet").resolve() and not (tmp_path / "~").exists()
