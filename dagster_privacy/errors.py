@@ -44,15 +44,24 @@ class MetricError(OwnMessage, ValueError):
 
 
 class NotApplicable(OwnMessage):
-    """Raised by a metric that cannot run on these tables (too few rows, no key column…): the result is
-    ``not_applicable`` with this reason, and the policy decides whether that blocks (``optional``)."""
+    """Raised by a metric that cannot run on these tables (no key column…): the result is
+    ``not_applicable`` with this reason, and the policy decides whether that blocks (``optional``).
+    ``status="inconclusive"``: it could run on more rows (the reason says how many: lack of evidence,
+    not of applicability); ``status="nothing_to_attack"``: the attack finds nothing to attack in the
+    synthetic table (no predicate isolates a record), which is evidence of privacy, a pass."""
 
     def __init__(
-        self, reason: str, *, sizes: dict[str, int] | None = None, details: dict[str, object] | None = None
+        self,
+        reason: str,
+        *,
+        sizes: dict[str, int] | None = None,
+        details: dict[str, object] | None = None,
+        status: str = "not_applicable",
     ) -> None:
         super().__init__(reason)
         self.sizes = dict(sizes or {})
         self.details = dict(details or {})
+        self.status = status
 
 
 def first_line(text: str) -> str:

@@ -21,6 +21,7 @@ from .errors import safe_reason
 from .executors import Executor, executor_for, trim_heap
 from .loading import load
 from .metrics import registry
+from .power import detection_floor
 from .results import Evaluation, MetricResult, PolicyRef, Status, TableInfo, ThreatModelRef, Timings
 
 VERSIONED = ("dagster_privacy", "numpy", "polars", "duckdb", "scikit-learn", "scipy", "lightgbm")
@@ -230,7 +231,14 @@ def run_metrics(
             if bar is not None:
                 bar.update(bar.task_ids[0], description=f"privacy metrics: {mid}")
             entry = plan.entry(mid)
-            results.append(pol.judge(entry, reg.run(specs[mid], ctx, entry.params)))
+            results.append(
+                pol.judge(
+                    entry,
+                    reg.run(specs[mid], ctx, entry.params),
+                    fail_level=plan.fail_level,
+                    pass_level=plan.pass_level,
+                )
+            )
             trim_heap()  # the metric's temporaries freed in thread arenas: back to the system
             if bar is not None:
                 bar.advance(bar.task_ids[0])
@@ -240,7 +248,15 @@ def run_metrics(
     findings = left_out_findings(ctx.schema)
     return Evaluation(
         results=results,
-        verdict=Status.FAIL if findings else pol.verdict(results),
+        verdict=Status.FAIL if findings else pol.verdict(results, plan.policy.required_risks),
+        required_risks=plan.policy.required_risks,
+        levels={
+            "false_alarm": plan.policy.false_alarm,
+            "assurance": plan.policy.assurance,
+            "gates": len(plan.gating),
+            "fail_level_per_gate": plan.fail_level,
+        },
+        detection_floor=detection_floor(results, {r: ctx.n(r) for r in ("real", "synthetic") if ctx.has(r)}),
         findings=findings,
         seed=ctx.seed,
         policy=PolicyRef(name=plan.policy.name, preset=plan.policy.preset, sha256=plan.policy.sha256),

@@ -53,6 +53,34 @@ class Policy(BaseModel):
     threat_model: ThreatModel = Field(default_factory=ThreatModel)
     metrics: dict[str, MetricPolicy] = Field(default_factory=dict)
     require_signoff: bool = False
+    false_alarm: float = Field(
+        0.05,
+        gt=0.0,
+        lt=0.5,
+        strict=True,
+        description="family-wise chance that a release with no excess risk fails a gate (Bonferroni "
+        "over the gates: each fails when its lower bound at false_alarm / m clears its threshold)",
+    )
+    assurance: float = Field(
+        0.95,
+        gt=0.5,
+        lt=1.0,
+        strict=True,
+        description="a gate passes when its upper bound at this level is at or below its threshold",
+    )
+    required_risks: list[str] | None = Field(
+        None, description="risks the verdict requires (None: every risk with a gating metric)"
+    )
+
+    @field_validator("required_risks")
+    @classmethod
+    def _risks(cls, v: list[str] | None) -> list[str] | None:
+        from .results import RISK_NAMES
+
+        unknown = [r for r in v or () if r not in RISK_NAMES]
+        if unknown:
+            raise ValueError(f"unknown risk(s): {', '.join(unknown)} (one of: {', '.join(RISK_NAMES)})")
+        return v
 
     @field_validator("metrics")
     @classmethod
@@ -290,6 +318,16 @@ class EvaluationPlan:
         return self.entries[metric_id]
 
     @property
+    def fail_level(self) -> float:
+        """Each gate's chance of failing a release with no excess risk: false_alarm over the gates."""
+        return self.policy.false_alarm / max(1, len(self.gating))
+
+    @property
+    def pass_level(self) -> float:
+        """Each gate's chance of passing a release whose excess is above its threshold."""
+        return 1.0 - self.policy.assurance
+
+    @property
     def gating(self) -> list[str]:
         """The ids whose entry gates (ERROR with a threshold): their checks block publication. An
         informing entry (calibration's, for a metric the policy does not configure) is not among them."""
@@ -340,17 +378,29 @@ def resolve(
 # --------------------------------------------------------------------------------------------- verdict
 
 
-def judge(entry: MetricPolicy, result: MetricResult) -> MetricResult:
+def judge(
+    entry: MetricPolicy, result: MetricResult, *, fail_level: float = 0.05, pass_level: float = 0.05
+) -> MetricResult:
     """The judged copy of an unjudged result: threshold, severity and status from the policy entry.
-    error and not_applicable stay what they are (the entry says whether not_applicable blocks)."""
+
+    The one decision rule (docs/metrics.md, "The decision rule"). A result with ``evidence`` (success
+    counts on training and control targets) is judged on its excess E over the control: **fail** when
+    E's lower bound at ``fail_level`` clears the threshold (evidence of risk), **pass** when its upper
+    bound at ``pass_level`` is at or below it (evidence of safety), else **inconclusive** (the reason
+    says what would decide it). Without evidence (the seed-000 proxies, which inform), the point figure
+    (``on: value | ci_upper``) is compared with the threshold. error, not_applicable, inconclusive and
+    nothing_to_attack from the run stay what they are (the entry says whether they block: optional)."""
     gate = {
         "threshold": entry.threshold,
         "on": entry.on,
         "severity": entry.severity,
         "optional": entry.optional,
     }
-    if result.status in (Status.ERROR, Status.NOT_APPLICABLE):
-        return result.model_copy(update=gate)
+    facts = (Status.ERROR, Status.NOT_APPLICABLE, Status.NOTHING_TO_ATTACK)
+    if result.status in facts or (result.status is Status.INCONCLUSIVE and result.decision is None):
+        return result.model_copy(update=gate)  # a fact of the run (too few rows: inconclusive)
+    if result.evidence and entry.threshold is not None:
+        return _judge_evidence(entry, result, gate, fail_level, pass_level)
     figure = result.model_copy(update=gate).gated_figure
     if figure is None or not math.isfinite(figure):  # fail closed: nothing to compare is not a pass
         return result.model_copy(
@@ -370,3 +420,44 @@ def judge(entry: MetricPolicy, result: MetricResult) -> MetricResult:
             }
         )
     return result.model_copy(update={**gate, "status": Status.PASS})
+
+
+def _judge_evidence(
+    entry: MetricPolicy, result: MetricResult, gate: dict[str, Any], fail_level: float, pass_level: float
+) -> MetricResult:
+    from .stats import excess
+
+    thr = float(entry.threshold)  # type: ignore[arg-type]
+    ev = excess(list(result.evidence or []), fail_level=fail_level, pass_level=pass_level)
+    decision = {
+        "excess": ev.estimate,
+        "lower": ev.lower,
+        "upper": ev.upper,
+        "fail_level": fail_level,
+        "pass_level": pass_level,
+        "parts": ev.parts,
+        "trials": min(int(p["n_t"]) for p in result.evidence or []),
+    }
+    bounds = f"excess {ev.estimate:.4g}, bounds [{ev.lower:.4g}, {ev.upper:.4g}]"
+    if ev.lower > thr:
+        status = Status.FAIL if entry.severity is Severity.ERROR else Status.WARN
+        reason = f"evidence of risk: {bounds}; lower bound > threshold {thr:g}"
+    elif ev.upper <= thr:
+        status, reason = Status.PASS, None
+    else:
+        status = Status.INCONCLUSIVE
+        reason = (
+            f"inconclusive: {bounds} straddle threshold {thr:g} on {decision['trials']} trials"
+            f"{_needs(result, ev.estimate, ev.upper, thr)}"
+        )
+    return result.model_copy(update={**gate, "status": status, "reason": reason, "decision": decision})
+
+
+def _needs(result: MetricResult, estimate: float, upper: float, threshold: float) -> str:
+    """What would decide an inconclusive gate, roughly: an interval's half-width shrinks as 1/√n, so
+    the upper bound reaches the threshold at about ((upper − E) / (threshold − E))² times the trials."""
+    trials = min(int(p["n_t"]) for p in result.evidence or [])
+    if estimate >= threshold:
+        return "; more trials would tell on which side"
+    factor = ((upper - estimate) / (threshold - estimate)) ** 2
+    return f"; needs about {math.ceil(trials * factor):,} trials" if factor < 1000 else ""

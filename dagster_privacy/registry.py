@@ -124,6 +124,12 @@ def invalid_figures(m: Measurement) -> str | None:
             return "its confidence interval is not finite"
         if not 0.0 <= lo <= hi <= 1.0:
             return f"confidence interval [{lo:.6g}, {hi:.6g}] is not an ordered interval within [0, 1]"
+    for part in m.evidence or ():
+        k_t, n_t, k_c, n_c = (float(part[f]) for f in ("k_t", "n_t", "k_c", "n_c"))
+        if not all(math.isfinite(x) for x in (k_t, n_t, k_c, n_c)) or not (
+            0 <= k_t <= n_t and 0 <= k_c <= max(n_c, 0) and n_t >= 1
+        ):
+            return "its evidence counts are not counts of successes within their trials"
     return None
 
 
@@ -150,7 +156,7 @@ def run(spec: MetricSpec, ctx: Any, params: dict[str, Any] | None = None) -> Met
         if not isinstance(m, Measurement):
             raise TypeError(f"metric {spec.id} returned {type(m).__name__}, not a Measurement")
     except NotApplicable as exc:
-        status, reason = Status.NOT_APPLICABLE, safe_reason(exc)
+        status, reason = Status(exc.status), safe_reason(exc)
         sizes, details = exc.sizes, exc.details
     except Exception as exc:  # fail closed: the reason travels, the value does not pretend
         status, reason = Status.ERROR, safe_reason(exc)
@@ -161,6 +167,8 @@ def run(spec: MetricSpec, ctx: Any, params: dict[str, Any] | None = None) -> Met
         reason = invalid_figures(m)
         status = Status.ERROR if reason else None
         figures = {"value": m.value, "raw": m.raw, "baseline": m.baseline, "ci": m.ci}
+        if m.evidence is not None:
+            figures["evidence"] = [dict(p) for p in m.evidence]
         sizes, details = dict(m.sizes), dict(m.details)
         if m.flagged is not None:  # content (for remediation) and input rows (not the content order)
             flagged, flagged_hashes = m.flagged, np.unique(ctx.row_hashes("synthetic")[m.flagged])

@@ -28,6 +28,10 @@ class Status(StrEnum):
     FAIL = "fail"
     ERROR = "error"
     NOT_APPLICABLE = "not_applicable"
+    #: the evidence neither shows risk nor rules it out at the policy's levels (too few rows or trials)
+    INCONCLUSIVE = "inconclusive"
+    #: the attack found nothing to attack (no predicate isolates a record): a pass of that gate
+    NOTHING_TO_ATTACK = "nothing_to_attack"
 
 
 class Severity(StrEnum):
@@ -59,6 +63,9 @@ class Measurement:
     details: Mapping[str, Any] = field(default_factory=dict)
     flagged: np.ndarray | None = None  # synthetic rows (content order) at risk
     sizes: Mapping[str, int] = field(default_factory=dict)
+    #: what the gate decides on (policy.judge): success counts on training and control targets per part
+    #: (``k_t, n_t, k_c, n_c, e_star``; several parts = a maximum over columns, sizes or attacks)
+    evidence: tuple[Mapping[str, float], ...] | None = None
 
 
 class RateDetails(TypedDict):
@@ -116,6 +123,14 @@ class MetricResult(BaseModel):
     severity: Severity = Field(Severity.ERROR, description="ERROR gates, WARN informs")
     optional: bool = Field(False, description="the policy allows this metric to be not_applicable")
     reason: str | None = Field(None, description="why error / not_applicable / fail, one line")
+    evidence: list[dict[str, float]] | None = Field(
+        None, description="success counts on training and control per part (k_t, n_t, k_c, n_c, e_star)"
+    )
+    decision: dict[str, Any] | None = Field(
+        None,
+        description="what the gate decided on: excess E over the control, its lower bound at the fail "
+        "level and upper bound at the pass level, the levels, the parts",
+    )
     sizes: dict[str, int] = Field(default_factory=dict, description="rows used per table")
     seconds: float = Field(0.0, description="wall time of this metric, shared queries excluded")
     details: dict[str, Any] = Field(
@@ -129,8 +144,11 @@ class MetricResult(BaseModel):
     @property
     def passed(self) -> bool:
         """The one "passed" rule, read from a judged result (so a report rendered from JSON agrees): it
-        passed, or it could not run and the policy marks it optional."""
-        return self.status is Status.PASS or (self.status is Status.NOT_APPLICABLE and self.optional)
+        passed or found nothing to attack, or it could not run or decide and the policy marks it
+        optional."""
+        if self.status in (Status.PASS, Status.NOTHING_TO_ATTACK):
+            return True
+        return self.optional and self.status in (Status.NOT_APPLICABLE, Status.INCONCLUSIVE)
 
     @property
     def blocks(self) -> bool:
@@ -153,10 +171,73 @@ class MetricResult(BaseModel):
         return to_jsonable(d)
 
 
-def verdict(results: Sequence[MetricResult]) -> Status:
-    """fail if a gating (ERROR) metric failed, errored or could not run without being optional;
-    else warn if an advisory (WARN) metric did not pass; else pass. ``results`` are judged ones."""
-    if any(r.blocks for r in results):
+#: the risks a verdict is given for: the three WP29 risks and membership, which the exact-match and
+#: distance gates (re-identification) count toward; distinguishability informs only (report/risks.py)
+VERDICT_RISKS: dict[str, str] = {
+    Risk.SINGLING_OUT.value: "singling out",
+    Risk.LINKABILITY.value: "linkability",
+    Risk.INFERENCE.value: "inference",
+    Risk.MEMBERSHIP.value: "membership",
+    Risk.REIDENTIFICATION.value: "membership",
+}
+RISK_NAMES = ("singling out", "linkability", "inference", "membership")
+
+
+def verdict_risk(result: MetricResult) -> str | None:
+    """The verdict risk a result counts toward (None: it informs only)."""
+    return VERDICT_RISKS.get(result.risk)
+
+
+def _gates(result: MetricResult) -> bool:
+    return result.severity is Severity.ERROR and result.threshold is not None
+
+
+def risk_decisions(
+    results: Sequence[MetricResult], required: Sequence[str] | None = None
+) -> dict[str, dict[str, Any]]:
+    """Per verdict risk with at least one gate: ``pass`` when every gate passed (or found nothing to
+    attack), ``fail`` when one failed or errored (fail closed), else ``lacking evidence`` (a gate was
+    inconclusive or could not run, and the policy does not mark it optional); its gates, and whether the
+    verdict requires it (``required`` None: every risk with a gate)."""
+    out: dict[str, dict[str, Any]] = {}
+    for r in results:
+        name = verdict_risk(r)
+        if name is None or not _gates(r):
+            continue
+        d = out.setdefault(name, {"gates": [], "failing": [], "lacking": []})
+        d["gates"].append(r.id)
+        if r.status in (Status.FAIL, Status.ERROR):
+            d["failing"].append(r.id)
+        elif not r.passed:
+            d["lacking"].append(r.id)
+    for name, d in out.items():
+        d["status"] = "fail" if d["failing"] else "lacking evidence" if d["lacking"] else "pass"
+        d["required"] = required is None or name in required
+    return {n: out[n] for n in RISK_NAMES if n in out}
+
+
+def blocked_by(results: Sequence[MetricResult], required: Sequence[str] | None = None) -> list[str]:
+    """What blocks the verdict: each failing gate of a required risk (or of no verdict risk: a policy
+    that makes a distinguishability proxy a gate), and each required risk lacking evidence."""
+    out = [
+        r.id
+        for r in results
+        if r.blocks
+        and r.status in (Status.FAIL, Status.ERROR)
+        and (required is None or verdict_risk(r) is None or verdict_risk(r) in required)
+    ]
+    out += [r.id for r in results if r.blocks and verdict_risk(r) is None and r.id not in out]
+    for name, d in risk_decisions(results, required).items():
+        if d["required"] and d["status"] == "lacking evidence":
+            out.append(f"{name}: lacking evidence ({', '.join(d['lacking'])})")
+    return out
+
+
+def verdict(results: Sequence[MetricResult], required: Sequence[str] | None = None) -> Status:
+    """fail if a gate of a required risk failed or errored, or a required risk lacks evidence (a gate
+    inconclusive or not applicable without being optional); else warn if another result did not pass;
+    else pass. ``results`` are judged ones; ``required`` None: every risk with a gate."""
+    if blocked_by(results, required):
         return Status.FAIL
     return Status.WARN if any(not r.passed for r in results) else Status.PASS
 
@@ -210,6 +291,30 @@ class Evaluation(BaseModel):
     findings: list[str] = Field(
         default_factory=list, description="blocking findings outside the metrics (a left-out column copied)"
     )
+    required_risks: list[str] | None = Field(
+        None, description="the risks the verdict requires (None: every risk with a gate)"
+    )
+    levels: dict[str, float | int] = Field(
+        default_factory=dict, description="false_alarm, assurance and each gate's fail level"
+    )
+    detection_floor: dict[str, Any] = Field(
+        default_factory=dict, description="the smallest verbatim-copy leak caught with 95 % probability"
+    )
+
+    @property
+    def risks(self) -> dict[str, dict[str, Any]]:
+        """The per-risk decisions (``risk_decisions``)."""
+        return risk_decisions(self.results, self.required_risks)
+
+    @property
+    def blocked_by(self) -> list[str]:
+        """What blocks the verdict: failing gates and required risks lacking evidence, then findings."""
+        return blocked_by(self.results, self.required_risks) + (["findings"] if self.findings else [])
+
+    @property
+    def risks_not_assessed(self) -> list[str]:
+        """Verdict risks no gate of this evaluation covers (a ``--metrics`` subset, a WARN-only policy)."""
+        return [n for n in RISK_NAMES if n not in self.risks]
 
     def __getitem__(self, metric_id: str) -> MetricResult:
         for r in self.results:
@@ -241,6 +346,12 @@ class Evaluation(BaseModel):
                 "schema": self.schema_,
                 "versions": self.versions,
                 "findings": self.findings,
+                "blocked_by": self.blocked_by,
+                "required_risks": self.required_risks,
+                "risks": self.risks,
+                "risks_not_assessed": self.risks_not_assessed,
+                "levels": self.levels,
+                "detection_floor": self.detection_floor,
                 "metrics": [r.to_dict() for r in self.results],
                 "distances": self.distances,
                 "timings": self.timings,
@@ -265,7 +376,8 @@ class Evaluation(BaseModel):
         unjudged = [r.id for r in results if r.status is None]
         if unjudged:
             raise ValueError(f"results not judged by a policy: {', '.join(unjudged)}")
-        if Status(d["verdict"]) is not (Status.FAIL if d.get("findings") else verdict(results)):
+        required = d.get("required_risks")
+        if Status(d["verdict"]) is not (Status.FAIL if d.get("findings") else verdict(results, required)):
             raise ValueError("the document's verdict disagrees with its results (edited?)")
         return cls(
             results=results,
@@ -279,6 +391,9 @@ class Evaluation(BaseModel):
             distances=d.get("distances", {}),
             timings=d.get("timings", {}),
             findings=d.get("findings", []),
+            required_risks=required,
+            levels=d.get("levels", {}),
+            detection_floor=d.get("detection_floor", {}),
         )
 
     def to_frame(self):  # -> polars.DataFrame

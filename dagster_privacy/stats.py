@@ -70,6 +70,73 @@ def _unit(x: float) -> float:
     return float(min(1.0, max(0.0, x)))
 
 
+@dataclass(frozen=True)
+class Excess:
+    """What a gate decided on: the estimate of its excess risk E over the control and one-sided bounds,
+    ``lower`` at the fail level and ``upper`` at the pass level (both simultaneous over ``parts``)."""
+
+    estimate: float
+    lower: float
+    upper: float
+    parts: int
+
+
+def _one_sided_wilson(successes: float, n: int, level: float) -> tuple[float, float]:
+    """Wilson bounds whose each side holds with probability 1 − level (two-sided 1 − 2·level)."""
+    if n <= 0:
+        return 0.0, 1.0
+    r = wilson(min(max(successes, 0.0), n), n, 1.0 - 2.0 * level)  # type: ignore[arg-type]
+    return r.low, r.high
+
+
+def excess_part(
+    k_t: float, n_t: int, k_c: float, n_c: int, e_star: float, fail_level: float, pass_level: float
+) -> tuple[float, float, float]:
+    """(excess, lower, upper) of the excess success (p_t − p_c)/e*: a training and a control success
+    rate's difference, bounded by Newcombe's hybrid score method (Wilson bounds of each rate combined in
+    quadrature: sound at 0 or a few successes, where the normal approximation is not), per unit of the
+    attack's maximum success e*. Not eq. 8's (p_t − p_c)/(e* − p_c): dividing by what the control
+    leaves blows the noise up where the control already succeeds often (a column guessed right 90 % of
+    the time with no leak at all), so a gate on it could decide nothing (docs/metrics.md).
+    ``n_c = 0``: no control (p_c = 0 known). ``lower`` holds with probability 1 − fail_level, ``upper``
+    with 1 − pass_level."""
+    p_t = k_t / n_t if n_t > 0 else 0.0
+    p_c = k_c / n_c if n_c > 0 else 0.0
+    denom = e_star
+    if n_t <= 0 or denom <= 1e-12:
+        return 0.0, 0.0, 1.0
+    lt, _ = _one_sided_wilson(k_t, n_t, fail_level)
+    _, uc = _one_sided_wilson(k_c, n_c, fail_level) if n_c > 0 else (p_c, p_c)
+    _, ut = _one_sided_wilson(k_t, n_t, pass_level)
+    lc, _ = _one_sided_wilson(k_c, n_c, pass_level) if n_c > 0 else (p_c, p_c)
+    d = p_t - p_c
+    low = d - math.sqrt((p_t - lt) ** 2 + (uc - p_c) ** 2)
+    high = d + math.sqrt((ut - p_t) ** 2 + (p_c - lc) ** 2)
+    return _unit(d / denom), _unit(low / denom), _unit(high / denom)
+
+
+def excess(parts: list[dict[str, float]], *, fail_level: float, pass_level: float) -> Excess:
+    """The gate's E over one or more parts (columns, predicate sizes, attacks): the largest, with each
+    bound taken at its level divided by the number of parts (Bonferroni), so the maximum over noisy
+    parts does not read as risk by selection alone. Each part: ``k_t, n_t, k_c, n_c`` and ``e_star``."""
+    if not parts:
+        raise MetricError("no evidence to decide on")
+    j = len(parts)
+    figs = [
+        excess_part(
+            float(p["k_t"]),
+            int(p["n_t"]),
+            float(p["k_c"]),
+            int(p["n_c"]),
+            float(p.get("e_star", 1.0)),
+            fail_level / j,
+            pass_level / j,
+        )
+        for p in parts
+    ]
+    return Excess(max(f[0] for f in figs), max(f[1] for f in figs), max(f[2] for f in figs), j)
+
+
 def bootstrap_ci(
     statistic: Callable[[np.ndarray], float],
     n: int,

@@ -316,12 +316,16 @@ def test_map_chunks_blocks_are_one_full_product_unless_asked() -> None:
     # rare one-hot dimensions: by default the block is exactly one BLAS product (DOMIAS's densities read
     # the float32 scores as they are); with sparse=True the rare ones are added afterwards, within rounding
     from dagster_privacy.chunks import map_chunks
+    from dagster_privacy.executors import one_blas_thread
 
     rng = np.random.default_rng(3)
     q, r = _rare_onehot(rng, 200), _rare_onehot(rng, 300)
-    want = np.matmul(q, np.ascontiguousarray(r.T * np.float32(-2.0))) + np.einsum(
-        "ij,ij->i", r, r, dtype=np.float32
-    )
+    # the blocks run BLAS on one thread: so must the reference, or OpenBLAS's multi-threaded kernel
+    # (2 threads, OPENBLAS_CORETYPE=Haswell) rounds 1,724 of 60,000 cells another way (issue 32)
+    with one_blas_thread():
+        want = np.matmul(q, np.ascontiguousarray(r.T * np.float32(-2.0))) + np.einsum(
+            "ij,ij->i", r, r, dtype=np.float32
+        )
     full = np.vstack(map_chunks(_copy_block, None, q, r))
     np.testing.assert_array_equal(full, want)
     split = np.vstack(map_chunks(_copy_block, None, q, r, sparse=True))

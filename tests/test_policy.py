@@ -6,6 +6,7 @@ import pytest
 
 import dagster_privacy as dp
 from dagster_privacy import policy as pol
+from dagster_privacy.metric_policy import MetricPolicy
 from dagster_privacy.results import MetricResult, Severity, Status
 
 
@@ -144,7 +145,7 @@ def test_resolve_is_the_one_resolution() -> None:
         "standard", ["ims", "crp"], key_columns=["age"], column_kinds={"age": "categorical"}, seed=7
     )
     assert plan.ids == ("crp", "ims")  # registry order, whatever the request order
-    assert plan.entry("ims").on == "ci_upper" and plan.seed == 7 and plan.key_columns == ["age"]
+    assert plan.entry("ims").threshold == 0.02 and plan.seed == 7 and plan.key_columns == ["age"]
     assert plan.sensitive_columns is None and plan.column_kinds == {"age": "categorical"}
     assert plan.gating == ["crp", "ims"]
     with pytest.raises(dp.PolicyError, match="unknown metric id.*nope"):
@@ -176,8 +177,75 @@ def test_every_applies_to_each_metric_under_the_policys_own_entries(tmp_path) ->
     f.write_text("preset: standard\nevery: {severity: WARN}\nmetrics:\n  crp: {severity: ERROR}\n")
     p = dp.load_policy(f)
     assert p.entry("crp").severity is dp.Severity.ERROR and p.entry("crp").threshold == 0.05
-    assert p.entry("ims").severity is dp.Severity.WARN and p.entry("ims").on == "ci_upper"
+    assert p.entry("ims").severity is dp.Severity.WARN and p.entry("ims").threshold == 0.02
     own = pol.from_mapping({"every": {"threshold": 0.2}, "metrics": {"dcr": {"severity": "WARN"}}})
     assert list(own.metrics) == ["dcr"] and own.entry("dcr").threshold == 0.2
     with pytest.raises(dp.PolicyError, match="every must be a mapping"):
         pol.from_mapping({"preset": "standard", "every": "WARN"})
+
+
+# ------------------------------------------------------------------------- the decision rule (issue 32)
+
+
+def _ev(mid: str, risk: str, k_t: float, n_t: int, k_c: float, n_c: int, parts: int = 1) -> MetricResult:
+    part = {"k_t": k_t, "n_t": n_t, "k_c": k_c, "n_c": n_c, "e_star": 1.0}
+    return MetricResult(id=mid, risk=risk, value=0.0, evidence=[part] * parts)
+
+
+def test_a_gate_fails_on_evidence_passes_on_evidence_and_is_inconclusive_otherwise() -> None:
+    entry = MetricPolicy(threshold=0.05)
+    # 120/1000 vs 10/1000: excess .11, far above .05 at any level → fail
+    fail = pol.judge(entry, _ev("ims", "re-identification", 120, 1000, 10, 1000), fail_level=0.00625)
+    assert fail.status is Status.FAIL and fail.decision["lower"] > 0.05 and "evidence of risk" in fail.reason
+    # 10/1000 vs 10/1000: no excess, upper bound ≈ .018 → pass
+    ok = pol.judge(entry, _ev("ims", "re-identification", 10, 1000, 10, 1000), fail_level=0.00625)
+    assert ok.status is Status.PASS and ok.decision["upper"] <= 0.05 and ok.passed
+    # the same shares on 40 rows: the bounds straddle .05 → inconclusive, saying what would decide
+    few = pol.judge(entry, _ev("ims", "re-identification", 1, 40, 1, 40), fail_level=0.00625)
+    assert few.status is Status.INCONCLUSIVE and not few.passed and "needs about" in few.reason
+    assert "40 trials" in few.reason
+    # optional: an inconclusive gate does not block
+    opt = pol.judge(
+        MetricPolicy(threshold=0.05, optional=True), _ev("ims", "re-identification", 1, 40, 1, 40)
+    )
+    assert opt.status is Status.INCONCLUSIVE and opt.passed
+
+
+def test_nothing_to_attack_passes_and_a_fact_of_the_run_is_kept() -> None:
+    entry = MetricPolicy(threshold=0.1)
+    nothing = pol.judge(entry, MetricResult(id="singling_out_univariate", status=Status.NOTHING_TO_ATTACK))
+    assert nothing.passed and pol.verdict([nothing]) is Status.PASS
+    short = pol.judge(entry, MetricResult(id="membership_inference", status=Status.INCONCLUSIVE, reason="x"))
+    assert short.status is Status.INCONCLUSIVE and pol.verdict([short]) is Status.FAIL
+
+
+def test_the_verdict_is_given_per_risk_and_names_what_blocks_it() -> None:
+    entry = MetricPolicy(threshold=0.05)
+    leak = pol.judge(entry, _ev("ims", "re-identification", 120, 1000, 10, 1000), fail_level=0.01)
+    clean_link = pol.judge(entry, _ev("linkability", "linkability", 10, 1000, 10, 1000), fail_level=0.01)
+    unsure = pol.judge(entry, _ev("singling_out_univariate", "singling out", 1, 40, 1, 40), fail_level=0.01)
+    results = [leak, clean_link, unsure]
+    risks = dp.results.risk_decisions(results)
+    assert risks["membership"]["status"] == "fail" and risks["membership"]["failing"] == ["ims"]
+    assert risks["linkability"]["status"] == "pass"
+    assert risks["singling out"]["status"] == "lacking evidence"
+    assert dp.results.blocked_by(results) == [
+        "ims",
+        "singling out: lacking evidence (singling_out_univariate)",
+    ]
+    # a policy that requires linkability only: the other risks inform
+    assert pol.verdict(results, ["linkability"]) is Status.WARN
+    assert pol.verdict(results, ["linkability", "membership"]) is Status.FAIL
+    with pytest.raises(Exception, match="unknown risk"):
+        pol.from_mapping({"required_risks": ["membership", "gossip"], "metrics": {"crp": {"threshold": 0.1}}})
+
+
+def test_levels_are_bonferroni_over_the_gates_and_booleans_are_refused() -> None:
+    plan = pol.resolve("standard")
+    assert plan.fail_level == pytest.approx(0.05 / len(plan.gating)) and plan.pass_level == pytest.approx(
+        0.05
+    )
+    assert len(plan.gating) == 8
+    for bad in ({"false_alarm": True}, {"false_alarm": 0.6}, {"assurance": 0.4}):
+        with pytest.raises(dp.PolicyError):
+            pol.from_mapping({**bad, "metrics": {"crp": {"threshold": 0.1}}})

@@ -133,12 +133,32 @@ def test_a_bad_default_entry_is_refused_when_the_metric_registers() -> None:
 
 def test_the_presets_resolve_to_the_policies_of_version_0_1_plus_the_new_metrics() -> None:
     """sha256 of each preset as 0.1.0 wrote it out in full (before presets listed overrides only), over
-    the 30 ids of 0.1.0; metrics added since join with their own default entries."""
+    the 30 ids of 0.1.0; metrics added since join with their own default entries. Issue 32 changed what
+    a gate decides on (the excess over the holdout, with bounds at the policy's levels): the gates whose
+    thresholds it re-derived, and the policy's new fields, are put back as 0.1.0 had them, so that any
+    other change to a preset still shows here."""
+    import hashlib
+    import json
+
     added = {"membership_inference"}
+    new_fields = ("false_alarm", "assurance", "required_risks")
+    re_derived = {  # issue 32: (standard, strict) entries of 0.1.0
+        "crp": ({"threshold": 0.05}, {"threshold": 0.01}),
+        "ims": ({"threshold": 0.05, "on": "ci_upper"}, {"threshold": 0.02, "on": "ci_upper"}),
+        "dcr_percentile": ({"threshold": 0.05, "on": "ci_upper"}, {"threshold": 0.02, "on": "ci_upper"}),
+        "inference_distance": ({"threshold": 0.25}, {"threshold": 0.2}),
+        "singling_out_multivariate": ({"threshold": 0.1}, {"threshold": 0.05}),
+    }
 
     def of_0_1(name: str) -> str:
-        p = dp.load_policy(name)
-        return p.model_copy(update={"metrics": {m: e for m, e in p.metrics.items() if m not in added}}).sha256
+        d = dp.load_policy(name).model_dump(mode="json")
+        for f in new_fields:
+            d.pop(f)
+        d["metrics"] = {m: e for m, e in d["metrics"].items() if m not in added}
+        if name != "report-only":
+            for m, (std, strict) in re_derived.items():
+                d["metrics"][m].update(std if name == "standard" else strict)
+        return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()
 
     assert of_0_1("standard") == "febecb3bf75657633ce35c7c33120361ebbadb22f007a02ac93a8ff6403a38c0"
     assert of_0_1("strict") == "e37511883f03b13f87b14b5082951971f731a6b59bb488b186c229b8016df0a1"

@@ -60,3 +60,52 @@ def test_bootstrap_ci_brackets_the_mean_at_the_expected_width() -> None:
     assert lo < 49.5 < hi and 8.0 < hi - lo < 15.0
     const = bootstrap_ci(lambda i: 3.0, 10, np.random.default_rng(0))
     assert const == (3.0, 3.0)
+
+
+# ------------------------------------------------------------------- the decision rule's bounds (issue 32)
+
+
+def test_newcombe_hybrid_score_interval_matches_the_published_example() -> None:
+    """Newcombe (1998), Statistics in Medicine 17:873, Table II, example (a): 56/70 − 48/80, method 10
+    (score interval, hybrid): difference 0.2000, 95 % interval 0.0524 to 0.3339."""
+    from dagster_privacy.stats import excess_part
+
+    e, low, high = excess_part(56, 70, 48, 80, 1.0, 0.025, 0.025)
+    assert e == pytest.approx(0.2)
+    assert (low, high) == pytest.approx((0.0524, 0.3339), abs=5e-5)
+
+
+def test_newcombe_with_no_successes_on_either_side_by_hand() -> None:
+    # 0/100 − 0/100 at one-sided 2.5 %: the upper bound adds the training rate's Wilson high, (z²/100)/
+    # (1 + z²/100) = .036994, to the control rate's Wilson low, 0, in quadrature: .036994; the lower bound
+    # −.036994 is clipped at 0
+    from dagster_privacy.stats import excess_part
+
+    e, low, high = excess_part(0, 100, 0, 100, 1.0, 0.025, 0.025)
+    assert e == 0.0 and low == 0.0
+    assert high == pytest.approx((Z * Z / 100) / (1 + Z * Z / 100), rel=1e-9)
+
+
+def test_the_bounds_hold_their_levels_over_simulated_releases() -> None:
+    """Error rates over seeds: with no excess (p_t = p_c) the lower bound at level a clears 0 in about a
+    of the draws, never much more; with an excess of .1 the upper bound at level b falls below .1 in at
+    most about b of them. Bonferroni over 3 parts keeps the maximum's lower bound at its level."""
+    from dagster_privacy.stats import excess
+
+    rng = np.random.default_rng(0)
+    n, draws, a = 400, 4000, 0.05
+    null_fail = over_pass = max_fail = 0
+    for _ in range(draws):
+        kt, kc = rng.binomial(n, 0.2, 2)
+        null_fail += (
+            excess([{"k_t": kt, "n_t": n, "k_c": kc, "n_c": n}], fail_level=a, pass_level=a).lower > 0
+        )
+        kt2 = rng.binomial(n, 0.3)
+        over_pass += (
+            excess([{"k_t": kt2, "n_t": n, "k_c": kc, "n_c": n}], fail_level=a, pass_level=a).upper <= 0.1
+        )
+        parts = [{"k_t": k1, "n_t": n, "k_c": k2, "n_c": n} for k1, k2 in rng.binomial(n, 0.2, (3, 2))]
+        max_fail += excess(parts, fail_level=a, pass_level=a).lower > 0
+    for rate in (null_fail, over_pass, max_fail):
+        assert rate / draws <= a + 3 * math.sqrt(a * (1 - a) / draws), rate / draws
+    assert null_fail > 0  # not vacuous: the bound is near its level, not far inside it

@@ -31,25 +31,52 @@ def print_table(ev: Evaluation) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    colour = {"pass": "green", "warn": "yellow", "fail": "red", "error": "red", "not_applicable": "dim"}
+    colour = {
+        "pass": "green",
+        "nothing_to_attack": "green",
+        "warn": "yellow",
+        "inconclusive": "yellow",
+        "fail": "red",
+        "error": "red",
+        "not_applicable": "dim",
+    }
     t = Table(title=f"privacy evaluation — verdict: {ev.verdict.value.upper()}")
-    for col in ("metric", "value", "95 % CI", "baseline", "threshold", "severity", "status", "reason"):
+    for col in ("metric", "value", "95 % CI", "excess [bounds]", "threshold", "severity", "status", "reason"):
         t.add_column(col, overflow="fold")
     for r in ev.results:
         ci = "—" if r.ci is None else f"[{r.ci[0]:.3f}, {r.ci[1]:.3f}]"
+        d = r.decision
+        excess = "—" if d is None else f"{d['excess']:.3f} [{d['lower']:.3f}, {d['upper']:.3f}]"
         st = r.status.value
         t.add_row(
             r.id,
             _fmt(r.value),
             ci,
-            _fmt(r.baseline),
+            excess,
             _fmt(r.threshold),
             r.severity.value,
-            f"[{colour[st]}]{st}[/]",
+            f"[{colour.get(st, 'red')}]{st}[/]",
             r.reason or "",
         )
     console = Console(width=max(120, Console().width))
     console.print(t)
+    for name, d in ev.risks.items():
+        st = d["status"]
+        tone = "green" if st == "pass" else "red" if st == "fail" else "yellow"
+        extra = "" if d["required"] else " (not required)"
+        console.print(f"risk {name}: [{tone}]{st}[/]{extra}", markup=True, highlight=False)
+    floor = ev.detection_floor.get("verbatim_copy_fraction")
+    if ev.detection_floor:
+        text = "none (no exact-match gate can catch a copy here)" if floor is None else f"{floor:.3f}"
+        console.print(
+            f"detection floor: verbatim copies of {text} of the training rows are caught with 95 % "
+            f"probability; false-alarm level {ev.levels.get('false_alarm')} over "
+            f"{ev.levels.get('gates')} gates",
+            highlight=False,
+        )
+    for b in ev.blocked_by:
+        if b != "findings":
+            console.print(f"[red]blocked by:[/] {b}", markup=True, highlight=False)
     for finding in ev.findings:
         console.print(f"[red]blocking:[/] {finding}", markup=True, highlight=False)
 

@@ -118,7 +118,7 @@ def _percentile_value(train: np.ndarray, hold: np.ndarray, alpha: float) -> tupl
     source="seed 004 §4.2.1",
     risk=Risk.REIDENTIFICATION,
     needs=("real", "synthetic", "holdout"),
-    default={"threshold": 0.05, "on": "ci_upper", "severity": "ERROR"},
+    default={"threshold": 0.02, "severity": "ERROR"},  # excess share; a 5 % copy leak: +0.05 (docs)
     expect=Expect(copy_min=0.999, indep_max=0.02),
 )
 def ims(ctx: EvaluationContext) -> Measurement:
@@ -151,6 +151,9 @@ def ims(ctx: EvaluationContext) -> Measurement:
         raw=raw,
         baseline=m_h,
         ci=ci,
+        evidence=(
+            {"k_t": train_hit.sum(), "n_t": train_hit.size, "k_c": hold_hit.sum(), "n_c": hold_hit.size},
+        ),
         flagged=np.nonzero(syn_copy)[0],
         sizes={
             "real": ctx.n("real"),
@@ -201,6 +204,16 @@ def _percentile_metric(ctx: EvaluationContext, mid: str, k: int, alpha: float) -
         raw=raw,
         baseline=alpha,
         ci=ci,
+        # the gate: training rows below the holdout's α-quantile against the α of holdout rows below it
+        # (the quantile's own noise is that of a rate on the holdout rows; exact ties weighted)
+        evidence=(
+            {
+                "k_t": p_train * d_train.size,
+                "n_t": d_train.size,
+                "k_c": alpha * d_hold.size,
+                "n_c": d_hold.size,
+            },
+        ),
         flagged=np.nonzero(below)[0],
         sizes={
             "real": ctx.n("real"),
@@ -229,7 +242,7 @@ def _percentile_metric(ctx: EvaluationContext, mid: str, k: int, alpha: float) -
     risk=Risk.REIDENTIFICATION,
     needs=("real", "synthetic", "holdout"),
     queries=QUERIES,
-    default={"threshold": 0.05, "on": "ci_upper", "severity": "ERROR"},
+    default={"threshold": 0.02, "severity": "ERROR"},  # excess share; a 5 % copy leak: +0.05 (docs)
     expect=Expect(copy_min=0.999, indep_max=0.1),
 )
 def dcr_percentile(ctx: EvaluationContext, *, alpha: float = 0.02) -> Measurement:

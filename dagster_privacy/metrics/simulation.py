@@ -23,7 +23,7 @@ T = TypeVar("T")
     family="simulation",
     source="seed 000 §2.1.4",
     risk=Risk.REIDENTIFICATION,
-    default={"threshold": 0.05, "severity": "ERROR"},
+    default={"threshold": 0.05, "severity": "ERROR"},  # excess share; a 5 % copy leak: +0.09 (docs)
     expect=Expect(copy_min=0.999, indep_max=0.02),
 )
 def crp(ctx: EvaluationContext) -> Measurement:
@@ -36,8 +36,21 @@ def crp(ctx: EvaluationContext) -> Measurement:
     copies = ctx.copies_of("synthetic", "real")
     c = int(copies.sum())
     raw = c / (ctx.n("real") + 1e-8)
+    # the gate (policy.judge): the share of synthetic rows identical to a training row against the share
+    # of holdout rows identical to one (natural duplicates: a table of few distinct records repeats)
+    natural = int(ctx.copies_of("holdout", "real").sum()) if ctx.has("holdout") else 0
+    n_hold = ctx.n("holdout") if ctx.has("holdout") else 0
     return Measurement(
-        value=min(1.0, raw), raw=raw, flagged=np.nonzero(copies)[0], details={"common_rows": c}
+        value=min(1.0, raw),
+        raw=raw,
+        baseline=natural / n_hold if n_hold else None,
+        flagged=np.nonzero(copies)[0],
+        details={
+            "common_rows": c,
+            "synthetic_share": c / max(1, ctx.n("synthetic")),
+            "holdout_common": natural,
+        },
+        evidence=({"k_t": c, "n_t": ctx.n("synthetic"), "k_c": natural, "n_c": n_hold},),
     )
 
 

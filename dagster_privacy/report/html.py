@@ -29,9 +29,12 @@ FORMAT = "dagster-privacy/report/1"
 VERDICT_TEXT = {
     Status.PASS: "PASS — every gating metric is within its threshold",
     Status.WARN: "WARN — gates passed; an advisory metric is over its threshold",
-    Status.FAIL: "FAIL — a gating metric failed, errored or could not run: publication is blocked",
+    Status.FAIL: "FAIL — a gate showed risk or errored, or a required risk lacks evidence: publication is "
+    "blocked",
     Status.ERROR: "ERROR — the evaluation did not complete: publication is blocked",
     Status.NOT_APPLICABLE: "NOT APPLICABLE",
+    Status.INCONCLUSIVE: "INCONCLUSIVE",
+    Status.NOTHING_TO_ATTACK: "NOTHING TO ATTACK",
 }
 
 #: marks a file as a report of ours (the CLI replaces an existing --report file only when it has it)
@@ -52,7 +55,7 @@ th{background:#f0f2f5;font-weight:600}
 td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 .st{font-weight:700;border-radius:3px;padding:1px 6px;color:#fff;font-size:11.5px;white-space:nowrap}
 .st-pass{background:#1e8449}.st-warn{background:#b9770e}.st-fail{background:#c0392b}.st-error{background:#7b241c}
-.st-not_applicable{background:#7f8c8d}.st-none{background:#bdc3c7;color:#1b1f23}
+.st-not_applicable{background:#7f8c8d}.st-inconclusive{background:#b9770e}.st-nothing_to_attack{background:#1e8449}.st-none{background:#bdc3c7;color:#1b1f23}
 figure{margin:12px 0 18px} figure img{max-width:100%;border:1px solid #e5e7eb}
 figcaption{color:#57606a;font-size:12.5px;margin-top:4px}
 code,.hash{font-family:"SFMono-Regular",Consolas,"Liberation Mono",monospace;font-size:12px}

@@ -11,6 +11,8 @@ ICONS = {
     Status.FAIL: "**FAIL**",
     Status.ERROR: "**ERROR**",
     Status.NOT_APPLICABLE: "n/a",
+    Status.INCONCLUSIVE: "**inconclusive**",
+    Status.NOTHING_TO_ATTACK: "nothing to attack",
 }
 
 

@@ -24,6 +24,8 @@ STATUS_COLOURS = {
     Status.FAIL: "#c0392b",
     Status.ERROR: "#7b241c",
     Status.NOT_APPLICABLE: "#7f8c8d",
+    Status.INCONCLUSIVE: "#b9770e",
+    Status.NOTHING_TO_ATTACK: "#1e8449",
 }
 DPI = 100
 

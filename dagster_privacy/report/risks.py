@@ -59,7 +59,18 @@ RISKS: tuple[RiskClass, ...] = (  # one per results.Risk, in report order
 _BY_KEY = {str(r.key): r for r in RISKS}
 assert set(_BY_KEY) == {str(r) for r in Risk}, "every Risk needs its RiskClass"
 _ORDER = {
-    s: i for i, s in enumerate((Status.ERROR, Status.FAIL, Status.WARN, Status.NOT_APPLICABLE, Status.PASS))
+    s: i
+    for i, s in enumerate(
+        (
+            Status.ERROR,
+            Status.FAIL,
+            Status.INCONCLUSIVE,
+            Status.WARN,
+            Status.NOT_APPLICABLE,
+            Status.NOTHING_TO_ATTACK,
+            Status.PASS,
+        )
+    )
 }
 
 

@@ -159,8 +159,14 @@ def test_control_leaky_fails(d):
 
 
 def test_control_clean_passes(d):
+    # issue 32: 200 training and 100 holdout rows cannot show that ims and dcr_percentile stay under
+    # 0.02 (one natural duplicate; a 2 % quantile of 2 rows): the clean release lacks evidence there,
+    # exit 1 with that reason, never a gate failure; crp passes it
+    r = run(d, *ev(syn="clean.csv", metrics="crp,dcr,nndr"))
+    assert r.rc == 0, r.out
+    assert_no_leak(r)
     r = run(d, *ev(syn="clean.csv"))
-    assert r.rc == 0, r
+    assert r.rc == 1 and "blocked by: membership: lacking evidence" in r.out, r
     assert_no_leak(r)
 
 

@@ -271,14 +271,16 @@ def test_fewer_control_rows_than_attacks_caps_the_targets(splits) -> None:
     assert ev["domias"].details["n_members"] == ev["domias"].details["n_non_members"] == 13
 
 
-def test_no_isolating_predicate_is_not_applicable_with_reason() -> None:
+def test_no_isolating_predicate_is_nothing_to_attack_and_passes() -> None:
     # distinct synthetic profiles (x,p), (x,q), (y,p), (y,q): every single value matches two of them
     row = {"a": ["x", "x", "y", "y"], "b": ["p", "q", "p", "q"]}
     real = pl.DataFrame({k: v * 10 for k, v in row.items()})
     syn = pl.DataFrame({k: v * 5 for k, v in row.items()})
     ev = run(real, syn, real, ids=["singling_out_univariate", "singling_out_multivariate"], sensitive=None)
-    for mid in ("singling_out_univariate", "singling_out_multivariate"):
-        assert ev[mid].status is dp.Status.NOT_APPLICABLE and ev[mid].reason, mid
+    r = ev["singling_out_univariate"]  # issue 32: no predicate is evidence of privacy, not of risk
+    assert r.status is dp.Status.NOTHING_TO_ATTACK and "nothing to attack" in r.reason and r.passed
+    r = ev["singling_out_multivariate"]  # 2 columns: no 3-column predicate can be formed at all
+    assert r.status is dp.Status.NOT_APPLICABLE and "needs at least 3 columns" in r.reason
 
 
 def test_single_valued_column_and_odd_names_give_results(splits) -> None:

@@ -132,7 +132,7 @@ def test_failing_report(failing, tmp_path):
     assert "Verdict: FAIL" in html and "verdict-fail" in html
     assert re.search(r"Blocking: <code>crp</code>", html)
     assert '<span class="st st-fail">fail</span>' in html
-    assert "value 0.3" in html  # the reason, with the figure
+    assert re.search(r"evidence of risk: excess 0\.4\d", html)  # the reason, with the figure: 300 of 700
     assert html.count('src="data:image/png;base64,') == 3  # metrics, distances, history
     # the distance table shows the copies as counts, not rows
     assert re.search(r"synthetic → train</td><td class=num>700</td><td class=num>3\d\d ", html)

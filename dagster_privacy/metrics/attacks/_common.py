@@ -115,6 +115,23 @@ class Side:
     e_star: float = 1.0
     train_successes: float | None = None
     control_successes: float | None = None
+    binomial: bool = True  # False: the rates are measured figures (NRMSE), not counts: no evidence
+
+    def evidence(self) -> dict[str, float] | None:
+        """The counts the gate decides on (policy.judge): successes and trials per side, and e*."""
+        if not self.binomial:
+            return None
+        k_t = self.train.value * self.train.n if self.train_successes is None else self.train_successes
+        k_c = (
+            self.control.value * self.control.n if self.control_successes is None else self.control_successes
+        )
+        return {
+            "k_t": float(k_t),
+            "n_t": self.train.n,
+            "k_c": float(k_c),
+            "n_c": self.control.n,
+            "e_star": float(self.e_star),
+        }
 
     def risk(self) -> tuple[float, tuple[float, float]]:
         return control_risk(self.train, self.control, self.e_star)
@@ -131,6 +148,9 @@ class Side:
         E, ci = self.risk()
         out["risk"] = E
         out["risk_ci"] = list(ci)
+        ev = self.evidence()
+        if ev is not None:
+            out["evidence"] = ev
         return out
 
 
@@ -146,15 +166,20 @@ def worst_of(
     sizes: dict[str, int],
     extra: dict[str, Any] | None = None,
     flagged: np.ndarray | None = None,
+    empty_status: str = "not_applicable",
 ) -> Measurement:
-    """value = the largest E over the parts (columns, predicate sizes), with its simultaneous interval."""
+    """value = the largest E over the parts (columns, predicate sizes), with its simultaneous interval.
+    No part with a figure: ``empty_status`` (a singling-out attack with no predicate has nothing to
+    attack)."""
     ok = {k: v for k, v in parts.items() if v.get("risk") is not None}
     if not ok:
         reasons = sorted({str(v.get("reason")) for v in parts.values() if v.get("reason")})
         raise NotApplicable(
-            "; ".join(reasons) or "nothing to attack",
+            ("nothing to attack: " if empty_status == "nothing_to_attack" else "")
+            + ("; ".join(reasons) or "no part to attack"),
             sizes=sizes,
             details={"per_" + label: parts, **(extra or {})},
+            status=empty_status,
         )
     worst = max(ok, key=lambda k: (ok[k]["risk"], ok[k]["risk_ci"][1], str(k)))
     w = ok[worst]
@@ -169,6 +194,7 @@ def worst_of(
         **(extra or {}),
         "per_" + label: parts,
     }
+    evidence = [v.get("evidence") for v in ok.values()]
     return Measurement(
         value=w["risk"],
         ci=(w["risk_ci"][0], w["risk_ci"][1]),
@@ -177,6 +203,8 @@ def worst_of(
         sizes=sizes,
         details=details,
         flagged=flagged,
+        # every part's counts: the gate's maximum is corrected for the selection over the parts
+        evidence=tuple(evidence) if all(e is not None for e in evidence) else None,  # type: ignore[arg-type]
     )
 
 

@@ -135,7 +135,7 @@ def _regression_part(
     r_t, _ = _nrmse_side(y_t, p_t, spread, conf)
     r_c, _ = _nrmse_side(y_c, p_c, spread, conf)
     r_n, _ = _nrmse_side(y_t, np.full(y_t.size, mean), spread, conf)
-    side = Side(r_t, r_c, naive=r_n)
+    side = Side(r_t, r_c, naive=r_n, binomial=False)
     return {**side.details(), "n_attacks": int(y_t.size), "task": "regression", "score": "NRMSE"}
 
 

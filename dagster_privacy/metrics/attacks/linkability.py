@@ -242,4 +242,5 @@ def linkability(
         sizes=sizes,
         details=details,
         flagged=np.unique(link_t[ok_t]),
+        evidence=(side.evidence(),),  # type: ignore[arg-type]
     )

@@ -73,6 +73,9 @@ def at_fpr(members: np.ndarray, others: np.ndarray, fpr: float, confidence: floa
         # a member's chance to score above the threshold when members and non-members are exchangeable:
         # t is the (allowed + 1)-th largest of n non-member scores (the realised FPR understates it)
         "null_tpr": (allowed + 1) / (others.size + 1),
+        # the gate's counts: members above t against the exchangeable share (allowed + 1)/(n + 1), whose
+        # noise (t is an order statistic of n non-member scores) is that of a rate on n + 1 trials
+        "evidence": {"k_t": tp, "n_t": members.size, "k_c": allowed + 1, "n_c": others.size + 1},
         "_threshold": float(t),
     }
 
@@ -124,8 +127,9 @@ def membership_inference(ctx: EvaluationContext, *, n_targets: int | None = None
     n = min(pool.size, ctx.n("real"), pool.size if n_targets is None else int(n_targets))
     if n < MIN_NON_MEMBERS:
         raise NotApplicable(
-            f"needs at least {MIN_NON_MEMBERS} non-member targets to read the TPR at 1 % FPR "
-            f"(has {n}: give a larger holdout)"
+            f"not enough evidence: needs at least {MIN_NON_MEMBERS} non-member targets to read the TPR at "
+            f"1 % FPR (has {n}): needs ≥ {2 * MIN_NON_MEMBERS} holdout rows",
+            status="inconclusive",
         )
     members = content_order(ctx, "real", "membership_inference")[:n]
     others = pool[:n]
@@ -184,17 +188,20 @@ def membership_inference(ctx: EvaluationContext, *, n_targets: int | None = None
             },
             "epsilon_lb": max(p["epsilon_lb"] for p in points.values()),
             "_threshold": p1["_threshold"],
+            "_evidence": p1["evidence"],
         }
     worst = max(attacks, key=lambda a: (attacks[a]["advantage_at_1pct"], attacks[a]["advantage_ci"][1], a))
     w = attacks[worst]
     # flagged: the synthetic rows nearest to the members the strongest attack flags at 1 % FPR
     hit = members[scores[worst]["m"] > w.pop("_threshold")]
+    evidence = tuple(a.pop("_evidence") for a in attacks.values())
     for a in attacks.values():
         a.pop("_threshold", None)
     nearest = ctx.neighbors("euclidean", "real", "synthetic", 5).idx[hit, 0] if hit.size else np.empty(0, int)
     roc = {"attack": worst, **roc_points(scores[worst]["m"], scores[worst]["o"])}
     clip = lambda v: float(min(1.0, max(0.0, v)))  # noqa: E731
     return Measurement(
+        evidence=evidence,  # every attack's counts at 1 % FPR: the worst is corrected for the selection
         value=clip(w["advantage_at_1pct"]),
         raw=w["auc"],
         ci=(clip(w["advantage_ci"][0]), clip(w["advantage_ci"][1])),

@@ -209,8 +209,13 @@ def _equal_footing(counts: np.ndarray, n_side: int, m: int) -> np.ndarray:
     return np.where(ok, np.exp(log_h), 0.0)
 
 
-def _score(pr: Prepared, preds: Predicates, naive: Predicates, confidence: float) -> dict[str, Any]:
-    """Success on training, control and (naive predicates) training records; E of eq. 8."""
+def _score(
+    pr: Prepared, preds: Predicates, naive: Predicates, confidence: float, trials: int = 0
+) -> dict[str, Any]:
+    """Success on training, control and (naive predicates) training records; E of eq. 8. ``trials``:
+    the attempts the gate counts (docs/metrics.md): the attacker tries ``trials`` records and a try
+    for which no isolating predicate exists fails on both sides, so a release that offers few
+    predicates is judged on what it offers, not on the success rate of a handful of predicates."""
     n = preds.n
     c_train, _ = pr.train.count_exact(preds)
     c_control, _ = pr.control.count_exact(preds)
@@ -244,6 +249,7 @@ def _score(pr: Prepared, preds: Predicates, naive: Predicates, confidence: float
         "risk": E,
         "risk_ci": list(ci),
         "n_attacks": n,
+        "evidence": {**side.evidence(), "n_t": max(n, trials), "n_c": max(n, trials)},  # type: ignore[dict-item]
         "_success": c_train == 1,
     }
 
@@ -279,7 +285,7 @@ def _attack_size(job: _SizeJob, k: int) -> tuple[int, dict[str, Any], np.ndarray
     if preds.n == 0:
         return k, {**info, "risk": None, "reason": "no predicate isolates a synthetic record"}, None
     naive = _random_predicates(job.pr, rng, preds.n, k)
-    s = _score(job.pr, preds, naive, job.conf)
+    s = _score(job.pr, preds, naive, job.conf, min(job.n_attacks, job.pr.syn.n))
     rows = src[s.pop("_success")]
     return k, {**s, **info}, rows
 
@@ -317,13 +323,14 @@ def singling_out_univariate(ctx: EvaluationContext, *, n_attacks: int = 2000) ->
     sizes = {"real": ctx.n("real"), "synthetic": ctx.n("synthetic"), "holdout": ctx.n("holdout")}
     if available == 0:
         raise NotApplicable(
-            "no single-attribute predicate isolates a synthetic record",
+            "nothing to attack: no single-attribute predicate isolates a synthetic record",
             sizes=sizes,
             details={"n_requested": n_attacks, "n_available": 0},
+            status="nothing_to_attack",
         )
     preds = cand.take(np.sort(rng.permutation(available)[: max(1, min(n_attacks, available))]))
     naive = _random_predicates(pr, rng, preds.n, 1)
-    s = _score(pr, preds, naive, family_confidence(1))
+    s = _score(pr, preds, naive, family_confidence(1), min(n_attacks, pr.syn.n))
     success = s.pop("_success")
     _, src = pr.syn.count_exact(preds.take(np.nonzero(success)[0]))
     flagged = np.nonzero(np.isin(pr.syn_rows, src))[0]
@@ -335,6 +342,7 @@ def singling_out_univariate(ctx: EvaluationContext, *, n_attacks: int = 2000) ->
         flagged=flagged,
         sizes={**sizes, "queries": preds.n},
         details={**s, "n_requested": n_attacks, "n_available": available},
+        evidence=(s["evidence"],),
     )
 
 
@@ -344,7 +352,7 @@ def singling_out_univariate(ctx: EvaluationContext, *, n_attacks: int = 2000) ->
     source="seed 004 §4.3.1, §5.3.2, §6.2.2",
     risk=Risk.SINGLING_OUT,
     needs=("real", "synthetic", "holdout"),
-    default={"threshold": 0.1, "severity": "ERROR"},  # 0.03 vs 0.27
+    default={"threshold": 0.15, "severity": "ERROR"},  # excess, worst of ≤ 10 sizes; Adult f = 0.2: +0.23
     expect=Expect(copy_min=0.9, indep_max=0.15),
 )
 def singling_out_multivariate(
@@ -384,7 +392,14 @@ def singling_out_multivariate(
         if rows is not None:
             flagged_rows.append(rows)
     flagged = np.nonzero(np.isin(pr.syn_rows, np.concatenate(flagged_rows)))[0] if flagged_rows else None
-    result = worst_of(parts, label="n_cols", sizes=sizes, flagged=flagged, extra={"n_requested": n_attacks})
+    result = worst_of(
+        parts,
+        label="n_cols",
+        sizes=sizes,
+        flagged=flagged,
+        extra={"n_requested": n_attacks},
+        empty_status="nothing_to_attack",  # no size found a predicate: nothing in the release to single out
+    )
     w = parts[str(result.details["n_cols"])]
     return dataclasses.replace(
         result,

