@@ -58,6 +58,7 @@ class Threshold:
     clean_high: float | None  # upper one-sided bound of the gated figure without risk
     leak_low: float | None  # lower one-sided bound of the gated figure at the leak level
     note: str
+    demoted: bool = False  # written as WARN: it cannot tell the tested leak from no leak on this data
 
     def to_dict(self) -> dict[str, Any]:
         return to_jsonable(self.__dict__)
@@ -206,6 +207,10 @@ def thresholds(
         if r.flag and (not r.responds or r.no_risk is None):
             out[mid] = Threshold(mid, on, prev, prev, False, False, None, None, f"kept: {r.flag}")
             continue
+        decided = _by_bounds(sweep, m, mid, prev, on, clean_index, leak_index)
+        if decided is not None:
+            out[mid] = decided
+            continue
         g = sweep.gated[:, :, m]
         per, _ = _noise(sweep, m, gated=True)
         with _quiet():
@@ -240,9 +245,53 @@ def thresholds(
                     f"{what} ≥ {leak_low:.4f}; clean releases may fail"
                 ),
             )
-        t = float(min(1.0, max(0.0, round(t, 6))))
+        t = float(min(1.0, max(MIN_THRESHOLD, round(t, 6))))
         out[mid] = Threshold(mid, on, prev, t, True, sep, clean_high, leak_low, note)
     return out
+
+
+#: the smallest threshold calibration writes: a tolerance of 0 fails every release whose excess has
+#: any positive lower bound, which noise alone gives (issue 32: calibrate wrote 0.0 for three gates)
+MIN_THRESHOLD = 0.005
+
+
+def _by_bounds(
+    sweep: Sweep, m: int, mid: str, prev: float | None, on: str, clean_index: int, leak_index: int
+) -> Threshold | None:
+    """A gate judged by the decision rule (it has evidence): the threshold lies between the no-risk
+    releases' largest upper bound (so they pass) and the leak's smallest lower bound (so it fails) — at
+    the leak level asked for, else at the smallest larger level tested where one exists (the note says
+    which); where none exists the metric is demoted to WARN, keeping a threshold the no-risk releases
+    pass. None: the metric has no bounds (calibrate its point figure)."""
+    if sweep.lower is None or sweep.upper is None:
+        return None
+    with _quiet():
+        clean_high = float(np.nanmax(sweep.upper[clean_index, :, m]))
+        lows = [float(np.nanmin(sweep.lower[i, :, m])) for i in range(leak_index, len(sweep.levels))]
+    if not (math.isfinite(clean_high) and lows and math.isfinite(lows[0])):
+        return None
+
+    def what(i: int) -> str:
+        level = sweep.levels[i]
+        return f"{level:.0%} leak" if sweep.leaks else f"{sweep.parameter} = {level_label(level)}"
+
+    for i, leak_low in enumerate(lows, start=leak_index):
+        if math.isfinite(leak_low) and clean_high < leak_low:
+            t = max(MIN_THRESHOLD, round((clean_high + leak_low) / 2.0, 6))
+            note = (
+                f"calibrated on the bounds: no risk upper ≤ {clean_high:.4f}, "
+                f"{what(i)} lower ≥ {leak_low:.4f}"
+            )
+            if i != leak_index:
+                note += f" (cannot tell a {what(leak_index)} from no leak on this data)"
+            return Threshold(mid, on, prev, t, True, i == leak_index, clean_high, leak_low, note)
+    leak_low = lows[0]
+    t = max(MIN_THRESHOLD, round(clean_high, 6), prev or 0.0)
+    note = (
+        f"demoted to WARN: cannot tell any tested leak from no leak on this data (no risk upper bound "
+        f"{clean_high:.4f} ≥ the {what(leak_index)}'s lower bound {leak_low:.4f})"
+    )
+    return Threshold(mid, on, prev, min(1.0, t), True, False, clean_high, leak_low, note, demoted=True)
 
 
 def fmt_figure(x: float | None, digits: int = 3) -> str:

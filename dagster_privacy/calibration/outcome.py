@@ -35,6 +35,13 @@ class Calibration:
     generator: str | None = None
 
     @property
+    def detection_floor(self) -> float | None:
+        """The verbatim-copy detection floor of the no-risk releases (their median; None: no gate can
+        catch a copy on this data)."""
+        got = sorted(f for f in self.sweep.floors if f is not None)
+        return got[len(got) // 2] if got else None
+
+    @property
     def flagged(self) -> list[Response]:
         return [r for r in self.responses if r.flag]
 
@@ -53,6 +60,7 @@ class Calibration:
                 "levels": s.levels,
                 "seeds": s.seeds,
                 "leak_level": self.leak_level,
+                "detection_floor": self.detection_floor,
                 "confidence": self.confidence,
                 "table": self.table,
                 "sizes": s.sizes,
@@ -162,6 +170,8 @@ class Calibration:
                     mid, self.policy.entry_or_inform(mid).model_dump(mode="json")
                 )
                 entry["threshold"] = t.threshold
+                if t.demoted:  # cannot separate the tested leak from no leak: informs, with the reason
+                    entry["severity"] = "WARN"
         data["name"] = "calibrated"
         data["preset"] = None
         return pol.Policy.model_validate(data)
@@ -189,6 +199,9 @@ class Calibration:
             f"# A calibrated threshold is exceeded by {caught} with probability ≈ "
             f"{self.confidence:.0%} on this",
             "# data (docs/calibration.md). Metrics that do not respond keep the input policy's threshold.",
+            "# Detection floor on this data: verbatim copies of "
+            + ("no share" if self.detection_floor is None else f"{self.detection_floor:.3f}")
+            + " of the training rows are caught with 95 % probability (docs/metrics.md).",
             f"name: {p.name}",
             f"seed: {p.seed}",
         ]

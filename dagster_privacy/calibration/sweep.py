@@ -40,6 +40,11 @@ class Sweep:
     reasons: dict[str, str] = field(default_factory=dict)  # metric → why it was not computed somewhere
     sizes: dict[str, int] = field(default_factory=dict)  # rows per role at level 0 of the first repeat
     seconds: float = 0.0
+    #: the decision rule's bounds of the excess (policy.judge), NaN where a metric has no evidence
+    lower: np.ndarray | None = None
+    upper: np.ndarray | None = None
+    #: the verbatim-copy detection floor each repeat of the no-risk level reported (power.py)
+    floors: list[float | None] = field(default_factory=list)
 
     @property
     def leaks(self) -> bool:
@@ -68,6 +73,19 @@ def _collect(evals: list[list[Evaluation]], ids: Sequence[str]) -> tuple[np.ndar
                 if r.ci is not None:
                     se[i, j, m] = (r.ci[1] - r.ci[0]) / (2 * z)
     return values, gated, se
+
+
+def _bounds(evals: list[list[Evaluation]], ids: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """The decision rule's lower and upper bounds of each gate's excess (NaN without evidence)."""
+    shape = (len(evals), len(evals[0]), len(ids))
+    lower, upper = np.full(shape, np.nan), np.full(shape, np.nan)
+    for i, row in enumerate(evals):
+        for j, ev in enumerate(row):
+            for m, mid in enumerate(ids):
+                d = ev[mid].decision
+                if d is not None:
+                    lower[i, j, m], upper[i, j, m] = d["lower"], d["upper"]
+    return lower, upper
 
 
 def _reasons(evals: list[list[Evaluation]], ids: Sequence[str]) -> dict[str, str]:
@@ -165,10 +183,12 @@ class _Setup:
     ) -> Sweep:
         """The Sweep of evaluations per level and repeat (one construction for leaky and generator)."""
         values, gated, se = _collect(evals, self.ids)
+        lower, upper = _bounds(evals, self.ids)
         on = {m: self.plan.entry(m).on for m in self.ids}
         reasons = _reasons(evals, self.ids)
+        floors = [ev.detection_floor.get("verbatim_copy_fraction") for ev in evals[0]]
         return Sweep(kind, parameter, levels, seeds, self.ids, on, values, gated, se, reasons, sizes,
-                     time.perf_counter() - started)  # fmt: skip
+                     time.perf_counter() - started, lower, upper, floors)  # fmt: skip
 
     def prepare(self, real: Any, synthetic: Any, holdout: Any, seed: int) -> EvaluationContext:
         from ..evaluate import prepare

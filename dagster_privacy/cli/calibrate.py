@@ -102,12 +102,28 @@ def print_calibration(cal: Calibration, *, title: str | None = None) -> None:
         + (f": {', '.join(r.id for r in flagged)}" if flagged else "")
     )
     by_id = {r.id: r for r in cal.responses}
-    overlap = [t.id for t in thr.values() if not t.separates and not by_id[t.id].flag]
+    demoted = [t.id for t in thr.values() if t.demoted]
+    overlap = [t.id for t in thr.values() if not t.separates and not by_id[t.id].flag and not t.demoted]
+    if demoted:
+        console.print(
+            f"{len(demoted)} gate(s) demoted to WARN: they cannot tell {leak_label or 'the leak'} from no "
+            f"risk on this data: {', '.join(demoted)}"
+        )
     if overlap:
         console.print(
             f"{len(overlap)} metric(s) cannot tell {leak_label or 'the leak'} from no risk on this data "
             f"(calibrated to catch the leak, clean releases may fail; or kept): {', '.join(overlap)}"
         )
+    floor = cal.detection_floor
+    console.print(
+        "detection floor on this data: "
+        + (
+            "no exact-match gate can catch verbatim copies"
+            if floor is None
+            else f"verbatim copies of {floor:.3f} of the training rows are caught with 95 % probability"
+        ),
+        highlight=False,
+    )
     for o in cal.outliers:
         ot = Table(
             title=f"without the {o.fraction:.0%} most outlying rows (LOF, {o.removed} rows removed): "

@@ -15,7 +15,7 @@ from .. import policy as pol
 from ..errors import safe_reason
 from ..executors import RayExecutor
 from ..metrics import registry
-from ..results import Evaluation, Severity
+from ..results import RISK_NAMES, VERDICT_RISKS, Evaluation
 from .assets import DUCKDB_KEY, RELEASE_KEY
 from .resources import PrivacyRelease, ReadOnlyDuckDB
 from .translator import DEFAULT_TRANSLATOR, PrivacyCheckTranslator
@@ -27,13 +27,34 @@ EvaluationHook = Callable[[Evaluation, dg.AssetCheckExecutionContext], Mapping[s
 PolicyLike = str | Path | pol.Policy | Mapping[str, Any]
 
 
+RISK_CHECK_PREFIX = "privacy_risk_"
+
+
+def risk_check_name(risk: str) -> str:
+    """The blocking check of one verdict risk: ``privacy_risk_singling_out`` …"""
+    return RISK_CHECK_PREFIX + risk.replace(" ", "_")
+
+
+def required_risks(plan: pol.EvaluationPlan) -> list[str]:
+    """The verdict risks of a plan that the verdict requires: those with a gate, limited to the policy's
+    ``required_risks`` when it names them (results.risk_decisions)."""
+    specs = registry()
+    gated = {VERDICT_RISKS.get(specs[m].risk.value) for m in plan.gating}
+    wanted = plan.policy.required_risks
+    return [r for r in RISK_NAMES if r in gated and (wanted is None or r in wanted)]
+
+
 def required_check_names(
     policy: PolicyLike, *, schema_gate: bool = True, extra: Sequence[str] = ()
 ) -> list[str]:
-    """The checks publication requires to have passed: every gating metric, the schema gate, the
-    human sign-off when the policy requires one (``privacy_signoff``), and ``extra``."""
+    """The checks publication requires to have passed: one per required risk (``privacy_risk_<risk>``,
+    which passes only when every gate of that risk passed), gating metrics of no verdict risk (a
+    distinguishability proxy a policy made a gate), the schema gate, the human sign-off when the policy
+    requires one (``privacy_signoff``), and ``extra``."""
     plan = pol.resolve(policy)
-    names = list(plan.gating)
+    specs = registry()
+    names = [risk_check_name(r) for r in required_risks(plan)]
+    names += [m for m in plan.gating if VERDICT_RISKS.get(specs[m].risk.value) is None]
     if schema_gate:
         names.append("schema_gate")
     if plan.policy.require_signoff:
@@ -70,12 +91,14 @@ def build_privacy_checks(
     translator: PrivacyCheckTranslator = DEFAULT_TRANSLATOR,
     ray_resource_key: str | None = None,
 ) -> Sequence[dg.AssetChecksDefinition]:
-    """Privacy checks on a synthetic table asset: one spec per metric of ``policy``.
+    """Privacy checks on a synthetic table asset: one spec per metric of ``policy`` and one blocking
+    spec per required risk (``privacy_risk_<risk>``, the per-risk decision of the verdict).
 
     ``real``, ``synthetic`` (default: the asset's name) and ``holdout`` are table names or queries read
-    through the ``ReadOnlyDuckDB`` resource under ``resource_key``. Gating (ERROR) metrics are blocking
-    specs with severity ERROR; advisory (WARN) metrics are non-blocking specs with severity WARN, so a
-    warning neither blocks a run nor holds up ``all_deps_blocking_checks_passed()``. Every result
+    through the ``ReadOnlyDuckDB`` resource under ``resource_key``. Metric specs do not block (a gate's
+    status and bounds are in its metadata; severity ERROR for gates, WARN for advisory metrics); the risk
+    specs block, so a risk that fails or lacks evidence stops the run and holds up
+    ``all_deps_blocking_checks_passed()``. Every result
     records the release id and the fingerprint of the content evaluated; ``on_evaluation`` is called
     with the ``Evaluation`` (hook for reports) and may return extra metadata; ``translator`` decides how
     a result becomes a check (descriptions, severity, metadata, markdown). With ``ray_resource_key``,
@@ -87,16 +110,30 @@ def build_privacy_checks(
     key = dg.AssetKey.from_coercible_or_definition(asset)
     synthetic_source = synthetic or key.path[-1]
     specs = []
+    specs_of = registry()
     for m in plan.ids:
         e = plan.entry(m)
         specs.append(
             dg.AssetCheckSpec(
                 m,
                 asset=key,
-                blocking=e.severity is Severity.ERROR,
+                # a gate of a verdict risk informs; its risk's check blocks. A gate of no verdict risk
+                # (a proxy a policy made ERROR) blocks itself
+                blocking=e.blocks_on_failure and VERDICT_RISKS.get(specs_of[m].risk.value) is None,
                 additional_deps=list(additional_deps) or None,
-                description=translator.spec_description(m, registry()[m].summary, e),
+                description=translator.spec_description(m, specs_of[m].summary, e),
                 metadata={"severity": e.severity.value, "threshold": e.threshold, "on": e.on},
+            )
+        )
+    for risk in required_risks(plan):
+        specs.append(
+            dg.AssetCheckSpec(
+                risk_check_name(risk),
+                asset=key,
+                blocking=True,
+                additional_deps=list(additional_deps) or None,
+                description=translator.risk_description(risk),
+                metadata={"risk": risk},
             )
         )
 
@@ -178,6 +215,22 @@ def evaluate_checks(
         missing = set(plan.ids) - {r.id for r in ev.results}
         if missing:
             raise RuntimeError(f"the evaluation returned no result for {', '.join(sorted(missing))}")
+        decisions = ev.risks
+        for risk in required_risks(plan):
+            d = decisions.get(risk, {"status": "lacking evidence", "gates": [], "failing": [], "lacking": []})
+            out.append(
+                dg.AssetCheckResult(
+                    asset_key=key,
+                    check_name=risk_check_name(risk),
+                    passed=d["status"] == "pass" and not ev.findings,
+                    severity=dg.AssetCheckSeverity.ERROR,
+                    metadata={
+                        **translator.risk_metadata(risk, d, ev, release=release, fingerprint=fp),
+                        **extra,
+                    },
+                    description=translator.risk_result_description(risk, d),
+                )
+            )
         observation = translator.observation(ev, key, release=release)
         context.log.info(
             f"release {release}: verdict {ev.verdict.value} "
@@ -195,9 +248,9 @@ def evaluate_checks(
             asset_key=key,
             check_name=m,
             passed=False,
-            severity=translator.severity(plan.entry(m)),
+            severity=translator.severity(plan.entry(m)) if m in plan.entries else dg.AssetCheckSeverity.ERROR,
             metadata=translator.failure_metadata(reason, release=release, fingerprint=fp),
             description=f"evaluation failed: {reason}",
         )
-        for m in plan.ids
+        for m in [*plan.ids, *(risk_check_name(r) for r in required_risks(plan))]
     ]

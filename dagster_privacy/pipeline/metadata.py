@@ -54,3 +54,8 @@ def recorded(metadata: Mapping[str, Any] | None, key: str) -> Any:
         return None
     v = metadata[key]
     return getattr(v, "value", v)
+
+
+def fmt(x: float | None) -> str:
+    """A figure for a Markdown summary: 4 significant digits, '—' when missing."""
+    return "—" if x is None or not math.isfinite(float(x)) else f"{float(x):.4g}"

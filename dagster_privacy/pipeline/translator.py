@@ -34,6 +34,63 @@ class PrivacyCheckTranslator:
             f": {r.reason}" if r.reason and not r.passed else ""
         )
 
+    def risk_description(self, risk: str) -> str:
+        return (
+            f"Blocking: the verdict's decision on {risk} risk — passes only when every gate of it passes "
+            "(evidence of safety at the policy's assurance); fails on evidence of risk or lack of evidence"
+        )
+
+    def risk_result_description(self, risk: str, d: dict[str, Any]) -> str:
+        what = {"fail": f"failed ({', '.join(d['failing'])})", "pass": "passed"}.get(
+            d["status"], f"lacks evidence ({', '.join(d['lacking'])})"
+        )
+        return f"{risk} risk {what}"
+
+    def risk_metadata(
+        self, risk: str, d: dict[str, Any], ev: Evaluation, *, release: str, fingerprint: str | None
+    ) -> dict[str, Any]:
+        """One risk check's metadata: its decision, its gates' statuses and bounds, the verdict's levels
+        and detection floor."""
+        gates = {r.id: r for r in ev.results if r.id in d["gates"]}
+        rows = [
+            f"| {g} | {r.status} | {md.fmt(r.decision.get('excess') if r.decision else None)} | "
+            f"{md.fmt(r.decision.get('lower') if r.decision else None)} | "
+            f"{md.fmt(r.decision.get('upper') if r.decision else None)} | {md.fmt(r.threshold)} |"
+            for g, r in gates.items()
+        ]
+        floor = ev.detection_floor.get("verbatim_copy_fraction")
+        text = "\n".join(
+            [
+                f"**{risk}** on release `{release}`: **{d['status']}**",
+                "",
+                "| gate | status | excess | lower | upper | threshold |",
+                "|---|---|---|---|---|---|",
+                *rows,
+                "",
+                f"False-alarm level {ev.levels.get('false_alarm', '—')} over {ev.levels.get('gates', '—')} "
+                f"gates; assurance {ev.levels.get('assurance', '—')}; detection floor (verbatim copies "
+                f"caught with 95 % probability): {md.fmt(floor)}.",
+            ]
+        )
+        meta: dict[str, Any] = {
+            "status": md.text(d["status"]),
+            "gates": md.json({g: (r.status.value if r.status else None) for g, r in gates.items()}),
+            "failing": md.json(d["failing"]),
+            "lacking_evidence": md.json(d["lacking"]),
+            "levels": md.json(ev.levels),
+            "detection_floor": md.number(floor),
+            "verdict": md.text(ev.verdict.value),
+            "blocked_by": md.json(ev.blocked_by),
+            "seed": md.text(str(ev.seed)),
+            "policy": md.json(dict(ev.policy)),
+            "tables": md.json(dict(ev.tables)),  # publication compares the inputs with these
+            md.RELEASE_ID: dg.MetadataValue.text(release),
+            "summary": dg.MetadataValue.md(text),
+        }
+        if fingerprint:
+            meta[md.FINGERPRINT] = dg.MetadataValue.text(fingerprint)
+        return meta
+
     def markdown(self, r: MetricResult, release: str) -> str:
         def f(x: float | None) -> str:
             return "—" if x is None else f"{x:.4g}"
@@ -48,6 +105,14 @@ class PrivacyCheckTranslator:
             "|---|---|---|---|---|",
             f"| {f(r.value)} | {ci} | {f(r.baseline)} | {f(r.raw)} | {gate} |",
         ]
+        if r.decision:
+            d = r.decision
+            lines += [
+                "",
+                f"Decided on the excess over the holdout: {f(d['excess'])}, lower bound {f(d['lower'])} "
+                f"(level {f(d['fail_level'])}), upper bound {f(d['upper'])} (level {f(d['pass_level'])}), "
+                f"{d['parts']} part(s), {d['trials']} trials.",
+            ]
         if r.reason:
             lines += ["", f"Reason: {r.reason}"]
         lines += ["", "value ∈ [0, 1]: 0 = private, 1 = no privacy. Figures only — no record values."]
@@ -62,6 +127,9 @@ class PrivacyCheckTranslator:
             "ci_low": md.number(r.ci[0] if r.ci else None),
             "ci_high": md.number(r.ci[1] if r.ci else None),
             "threshold": md.number(r.threshold),
+            "excess": md.number(r.decision["excess"] if r.decision else None),
+            "excess_lower": md.number(r.decision["lower"] if r.decision else None),
+            "excess_upper": md.number(r.decision["upper"] if r.decision else None),
             "threshold_on": md.text(r.on),
             "status": md.text(r.status),
             "severity": md.text(r.severity.value),

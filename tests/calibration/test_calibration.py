@@ -429,3 +429,33 @@ def test_dagster_calibration_job_runs_on_demand_and_is_not_part_of_the_release(t
     stored = "".join(serialize_value(e) for r in inst.get_runs() for e in inst.all_logs(r.run_id))
     for value in ("Never-married", "Exec-managerial", "United-States"):
         assert value not in stored  # figures only in the event log
+
+
+def test_thresholds_on_the_decision_bounds_are_never_zero_and_demote_what_cannot_separate() -> None:
+    """Issue 32: calibrate wrote 0.0 for three gates on statsmodels' fair, which failed the ideal
+    release. A gate with evidence is calibrated between the no-risk releases' largest upper bound and
+    the leak's smallest lower bound; failing that at the asked level, at the next level that separates;
+    failing every level, it is demoted to WARN with a threshold the no-risk releases pass."""
+    from dagster_privacy.calibration.analysis import MIN_THRESHOLD
+
+    ids = ["crp", "ims", "linkability"]
+    values = np.zeros((4, 2, 3))
+    sw = _sweep(values, ids)
+    lower, upper = np.zeros((4, 2, 3)), np.zeros((4, 2, 3))
+    upper[0] = [[0.010, 0.0, 0.2], [0.012, 0.0, 0.3]]  # no risk: crp's upper ≤ .012, ims's 0
+    lower[1] = [[0.030, 0.0, 0.0], [0.028, 0.0, 0.0]]  # 5 % leak: crp ≥ .028; ims still 0
+    lower[2] = [[0.1, 0.0, 0.1], [0.1, 0.0, 0.1]]  # 20 %: ims still 0 (the leak shows nowhere)
+    lower[3] = [[0.9, 0.5, 0.2], [0.9, 0.5, 0.25]]  # 100 %: ims separates; linkability never (≤ .3)
+    sw.lower, sw.upper = lower, upper
+    values[:, :, :] = np.array([0.0, 0.05, 0.2, 1.0])[:, None, None]  # every metric responds
+    resp = cb.responses(sw, leak_index=1)
+    thr = cb.thresholds(sw, resp, dp.load_policy("standard"), clean_index=0, leak_index=1)
+    assert thr["crp"].threshold == pytest.approx((0.012 + 0.028) / 2) and thr["crp"].separates
+    assert thr["ims"].threshold == pytest.approx(0.25)  # between no risk (0) and the 100 % leak (.5)
+    assert "100% leak" in thr["ims"].note and not thr["ims"].demoted and not thr["ims"].separates
+    assert (
+        thr["linkability"].demoted
+        and thr["linkability"].threshold >= 0.3
+        and "WARN" in thr["linkability"].note
+    )
+    assert all(t.threshold >= MIN_THRESHOLD for t in thr.values())

@@ -314,7 +314,12 @@ def test_component_with_a_signoff_policy_gets_the_signoff_check_and_the_report(
         tmp_path, "require_signoff: true\nmetrics:\n  crp: {threshold: 0.05, severity: ERROR}\n"
     )
     check_names = {k.name for c in defs.asset_checks for k in c.check_keys}
-    assert check_names == {"crp", "privacy_signoff", "published_release_still_passes"}
+    assert check_names == {
+        "crp",
+        "privacy_risk_membership",
+        "privacy_signoff",
+        "published_release_still_passes",
+    }
     res = run(defs, dg.DagsterInstance.ephemeral())
     evs = evaluations(res)
     assert evs["crp"].passed and not evs["privacy_signoff"].passed  # awaiting the officer, as everywhere

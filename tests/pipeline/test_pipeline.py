@@ -160,9 +160,12 @@ def test_clean_release_is_published_with_typed_metadata(tmp_path: Path, release:
     assert materialized(res) == {"real_table", "holdout_table", "synthetic_table", "published_release"}
     evs = evaluations(res)
     # the implicit job runs every check: the published release is re-judged too, and passes
-    assert set(evs) == {"crp", "dcr", "published_release_still_passes"} and all(
+    assert set(evs) == {"crp", "dcr", "privacy_risk_membership", "published_release_still_passes"} and all(
         e.passed for e in evs.values()
     )
+    # issue 32: the metric checks inform, the risk check blocks
+    specs = {s.name: s for c in defs.asset_checks for s in c.check_specs}
+    assert specs["privacy_risk_membership"].blocking and not specs["crp"].blocking
     crp = evs["crp"]
     assert crp.severity is dg.AssetCheckSeverity.ERROR and evs["dcr"].severity is dg.AssetCheckSeverity.WARN
     fp = fingerprint(release.clean)
@@ -257,7 +260,7 @@ def test_evaluation_that_raises_fails_every_spec(tmp_path: Path, release: Releas
     res = run(defs, instance, selection=dg.AssetSelection.checks_for_assets(SYN))  # the checks read it
     assert not res.success
     evs = evaluations(res)
-    assert set(evs) == {"crp", "dcr"}  # every spec has an evaluation: none is left PLANNED
+    assert set(evs) == {"crp", "dcr", "privacy_risk_membership"}  # every spec evaluated: none left PLANNED
     assert all(not e.passed for e in evs.values())
     assert all("cannot read the holdout table" in value(e, "reason") for e in evs.values())
     refused = run(defs, instance, selection=[PUB])
@@ -301,7 +304,8 @@ def test_published_release_alone_after_a_failed_check_is_refused(tmp_path: Path,
     res = run(defs, instance, selection=[PUB])
     assert not res.success and "published_release" not in materialized(res)
     assert any(
-        "publication refused" in m and "crp: its latest evaluation failed" in m for m in step_failures(res)
+        "publication refused" in m and "privacy_risk_membership: its latest evaluation failed" in m
+        for m in step_failures(res)
     )
     assert not (tmp_path / "published.duckdb").exists()
 
@@ -330,10 +334,10 @@ def test_stale_or_changed_release_is_refused(tmp_path: Path, release: Release) -
 
 
 def test_required_checks_include_signoff_and_extra() -> None:
-    assert required_check_names(POLICY, schema_gate=True) == ["crp", "schema_gate"]
+    assert required_check_names(POLICY, schema_gate=True) == ["privacy_risk_membership", "schema_gate"]
     assert required_check_names(
         {**POLICY, "require_signoff": True}, schema_gate=False, extra=("human_review",)
-    ) == ["crp", "privacy_signoff", "human_review"]
+    ) == ["privacy_risk_membership", "privacy_signoff", "human_review"]
 
 
 def test_missing_required_check_refuses(tmp_path: Path, release: Release) -> None:
@@ -504,7 +508,11 @@ def test_schema_gate_counts_without_values(tmp_path: Path, release: Release) -> 
         defs,
         dg.DagsterInstance.ephemeral(),
         selection=dg.AssetSelection.checks_for_assets(SYN)
-        - dg.AssetSelection.checks(dg.AssetCheckKey(SYN, "crp"), dg.AssetCheckKey(SYN, "dcr")),
+        - dg.AssetSelection.checks(
+            dg.AssetCheckKey(SYN, "crp"),
+            dg.AssetCheckKey(SYN, "dcr"),
+            dg.AssetCheckKey(SYN, "privacy_risk_membership"),
+        ),
     )
     gate = evaluations(res)["schema_gate"]
     assert not gate.passed and gate.severity is dg.AssetCheckSeverity.ERROR
