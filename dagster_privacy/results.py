@@ -227,10 +227,18 @@ def blocked_by(results: Sequence[MetricResult], required: Sequence[str] | None =
         and (required is None or verdict_risk(r) is None or verdict_risk(r) in required)
     ]
     out += [r.id for r in results if r.blocks and verdict_risk(r) is None and r.id not in out]
+    by_id = {r.id: r for r in results}
     for name, d in risk_decisions(results, required).items():
         if d["required"] and d["status"] == "lacking evidence":
-            out.append(f"{name}: lacking evidence ({', '.join(d['lacking'])})")
+            out.append(f"{name}: lacking evidence ({', '.join(_needs(by_id[g]) for g in d['lacking'])})")
     return out
+
+
+def _needs(r: MetricResult) -> str:
+    """A gate lacking evidence and, where its reason says it, what would decide it."""
+    reason = r.reason or ""
+    at = reason.find("needs ")
+    return f"{r.id}: {reason[at:].rstrip(')')}" if at >= 0 else r.id
 
 
 def verdict(results: Sequence[MetricResult], required: Sequence[str] | None = None) -> Status:

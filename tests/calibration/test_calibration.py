@@ -326,7 +326,11 @@ def test_cli_prints_the_table_and_writes_the_outputs(tmp_path):
     for word in ("crp", "ims", "no risk", "5% leak", "max risk", "monotone", "responds"):
         assert word in res.output
     assert (out / "calibrated_policy.yaml").is_file() and (out / "calibration_response.png").is_file()
-    assert dp.load_policy(out / "calibrated_policy.yaml").metrics["crp"].threshold < 0.05
+    # issue 32: a gate's threshold lies between the no-risk upper bound and the leak's lower bound
+    t = dp.load_policy(out / "calibrated_policy.yaml").metrics["crp"].threshold
+    got = json.loads((out / "calibration.json").read_text())["thresholds"]["crp"]
+    assert got["clean_high"] < t < got["leak_low"] and t > 0
+    assert "detection floor on this data" in res.output
 
 
 @pytest.mark.parametrize(

@@ -127,8 +127,8 @@ def membership_inference(ctx: EvaluationContext, *, n_targets: int | None = None
     n = min(pool.size, ctx.n("real"), pool.size if n_targets is None else int(n_targets))
     if n < MIN_NON_MEMBERS:
         raise NotApplicable(
-            f"not enough evidence: needs at least {MIN_NON_MEMBERS} non-member targets to read the TPR at "
-            f"1 % FPR (has {n}): needs ≥ {2 * MIN_NON_MEMBERS} holdout rows",
+            f"not enough evidence: needs ≥ {2 * MIN_NON_MEMBERS} holdout rows ({MIN_NON_MEMBERS} non-member "
+            f"targets to read the TPR at 1 % FPR; has {n})",
             status="inconclusive",
         )
     members = content_order(ctx, "real", "membership_inference")[:n]
