@@ -177,15 +177,18 @@ def render_report(
             'see <a href="#signoff">Sign-off</a>.</p>'
         )
 
+    w(_decision_section(ev))
+
     # -- per-metric table
     w('<h2 id="metrics">Metrics</h2>')
     w(
         "<p>Values are risks in [0, 1]: 0 = private, 1 = no privacy; the interval is a 95 % confidence "
         "interval of the value. <i>raw</i> is the formula's own figure (for an attack, its success rate on "
         "training records) and <i>baseline</i> the same figure measured on the holdout — records the "
-        "generator never saw — where the metric defines one: compare raw with baseline. A metric fails when "
-        "its value (or its CI upper bound, where the policy says so) exceeds its threshold; ERROR metrics "
-        "gate publication, WARN metrics inform.</p>"
+        "generator never saw — where the metric defines one: compare raw with baseline. A gate decides on "
+        'its excess over the holdout and that excess\'s bounds (see <a href="#decision">What the '
+        "verdict decided</a>); a metric without bounds is compared with its threshold as it is. ERROR "
+        "metrics gate publication, WARN metrics inform.</p>"
     )
     w(
         '<table id="metric-table"><thead><tr><th>metric</th><th>risk (WP29 / other)</th><th>value</th>'
@@ -371,6 +374,56 @@ def render_report(
     w(f'<p class="sub">{FORMAT} · dagster-privacy {escape(str(ev.versions.get("dagster_privacy", "")))}</p>')
     w("</main></body></html>")
     return "\n".join(out) + "\n"
+
+
+def _decision_section(ev: Evaluation) -> str:
+    """What the verdict decided on, per risk, and what it guarantees (docs/metrics.md, the decision
+    rule): the levels, the detection floor, what blocks it."""
+    lv, floor = ev.levels, ev.detection_floor.get("verbatim_copy_fraction")
+    rows = []
+    by_id = {r.id: r for r in ev.results}
+    for name, d in ev.risks.items():
+        for g in d["gates"]:
+            r = by_id[g]
+            dec = r.decision or {}
+            rows.append(
+                f"<tr><td>{escape(name)}</td><td><code>{escape(g)}</code></td><td>{_status(r.status)}</td>"
+                f"<td class=num>{_f(dec.get('excess'))}</td><td class=num>{_f(dec.get('lower'))} – "
+                f"{_f(dec.get('upper'))}</td><td class=num>{_f(r.threshold)}</td>"
+                f"<td class=num>{escape(str(dec.get('trials', '—')))}</td></tr>"
+            )
+    risks = "".join(
+        f"<li><b>{escape(n)}</b>: {escape(d['status'])}{'' if d['required'] else ' (not required)'}</li>"
+        for n, d in ev.risks.items()
+    )
+    blocked = "".join(f"<li>{escape(b)}</li>" for b in ev.blocked_by)
+    floor_text = (
+        "no exact-match gate ran, or none could catch a verbatim copy on these tables"
+        if floor is None
+        else f"{floor:.1%} of the training rows copied verbatim is caught with 95 % probability; a smaller "
+        "leak may pass unseen"
+    )
+    return (
+        '<h2 id="decision">What the verdict decided</h2>'
+        f"<ul>{risks}</ul>"
+        + (f"<p><b>Blocked by:</b></p><ul>{blocked}</ul>" if blocked else "")
+        + '<table id="guarantee-table"><thead><tr><th>this verdict</th><th>guarantee</th></tr></thead><tbody>'
+        f"<tr><td>false alarm</td><td>a release that leaks nothing fails a gate with probability at most "
+        f"{lv.get('false_alarm', '—')} (over {lv.get('gates', '—')} gates, each at "
+        f"{_f(lv.get('fail_level_per_gate'), '.4g')})</td></tr>"
+        f"<tr><td>assurance</td><td>a gate passes only when its upper bound at {lv.get('assurance', '—')} "
+        "is within its threshold; otherwise it fails or lacks evidence</td></tr>"
+        f"<tr><td>detection floor</td><td>{escape(floor_text)}</td></tr>"
+        f"<tr><td>not assessed</td><td>{escape(', '.join(ev.risks_not_assessed) or 'none')}</td></tr>"
+        "</tbody></table>"
+        '<table id="decision-table"><thead><tr><th>risk</th><th>gate</th><th>status</th><th>excess over '
+        "holdout</th><th>bounds</th><th>threshold</th><th>trials</th></tr></thead><tbody>"
+        + "".join(rows)
+        + "</tbody></table>"
+        "<p>The excess is how much more often an attack succeeds on training records than on records the "
+        "generator never saw. A gate fails when even the lower bound exceeds its threshold, passes when "
+        "the upper bound is within it, and otherwise lacks evidence (more rows would decide).</p>"
+    )
 
 
 def _distance_table(s: DistanceSummary) -> str:

@@ -37,6 +37,9 @@ POLICY = {
 }
 SECTIONS = (
     "verdict",
+    "decision",
+    "guarantee-table",
+    "decision-table",
     "metric-table",
     "wp29-table",
     "fig-distances",
@@ -109,6 +112,12 @@ def test_passing_report(passing, tmp_path):
     assert "Verdict: PASS" in html and "verdict-pass" in html
     assert "No gating metric blocks this release." in html
     assert "This policy requires a recorded sign-off." in html
+    # issue 32: what the verdict guarantees, in words an officer reads
+    assert f"fails a gate with probability at most {ev.levels['false_alarm']}" in html
+    floor = ev.detection_floor["verbatim_copy_fraction"]
+    assert (
+        f"{floor:.1%} of the training rows copied verbatim is caught" if floor else "no exact-match"
+    ) in html
     for r in ev.results:
         assert f'id="metric-{r.id}"' in html
     for t in ev.tables.values():
