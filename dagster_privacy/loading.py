@@ -82,11 +82,44 @@ def _read_duckdb(path: str, what: str, role: str) -> pl.DataFrame:
     return read_select(source_query(what), database=path)
 
 
+#: the widest table the product evaluates (README): the distance metrics' cost grows with the square
+#: of the columns (5 rows × 10,000 columns exhausted memory), and no release table is that wide
+MAX_COLUMNS = 1_000
+#: how much of a CSV file's first line is read to count its columns before anything else parses it
+_HEADER_BYTES = 1 << 20
+
+
+def check_width(n: int, role: str) -> None:
+    """Refuse a table wider than MAX_COLUMNS in one line."""
+    if n > MAX_COLUMNS:
+        raise TableError(
+            f"the {role} table has {n:,} columns; at most {MAX_COLUMNS:,} are evaluated (drop or "
+            "aggregate columns first)"
+        )
+
+
+def _header_width(path: Path, delim: str) -> int:
+    """Columns of a CSV file's header, counted on its first line (at most 1 MB, gzip read through),
+    before DuckDB's sniffer, whose cost grows with the width (10,000 columns took minutes)."""
+    import csv
+    import gzip
+    import io
+
+    opener = gzip.open if path.name.lower().endswith(".gz") else open
+    with opener(path, "rb") as fh:
+        head = fh.read(_HEADER_BYTES)
+    line = head.split(b"\n", 1)[0].decode("utf-8", errors="replace")
+    if len(head) == _HEADER_BYTES and b"\n" not in head:
+        return MAX_COLUMNS + 1  # a first line over 1 MB: far wider than any evaluated table
+    return len(next(csv.reader(io.StringIO(line), delimiter=delim), []))
+
+
 def _read_csv(path: Path, role: str) -> pl.DataFrame:
     """A CSV file with a header row, read strictly: comma-separated (tab for .tsv), double quotes, no
     rows skipped. A file without a header (its first record would become the column names) or with a
     row of another width is refused, not read (an unpinned dialect reads a ragged file as one column)."""
     delim = "\t" if path.name.lower().endswith(".tsv") else ","
+    check_width(_header_width(path, delim), role)
     opts = (
         f"delim = {_quote(delim)}, quote = '\"', escape = '\"', skip = 0, strict_mode = true, "
         "ignore_errors = false, null_padding = false"
@@ -152,6 +185,7 @@ def load(source: TableLike, *, role: str = "input") -> pl.DataFrame:
     locked DuckDB connection (sql.py), PostgreSQL through ADBC in a READ ONLY transaction (postgres.py).
     A failure is one line naming the source, never a value."""
     if isinstance(source, pl.DataFrame):
+        check_width(source.width, role)
         return _no_objects(source, role)
     if not isinstance(source, (str, Path)):
         try:
@@ -163,7 +197,9 @@ def load(source: TableLike, *, role: str = "input") -> pl.DataFrame:
         raise TableError(failure)
     text = str(source)
     try:
-        return _load_text(text, role)
+        df = _load_text(text, role)
+        check_width(df.width, role)
+        return df
     except TableError:
         raise
     except Exception as exc:  # SQL refused, duckdb / polars errors: their class, our words

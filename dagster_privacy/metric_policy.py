@@ -20,6 +20,13 @@ class MetricPolicy(BaseModel):
     optional: bool = Field(False, description="not_applicable does not fail the verdict")
     params: dict[str, Any] = Field(default_factory=dict, description="metric parameters")
 
+    @field_validator("threshold", mode="before")
+    @classmethod
+    def _not_a_boolean(cls, v: Any) -> Any:
+        if isinstance(v, bool):  # YAML `true` would read as 1.0: a gate that can never fail
+            raise ValueError("threshold must be a number, not true/false")
+        return v
+
     @field_validator("threshold")
     @classmethod
     def _unit(cls, v: float | None) -> float | None:

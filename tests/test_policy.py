@@ -249,3 +249,14 @@ def test_levels_are_bonferroni_over_the_gates_and_booleans_are_refused() -> None
     for bad in ({"false_alarm": True}, {"false_alarm": 0.6}, {"assurance": 0.4}):
         with pytest.raises(dp.PolicyError):
             pol.from_mapping({**bad, "metrics": {"crp": {"threshold": 0.1}}})
+
+
+def test_a_boolean_threshold_is_refused_not_read_as_one(tmp_path) -> None:
+    """Issue 31 case 13: `threshold: true` was read as 1.0, a gate that can never fail."""
+    f = tmp_path / "p.yaml"
+    f.write_text("metrics:\n  crp: {threshold: true, severity: ERROR}\n")
+    with pytest.raises(dp.PolicyError, match="not true/false"):
+        dp.load_policy(f)
+    assert (
+        dp.load_policy(f.write_text("metrics:\n  crp: {threshold: 1}\n") and f).entry("crp").threshold == 1.0
+    )

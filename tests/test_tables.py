@@ -152,3 +152,27 @@ def test_numbers_as_categories_print_alike_across_dtypes() -> None:
         real, syn, column_kinds={"edu": "categorical"}, metrics=["crp"], policy="report-only", progress=False
     )
     assert ev["crp"].details["common_rows"] == 2
+
+
+def test_a_table_wider_than_the_limit_is_refused_in_one_line_before_parsing(tmp_path) -> None:
+    """Issue 31 case 6: 5 rows × 10,000 columns (159 KB) exhausted memory and took minutes to sniff; it
+    is refused from its header line (exit 2 in the CLI), and so is a frame of that width."""
+    import time
+
+    import polars as pl
+
+    from dagster_privacy.errors import TableError
+    from dagster_privacy.loading import MAX_COLUMNS, load
+
+    wide = tmp_path / "wide.csv"
+    wide.write_text(
+        ",".join(f"c{i}" for i in range(10_000)) + "\n" + "\n".join(",".join("1" * 10_000) for _ in range(5))
+    )
+    t0 = time.perf_counter()
+    with pytest.raises(TableError, match="10,000 columns; at most 1,000"):
+        load(str(wide), role="real")
+    assert time.perf_counter() - t0 < 5
+    with pytest.raises(TableError, match="columns; at most"):
+        load(pl.DataFrame({f"c{i}": [1] for i in range(MAX_COLUMNS + 1)}), role="synthetic")
+    ok = pl.DataFrame({f"c{i}": [1, 2] for i in range(MAX_COLUMNS)})
+    assert load(ok, role="real").width == MAX_COLUMNS
