@@ -164,12 +164,36 @@ def verify_publications(rows: list[AuditRow], log: list[dict[str, Any]], where: 
                     f"{where}: release {entry['release_id']} was published ({entry['published_at']}) "
                     f"while the latest audited decision on it was #{last.seq} '{last.decision}'"
                 )
+    problems += _republished(rows, log, where)
     logged = {int(e["audit_seq"]) for e in log if e.get("action") == "withdraw" and e.get("audit_seq")}
     problems += [
         f"{where}: the audited withdrawal #{r.seq} of release {r.release_id} is not in the log"
         for r in rows
         if r.decision == "withdraw" and r.seq not in logged
     ]
+    return problems
+
+
+def _republished(rows: list[AuditRow], log: list[dict[str, Any]], where: str) -> list[str]:
+    """Content published again after it was withdrawn, without an audited approval of that content
+    recorded after the withdrawal (issue 31 case 3: a publisher racing a withdrawal)."""
+    problems, withdrawn = [], {}
+    for entry in log:
+        sha, seq = entry.get("sha256"), int(entry.get("audit_seq") or 0)
+        if entry.get("action") == "withdraw":
+            withdrawn[sha] = (seq, entry)
+        elif entry.get("action") == "publish" and sha in withdrawn:
+            after = withdrawn[sha][0]
+            approved = any(
+                r.decision == "approve" and r.synthetic_sha256 == sha and after < r.seq <= (seq or len(rows))
+                for r in rows
+            )
+            if not approved:
+                problems.append(
+                    f"{where}: release {entry['release_id']} was published again ({entry['published_at']}) "
+                    f"after its content was withdrawn ({withdrawn[sha][1]['published_at']}) without an "
+                    "approval in between"
+                )
     return problems
 
 

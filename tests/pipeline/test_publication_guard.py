@@ -231,3 +231,24 @@ def test_the_guard_and_publication_read_a_tilde_path_alike(
     monkeypatch.chdir(tmp_path)
     written = PublishTarget(path="~/pub.parquet").publish(release.clean, release_id="r1", sha256="s1")
     assert Path(written) == (tmp_path / "pub.parquet").resolve() and not (tmp_path / "~").exists()
+
+
+def test_withdrawn_content_is_refused_under_the_lock_and_audit_flags_a_republication(
+    tmp_path: Path, release: Release
+) -> None:
+    """Issue 31 case 3: a publisher read 'not withdrawn' before taking the lock, a withdrawal won the
+    race, and the withdrawn content was published again. The check now runs under the target's lock,
+    on the state the publication would replace; a log that reads publish, withdraw, publish without an
+    approval in between (written by an older version) is flagged by audit verify."""
+    from dagster_privacy.pipeline.audit import verify_publications
+
+    target = PublishTarget(path=str(tmp_path / "pub.duckdb"))
+    target.publish(release.clean, release_id="r1", sha256="s1")
+    assert target.withdrawn("s1") is None  # what the racing publisher saw before the lock
+    target.withdraw(release_id="r1", by="officer", reason="leak found")  # the withdrawal wins the race
+    with pytest.raises(PublicationRefused, match="was withdrawn as release r1"):
+        target.publish(release.clean, release_id="r1", sha256="s1")
+    assert [r["action"] for r in target.log()] == ["publish", "withdraw"]
+    target.publish(release.clean, release_id="r1", sha256="s1", withdrawn_ok=True)  # as the old race did
+    problems = verify_publications([], target.log(), "pub.duckdb")
+    assert len(problems) == 1 and "published again" in problems[0] and "without an approval" in problems[0]
