@@ -104,6 +104,24 @@ def default_audit_path(instance: Any = None) -> Path:
     return base / "audit.duckdb"
 
 
+#: the longest name or reason a person may give (an audit row is read on a terminal and a web page)
+MAX_TEXT = 2_000
+
+
+def people_text(what: str, text: str) -> str:
+    """``text`` a person typed (``--by``, ``--reason``), refused when it holds a control, format or
+    bidirectional character: a carriage return or an escape sequence rewrites what a terminal shows
+    (a rejection displayed as another officer's approval), a bidi override reorders it on a page."""
+    import unicodedata
+
+    bad = sorted({f"U+{ord(c):04X}" for c in text if unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp")})
+    if bad:
+        raise AuditError(f"{what} holds control or bidirectional characters ({', '.join(bad[:5])}): refused")
+    if len(text) > MAX_TEXT:
+        raise AuditError(f"{what} is {len(text):,} characters long; at most {MAX_TEXT:,}")
+    return text
+
+
 def _guard(path: Path) -> None:
     real_db = os.environ.get(DATABASE_ENV)
     if real_db and os.path.realpath(path) == os.path.realpath(real_db):

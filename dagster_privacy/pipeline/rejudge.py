@@ -163,12 +163,14 @@ def withdraw_release(
     the log row."""
     import datetime as dt
 
-    from .audit import AuditLog, os_user
+    from .audit import AuditLog, os_user, people_text
     from .resources import valid_release_id
 
     valid_release_id(release_id)
     if not by.strip() or not reason.strip():
         raise PublicationRefused("a withdrawal needs who decides (--by) and a reason (--reason)")
+    people_text("--by", by)
+    people_text("--reason", reason)
     log = audit if isinstance(audit, AuditLog) else AuditLog(audit)
 
     def record(held: dict[str, Any]) -> dict[str, Any]:  # under the target's lock, after its check

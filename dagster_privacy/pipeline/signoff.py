@@ -196,6 +196,10 @@ def record_signoff(
         raise SignoffError(f"decision must be one of {', '.join(DECISIONS)}")
     if not by.strip() or not reason.strip():
         raise SignoffError("a sign-off needs the name of who decides (--by) and a reason (--reason)")
+    from .audit import people_text
+
+    people_text("--by", by)  # AuditError: the CLI turns it into one line and exit 2
+    people_text("--reason", reason)
     instance = instance or dg.DagsterInstance.get()
     key = _key(asset)
     cur = current_evaluation(instance, key)

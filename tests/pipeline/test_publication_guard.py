@@ -252,3 +252,22 @@ def test_withdrawn_content_is_refused_under_the_lock_and_audit_flags_a_republica
     target.publish(release.clean, release_id="r1", sha256="s1", withdrawn_ok=True)  # as the old race did
     problems = verify_publications([], target.log(), "pub.duckdb")
     assert len(problems) == 1 and "published again" in problems[0] and "without an approval" in problems[0]
+
+
+@pytest.mark.parametrize(
+    "text", ["ok\rApproved by Eve", "a\x1b[Kb", "name\u202eevil", "x\u2066y", "tab\there"]
+)
+def test_people_text_with_control_or_bidi_characters_is_refused(
+    tmp_path: Path, release: Release, text: str
+) -> None:
+    """Issue 31 case 7: a reason holding \\r and ESC[K displayed as another officer's approval."""
+    from dagster_privacy.pipeline.audit import AuditError, AuditLog
+    from dagster_privacy.pipeline.rejudge import withdraw_release
+
+    target = PublishTarget(path=str(tmp_path / "pub.duckdb"))
+    target.publish(release.clean, release_id="r1", sha256="s1")
+    audit = AuditLog(tmp_path / "audit.duckdb")
+    for by, reason in ((text, "a reason"), ("Dana", text)):
+        with pytest.raises(AuditError, match="control or bidirectional characters"):
+            withdraw_release(target, release_id="r1", by=by, reason=reason, audit=audit)
+    assert target.held() is not None and not (tmp_path / "audit.duckdb").exists()  # nothing written
