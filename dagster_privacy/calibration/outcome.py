@@ -235,8 +235,8 @@ class Calibration:
             "table": out / "calibration_response.csv",
             "correlation_csv": out / "calibration_correlation.csv",
         }
-        paths["json"].write_text(self.to_json())
-        self.response_frame().write_csv(paths["table"])
+        _replace(paths["json"], lambda p: p.write_text(self.to_json()))
+        _replace(paths["table"], lambda p: self.response_frame().write_csv(p))
         corr = pl.DataFrame(
             {
                 "metric": self.sweep.metrics,
@@ -246,13 +246,40 @@ class Calibration:
                 },
             }
         )
-        corr.write_csv(paths["correlation_csv"])
+        _replace(paths["correlation_csv"], lambda p: corr.write_csv(p))
         if self.thresholds is not None:
             paths["policy"] = out / "calibrated_policy.yaml"
-            paths["policy"].write_text(self.policy_yaml())
+            _replace(paths["policy"], lambda p: p.write_text(self.policy_yaml()))
         if plots:
             from .plots import plot_correlation, plot_responses
 
-            paths["plot"] = plot_responses(self, out / "calibration_response.png")
-            paths["correlation_plot"] = plot_correlation(self, out / "calibration_correlation.png")
+            paths["plot"] = out / "calibration_response.png"
+            _replace(paths["plot"], lambda p: plot_responses(self, p))
+            paths["correlation_plot"] = out / "calibration_correlation.png"
+            _replace(paths["correlation_plot"], lambda p: plot_correlation(self, p))
         return paths
+
+
+#: the files ``Calibration.write`` puts in its folder
+OUTPUT_NAMES = (
+    "calibration.json",
+    "calibration_response.csv",
+    "calibration_correlation.csv",
+    "calibrated_policy.yaml",
+    "calibration_response.png",
+    "calibration_correlation.png",
+)
+
+
+def _replace(path: Path, write: Any) -> None:
+    """Write beside ``path`` and rename onto it: a symlink planted at ``path`` is replaced itself, its
+    target never written (issue 31 case 8)."""
+    import os
+    import uuid
+
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}{path.suffix}")
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)

@@ -163,6 +163,32 @@ def _d(a: float | None, b: float | None) -> str:
     return "—" if a is None or b is None else f"{a - b:+.3f}"
 
 
+def _check_outputs(out_dir: str, real: str | None) -> None:
+    """The output folder and files checked like evaluate's outputs, before any work: a folder that is a
+    file, files that are not regular files (a device; a symlink is replaced, never followed), the input
+    table, or what cannot be written — one line, exit 2."""
+    import os
+    from pathlib import Path
+
+    from ..calibration.outcome import OUTPUT_NAMES
+    from .args import UsageFailure
+
+    out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise UsageFailure(f"--out {out_dir}: not a directory")
+    base = out if out.exists() else next((p for p in out.resolve().parents if p.exists()), Path("/"))
+    if not os.access(base, os.W_OK):
+        raise UsageFailure(f"--out {out_dir}: not writable")
+    real_path = Path(real.rpartition(":")[0] if real and ".duckdb:" in real.lower() else real or "")
+    for name in OUTPUT_NAMES:
+        p = out / name
+        if p.exists() and not p.is_symlink() and not p.is_file():
+            raise UsageFailure(f"--out {out_dir}: {name} exists and is not a regular file")
+        # a symlink is replaced, never followed; a name that is the input itself would be replaced
+        if real and real_path.is_file() and p.is_file() and not p.is_symlink() and p.samefile(real_path):
+            raise UsageFailure(f"--out {out_dir}: {name} is the input table; write elsewhere")
+
+
 @click.command("calibrate")
 @click.option("--real", default=None, help="the table to calibrate on: CSV, Parquet or FILE.duckdb:TABLE")
 @click.option("--demo", is_flag=True, help="calibrate on the shipped demo data (UCI Adult subset) instead")
@@ -219,7 +245,9 @@ def _d(a: float | None, b: float | None) -> str:
     multiple=True,
     help="overfit: neighbourhood sizes by increasing memorisation (default 50,20,10,5,2,1; 1 = copies)",
 )
-@click.option("--seed", type=int, default=None, help="first seed (default: the policy's)")
+@click.option(
+    "--seed", type=click.IntRange(0, 2**32 - 1), default=None, help="first seed (default: the policy's)"
+)
 @click.option("--key-columns", multiple=True, help="quasi-identifiers the attacker knows")
 @click.option("--sensitive-columns", multiple=True, help="attributes the attacker wants to infer")
 @click.option("--column-kind", multiple=True, help="COLUMN=numerical|categorical|binary|exclude")
@@ -262,6 +290,7 @@ def calibrate_command(
         raise UsageFailure("--noise applies to --risk-model noisy only")
     if neighbours and risk_model != "overfit":
         raise UsageFailure("--neighbours applies to --risk-model overfit only")
+    _check_outputs(out_dir, real)  # before the run: a bad folder is exit 2 now, not after minutes
     source: object = real
     name = real or "demo data"
     if demo:

@@ -463,3 +463,28 @@ def test_thresholds_on_the_decision_bounds_are_never_zero_and_demote_what_cannot
         and "WARN" in thr["linkability"].note
     )
     assert all(t.threshold >= MIN_THRESHOLD for t in thr.values())
+
+
+def test_calibrate_outputs_replace_planted_symlinks_and_bad_arguments_exit_2_before_work(tmp_path):
+    """Issue 31 cases 8 and 10: `calibrate --out DIR` followed symlinks planted in DIR and overwrote
+    their targets; `--seed -5` and an --out that is a file ended with exit 3 (after the whole run)."""
+    src = tmp_path / "real.csv"
+    _subset(300).write_csv(src)
+    out = tmp_path / "out"
+    out.mkdir()
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me")
+    (out / "calibration.json").symlink_to(victim)
+    (out / "calibrated_policy.yaml").symlink_to(src)
+    args = ["calibrate", "--real", str(src), "--metrics", "crp", "--fractions", "0,1", "--repeats", "1"]
+    res = CliRunner().invoke(cli, [*args, "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    assert victim.read_text() == "keep me" and not (out / "calibration.json").is_symlink()
+    assert json.loads((out / "calibration.json").read_text())["format"]
+    assert pl.read_csv(src).height == 300  # the input behind the other link is untouched
+    for bad, why in (
+        (["--seed", "-5"], "-5"),
+        (["--out", str(victim)], "is a file"),  # click says it, exit 2
+    ):
+        res = CliRunner().invoke(cli, [*args, *bad])
+        assert res.exit_code == 2 and why in res.output, res.output
