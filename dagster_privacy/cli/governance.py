@@ -78,7 +78,9 @@ def signoff_command(
 @click.option("--by", "by", required=True, help="who decides")
 @click.option("--reason", required=True, help="why: recorded in the audit table and the publication log")
 @click.option(
-    "--target", default=None, help="DuckDB publication target [default: $DAGSTER_PRIVACY_PUBLISH_TARGET]"
+    "--target",
+    default=None,
+    help="DuckDB file or postgresql:// publication target [default: $DAGSTER_PRIVACY_PUBLISH_TARGET]",
 )
 @click.option("--audit", "audit_path", default=None, help="audit DuckDB file [default: as for signoff]")
 def withdraw_command(release: str, by: str, reason: str, target: str | None, audit_path: str | None) -> None:
@@ -93,8 +95,12 @@ def withdraw_command(release: str, by: str, reason: str, target: str | None, aud
     from .args import UsageFailure
 
     path = target or os.environ.get("DAGSTER_PRIVACY_PUBLISH_TARGET")
-    if not path or not os.path.isfile(path):
-        raise UsageFailure("give the DuckDB publication target (--target or DAGSTER_PRIVACY_PUBLISH_TARGET)")
+    kind = PublishTarget(path=path).kind() if path else None
+    if not path or kind not in ("duckdb", "postgresql") or (kind == "duckdb" and not os.path.isfile(path)):
+        raise UsageFailure(
+            "give the DuckDB or PostgreSQL publication target, which keeps a log (--target or "
+            "DAGSTER_PRIVACY_PUBLISH_TARGET)"
+        )
     try:
         row = withdraw_release(
             PublishTarget(path=path), release_id=release, by=by, reason=reason, audit=audit_path
@@ -123,8 +129,7 @@ def audit_command() -> None:
 @click.option(
     "--target",
     default=None,
-    type=click.Path(dir_okay=False, exists=True),
-    help="a DuckDB publication target whose log recorded audit heads",
+    help="a DuckDB file or postgresql:// publication target whose log recorded audit heads",
 )
 @click.option("--asset", default="synthetic_table", show_default=True, help="the synthetic table asset")
 def verify_command(audit_path: str | None, target: str | None, asset: str) -> None:
@@ -137,9 +142,17 @@ def verify_command(audit_path: str | None, target: str | None, asset: str) -> No
 
     from ..pipeline.audit import AuditError, AuditLog
     from ..pipeline.signoff import audit_problems
+    from ..pipeline.target import PublishTarget
     from .args import UsageFailure
 
-    log = AuditLog(audit_path)
+    try:
+        log = AuditLog(audit_path)
+    except AuditError as exc:
+        raise UsageFailure(str(exc)) from None
+    if target is not None:
+        kind = PublishTarget(path=target).kind()
+        if kind not in ("duckdb", "postgresql") or (kind == "duckdb" and not os.path.isfile(target)):
+            raise UsageFailure(f"--target {target}: give a DuckDB file or a postgresql:// publication target")
     if not log.path.is_file():  # a mistyped path must not read as a clean audit
         raise UsageFailure(f"no audit table at {log.path} (--audit, or DAGSTER_PRIVACY_AUDIT)")
     instance = dg.DagsterInstance.get() if os.environ.get("DAGSTER_HOME") else None

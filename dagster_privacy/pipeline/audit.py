@@ -240,12 +240,22 @@ class AuditLog:
 
     def __init__(self, path: str | os.PathLike[str] | None = None, *, instance: Any = None) -> None:
         self.path = Path(path) if path is not None else default_audit_path(instance)
+        if self.path.suffix.lower() != ".duckdb":  # x.csv was opened as an in-memory database: lost at exit
+            raise AuditError(f"the audit table is a DuckDB file (*.duckdb), not {self.path.name}")
         _guard(self.path)
 
     def append(self, **fields: Any) -> AuditRow:
         """Append one decision; returns the stored row (with its sequence number and hashes)."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with _connect(self.path, read_only=False) as con:
+            others = con.execute(
+                "select count(*) from information_schema.tables where table_name not in (?, ?)", [TABLE, META]
+            ).fetchall()[0][0]
+            if others:  # the real data's database (configured in code, so no env var names it), or another
+                raise AuditError(
+                    f"{self.path} holds {others} table(s) besides the audit's: the audit table must live in "
+                    "a file of its own, never beside the data"
+                )
             con.execute(
                 f"create table if not exists {TABLE} (" + ", ".join(f'"{c}" {t}' for c, t in COLUMNS) + ")"
             ).fetchall()

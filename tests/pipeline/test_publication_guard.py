@@ -271,3 +271,42 @@ def test_people_text_with_control_or_bidi_characters_is_refused(
         with pytest.raises(AuditError, match="control or bidirectional characters"):
             withdraw_release(target, release_id="r1", by=by, reason=reason, audit=audit)
     assert target.held() is not None and not (tmp_path / "audit.duckdb").exists()  # nothing written
+
+
+def test_the_cli_withdraws_from_postgresql_and_refuses_log_less_targets_and_audit_files_with_exit_2(
+    pg: str, tmp_path: Path, release: Release, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 31 cases 4, 5, 10: `withdraw` insisted on a DuckDB file (a PostgreSQL publication could
+    not be withdrawn from the CLI); x.parquet / x.csv targets and an x.csv audit ended with exit 3; an
+    audit file holding the real data's tables was written into."""
+    from click.testing import CliRunner
+
+    from dagster_privacy.cli import cli
+    from dagster_privacy.pipeline.demo import write_tables
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("DAGSTER_HOME", raising=False)
+    uri = create_database(pg, "cli_withdraw")
+    PublishTarget(path=uri).publish(release.clean, release_id="r1", sha256="s1")
+    audit = str(tmp_path / "audit.duckdb")
+    args = ["withdraw", "--release", "r1", "--by", "Dana", "--reason", "leak", "--audit", audit]
+    res = CliRunner().invoke(cli, [*args, "--target", uri])
+    assert res.exit_code == 0, res.output
+    assert PublishTarget(path=uri).held() is None
+    res = CliRunner().invoke(cli, ["audit", "verify", "--audit", audit, "--target", uri])
+    assert res.exit_code == 0 and "1 decision(s), hash chain intact" in res.output, res.output
+    release.clean.write_parquet(tmp_path / "x.parquet")
+    release.clean.write_csv(tmp_path / "x.csv")
+    for bad in (["--target", "x.parquet"], ["--target", "x.csv"]):
+        res = CliRunner().invoke(cli, [*args, *bad])
+        assert res.exit_code == 2 and "publication target" in res.output, res.output
+    res = CliRunner().invoke(cli, ["audit", "verify", "--audit", "x.csv"])
+    assert res.exit_code == 2 and "DuckDB file" in res.output, res.output
+    write_tables(tmp_path / "release.duckdb", {"real": release.real})  # the real data's database
+    before = sha(tmp_path / "release.duckdb")
+    PublishTarget(path=str(tmp_path / "pub.duckdb")).publish(release.clean, release_id="r2", sha256="s2")
+    res = CliRunner().invoke(
+        cli, [*args[:2], "r2", *args[3:-1], str(tmp_path / "release.duckdb"), "--target", "pub.duckdb"]
+    )
+    assert res.exit_code == 2 and "file of its own" in res.output, res.output
+    assert sha(tmp_path / "release.duckdb") == before
