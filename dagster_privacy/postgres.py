@@ -20,7 +20,7 @@ import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import unquote, urlsplit
 
 import polars as pl
 
@@ -43,13 +43,21 @@ def split(uri: str) -> tuple[str, str | None]:
         parts.port  # noqa: B018  (a port that is no number raises here, not inside a library)
     except ValueError:
         raise TableError("the PostgreSQL URI does not parse (host, port or brackets)") from None
-    params = parse_qsl(parts.query, keep_blank_values=True)
-    named = [k for k, _ in params if k in ("table", "query")]
-    if len(named) > 1:
+    # parsed as a URI (RFC 3986), not as form data: '+' stays '+' (`select age+fnlwgt` was read as
+    # `select age fnlwgt`), the other parameters pass through as written (re-encoding broke
+    # `options=-c%20statement_timeout%3D5000`), and the text is cut, not rebuilt (rebuilding mangled
+    # `postgresql:///db?host=/socket`)
+    base, _, query = uri.strip().partition("?")
+    query, hash_, fragment = query.partition("#")
+    ours, rest = [], []
+    for item in query.split("&") if query else []:
+        key = unquote(item.partition("=")[0])
+        (ours if key in ("table", "query") else rest).append(item)
+    if len(ours) > 1:
         raise TableError("a PostgreSQL source takes one table= or one query=")
-    ours = {k: v for k, v in params if k in ("table", "query")}
-    rest = urlencode([(k, v) for k, v in params if k not in ("table", "query")])
-    return urlunsplit(parts._replace(query=rest)), next(iter(ours.values()), None)
+    own = unquote(ours[0].partition("=")[2]) if ours else None
+    conn = base + ("?" + "&".join(rest) if rest else "") + (hash_ + fragment)
+    return conn, own
 
 
 def describe(uri: str, source: str | None = None) -> str:

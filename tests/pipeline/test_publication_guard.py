@@ -310,3 +310,22 @@ def test_the_cli_withdraws_from_postgresql_and_refuses_log_less_targets_and_audi
     )
     assert res.exit_code == 2 and "file of its own" in res.output, res.output
     assert sha(tmp_path / "release.duckdb") == before
+
+
+def test_postgresql_uris_are_parsed_as_uris_not_form_data(pg: str, release: Release) -> None:
+    """Issue 31 case 11: '+' in ?query= was decoded as a space (the query read `age` into a column
+    named `fnlwgt`); other parameters were re-encoded (options=-c%20statement_timeout%3D5000 failed);
+    an empty-host socket URI was mangled."""
+    from dagster_privacy.postgres import split
+
+    uri = create_database(pg, "uris")
+    postgres.replace_tables(uri, {"real": release.real})
+    got = postgres.read(f"{uri}?query=select%20age+1%20as%20a%20from%20real")
+    assert got.columns == ["a"] and got["a"].to_list() == [v + 1 for v in release.real["age"].to_list()]
+    opts = f"{uri}?options=-c%20statement_timeout%3D5000&table=real"
+    assert split(opts) == (f"{uri}?options=-c%20statement_timeout%3D5000", "real")
+    assert postgres.read(opts).height == release.real.height
+    assert split("postgresql:///db?host=/run/postgresql&table=t") == (
+        "postgresql:///db?host=/run/postgresql",
+        "t",
+    )
