@@ -16,6 +16,7 @@ from ..context import EvaluationContext
 from ..errors import MetricError
 from ..registry import Expect, metric
 from ..results import Measurement, Risk
+from ..stats import reported_order_statistic
 
 
 def _clip(x: float) -> float:
@@ -43,7 +44,7 @@ def dcr(ctx: EvaluationContext) -> Measurement:
         value=1.0 / (1.0 + raw),
         raw=raw,
         details={
-            "median": float(np.median(d)),
+            "median": reported_order_statistic(d),
             "projection_k": ctx.projection.k,
             "explained_variance": ctx.projection.explained,
         },
@@ -75,8 +76,8 @@ def mdcr(ctx: EvaluationContext) -> Measurement:
         raw = num / den
         value = _clip(1.0 - raw)
     details = {
-        "median_real_to_synthetic": num,
-        "median_real_to_real": den,
+        "median_real_to_synthetic": reported_order_statistic(rs),
+        "median_real_to_real": reported_order_statistic(rr),
         "mdcr_sigmoid": None if raw is None else 1.0 / (1.0 + math.exp(-min(raw, 700.0))),
     }
     return Measurement(value=value, raw=raw if raw is None or math.isfinite(raw) else None, details=details)
@@ -110,7 +111,7 @@ def nndr(ctx: EvaluationContext) -> Measurement:
         flagged=np.nonzero(copies)[0],
         details={
             "exact_copies": int(copies.sum()),
-            "median_ratio": float(np.median(score)),
+            "median_ratio": reported_order_statistic(score),
             "projection_k": ctx.projection.k,
         },
     )
@@ -214,7 +215,7 @@ def _extreme_details(norm: np.ndarray, ext: Extremes) -> dict:
     return {
         "d_min": ext.d_min,
         "d_max": ext.d_max,
-        "median_normalised_distance": float(np.median(norm)),
+        "median_normalised_distance": reported_order_statistic(norm),
         "max_normalised_distance": float(norm.max()),
     }
 

@@ -26,7 +26,7 @@ from ..errors import MetricError
 from ..neighbors import Neighbors
 from ..registry import Expect, metric
 from ..results import Measurement, Risk
-from ..stats import bootstrap_ci
+from ..stats import bootstrap_ci, reported_order_statistic
 
 #: knn_percentile's default k. The other indicators ask the context for this many neighbours too, so
 #: the four holdout queries (syn→real, holdout→real, real→syn, holdout→syn) are each computed once for
@@ -323,8 +323,8 @@ def _diff_metric(
             "band": _band(diff),
             f"mean_{what}_synthetic_to_train": mean_s,
             f"mean_{what}_holdout_to_train": mean_h,
-            f"median_{what}_synthetic_to_train": float(np.median(syn)),
-            f"median_{what}_holdout_to_train": float(np.median(hold)),
+            f"median_{what}_synthetic_to_train": reported_order_statistic(syn),
+            f"median_{what}_holdout_to_train": reported_order_statistic(hold),
             "statistic": "mean",
             "space": SPACE,
             "exact_copies": int(flagged.size),

@@ -76,7 +76,7 @@ def test_nnaa(ev: dp.Evaluation) -> None:
 
 def test_categorical_distance_is_one_hot() -> None:
     # two categories differ by √2 in the one-hot space; DCR of a fully mismatched table is √2
-    real = pl.DataFrame({"c": ["a", "b", "a", "a", "c"]})
+    real = pl.DataFrame({"c": ["a", "b", "a", "a", "c"] * 4})  # 20 rows: medians are reported from 20
     syn = pl.DataFrame({"c": ["d", "d"]})  # unseen category: an all-zero block, distance 1 to each
     ev = dp.evaluate(real, syn, metrics=["mdcr"], policy="report-only", progress=False)
     assert ev["mdcr"].details["median_real_to_synthetic"] == pytest.approx(1.0)
@@ -104,3 +104,21 @@ def test_copies_are_found_on_hashes_even_with_float_noise_elsewhere() -> None:
     )
     ev = dp.evaluate(real, noise, metrics=["crp"], policy="report-only", progress=False)
     assert ev["crp"].details["common_rows"] == 70
+
+
+def test_order_statistics_in_details_are_rounded_or_withheld() -> None:
+    """Issue 31 case 12: on a degenerate table mdcr's median real→synthetic distance was one real record's
+    own scaled value (0.4242424), and it travels to Dagster metadata. Under 20 records it is withheld;
+    otherwise rounded to 3 significant digits."""
+    import polars as pl
+
+    import dagster_privacy as dp
+
+    real = pl.DataFrame({"x": [0.0, 0.4242424, 1.0, 1.0, 1.0]})
+    syn = pl.DataFrame({"x": [0.0, 0.0, 0.0, 0.0, 0.0]})
+    ev = dp.evaluate(real, syn, metrics=["mdcr", "dcr"], policy="report-only", progress=False)
+    assert ev["mdcr"].details["median_real_to_synthetic"] is None and ev["dcr"].details["median"] is None
+    big = pl.DataFrame({"x": [i / 29 for i in range(30)]})
+    ev = dp.evaluate(big, big.head(1), metrics=["mdcr"], policy="report-only", progress=False)
+    m = ev["mdcr"].details["median_real_to_synthetic"]
+    assert m is not None and m == float(f"{m:.3g}")
