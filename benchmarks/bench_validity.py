@@ -14,6 +14,11 @@ the policy's gates (the verdict depends on them only):
   noisy 0.2    the release plus 20 % of training rows as near-duplicates (noisy_split, 0.05 sd)
   knn 1 / 5 / 20           the overfitting sampler (knn_sampler) with that neighbourhood
 
+With --dp-dir DIR, releases of a real differentially private generator are added as clean cases:
+every DIR/{table}_{seed}_{generator}.parquet (benchmarks/dp_releases.py makes them with smartnoise-synth's
+MST and AIM, in a virtual environment of their own: that package pins pandas < 3 and pulls torch), sampled
+from the same training split; they are judged like the clean release and reported per generator.
+
 Each case is published (verdict pass or warn) or not; a refusal is either a gate's failure (evidence of
 risk) or lack of evidence (a required risk inconclusive), counted apart. Printed per table and overall:
 clean and marginals releases blocked (false alarms) and lacking evidence; each leak's detection; the
@@ -36,6 +41,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 CLEAN = ("clean", "marginals")
 LEAKS = {"leak 0.01": 0.01, "leak 0.05": 0.05, "leak 0.2": 0.2}
 KINDS = ("clean", "marginals", *LEAKS, "noisy 0.2", "knn 1", "knn 5", "knn 20")
+
+
+def dp_releases(dp_dir: str, table: str, seed: int, train: Any) -> dict[str, Any]:
+    """The DP generators' releases of this table and split, cast to the training table's types."""
+    import polars as pl
+
+    out = {}
+    for path in sorted(Path(dp_dir).glob(f"{table}_{seed}_*.parquet")) if dp_dir else ():
+        df = pl.read_parquet(path)
+        kind = "dp " + path.stem[len(f"{table}_{seed}_") :]
+        out[kind] = df.select([pl.col(c).cast(t, strict=False) for c, t in train.schema.items()])
+    return out
 
 
 def releases(df: Any, seed: int) -> dict[str, tuple[Any, Any, Any]]:
@@ -138,6 +155,15 @@ def summary(rows: list[dict[str, Any]]) -> None:
                 "   blocked by: "
                 + ", ".join(f"{g} {n}" for g, n in sorted(worst.items(), key=lambda x: -x[1]))
             )
+    for kind in sorted({r["kind"] for r in rows if r["kind"].startswith("dp ")}):
+        k = [r for r in rows if r["kind"] == kind]
+        gates = sorted({g for r in k for g in r["failing"]})
+        print(
+            f"{kind} (clean, {len({r['table'] for r in k})} tables): published "
+            f"{pct(sum(r['published'] for r in k), len(k))}; blocked by a gate "
+            f"{pct(sum(bool(r['failing']) for r in k), len(k))} {gates}; "
+            f"lacking evidence only {pct(sum(bool(r['lacking']) and not r['failing'] for r in k), len(k))}"
+        )
     for kind in KINDS[2:]:
         k = [r for r in rows if r["kind"] == kind]
         print(
@@ -165,6 +191,8 @@ def main() -> None:
     ap.add_argument("--policy", default="standard")
     ap.add_argument("--out", default=str(Path(__file__).resolve().parent / "out" / "validity.jsonl"))
     ap.add_argument("--summary", default="")
+    ap.add_argument("--dp-dir", default="", help="folder of DP releases (benchmarks/dp_releases.py)")
+    ap.add_argument("--only-dp", action="store_true", help="judge the DP releases only")
     args = ap.parse_args()
     if args.summary:
         summary([json.loads(line) for line in Path(args.summary).read_text().splitlines() if line.strip()])
@@ -179,7 +207,14 @@ def main() -> None:
         for name in names:
             df = vd.load(name)
             for seed in range(args.seeds):
-                for kind, parts in releases(df, seed).items():
+                cases = {} if args.only_dp else releases(df, seed)
+                if args.dp_dir:
+                    from dagster_privacy.calibration import leaky_split
+
+                    base = leaky_split(df, 0.0, seed=seed)
+                    for kind, syn in dp_releases(args.dp_dir, name, seed, base.train).items():
+                        cases[kind] = (base.train, base.control, syn)
+                for kind, parts in cases.items():
                     row = run_case(name, kind, seed, parts, args.policy)
                     rows.append(row)
                     fh.write(json.dumps(row) + "\n")
