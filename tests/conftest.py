@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import dataclasses
+import os
+from collections.abc import Iterator
 
 import polars as pl
 import pytest
+from postgres_server import bin_dir, server
 
 from dagster_privacy.calibration import leaky_split
 from dagster_privacy.demo import load_demo
@@ -35,3 +38,15 @@ def release() -> Release:
         _in_domain(clean.synthetic, clean.train),
         _in_domain(leaky.synthetic, leaky.train),
     )
+
+
+@pytest.fixture(scope="module")
+def pg() -> Iterator[str]:
+    """A real PostgreSQL server for the module (tests/postgres_server.py); skipped where none is
+    installed, except under CI=true (.ci/run installs it)."""
+    if bin_dir() is None:
+        if os.environ.get("CI"):
+            pytest.fail("PostgreSQL is not installed: .ci/run installs it with apt")
+        pytest.skip("PostgreSQL is not installed (Debian: apt-get install postgresql)")
+    with server() as base:
+        yield base

@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import textwrap
-from collections.abc import Iterator
 
 import polars as pl
 import pytest
-from postgres_server import bin_dir, create_database, server
+from postgres_server import create_database
 
 import dagster_privacy as dp
 from dagster_privacy import postgres
@@ -24,16 +22,6 @@ from dagster_privacy.pipeline.demo import demo_policy, run_demo
 from dagster_privacy.pipeline.target import PublicationRefused, PublishTarget
 
 CANARY = "CANARY-7f3a"
-
-
-@pytest.fixture(scope="module")
-def pg() -> Iterator[str]:
-    if bin_dir() is None:
-        if os.environ.get("CI"):
-            pytest.fail("PostgreSQL is not installed: .ci/run installs it with apt")
-        pytest.skip("PostgreSQL is not installed (Debian: apt-get install postgresql)")
-    with server() as base:
-        yield base
 
 
 @pytest.fixture(scope="module")

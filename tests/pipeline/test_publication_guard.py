@@ -7,14 +7,13 @@ from __future__ import annotations
 import hashlib
 import os
 import urllib.parse
-from collections.abc import Iterator
 from pathlib import Path
 
 import dagster as dg
 import polars as pl
 import pytest
 from conftest import Release
-from postgres_server import bin_dir, create_database, server
+from postgres_server import create_database
 from test_pipeline import POLICY, materialized, run, step_failures
 
 from dagster_privacy import postgres
@@ -25,16 +24,6 @@ from dagster_privacy.pipeline.target import PublicationRefused, PublishTarget
 
 def sha(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-@pytest.fixture(scope="module")
-def pg() -> Iterator[str]:
-    if bin_dir() is None:
-        if os.environ.get("CI"):
-            pytest.fail("PostgreSQL is not installed: .ci/run installs it with apt")
-        pytest.skip("PostgreSQL is not installed (Debian: apt-get install postgresql)")
-    with server() as base:
-        yield base
 
 
 def socket_uri(tcp: str) -> str:
