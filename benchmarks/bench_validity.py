@@ -193,6 +193,7 @@ def main() -> None:
     ap.add_argument("--summary", default="")
     ap.add_argument("--dp-dir", default="", help="folder of DP releases (benchmarks/dp_releases.py)")
     ap.add_argument("--only-dp", action="store_true", help="judge the DP releases only")
+    ap.add_argument("--export-train", default="", help="write each split's training table here and stop")
     args = ap.parse_args()
     if args.summary:
         summary([json.loads(line) for line in Path(args.summary).read_text().splitlines() if line.strip()])
@@ -200,6 +201,17 @@ def main() -> None:
     import validity_data as vd
 
     names = [t for t in args.tables.split(",") if t] or list(vd.TABLES)
+    if args.export_train:  # the inputs of benchmarks/dp_releases.py
+        from dagster_privacy.calibration import leaky_split
+
+        Path(args.export_train).mkdir(parents=True, exist_ok=True)
+        for name in names:
+            df = vd.load(name)
+            for seed in range(args.seeds):
+                leaky_split(df, 0.0, seed=seed).train.write_parquet(
+                    Path(args.export_train) / f"{name}_{seed}_train.parquet"
+                )
+        return
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     rows: list[dict[str, Any]] = []

@@ -22,7 +22,7 @@ from .executors import Executor, executor_for, trim_heap
 from .loading import load
 from .metrics import registry
 from .power import detection_floor
-from .results import Evaluation, MetricResult, PolicyRef, Status, TableInfo, ThreatModelRef, Timings
+from .results import Evaluation, MetricResult, PolicyRef, Severity, Status, TableInfo, ThreatModelRef, Timings
 
 VERSIONED = ("dagster_privacy", "numpy", "polars", "duckdb", "scikit-learn", "scipy", "lightgbm")
 
@@ -255,6 +255,15 @@ def run_metrics(
             "assurance": plan.policy.assurance,
             "gates": len(plan.gating),
             "fail_level_per_gate": plan.fail_level,
+            # gates judged on a point figure (proxies a policy made ERROR): no false-alarm bound
+            "gates_without_bounds": sum(
+                1
+                for r in results
+                if r.severity is Severity.ERROR
+                and r.threshold is not None
+                and r.decision is None
+                and r.status in (Status.PASS, Status.FAIL)
+            ),
         },
         detection_floor=detection_floor(results, {r: ctx.n(r) for r in ("real", "synthetic") if ctx.has(r)}),
         findings=findings,

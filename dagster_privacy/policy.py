@@ -417,9 +417,10 @@ def judge(
                 **gate,
                 "status": Status.FAIL if entry.severity is Severity.ERROR else Status.WARN,
                 "reason": f"{what} {figure:.4g} > threshold {entry.threshold:g}",
+                "decision": None,
             }
         )
-    return result.model_copy(update={**gate, "status": Status.PASS})
+    return result.model_copy(update={**gate, "status": Status.PASS, "reason": None, "decision": None})
 
 
 def _judge_evidence(

@@ -98,8 +98,10 @@ def excess_part(
     attack's maximum success e*. Not eq. 8's (p_t − p_c)/(e* − p_c): dividing by what the control
     leaves blows the noise up where the control already succeeds often (a column guessed right 90 % of
     the time with no leak at all), so a gate on it could decide nothing (docs/metrics.md).
-    ``n_c = 0``: no control (p_c = 0 known). ``lower`` holds with probability 1 − fail_level, ``upper``
-    with 1 − pass_level."""
+    ``n_c = 0``: no control: the training rate cannot be told from what the population itself gives
+    (natural twins), so the lower bound is 0 (never evidence of risk) and the upper bound is the
+    training rate's own. ``lower`` holds with probability 1 − fail_level, ``upper`` with
+    1 − pass_level."""
     p_t = k_t / n_t if n_t > 0 else 0.0
     p_c = k_c / n_c if n_c > 0 else 0.0
     denom = e_star
@@ -110,15 +112,18 @@ def excess_part(
     _, ut = _one_sided_wilson(k_t, n_t, pass_level)
     lc, _ = _one_sided_wilson(k_c, n_c, pass_level) if n_c > 0 else (p_c, p_c)
     d = p_t - p_c
-    low = d - math.sqrt((p_t - lt) ** 2 + (uc - p_c) ** 2)
+    low = d - math.sqrt((p_t - lt) ** 2 + (uc - p_c) ** 2) if n_c > 0 else 0.0
     high = d + math.sqrt((ut - p_t) ** 2 + (p_c - lc) ** 2)
     return _unit(d / denom), _unit(low / denom), _unit(high / denom)
 
 
 def excess(parts: list[dict[str, float]], *, fail_level: float, pass_level: float) -> Excess:
-    """The gate's E over one or more parts (columns, predicate sizes, attacks): the largest, with each
-    bound taken at its level divided by the number of parts (Bonferroni), so the maximum over noisy
-    parts does not read as risk by selection alone. Each part: ``k_t, n_t, k_c, n_c`` and ``e_star``."""
+    """The gate's E over one or more parts (columns, predicate sizes, attacks): the largest. Its lower
+    bound is taken at the fail level divided by the number of parts (Bonferroni), so the maximum over
+    noisy parts does not read as risk by selection alone; its upper bound, the largest part's upper
+    bound, needs no division: a pass asks every part to be within the threshold, an intersection-union
+    test whose error is at most each part's (a second reading of the rule: dividing only cost power).
+    Each part: ``k_t, n_t, k_c, n_c`` and ``e_star``."""
     if not parts:
         raise MetricError("no evidence to decide on")
     j = len(parts)
@@ -130,7 +135,7 @@ def excess(parts: list[dict[str, float]], *, fail_level: float, pass_level: floa
             int(p["n_c"]),
             float(p.get("e_star", 1.0)),
             fail_level / j,
-            pass_level / j,
+            pass_level,
         )
         for p in parts
     ]

@@ -109,3 +109,36 @@ def test_the_bounds_hold_their_levels_over_simulated_releases() -> None:
     for rate in (null_fail, over_pass, max_fail):
         assert rate / draws <= a + 3 * math.sqrt(a * (1 - a) / draws), rate / draws
     assert null_fail > 0  # not vacuous: the bound is near its level, not far inside it
+
+
+def test_no_control_is_never_evidence_of_risk_and_the_pass_bound_is_not_divided_by_parts() -> None:
+    """Second reading of issue 32's rule: crp without a holdout treated its control as exactly 0 and
+    failed clean narrow tables (natural twins); a pass over J parts needs every part within the
+    threshold (an intersection-union test), so its level is not divided by J."""
+    from dagster_privacy.stats import excess, excess_part
+
+    e, low, high = excess_part(490, 1000, 0, 0, 1.0, 0.00625, 0.05)
+    assert e == pytest.approx(0.49) and low == 0.0 and high > 0.49
+    part = {"k_t": 10, "n_t": 1000, "k_c": 10, "n_c": 1000}
+    one = excess([part], fail_level=0.01, pass_level=0.05)
+    four = excess([part] * 4, fail_level=0.01, pass_level=0.05)
+    assert four.upper == pytest.approx(one.upper) and four.lower <= one.lower
+
+
+def test_the_distance_gates_control_carries_the_quantiles_noise() -> None:
+    """dcr_percentile: training rows piled just below the holdout's 2 % quantile make the quantile's
+    noise reach the training share; the control's effective trials fall below the holdout's rows."""
+    from dagster_privacy.metrics.holdout import _control_trials, _percentile_value
+
+    rng = np.random.default_rng(0)
+    hold = rng.random(1000)
+    plain = rng.random(2000)
+    piled = np.concatenate([rng.random(1960), rng.uniform(0.0, 0.02, 40) * 0.999 + 0.02 * 0.001])
+    piled = np.where(np.arange(piled.size) < 60, np.quantile(hold, 0.02) * 0.98, piled)  # just below q
+    n_plain = _control_trials(
+        _percentile_value(plain, hold, 0.02)[1], plain, hold, 0.02, np.random.default_rng(1)
+    )
+    n_piled = _control_trials(
+        _percentile_value(piled, hold, 0.02)[1], piled, hold, 0.02, np.random.default_rng(1)
+    )
+    assert n_piled < 0.8 * hold.size and n_piled < n_plain <= hold.size

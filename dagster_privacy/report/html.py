@@ -410,7 +410,14 @@ def _decision_section(ev: Evaluation) -> str:
         + '<table id="guarantee-table"><thead><tr><th>this verdict</th><th>guarantee</th></tr></thead><tbody>'
         f"<tr><td>false alarm</td><td>a release that leaks nothing fails a gate with probability at most "
         f"{lv.get('false_alarm', '—')} (over {lv.get('gates', '—')} gates, each at "
-        f"{_f(lv.get('fail_level_per_gate'), '.4g')})</td></tr>"
+        f"{_f(lv.get('fail_level_per_gate'), '.4g')})"
+        + (
+            f"; except {lv['gates_without_bounds']} gate(s) this policy judges on a point figure, "
+            "without bounds, which carry no such guarantee"
+            if lv.get("gates_without_bounds")
+            else ""
+        )
+        + "</td></tr>"
         f"<tr><td>assurance</td><td>a gate passes only when its upper bound at {lv.get('assurance', '—')} "
         "is within its threshold; otherwise it fails or lacks evidence</td></tr>"
         f"<tr><td>detection floor</td><td>{escape(floor_text)}</td></tr>"
