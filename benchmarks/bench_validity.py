@@ -146,15 +146,17 @@ def summary(rows: list[dict[str, Any]]) -> None:
             f"{pct(sum(bool(r['failing']) for r in k), len(k))}; lacking evidence only "
             f"{pct(sum(bool(r['lacking']) and not r['failing'] for r in k), len(k))}"
         )
-        worst = defaultdict(int)
+        worst: dict[str, int] = defaultdict(int)
         for r in k:
-            for g in r["failing"] + r["lacking"]:
-                worst[g] += 1
+            for g in r["failing"]:
+                worst[f"{g} failed"] += 1
+            if r["lacking"]:  # the gates that lacked evidence (the verdict's lines name the rows needed)
+                for g, st in r["statuses"].items():
+                    if st in ("inconclusive", "not_applicable"):
+                        worst[f"{g} lacking evidence"] += 1
         if worst:
-            print(
-                "   blocked by: "
-                + ", ".join(f"{g} {n}" for g, n in sorted(worst.items(), key=lambda x: -x[1]))
-            )
+            by = sorted(worst.items(), key=lambda x: -x[1])
+            print("   by gate: " + ", ".join(f"{g} {n}" for g, n in by))
     for kind in sorted({r["kind"] for r in rows if r["kind"].startswith("dp ")}):
         k = [r for r in rows if r["kind"] == kind]
         gates = sorted({g for r in k for g in r["failing"]})
