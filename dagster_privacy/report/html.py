@@ -22,6 +22,9 @@ from typing import Any
 from ..distance_summary import DistanceSummary
 from ..results import Evaluation, MetricResult, Status
 from . import plots
+from .decision import badge as _status
+from .decision import decision_section
+from .decision import figure as _f
 from .risks import by_risk, risk_class, worst
 
 FORMAT = "dagster-privacy/report/1"
@@ -65,16 +68,6 @@ dl{display:grid;grid-template-columns:max-content 1fr;gap:3px 14px;margin:6px 0}
 dd{margin:0}
 @media print{body{background:#fff} main{padding:0}}
 """
-
-
-def _f(x: float | None, fmt: str = ".3f") -> str:
-    return "—" if x is None else format(x, fmt)
-
-
-def _status(s: Status | None) -> str:
-    if s is None:
-        return '<span class="st st-none">not measured</span>'
-    return f'<span class="st st-{s.value}">{escape(s.value.replace("_", " "))}</span>'
 
 
 def _ci(r: MetricResult) -> str:
@@ -177,7 +170,7 @@ def render_report(
             'see <a href="#signoff">Sign-off</a>.</p>'
         )
 
-    w(_decision_section(ev))
+    w(decision_section(ev))
 
     # -- per-metric table
     w('<h2 id="metrics">Metrics</h2>')
@@ -374,63 +367,6 @@ def render_report(
     w(f'<p class="sub">{FORMAT} · dagster-privacy {escape(str(ev.versions.get("dagster_privacy", "")))}</p>')
     w("</main></body></html>")
     return "\n".join(out) + "\n"
-
-
-def _decision_section(ev: Evaluation) -> str:
-    """What the verdict decided on, per risk, and what it guarantees (docs/metrics.md, the decision
-    rule): the levels, the detection floor, what blocks it."""
-    lv, floor = ev.levels, ev.detection_floor.get("verbatim_copy_fraction")
-    rows = []
-    by_id = {r.id: r for r in ev.results}
-    for name, d in ev.risks.items():
-        for g in d["gates"]:
-            r = by_id[g]
-            dec = r.decision or {}
-            rows.append(
-                f"<tr><td>{escape(name)}</td><td><code>{escape(g)}</code></td><td>{_status(r.status)}</td>"
-                f"<td class=num>{_f(dec.get('excess'))}</td><td class=num>{_f(dec.get('lower'))} – "
-                f"{_f(dec.get('upper'))}</td><td class=num>{_f(r.threshold)}</td>"
-                f"<td class=num>{escape(str(dec.get('trials', '—')))}</td></tr>"
-            )
-    risks = "".join(
-        f"<li><b>{escape(n)}</b>: {escape(d['status'])}{'' if d['required'] else ' (not required)'}</li>"
-        for n, d in ev.risks.items()
-    )
-    blocked = "".join(f"<li>{escape(b)}</li>" for b in ev.blocked_by)
-    floor_text = (
-        "no exact-match gate ran, or none could catch a verbatim copy on these tables"
-        if floor is None
-        else f"{floor:.1%} of the training rows copied verbatim is caught with 95 % probability; a smaller "
-        "leak may pass unseen"
-    )
-    return (
-        '<h2 id="decision">What the verdict decided</h2>'
-        f"<ul>{risks}</ul>"
-        + (f"<p><b>Blocked by:</b></p><ul>{blocked}</ul>" if blocked else "")
-        + '<table id="guarantee-table"><thead><tr><th>this verdict</th><th>guarantee</th></tr></thead><tbody>'
-        f"<tr><td>false alarm</td><td>a release that leaks nothing fails a gate with probability at most "
-        f"{lv.get('false_alarm', '—')} (over {lv.get('gates', '—')} gates, each at "
-        f"{_f(lv.get('fail_level_per_gate'), '.4g')})"
-        + (
-            f"; except {lv['gates_without_bounds']} gate(s) this policy judges on a point figure, "
-            "without bounds, which carry no such guarantee"
-            if lv.get("gates_without_bounds")
-            else ""
-        )
-        + "</td></tr>"
-        f"<tr><td>assurance</td><td>a gate passes only when its upper bound at {lv.get('assurance', '—')} "
-        "is within its threshold; otherwise it fails or lacks evidence</td></tr>"
-        f"<tr><td>detection floor</td><td>{escape(floor_text)}</td></tr>"
-        f"<tr><td>not assessed</td><td>{escape(', '.join(ev.risks_not_assessed) or 'none')}</td></tr>"
-        "</tbody></table>"
-        '<table id="decision-table"><thead><tr><th>risk</th><th>gate</th><th>status</th><th>excess over '
-        "holdout</th><th>bounds</th><th>threshold</th><th>trials</th></tr></thead><tbody>"
-        + "".join(rows)
-        + "</tbody></table>"
-        "<p>The excess is how much more often an attack succeeds on training records than on records the "
-        "generator never saw. A gate fails when even the lower bound exceeds its threshold, passes when "
-        "the upper bound is within it, and otherwise lacks evidence (more rows would decide).</p>"
-    )
 
 
 def _distance_table(s: DistanceSummary) -> str:
