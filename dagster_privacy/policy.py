@@ -449,15 +449,14 @@ def _judge_evidence(
         status = Status.INCONCLUSIVE
         reason = (
             f"inconclusive: {bounds} straddle threshold {thr:g} on {decision['trials']} trials"
-            f"{_needs(result, ev.estimate, ev.upper, thr)}"
+            f"{_needs(decision['trials'], ev.estimate, ev.upper, thr)}"
         )
     return result.model_copy(update={**gate, "status": status, "reason": reason, "decision": decision})
 
 
-def _needs(result: MetricResult, estimate: float, upper: float, threshold: float) -> str:
+def _needs(trials: int, estimate: float, upper: float, threshold: float) -> str:
     """What would decide an inconclusive gate, roughly: an interval's half-width shrinks as 1/√n, so
     the upper bound reaches the threshold at about ((upper − E) / (threshold − E))² times the trials."""
-    trials = min(int(p["n_t"]) for p in result.evidence or [])
     if estimate >= threshold:
         return "; more trials would tell on which side"
     factor = ((upper - estimate) / (threshold - estimate)) ** 2

@@ -223,10 +223,11 @@ def blocked_by(results: Sequence[MetricResult], required: Sequence[str] | None =
         r.id
         for r in results
         if r.blocks
-        and r.status in (Status.FAIL, Status.ERROR)
-        and (required is None or verdict_risk(r) is None or verdict_risk(r) in required)
+        and (
+            verdict_risk(r) is None  # a gate of no verdict risk blocks by itself, whatever its status
+            or (r.status in (Status.FAIL, Status.ERROR) and (required is None or verdict_risk(r) in required))
+        )
     ]
-    out += [r.id for r in results if r.blocks and verdict_risk(r) is None and r.id not in out]
     by_id = {r.id: r for r in results}
     for name, d in risk_decisions(results, required).items():
         if d["required"] and d["status"] == "lacking evidence":
