@@ -31,6 +31,11 @@ class OwnMessage(Exception):
     """An exception whose message we wrote: one line, names and figures only, no record value."""
 
 
+class Aborted(OwnMessage, RuntimeError):
+    """Ends the whole evaluation, never one metric's ``error`` (an executor lost mid-run): a verdict
+    from the metrics that ran before it would read as a decision on a partial evaluation."""
+
+
 class TableError(OwnMessage, ValueError):
     """Bad input. Its message is one line, meant for the user, and carries no value of a record."""
 
@@ -84,6 +89,7 @@ def safe_reason(exc: BaseException) -> str:
 
 
 __all__ = [
+    "Aborted",
     "CalibrationError",
     "MetricError",
     "NotApplicable",

@@ -17,7 +17,7 @@ from . import registry as reg
 from . import tables as tb
 from .context import EvaluationContext
 from .distance_summary import distance_summary
-from .errors import safe_reason
+from .errors import Aborted, safe_reason
 from .executors import Executor, executor_for, trim_heap
 from .loading import load
 from .metrics import registry
@@ -188,6 +188,8 @@ def _distances(ctx: EvaluationContext) -> dict[str, Any]:
     """The NN distance histograms, or why there are none (a figure of ours that failed is no crash)."""
     try:
         return distance_summary(ctx).to_dict()
+    except Aborted:
+        raise
     except Exception as exc:
         return {"error": safe_reason(exc)}
 

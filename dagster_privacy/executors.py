@@ -21,6 +21,7 @@ import contextlib
 import ctypes
 import functools
 import os
+import socket
 import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -29,7 +30,7 @@ from typing import Any, Protocol, TypeVar
 
 from threadpoolctl import threadpool_limits
 
-from .errors import OwnMessage
+from .errors import Aborted
 
 T = TypeVar("T")
 
@@ -66,8 +67,9 @@ def trim_heap() -> None:
         _glibc().malloc_trim(0)
 
 
-class ExecutorError(OwnMessage, RuntimeError):
-    """An executor that cannot be used (Ray missing, a cluster that cannot be reached): one line."""
+class ExecutorError(Aborted):
+    """An executor that cannot be used (Ray missing, a cluster that cannot be reached or lost mid-run):
+    one line, and the evaluation ends (the CLI exits 2, never with the verdict's codes)."""
 
 
 class Executor(Protocol):
@@ -164,18 +166,28 @@ class RayExecutor:
                 raise ExecutorError(
                     "Ray is not initialised: give an address (local, auto or ray://HOST:PORT)"
                 )
-            try:
-                ray.init(
-                    address=None if self.address == "local" else self.address,
-                    include_dashboard=False,
-                    log_to_driver=False,
-                    configure_logging=False,
-                    **self.init_options,
-                )
-            except Exception as exc:  # a cluster that cannot be reached: one line, no library message
-                raise ExecutorError(
-                    f"cannot start or reach Ray at {self.address!r} ({type(exc).__name__})"
-                ) from None
+            # a task's error left unretrieved is logged with its message, which may quote a value
+            os.environ.setdefault("RAY_IGNORE_UNHANDLED_ERRORS", "1")
+            with _stderr_held() as held:
+                try:
+                    ray.init(
+                        address=None if self.address == "local" else self.address,
+                        include_dashboard=False,
+                        log_to_driver=False,
+                        configure_logging=False,
+                        **self.init_options,
+                    )
+                except Exception as exc:  # a cluster that cannot be reached: one line, no library message
+                    held.drop()
+                    hint = (
+                        ": it refused this process's token (InvalidAuthToken); set RAY_AUTH_TOKEN or "
+                        "RAY_AUTH_TOKEN_PATH to the cluster's"
+                        if b"InvalidAuthToken" in held.text()
+                        else ""
+                    )
+                    raise ExecutorError(
+                        f"cannot start or reach Ray at {self.address!r} ({type(exc).__name__}){hint}"
+                    ) from None
         return ray
 
     def map(self, fn: Callable[[Any, Any], T], shared: Any, items: Sequence[Any]) -> list[T]:
@@ -185,8 +197,103 @@ class RayExecutor:
         task = self._remote.get(single_threaded)
         if task is None:
             task = self._remote[single_threaded] = ray.remote(num_cpus=1)(single_threaded)
-        ref = ray.put(shared)
-        return list(ray.get([task.remote(fn, ref, item) for item in items]))
+        try:
+            ref = ray.put(shared)
+            refs = [task.remote(fn, ref, item) for item in items]
+            self._wait(ray, refs)
+            return list(ray.get(refs))
+        except ray.exceptions.RayTaskError:  # our function raised: that metric's error, as in-process
+            raise
+        except (ray.exceptions.RayError, ConnectionError) as exc:  # a node, worker or object lost
+            raise ExecutorError(
+                f"the Ray cluster at {self.address or 'the caller'!r} failed mid-run ({type(exc).__name__}): "
+                "no verdict; run again"
+            ) from None
+
+    def _wait(self, ray: Any, refs: list[Any]) -> None:
+        """Wait for ``refs`` while the cluster's control store (GCS) and this node's raylet answer.
+        When either stops (the cluster was shut down or killed), a plain ``ray.get`` waits for ever, or
+        Ray's core ends this process with exit 1 — the code of a failing verdict — after 10 to 60 s and
+        a page of its own logs: fail first, with one line."""
+        vital = _vital_endpoints(ray)
+        pending = refs
+        while pending:
+            _, pending = ray.wait(pending, num_returns=len(pending), timeout=PROBE_SECONDS)
+            lost = [f"{name} at {host}:{port}" for name, (host, port) in vital.items()
+                    if pending and not _answers((host, port))]  # fmt: skip
+            if lost:
+                raise ExecutorError(
+                    f"the Ray cluster at {self.address or 'the caller'!r} stopped answering mid-run "
+                    f"({', '.join(lost)} gone): no verdict; run again"
+                )
+
+
+class _Held:
+    def __init__(self, file: Any) -> None:
+        self.file, self.dropped = file, False
+
+    def text(self) -> bytes:
+        self.file.seek(0)
+        return self.file.read()
+
+    def drop(self) -> None:
+        self.dropped = True
+
+
+@contextlib.contextmanager
+def _stderr_held() -> Iterator[_Held]:
+    """The process's standard error (fd 2: Ray's C++ core writes there) held in a file while Ray
+    connects, then replayed — unless dropped: a failed connection retries for about 20 s, a line each
+    (InvalidAuthToken, unreachable GCS), and our one line says it instead."""
+    import tempfile
+
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as file:
+        held = _Held(file)
+        os.dup2(file.fileno(), 2)
+        try:
+            yield held
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+            if not held.dropped:
+                os.write(2, held.text())
+
+
+#: how often a Ray wait checks that the cluster still answers
+PROBE_SECONDS = 2.0
+
+
+def _vital_endpoints(ray: Any) -> dict[str, tuple[str, int]]:
+    """The control store (GCS) and this node's raylet, as (host, port); none for a Ray Client
+    connection, whose lost server raises ConnectionError itself."""
+    out: dict[str, tuple[str, int]] = {}
+    try:
+        if ray.util.client.ray.is_connected():
+            return out
+        ctx = ray.get_runtime_context()
+        host, _, port = str(ctx.gcs_address).rpartition(":")
+        out["its control store"] = (host.strip("[]"), int(port))
+        me = ctx.get_node_id()
+        for node in ray.nodes():
+            if node.get("NodeID") == me and node.get("Alive"):
+                out["this node's raylet"] = (str(node["NodeManagerAddress"]), int(node["NodeManagerPort"]))
+    except Exception:  # an address we cannot read: not probed, ray.get decides
+        pass
+    return out
+
+
+def _answers(endpoint: tuple[str, int], timeout: float = 2.0) -> bool:
+    """Whether a TCP connection to ``endpoint`` opens (twice refused or timed out: gone)."""
+    for _ in range(2):
+        try:
+            with socket.create_connection(endpoint, timeout=timeout):
+                return True
+        except OSError:
+            continue
+    return False
 
 
 def executor_for(spec: str | Executor | None) -> Executor:

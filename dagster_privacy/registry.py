@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 from pydantic import ValidationError
 
-from .errors import NotApplicable, safe_reason
+from .errors import Aborted, NotApplicable, safe_reason
 from .metric_policy import MetricPolicy
 from .results import Measurement, MetricResult, Risk, Status
 
@@ -155,6 +155,8 @@ def run(spec: MetricSpec, ctx: Any, params: dict[str, Any] | None = None) -> Met
         m = spec.func(ctx, **(params or {}))
         if not isinstance(m, Measurement):
             raise TypeError(f"metric {spec.id} returned {type(m).__name__}, not a Measurement")
+    except Aborted:  # the evaluation ends: no metric is judged on what an executor failed to compute
+        raise
     except NotApplicable as exc:
         status, reason = Status(exc.status), safe_reason(exc)
         sizes, details = exc.sizes, exc.details
