@@ -57,6 +57,37 @@ def test_projection_keeps_the_variance_asked_for() -> None:
     assert p.components[0][np.argmax(np.abs(p.components[0]))] > 0  # sign fixed: deterministic
 
 
+@pytest.mark.parametrize("n, d", [(6, 40), (12, 12), (30, 5)])
+def test_projection_is_the_svd_pca_for_tall_square_and_wide_tables(n: int, d: int) -> None:
+    """Reference: the right singular vectors of the centred data (a different algorithm), variance
+    shares s² / Σ s². A wide table (d > n) takes the Gram path, which never forms a d × d matrix."""
+    rng = np.random.default_rng(n * d)
+    x = rng.normal(size=(n, d)) @ rng.normal(size=(d, d))
+    p = Projection.fit(x, variance=0.9)
+    xc = x - x.mean(axis=0)
+    _, sv, vt = np.linalg.svd(xc, full_matrices=False)
+    share = np.cumsum(sv**2) / np.sum(sv**2)
+    k = int(np.searchsorted(share, 0.9 - 1e-12) + 1)
+    assert p.k == k and p.explained == pytest.approx(share[k - 1])
+    ref = vt[:k] * np.sign(vt[:k][np.arange(k), np.argmax(np.abs(vt[:k]), axis=1)])[:, None]
+    assert np.allclose(p.components, ref, atol=1e-8)
+    assert np.allclose(np.linalg.norm(p.components, axis=1), 1.0)
+
+
+def test_a_wide_table_allocates_nothing_of_columns_squared() -> None:
+    """Issue 31 case 6: 5 rows × 4,000 columns formed a 4,000² covariance (128 MB; 800 MB at 10,000)."""
+    import tracemalloc
+
+    x = np.random.default_rng(0).normal(size=(5, 4000))
+    tracemalloc.start()
+    try:
+        p = Projection.fit(x)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert p.k <= 4 and peak < 8 * x.nbytes  # the data's own size times a few copies, not d²
+
+
 def test_joint_codes_are_shared_across_frames() -> None:
     a = pl.DataFrame({"c": ["u", None], "x": [1.0, 2.0]})
     b = pl.DataFrame({"c": [None, "v"], "x": [2.0, 3.0]})

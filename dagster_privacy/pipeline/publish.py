@@ -218,6 +218,24 @@ def build_published_release(
                 description=f"publication refused: {refusal}",
                 metadata={"refused": dg.MetadataValue.text(refusal)},
             )
+
+        def under_lock() -> dict[str, Any]:
+            """The sign-off decided again where no withdrawal or replacement can slip in, on the audit
+            rows as they are now; the head the log records is the one this decision read."""
+            nonlocal anchor
+            rows = _audit_rows(context.instance, syn_key)
+            if signoff:
+                from .signoff import signoff_problem
+
+                problem = signoff_problem(context.instance, syn_key, rows=rows)
+                if problem:
+                    raise PublicationRefused(problem)
+            anchor = rows[-1] if rows else None
+            return {
+                "audit_seq": anchor.seq if anchor else None,
+                "audit_head": anchor.row_hash if anchor else None,
+            }
+
         failure = None
         try:
             path = target.publish(
@@ -225,11 +243,12 @@ def build_published_release(
                 release_id=verified.release_id,
                 sha256=verified.sha256,
                 withdrawn_ok=signoff,
+                under_lock=under_lock,
                 real_sha256=inputs.get("real"),
                 holdout_sha256=inputs.get("holdout"),
-                audit_seq=anchor.seq if anchor else None,
-                audit_head=anchor.row_hash if anchor else None,
             )
+        except PublicationRefused as exc:  # decided under the lock: a refusal, as before the lock
+            failure = f"publication refused: {safe_reason(exc)}"
         except Exception as exc:  # the previous publication is untouched (atomic replace)
             failure = f"publication failed, nothing was replaced: {safe_reason(exc)}"
         if failure is not None:

@@ -142,14 +142,28 @@ class PublishTarget(dg.ConfigurableResource):
             tmp.unlink(missing_ok=True)
 
     def publish(
-        self, df: pl.DataFrame, *, release_id: str, sha256: str, withdrawn_ok: bool = False, **record: Any
+        self,
+        df: pl.DataFrame,
+        *,
+        release_id: str,
+        sha256: str,
+        withdrawn_ok: bool = False,
+        under_lock: Callable[[], dict[str, Any]] | None = None,
+        **record: Any,
     ) -> str:
         """Write ``df`` atomically under the target's lock; returns the path written. ``record`` adds
         log fields (``real_sha256``, ``holdout_sha256``, ``audit_seq``, ``audit_head``, ``by``).
         Under the lock, before anything is replaced: the table or file replaced must be one publication
         wrote (its log row, its Parquet metadata), and content the log says was withdrawn is refused
-        unless ``withdrawn_ok`` (a sign-off approved it) — checked where a withdrawal cannot slip in."""
+        unless ``withdrawn_ok`` (a sign-off approved it) — checked where a withdrawal cannot slip in.
+        ``under_lock`` (the caller's own decisions, such as the sign-off) runs last under the lock: it
+        raises to refuse, or returns log fields read at that moment (the audit head)."""
         kind = self.kind()
+        late: dict[str, Any] = {}
+
+        def decide() -> None:
+            if under_lock is not None:
+                late.update(under_lock())
 
         def check(exists: bool, log: list[dict[str, Any]]) -> None:
             _owned(exists, log, self.table)
@@ -159,14 +173,17 @@ class PublishTarget(dg.ConfigurableResource):
                     f"this content was withdrawn as release {gone['release_id']} ({gone['published_at']}): "
                     "publish it again only under a policy with a sign-off"
                 )
+            decide()
+
+        def entry() -> dict[str, Any]:  # timed under the lock, after every decision
+            return _entry("publish", release_id, sha256, df.height, **{**record, **late})
 
         if kind == "postgresql":
-            info = lambda: _entry("publish", release_id, sha256, df.height, **record)  # noqa: E731
-            return pg_target.publish(self.path, self.table, df, info, LOG_COLUMNS, check)
+            return pg_target.publish(self.path, self.table, df, entry, LOG_COLUMNS, check)
         target = self._real()
 
         def write(tmp: Path) -> None:
-            info = _entry("publish", release_id, sha256, df.height, **record)  # timed under the lock
+            info = entry()
             if kind == "duckdb":
                 _write_duckdb(tmp, target, info, df=df, table=self.table)
             else:
@@ -188,6 +205,8 @@ class PublishTarget(dg.ConfigurableResource):
                     f"{target} exists and was not written by publication (no dagster_privacy metadata): "
                     "refusing to replace it"
                 )
+            else:
+                decide()
             self._replace(target, write)
         return str(target)
 

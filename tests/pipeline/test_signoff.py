@@ -276,6 +276,35 @@ def test_audit_never_in_the_real_database(tmp_path, monkeypatch):
         assert default_audit_path(inst) == tmp_path / "inst" / "dagster_privacy" / "audit.duckdb"
 
 
+def test_a_rejection_between_the_checks_and_the_lock_stops_publication(tmp_path, monkeypatch):
+    """Issue 31 case 3, the sign-off half: the publisher read an approval, then the officer rejected the
+    release before the publisher took the target's lock. The sign-off is decided again under the lock,
+    so the target keeps what it held; before, the release was published on the stale approval."""
+    from dagster_privacy.pipeline.target import PublishTarget
+
+    own = Env(tmp_path)
+    monkeypatch.setenv("DAGSTER_PRIVACY_AUDIT", str(own.audit.path))
+    try:
+        own.release("v1", "clean")
+        report = current_evaluation(own.instance, SYN).report_sha256
+        own.sign("v1", "approve", report_sha256=report)
+        publish = PublishTarget.publish
+
+        def paused(self, *args, **kwargs):  # the checks have run; the rejection lands before the lock
+            own.sign("v1", "reject", reason="a leak found on second reading", report_sha256=report)
+            return publish(self, *args, **kwargs)
+
+        monkeypatch.setattr(PublishTarget, "publish", paused)
+        refused = own.publish()
+        assert not refused.success and not _published(refused)
+        assert "publication refused" in _failure(refused) and "'reject' by Dana Officer" in _failure(refused)
+        assert not own.target.exists()  # nothing was written
+        monkeypatch.setattr(PublishTarget, "publish", publish)
+        assert "'reject' by Dana Officer" in _failure(own.publish())  # and it stays refused
+    finally:
+        own.instance.dispose()
+
+
 def test_no_canary_on_disk(env: Env):
     assert (env.frames["real"]["occupation"] == CANARY).any()
     hits = []
