@@ -318,3 +318,15 @@ def test_postgresql_uris_are_parsed_as_uris_not_form_data(pg: str, release: Rele
         "postgresql:///db?host=/run/postgresql",
         "t",
     )
+
+
+def test_a_uri_cannot_switch_the_servers_string_syntax_away_from_the_one_select_check(pg: str) -> None:
+    """Issue 31, 'worth a line': options=-cstandard_conforming_strings=off made PostgreSQL read a
+    backslash in a literal as an escape while the one-SELECT check (DuckDB's parser) reads it as a
+    character, so the two could see different statements. The read transaction sets it back on:
+    'a\\b' is three characters whatever the URI says."""
+    uri = create_database(pg, "strings")
+    off = f"{uri}?options=-cstandard_conforming_strings%3Doff"
+    query = urllib.parse.quote("select length('a\\b') as n", safe="")
+    assert postgres.read(f"{off}&query={query}")["n"].to_list() == [3]
+    assert postgres.read(f"{uri}?query={query}")["n"].to_list() == [3]
