@@ -19,6 +19,7 @@ from ..policy import PolicyError
 from ..results import Evaluation, Status
 from .args import UsageFailure, parse_kinds, split_list
 from .calibrate import calibrate_command
+from .console import console_command
 from .governance import audit_command, signoff_command, withdraw_command
 
 
@@ -283,6 +284,7 @@ cli.add_command(signoff_command)  # governance.py; the governance commands impor
 cli.add_command(audit_command)
 cli.add_command(withdraw_command)
 cli.add_command(calibrate_command)  # calibrate.py
+cli.add_command(console_command)  # console.py
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -154,7 +154,14 @@ def build_published_release_check(
 
 
 def withdraw_release(
-    target: PublishTarget, *, release_id: str, by: str, reason: str, audit: Any = None
+    target: PublishTarget,
+    *,
+    release_id: str,
+    by: str,
+    reason: str,
+    audit: Any = None,
+    instance: dg.DagsterInstance | None = None,
+    asset: str = "published_release",
 ) -> dict[str, Any]:
     """Remove ``release_id`` from the DuckDB target with a record. Under the target's lock: check it holds
     that release, append the withdrawal to the sign-off audit table (decision ``withdraw``), then drop
@@ -186,7 +193,22 @@ def withdraw_release(
         )
         return {"audit_seq": row.seq, "audit_head": row.row_hash}
 
-    return target.withdraw(release_id=release_id, by=by.strip(), reason=reason.strip(), record=record)
+    row = target.withdraw(release_id=release_id, by=by.strip(), reason=reason.strip(), record=record)
+    if instance is not None:  # the Dagster UI shows it on the published asset's timeline
+        instance.report_runless_asset_event(
+            dg.AssetObservation(
+                asset_key=dg.AssetKey.from_user_string(asset),
+                description=f"release {release_id} withdrawn by {by.strip()}: {reason.strip()}",
+                metadata={
+                    "withdrawn_release": dg.MetadataValue.text(release_id),
+                    "by": dg.MetadataValue.text(by.strip()),
+                    "reason": dg.MetadataValue.text(reason.strip()),
+                    "withdrawn_at": dg.MetadataValue.text(str(row["published_at"])),
+                    "audit_seq": dg.MetadataValue.int(int(row["audit_seq"])),
+                },
+            )
+        )
+    return row
 
 
 __all__ = ["CHECK", "build_published_release_check", "judge_published", "withdraw_release"]

@@ -1,0 +1,106 @@
+"""``dagster-privacy console``: the privacy officer's web console (serve, add-user). Imports Starlette,
+uvicorn and Dagster only when run."""
+
+from __future__ import annotations
+
+import os
+
+import click
+
+
+@click.group("console", invoke_without_command=True)
+@click.option(
+    "--instance", "instance_dir", default=None, help="the Dagster instance directory [default: $DAGSTER_HOME]"
+)
+@click.option(
+    "--host", default="127.0.0.1", show_default=True, help="address to bind (a proxy in front for others)"
+)
+@click.option("--port", default=8088, show_default=True, type=click.IntRange(1, 65535))
+@click.option(
+    "--users",
+    "users_file",
+    default=None,
+    help="users file (add-user writes it) [default: <instance>/dagster_privacy/console-users.json]",
+)
+@click.option(
+    "--target",
+    default=None,
+    help="publication target, for withdrawals [default: $DAGSTER_PRIVACY_PUBLISH_TARGET]",
+)
+@click.option("--audit", "audit_path", default=None, help="audit DuckDB file [default: as for signoff]")
+@click.option("--asset", default="synthetic_table", show_default=True, help="the synthetic table asset")
+@click.option(
+    "--proxy-header", default=None, help="identity header set by a reverse proxy (X-Forwarded-User)"
+)
+@click.option("--trusted-proxy", multiple=True, help="address the proxy header is accepted from (repeat)")
+@click.option("--insecure-cookies", is_flag=True, help="no Secure flag (plain http on a non-local name)")
+@click.option("--idle-minutes", default=30.0, show_default=True, type=click.FloatRange(1, 24 * 60))
+@click.pass_context
+def console_command(
+    ctx: click.Context,
+    instance_dir: str | None,
+    host: str,
+    port: int,
+    users_file: str | None,
+    target: str | None,
+    audit_path: str | None,
+    asset: str,
+    proxy_header: str | None,
+    trusted_proxy: tuple[str, ...],
+    insecure_cookies: bool,
+    idle_minutes: float,
+) -> None:
+    """Serve the officer console: releases, evidence reports, approve / reject / withdraw, the audit."""
+    from .args import UsageFailure
+
+    instance_dir = instance_dir or os.environ.get("DAGSTER_HOME")
+    ctx.obj = {"users": users_file, "instance": instance_dir}
+    if ctx.invoked_subcommand is not None:
+        return
+    if not instance_dir or not os.path.isdir(instance_dir):
+        raise UsageFailure("give the Dagster instance directory (--instance, or DAGSTER_HOME)")
+    if proxy_header and not trusted_proxy:
+        raise UsageFailure("--proxy-header needs --trusted-proxy ADDRESS (the proxy's own address)")
+    import uvicorn
+
+    from ..console import ConsoleSettings, build_console
+
+    app = build_console(ConsoleSettings(
+        instance_dir=instance_dir, asset=asset, audit=audit_path,
+        target=target or os.environ.get("DAGSTER_PRIVACY_PUBLISH_TARGET"),
+        users=users_file or _default_users(instance_dir), proxy_header=proxy_header,
+        trusted_proxies=tuple(trusted_proxy), secure_cookies=not insecure_cookies, idle_minutes=idle_minutes,
+    ))  # fmt: skip
+    click.echo(f"privacy console on http://{host}:{port}/ (instance {instance_dir})", err=True)
+    uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False, server_header=False)
+
+
+def _default_users(instance_dir: str) -> str:
+    return os.path.join(instance_dir, "dagster_privacy", "console-users.json")
+
+
+@console_command.command("add-user")
+@click.argument("name")
+@click.option("--role", type=click.Choice(["viewer", "officer"]), required=True)
+@click.option("--proxy-only", is_flag=True, help="no password: the user signs in through the proxy only")
+@click.option("--password-stdin", is_flag=True, help="read the password from standard input")
+@click.pass_context
+def add_user(ctx: click.Context, name: str, role: str, proxy_only: bool, password_stdin: bool) -> None:
+    """Add or replace a console user (password asked twice unless --password-stdin)."""
+    import sys
+
+    from ..console.identity import IdentityError, Users
+    from .args import UsageFailure
+
+    path = ctx.obj["users"] or (_default_users(ctx.obj["instance"]) if ctx.obj["instance"] else None)
+    if path is None:
+        raise UsageFailure("give --users FILE or --instance DIR (or DAGSTER_HOME)")
+    password = None
+    if not proxy_only:
+        password = (sys.stdin.readline().rstrip("\n") if password_stdin
+                    else click.prompt("password", hide_input=True, confirmation_prompt=True))  # fmt: skip
+    try:
+        Users(path).add(name, role, password)
+    except IdentityError as exc:
+        raise UsageFailure(str(exc)) from None
+    click.echo(f"user {name.strip()} ({role}) saved in {path}")

@@ -1,0 +1,362 @@
+"""The officer console: a Starlette app over the Dagster instance, the audit table and the publication
+log. Pages are server-rendered (pages.py); decisions take the CLI's code path (``record_signoff``,
+``withdraw_release``), bound to the report hash the officer was shown.
+
+Security: identity from a session (users file) or from a configured header sent by a configured proxy
+address only; a CSRF token on every form; every page with a script-free CSP and ``frame-ancestors
+'none'``; the evidence report served under ``sandbox`` (no script runs in it, whatever its column or
+policy names hold); cookies HttpOnly, SameSite=Strict and Secure; sessions time out.
+"""
+
+from __future__ import annotations
+
+import csv
+import hmac
+import io
+import secrets
+import urllib.parse
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import dagster as dg
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response
+from starlette.routing import Route
+
+from ..errors import safe_reason
+from ..pipeline.audit import AuditError, AuditLog
+from ..pipeline.resources import ReleaseIdError, valid_release_id
+from ..report import file_sha256
+from . import pages
+from .identity import Session, Sessions, User, Users, same_token
+from .records import ReleaseView, releases
+
+SESSION_COOKIE = "dp_console_session"
+LOGIN_COOKIE = "dp_console_login"
+MAX_FORM = 64 * 1024
+#: every response: no framing, no sniffing, no referrer, no caching of decisions or reports
+HEADERS = {
+    "X-Frame-Options": "DENY",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-store",
+}
+#: the evidence report: a sandboxed document (no script, no form, no same-origin access)
+REPORT_CSP = "sandbox; default-src 'none'; style-src 'unsafe-inline'; img-src data:; frame-ancestors 'none'"
+
+
+@dataclass
+class ConsoleSettings:
+    instance_dir: str
+    asset: str = "synthetic_table"
+    audit: str | None = None
+    target: str | None = None
+    users: str | None = None
+    proxy_header: str | None = None
+    trusted_proxies: tuple[str, ...] = ()
+    secure_cookies: bool = True
+    idle_minutes: float = 30.0
+
+
+class _Refused(Exception):
+    def __init__(self, status: int, text: str) -> None:
+        super().__init__(text)
+        self.status, self.text = status, text
+
+
+def _page(body: str, status: int = 200) -> HTMLResponse:
+    return HTMLResponse(body, status_code=status)
+
+
+def _redirect(url: str) -> RedirectResponse:
+    return RedirectResponse(url, status_code=303)
+
+
+class _SecurityHeaders:
+    """HEADERS and the pages' CSP on every response, the router's own 404 and 405 included; a
+    response that sets its own CSP (the sandboxed report) keeps it."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self.extra = [(k.lower().encode(), v.encode()) for k, v in
+                      {**HEADERS, "Content-Security-Policy": pages.CSP}.items()]  # fmt: skip
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        async def send_with(message: dict[str, Any]) -> None:
+            if message["type"] == "http.response.start":
+                have = {k for k, _ in message.get("headers", [])}
+                added = [(k, v) for k, v in self.extra if k not in have]
+                message = {**message, "headers": [*message.get("headers", []), *added]}
+            await send(message)
+
+        await self.app(scope, receive, send_with)
+
+
+async def _form(request: Request) -> dict[str, str]:
+    """An urlencoded form (the only kind the pages post), at most 64 KB; one value per name."""
+    if request.headers.get("content-type", "").split(";")[0].strip() != "application/x-www-form-urlencoded":
+        raise _Refused(415, "forms are posted urlencoded")
+    body = await request.body()
+    if len(body) > MAX_FORM:
+        raise _Refused(413, "form too large")
+    try:
+        pairs = urllib.parse.parse_qsl(body.decode("utf-8"), keep_blank_values=True, strict_parsing=False)
+    except UnicodeDecodeError:
+        raise _Refused(400, "form not UTF-8") from None
+    return dict(pairs)
+
+
+def _one_line(text: str) -> str:
+    """A textarea's lines joined (the audit refuses control characters, and CR LF are two)."""
+    return " ".join(part.strip() for part in text.replace("\r", "\n").split("\n") if part.strip())
+
+
+class Console:
+    def __init__(self, settings: ConsoleSettings) -> None:
+        self.settings = settings
+        self.instance = dg.DagsterInstance.from_config(settings.instance_dir)
+        self.audit = AuditLog(settings.audit, instance=self.instance)
+        self.users = Users(settings.users)
+        self.sessions = Sessions(idle_seconds=settings.idle_minutes * 60)
+        self.asset = dg.AssetKey.from_user_string(settings.asset)
+        self._secret = secrets.token_bytes(32)  # proxy users' CSRF tokens; new on each start
+
+    # ------------------------------------------------------------------------------ identity
+
+    def identify(self, request: Request) -> tuple[User | None, str | None]:
+        """(the user, their CSRF token) or (None, None). A proxy header from an address that is not a
+        configured proxy is refused outright (403), never ignored into a session login."""
+        header = self.settings.proxy_header
+        if header and header in request.headers:
+            peer = request.client.host if request.client else None
+            if peer not in self.settings.trusted_proxies:
+                raise _Refused(403, f"the {header} header is accepted from the configured proxy only")
+            name = request.headers[header].strip()
+            if not name or not name.isprintable() or len(name) > 200:
+                raise _Refused(403, f"the {header} header does not name a user")
+            entry = self.users.get(name)
+            user = User(name, entry["role"] if entry else "viewer")
+            token = hmac.new(self._secret, b"csrf:" + name.encode(), "sha256").hexdigest()
+            return user, token
+        session: Session | None = self.sessions.get(request.cookies.get(SESSION_COOKIE))
+        return (session.user, session.csrf) if session else (None, None)
+
+    def need(self, request: Request) -> tuple[User, str]:
+        user, csrf = self.identify(request)
+        if user is None:
+            raise _Refused(401, "sign in first")
+        return user, str(csrf)
+
+    async def decided(self, request: Request) -> tuple[User, dict[str, str]]:
+        """An officer's form with a valid CSRF token (and, when the browser says, from this origin)."""
+        user, csrf = self.need(request)
+        origin = request.headers.get("origin")
+        if (
+            origin
+            and origin != "null"
+            and urllib.parse.urlsplit(origin).netloc != request.headers.get("host")
+        ):
+            raise _Refused(403, "the form was posted from another site")
+        form = await _form(request)
+        if not same_token(form.get("csrf"), csrf):
+            raise _Refused(403, "the form's CSRF token is missing or wrong: reload the page")
+        if not user.may_decide:
+            raise _Refused(403, f"{user.name} is a viewer: only an officer decides")
+        return user, form
+
+    def view(self, release_id: str) -> ReleaseView:
+        try:
+            valid_release_id(release_id)
+        except ReleaseIdError:
+            raise _Refused(404, "no such release") from None
+        found = releases(self.instance, self.asset, self.audit, self.settings.target).get(release_id)
+        if found is None:
+            raise _Refused(404, "no such release")
+        return found
+
+    # ------------------------------------------------------------------------------ pages
+
+    async def login_form(self, request: Request) -> Response:
+        token = secrets.token_urlsafe(32)
+        resp = _page(pages.login(token))
+        self._cookie(resp, LOGIN_COOKIE, token, max_age=600)
+        return resp
+
+    async def login(self, request: Request) -> Response:
+        form = await _form(request)
+        if not same_token(form.get("csrf"), request.cookies.get(LOGIN_COOKIE)):
+            raise _Refused(403, "the sign-in form's CSRF token is missing or wrong: reload the page")
+        user = self.users.login(form.get("user", ""), form.get("password", ""))
+        if user is None:
+            token = secrets.token_urlsafe(32)
+            resp = _page(pages.login(token, "unknown user or wrong password"), 401)
+            self._cookie(resp, LOGIN_COOKIE, token, max_age=600)
+            return resp
+        resp = _redirect("/")
+        self._cookie(resp, SESSION_COOKIE, self.sessions.start(user))
+        resp.delete_cookie(LOGIN_COOKIE, path="/")
+        return resp
+
+    async def logout(self, request: Request) -> Response:
+        user, csrf = self.need(request)
+        form = await _form(request)
+        if not same_token(form.get("csrf"), csrf):
+            raise _Refused(403, "the form's CSRF token is missing or wrong")
+        self.sessions.end(request.cookies.get(SESSION_COOKIE))
+        resp = _redirect("/login")
+        resp.delete_cookie(SESSION_COOKIE, path="/")
+        return resp
+
+    async def index(self, request: Request) -> Response:
+        user, csrf = self.need(request)
+        views = releases(self.instance, self.asset, self.audit, self.settings.target).values()
+        return _page(pages.release_list(views, user, csrf))
+
+    def _report_ok(self, view: ReleaseView) -> bool:
+        e = view.latest
+        return bool(
+            e
+            and e.report_path
+            and Path(e.report_path).is_file()
+            and file_sha256(e.report_path) == e.report_sha256
+        )
+
+    async def release(self, request: Request) -> Response:
+        user, csrf = self.need(request)
+        view = self.view(request.path_params["release_id"])
+        message = {
+            "approve": "approval recorded",
+            "reject": "rejection recorded",
+            "withdraw": "withdrawn",
+        }.get(request.query_params.get("done", ""))
+        return _page(
+            pages.release_page(view, user=user, csrf=csrf, report_ok=self._report_ok(view),
+                               can_withdraw=bool(self.settings.target), message=message)
+        )  # fmt: skip
+
+    async def report(self, request: Request) -> Response:
+        self.need(request)
+        view = self.view(request.path_params["release_id"])
+        if not self._report_ok(view):
+            raise _Refused(409, "the report file is missing or no longer has its recorded sha256")
+        assert view.latest is not None and view.latest.report_path is not None
+        body = Path(view.latest.report_path).read_bytes()
+        return Response(body, media_type="text/html; charset=utf-8",
+                        headers={"Content-Security-Policy": REPORT_CSP,
+                                 "X-Report-SHA256": view.latest.report_sha256 or ""})  # fmt: skip
+
+    async def decide(self, request: Request) -> Response:
+        from ..pipeline.signoff import SignoffError, record_signoff
+
+        user, form = await self.decided(request)
+        view = self.view(request.path_params["release_id"])
+        decision, reason = form.get("decision", ""), _one_line(form.get("reason", ""))
+        try:
+            record_signoff(release=view.release_id, decision=decision, by=user.name, reason=reason,
+                           instance=self.instance, asset=self.asset,
+                           report_sha256=form.get("report_sha256") or "-", audit=self.audit)  # fmt: skip
+        except (SignoffError, AuditError) as exc:
+            raise _Refused(409, f"not recorded: {safe_reason(exc)}") from None
+        return _redirect(pages.release_url(view.release_id, f"?done={decision}"))
+
+    async def withdraw(self, request: Request) -> Response:
+        from ..pipeline.rejudge import withdraw_release
+        from ..pipeline.target import PublicationRefused, PublishTarget
+
+        user, form = await self.decided(request)
+        view = self.view(request.path_params["release_id"])
+        if not self.settings.target:
+            raise _Refused(409, "this console was started without the publication target (--target)")
+        try:
+            row = withdraw_release(PublishTarget(path=self.settings.target), release_id=view.release_id,
+                                   by=user.name, reason=_one_line(form.get("reason", "")), audit=self.audit,
+                                   instance=self.instance)  # fmt: skip
+        except (PublicationRefused, AuditError, ReleaseIdError) as exc:
+            raise _Refused(409, f"not withdrawn: {safe_reason(exc)}") from None
+        del row
+        return _redirect(pages.release_url(view.release_id, "?done=withdraw"))
+
+    def _audit(self) -> tuple[list[Any], str, list[str]]:
+        from ..pipeline.signoff import audit_problems
+
+        if not self.audit.path.is_file():
+            return [], f"no decision recorded yet (audit table {self.audit.path})", []
+        try:
+            rows, anchors, problems = audit_problems(self.audit, self.instance, asset=self.asset,
+                                                     target=self.settings.target)  # fmt: skip
+        except AuditError as exc:
+            return self.audit.rows(), "the audit table does not verify", [safe_reason(exc)]
+        status = f"{len(rows)} decision(s), hash chain intact, {anchors} recorded head(s) compared"
+        return rows, status + ("" if not problems else ": problems below"), problems
+
+    async def audit_view(self, request: Request) -> Response:
+        user, csrf = self.need(request)
+        rows, status, problems = self._audit()
+        return _page(pages.audit_page(rows, status, problems, user=user, csrf=csrf))
+
+    async def audit_csv(self, request: Request) -> Response:
+        self.need(request)
+        rows, status, problems = self._audit()
+        out = io.StringIO()
+        w = csv.writer(out)
+        w.writerow(["seq", "recorded_at", "release_id", "decision", "approver", "reason", "report_sha256",
+                    "verdict", "row_hash", "chain"])  # fmt: skip
+        for r in rows:
+            chain = "broken" if problems else "intact"
+            fields = (r.seq, r.recorded_at, r.release_id, r.decision, r.approver, r.reason,
+                      r.report_sha256, r.verdict, r.row_hash, chain)  # fmt: skip
+            w.writerow([_cell(v) for v in fields])
+        attachment = {"Content-Disposition": 'attachment; filename="privacy-audit.csv"'}
+        return Response(out.getvalue(), media_type="text/csv; charset=utf-8", headers=attachment)
+
+    def _cookie(self, resp: Response, key: str, value: str, *, max_age: int | None = None) -> None:
+        resp.set_cookie(key, value, max_age=max_age, path="/", secure=self.settings.secure_cookies,
+                        httponly=True, samesite="strict")  # fmt: skip
+
+    # ------------------------------------------------------------------------------ the app
+
+    def app(self) -> Starlette:
+        def guarded(endpoint: Any) -> Any:
+            async def run(request: Request) -> Response:
+                try:
+                    return await endpoint(request)
+                except _Refused as exc:
+                    if exc.status == 401 and request.method == "GET":
+                        return _redirect("/login")
+                    try:
+                        user, csrf = self.identify(request)
+                    except _Refused:
+                        user, csrf = None, None
+                    return _page(pages.error(exc.status, exc.text, user=user, csrf=csrf), exc.status)
+
+            return run
+
+        routes = [
+            Route("/login", guarded(self.login_form), methods=["GET"]),
+            Route("/login", guarded(self.login), methods=["POST"]),
+            Route("/logout", guarded(self.logout), methods=["POST"]),
+            Route("/", guarded(self.index), methods=["GET"]),
+            Route("/audit", guarded(self.audit_view), methods=["GET"]),
+            Route("/audit.csv", guarded(self.audit_csv), methods=["GET"]),
+            Route("/release/{release_id}", guarded(self.release), methods=["GET"]),
+            Route("/release/{release_id}/report", guarded(self.report), methods=["GET"]),
+            Route("/release/{release_id}/decision", guarded(self.decide), methods=["POST"]),
+            Route("/release/{release_id}/withdraw", guarded(self.withdraw), methods=["POST"]),
+        ]
+        return Starlette(routes=routes, middleware=[Middleware(_SecurityHeaders)])
+
+
+def _cell(value: object) -> str:
+    """A CSV cell a spreadsheet shows as text: a leading = + - @ (a formula) gets a quote first."""
+    text = "" if value is None else str(value)
+    return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
+
+
+def build_console(settings: ConsoleSettings) -> Starlette:
+    return Console(settings).app()
+
+
+__all__ = ["ConsoleSettings", "build_console"]

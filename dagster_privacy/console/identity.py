@@ -1,0 +1,159 @@
+"""Who is asking: a local users file (scrypt-hashed passwords) with server-side sessions, or a trusted
+reverse proxy's header. Roles: ``viewer`` reads, ``officer`` decides. Nobody anonymous decides.
+
+The users file is JSON, ``{"users": [{"name": ..., "role": "officer", "scrypt": "N$r$p$salt$hash"}]}``,
+written by ``dagster-privacy console add-user``; a user without ``scrypt`` can only come through the
+proxy. Passwords are hashed with scrypt (``hashlib.scrypt``, OpenSSL's), a fresh 16-byte salt each.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import os
+import secrets
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import OwnMessage
+
+ROLES = ("viewer", "officer")
+#: scrypt cost: N = 2^14, r = 8, p = 1 (16 MB, about 50 ms here): OWASP's minimum for scrypt
+SCRYPT = (2**14, 8, 1)
+
+
+class IdentityError(OwnMessage, ValueError):
+    """A users file or a user that cannot be used: one line."""
+
+
+@dataclass(frozen=True)
+class User:
+    name: str
+    role: str
+
+    @property
+    def may_decide(self) -> bool:
+        return self.role == "officer"
+
+
+def hash_password(password: str, *, salt: bytes | None = None, cost: tuple[int, int, int] = SCRYPT) -> str:
+    n, r, p = cost
+    salt = salt or secrets.token_bytes(16)
+    digest = hashlib.scrypt(password.encode(), salt=salt, n=n, r=r, p=p, dklen=32, maxmem=64 * 2**20)
+    return f"{n}${r}${p}${salt.hex()}${digest.hex()}"
+
+
+def password_matches(password: str, stored: str) -> bool:
+    try:
+        n, r, p, salt, want = stored.split("$")
+        got = hash_password(password, salt=bytes.fromhex(salt), cost=(int(n), int(r), int(p)))
+    except (ValueError, TypeError):
+        return False
+    return hmac.compare_digest(got.rsplit("$", 1)[1], want)
+
+
+def _name(name: str) -> str:
+    name = name.strip()
+    if not name or len(name) > 200 or any(not c.isprintable() for c in name):
+        raise IdentityError("a user name is 1 to 200 printable characters")
+    return name
+
+
+class Users:
+    """The users file, read on every login (an edit takes effect without a restart)."""
+
+    def __init__(self, path: str | os.PathLike[str] | None) -> None:
+        self.path = Path(path) if path else None
+
+    def _read(self) -> list[dict[str, str]]:
+        if self.path is None or not self.path.is_file():
+            return []
+        try:
+            users = json.loads(self.path.read_text(encoding="utf-8")).get("users", [])
+        except (OSError, ValueError, AttributeError):
+            raise IdentityError(f"users file {self.path}: not the JSON this console writes") from None
+        return [u for u in users if isinstance(u, dict) and u.get("role") in ROLES and u.get("name")]
+
+    def get(self, name: str) -> dict[str, str] | None:
+        return next((u for u in self._read() if u["name"] == name), None)
+
+    def login(self, name: str, password: str) -> User | None:
+        entry = self.get(name.strip())
+        stored = entry.get("scrypt") if entry else None
+        if not stored:
+            password_matches(password, hash_password("-"))  # the same time whether the user exists or not
+            return None
+        return User(entry["name"], entry["role"]) if password_matches(password, stored) else None
+
+    def add(self, name: str, role: str, password: str | None) -> None:
+        """Add or replace a user (``password`` None: a proxy-only user, no password login)."""
+        if self.path is None:
+            raise IdentityError("no users file given (--users)")
+        if role not in ROLES:
+            raise IdentityError(f"role must be one of {', '.join(ROLES)}")
+        name = _name(name)
+        entry = {"name": name, "role": role}
+        if password is not None:
+            if len(password) < 12:
+                raise IdentityError("a password has at least 12 characters")
+            entry["scrypt"] = hash_password(password)
+        users = [u for u in self._read() if u["name"] != name] + [entry]
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_name(f".{self.path.name}.{secrets.token_hex(4)}.tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)  # hashes: owner only
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump({"users": users}, f, indent=2)
+        os.replace(tmp, self.path)
+
+
+@dataclass
+class Session:
+    user: User
+    csrf: str
+    started: float
+    seen: float
+
+
+@dataclass
+class Sessions:
+    """Server-side sessions: the cookie holds a random token only. Idle and absolute timeouts."""
+
+    idle_seconds: float = 30 * 60
+    max_seconds: float = 8 * 3600
+    _by_token: dict[str, Session] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def start(self, user: User) -> str:
+        token = secrets.token_urlsafe(32)
+        now = time.monotonic()
+        with self._lock:
+            self._by_token[token] = Session(user, secrets.token_urlsafe(32), now, now)
+        return token
+
+    def get(self, token: str | None) -> Session | None:
+        if not token:
+            return None
+        now = time.monotonic()
+        with self._lock:
+            s = self._by_token.get(token)
+            if s is None:
+                return None
+            if now - s.seen > self.idle_seconds or now - s.started > self.max_seconds:
+                del self._by_token[token]
+                return None
+            s.seen = now
+            return s
+
+    def end(self, token: str | None) -> None:
+        with self._lock:
+            self._by_token.pop(token or "", None)
+
+
+def same_token(a: str | None, b: str | None) -> bool:
+    return bool(a) and bool(b) and hmac.compare_digest(str(a), str(b))
+
+
+__all__ = ["ROLES", "IdentityError", "Session", "Sessions", "User", "Users", "hash_password", "same_token"]

@@ -1,0 +1,105 @@
+"""What the console shows, read from where the pipeline keeps it: the privacy check evaluations in the
+Dagster instance (release id, verdict, report path and sha256), the sign-off audit table (decisions)
+and the publication target's log (publications, withdrawals). Read-only: decisions go through
+``record_signoff`` and ``withdraw_release``, the CLI's code path."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import dagster as dg
+
+from ..metrics import registry
+from ..pipeline import metadata as md
+from ..pipeline.audit import AuditLog, AuditRow
+from ..pipeline.evidence import REPORT_PATH, REPORT_SHA256
+from ..pipeline.target import PublishTarget
+
+#: the states a release can be in, in the order the release list groups them
+STATES = ("awaiting decision", "blocked by its gates", "approved", "rejected", "published", "withdrawn")
+
+
+@dataclass(frozen=True)
+class Evaluated:
+    """One evaluation (one run of the privacy checks) of a release."""
+
+    release_id: str
+    run_id: str
+    time: float
+    verdict: str | None
+    report_path: str | None
+    report_sha256: str | None
+
+
+@dataclass
+class ReleaseView:
+    release_id: str
+    evaluations: list[Evaluated] = field(default_factory=list)  # oldest first
+    decisions: list[AuditRow] = field(default_factory=list)
+    publications: list[dict[str, Any]] = field(default_factory=list)
+    current: bool = False  # the release of the asset's latest evaluation: the only one decidable
+
+    @property
+    def latest(self) -> Evaluated | None:
+        return self.evaluations[-1] if self.evaluations else None
+
+    @property
+    def state(self) -> str:
+        if self.publications:
+            return "published" if self.publications[-1].get("action") == "publish" else "withdrawn"
+        latest = self.latest
+        on_report = [
+            d for d in self.decisions if latest is not None and d.report_sha256 == latest.report_sha256
+        ]
+        if on_report and on_report[-1].decision in ("approve", "reject"):
+            return "approved" if on_report[-1].decision == "approve" else "rejected"
+        if latest is not None and latest.verdict == "fail":
+            return "blocked by its gates"
+        return "awaiting decision"
+
+
+def evaluations(instance: dg.DagsterInstance, asset: dg.AssetKey, *, limit: int = 500) -> list[Evaluated]:
+    """Every evaluation that wrote a report, one per run, oldest first."""
+    runs: dict[str, Evaluated] = {}
+    for mid in registry():
+        key = dg.AssetCheckKey(asset, mid)
+        for rec in instance.event_log_storage.get_asset_check_execution_history(key, limit=limit):
+            ev = rec.evaluation if rec.event is not None else None
+            if not isinstance(ev, dg.AssetCheckEvaluation) or not rec.run_id or rec.run_id in runs:
+                continue
+            sha = md.recorded(ev.metadata, REPORT_SHA256)
+            if not sha:
+                continue
+            runs[rec.run_id] = Evaluated(
+                release_id=str(md.recorded(ev.metadata, md.RELEASE_ID) or rec.run_id[:8]),
+                run_id=rec.run_id,
+                time=rec.create_timestamp,
+                verdict=md.recorded(ev.metadata, "verdict"),
+                report_path=md.recorded(ev.metadata, REPORT_PATH),
+                report_sha256=str(sha),
+            )
+    return sorted(runs.values(), key=lambda e: e.time)
+
+
+def releases(
+    instance: dg.DagsterInstance, asset: dg.AssetKey, audit: AuditLog, target: str | None
+) -> dict[str, ReleaseView]:
+    """Every release the instance, the audit table or the publication log knows, by id."""
+    out: dict[str, ReleaseView] = {}
+    evs = evaluations(instance, asset)
+    for e in evs:
+        out.setdefault(e.release_id, ReleaseView(e.release_id)).evaluations.append(e)
+    if evs:
+        out[evs[-1].release_id].current = True
+    for row in audit.rows() if audit.path.is_file() else []:
+        out.setdefault(row.release_id, ReleaseView(row.release_id)).decisions.append(row)
+    if target:
+        for row in PublishTarget(path=target).log():
+            out.setdefault(str(row["release_id"]), ReleaseView(str(row["release_id"]))).publications.append(
+                row
+            )
+    return out
+
+
+__all__ = ["STATES", "Evaluated", "ReleaseView", "evaluations", "releases"]

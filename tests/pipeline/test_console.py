@@ -1,0 +1,263 @@
+"""The officer console (issue 33) on a real Dagster instance, served by uvicorn on a free port: the whole
+flow in headless Chromium (sign in, list, open the report, approve with a reason, see it in the audit
+page and in Dagster, publish, withdraw), and the attacks over plain HTTP: no identity, a forged proxy
+header, a missing or wrong CSRF token, a reason holding a script, a report whose column name holds a
+script, a release id with ../, a decision on a report that is not current, and a canary of the real
+table on no page."""
+
+from __future__ import annotations
+
+import http.cookiejar
+import os
+import socket
+import threading
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import dagster as dg
+import pytest
+import uvicorn
+from browser import Browser, find_chromium
+from test_signoff import CANARY, SYN, Env, _published
+
+from dagster_privacy.console import ConsoleSettings, build_console
+from dagster_privacy.console.identity import Users
+from dagster_privacy.pipeline.signoff import SIGNOFF_CHECK, current_evaluation
+
+PASSWORD = "correct horse battery staple"
+HOSTILE_COLUMN = "occ<script>window.__pwned=1</script>"
+SHOTS = os.environ.get("DAGSTER_PRIVACY_CONSOLE_SHOTS")  # docs/img/console-*.png were taken with it
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Served:
+    def __init__(self, settings: ConsoleSettings) -> None:
+        self.port = _free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        config = uvicorn.Config(build_console(settings), host="127.0.0.1", port=self.port, log_level="error")
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+        self.thread.start()
+        deadline = time.monotonic() + 30
+        while not self.server.started:
+            assert time.monotonic() < deadline, "console did not start"
+            time.sleep(0.05)
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        self.thread.join(10)
+
+
+class _LocalSecure(http.cookiejar.DefaultCookiePolicy):
+    """Send Secure cookies to 127.0.0.1 over http, as browsers do for a local address."""
+
+    def return_ok_secure(self, cookie, request):  # noqa: ANN001, ANN201
+        return request.host.split(":")[0] == "127.0.0.1" or super().return_ok_secure(cookie, request)
+
+
+class Client:
+    """A cookie-keeping HTTP client that does not follow redirects (so a 303 is seen as one)."""
+
+    def __init__(self, base: str, headers: dict[str, str] | None = None) -> None:
+        self.base, self.headers = base, dict(headers or {})
+        self.jar = http.cookiejar.CookieJar(policy=_LocalSecure())
+
+        class NoRedirect(urllib.request.HTTPRedirectHandler):
+            def redirect_request(self, *a, **k):  # noqa: ANN002, ANN003
+                return None
+
+        self.opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(self.jar), NoRedirect)
+
+    def request(self, path: str, form: dict[str, str] | None = None) -> tuple[int, dict[str, str], str]:
+        data = urllib.parse.urlencode(form).encode() if form is not None else None
+        req = urllib.request.Request(self.base + path, data=data, headers=self.headers)
+        try:
+            with self.opener.open(req, timeout=30) as r:
+                return r.status, dict(r.headers), r.read().decode()
+        except urllib.error.HTTPError as e:
+            return e.code, dict(e.headers), e.read().decode()
+
+    def csrf(self, path: str) -> str:
+        body = self.request(path)[2]
+        return body.split('name="csrf" value="', 1)[1].split('"', 1)[0]
+
+    def login(self, user: str, password: str = PASSWORD) -> int:
+        token = self.csrf("/login")
+        return self.request("/login", {"csrf": token, "user": user, "password": password})[0]
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory) -> Iterator[tuple[Env, Served, ConsoleSettings]]:
+    import test_signoff
+
+    root = tmp_path_factory.mktemp("console")
+    frames = test_signoff._frames
+
+    def hostile_frames():  # the real table's canary stays; one column name holds a script
+        return {k: f.rename({"occupation": HOSTILE_COLUMN}) for k, f in frames().items()}
+
+    test_signoff._frames = hostile_frames
+    try:
+        env = Env(root)
+    finally:
+        test_signoff._frames = frames
+    os.environ["DAGSTER_PRIVACY_AUDIT"] = str(env.audit.path)
+    users = root / "users.json"
+    Users(users).add("dana", "officer", PASSWORD)
+    Users(users).add("vic", "viewer", PASSWORD)
+    settings = ConsoleSettings(
+        instance_dir=str(env.home), audit=str(env.audit.path), target=str(env.target), users=str(users),
+        proxy_header="X-Forwarded-User", trusted_proxies=("10.9.9.9",),
+    )  # fmt: skip
+    served = Served(settings)
+    res = env.release("v1", "clean")
+    assert not _published(res)  # awaiting sign-off
+    yield env, served, settings
+    served.stop()
+    env.instance.dispose()
+    os.environ.pop("DAGSTER_PRIVACY_AUDIT", None)
+
+
+def test_no_identity_no_page_and_no_decision(world) -> None:
+    env, served, _ = world
+    anon = Client(served.url)
+    status, headers, _ = anon.request("/")
+    assert status == 303 and headers["location"] == "/login"
+    assert anon.request("/release/v1/decision", {"decision": "approve", "reason": "x"})[0] == 401
+    assert anon.request("/audit.csv")[0] == 303
+    assert anon.login("dana", "wrong password") == 401
+    assert anon.login("nobody") == 401
+    assert env.audit.rows() == []
+
+
+def test_a_proxy_header_from_an_address_that_is_not_the_proxy_is_refused(world, tmp_path) -> None:
+    env, served, settings = world
+    forged = Client(served.url, {"X-Forwarded-User": "dana"})
+    status, _, body = forged.request("/")
+    assert status == 403 and "configured proxy only" in body
+    # the same header from the configured proxy (here: this host) names the user
+    trusted = Served(ConsoleSettings(**{**settings.__dict__, "trusted_proxies": ("127.0.0.1",)}))
+    try:
+        status, _, body = Client(trusted.url, {"X-Forwarded-User": "dana"}).request("/")
+        assert status == 200 and "dana (officer)" in body
+        status, _, body = Client(trusted.url, {"X-Forwarded-User": "someone"}).request("/")
+        assert status == 200 and "someone (viewer)" in body
+    finally:
+        trusted.stop()
+
+
+def test_forms_need_the_sessions_csrf_token_and_an_officer(world) -> None:
+    env, served, _ = world
+    dana = Client(served.url)
+    assert dana.login("dana") == 303
+    sha = current_evaluation(env.instance, SYN).report_sha256
+    form = {"decision": "approve", "reason": "read it", "report_sha256": sha}
+    assert dana.request("/release/v1/decision", form)[0] == 403  # no token
+    assert dana.request("/release/v1/decision", {**form, "csrf": "forged"})[0] == 403
+    other = Client(served.url)
+    other.login("dana")
+    assert dana.request("/release/v1/decision", {**form, "csrf": other.csrf("/")})[0] == 403  # not ours
+    vic = Client(served.url)
+    assert vic.login("vic") == 303
+    status, _, body = vic.request("/release/v1/decision", {**form, "csrf": vic.csrf("/")})
+    assert status == 403 and "only an officer decides" in body
+    assert env.audit.rows() == []
+
+
+def test_release_ids_are_looked_up_never_used_as_paths(world) -> None:
+    _, served, _ = world
+    dana = Client(served.url)
+    dana.login("dana")
+    for path in ("/release/..%2F..%2Fetc%2Fpasswd", "/release/%2e%2e/report", "/release/v1%2F..%2F..",
+                 "/release/nope", "/release/v1%00/report"):  # fmt: skip
+        assert dana.request(path)[0] in (404, 405), path
+
+
+def test_a_decision_on_a_report_that_is_not_current_is_refused(world) -> None:
+    env, served, _ = world
+    dana = Client(served.url)
+    dana.login("dana")
+    form = {"decision": "approve", "reason": "x", "report_sha256": "0" * 64, "csrf": dana.csrf("/")}
+    status, _, body = dana.request("/release/v1/decision", form)
+    assert status == 409 and "is not the current evaluation" in body
+    assert env.audit.rows() == []
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(find_chromium() is None, reason="Chromium not installed")
+def test_the_whole_flow_in_a_browser(world, tmp_path) -> None:
+    env, served, _ = world
+    shots = Path(SHOTS) if SHOTS else tmp_path
+    url = served.url
+    with Browser(width=1024, height=900) as b:
+        b.goto(url + "/")
+        b.wait_for("!!document.querySelector('input[name=password]')")
+        b.js(f"""(() => {{ document.querySelector('input[name=user]').value = 'dana';
+            document.querySelector('input[name=password]').value = {PASSWORD!r};
+            document.querySelector('form.decide').submit(); }})()""")
+        b.wait_for("document.body.innerText.includes('dana (officer)')")
+        assert b.js("document.body.innerText.includes('Awaiting decision')")
+        assert b.js("document.documentElement.scrollWidth <= 1024")  # no horizontal overflow
+        b.screenshot(shots / "console-releases.png")
+        b.goto(url + "/release/v1")
+        b.wait_for("!!document.querySelector('form.decide textarea')")
+        sha = current_evaluation(env.instance, SYN).report_sha256
+        assert b.js(f"document.body.innerText.includes({sha!r})")  # the hash the decision binds
+        # the evidence report: served sandboxed; its column name's script does not run
+        b.goto(url + "/release/v1/report")
+        b.wait_for("document.body && document.body.innerText.includes('Verdict')")
+        assert b.js("window.__pwned === undefined")
+        assert b.js(f"document.body.innerText.includes({HOSTILE_COLUMN!r})")  # shown as text
+        b.goto(url + "/release/v1")
+        b.wait_for("!!document.querySelector('form.decide textarea')")
+        reason = "Read the report <script>window.__pwned=1</script> & the audit"
+        b.js(f"""(() => {{ document.querySelector('textarea[name=reason]').value = {reason!r};
+            document.querySelector('button[value=approve]').click(); }})()""")
+        b.wait_for("document.body.innerText.includes('approval recorded')")
+        assert b.js("window.__pwned === undefined")
+        assert b.js(f"document.body.innerText.includes({reason!r})")  # the reason, as text
+        b.screenshot(shots / "console-release.png")
+        # Dagster holds the same decision (one code path with the CLI)
+        rec = env.instance.get_latest_asset_check_evaluation_record(dg.AssetCheckKey(SYN, SIGNOFF_CHECK))
+        meta = {k: v.value for k, v in rec.evaluation.metadata.items()}
+        assert rec.evaluation.passed and meta["approver"] == "dana" and meta["reason"] == reason
+        b.goto(url + "/audit")
+        b.wait_for("document.body.innerText.includes('hash chain intact')")
+        assert b.js("document.body.innerText.includes('approve')")
+        b.screenshot(shots / "console-audit.png")
+        published = env.publish()
+        assert published.success and _published(published)
+        b.goto(url + "/release/v1")
+        b.wait_for("document.body.innerText.includes('Withdraw the publication')")
+        b.js("""(() => { document.querySelector('textarea[name=reason]').value = 'consent withdrawn';
+            document.querySelector('form[action$="/withdraw"] button').click(); })()""")
+        b.wait_for("document.body.innerText.includes('withdrawn')")
+        assert b.js("document.body.innerText.includes('consent withdrawn')")
+    rows = env.audit.rows()
+    assert [(r.decision, r.approver) for r in rows] == [("approve", "dana"), ("withdraw", "dana")]
+    obs = env.instance.fetch_observations(dg.AssetKey("published_release"), limit=5).records
+    assert obs and "withdrawn by dana" in (obs[0].asset_observation.description or "")
+
+
+def test_no_canary_on_any_console_page(world) -> None:
+    env, served, _ = world
+    assert (env.frames["real"][HOSTILE_COLUMN] == CANARY).any()
+    dana = Client(served.url)
+    dana.login("dana")
+    for path in ("/", "/release/v1", "/release/v1/report", "/audit", "/audit.csv", "/login", "/release/x"):
+        status, headers, body = dana.request(path)
+        assert CANARY not in body and CANARY not in str(headers), path
+        if path.endswith("/report") and status == 200:
+            assert headers["content-security-policy"].startswith("sandbox")
+        elif status == 200 and not path.endswith(".csv"):
+            assert "frame-ancestors 'none'" in headers["content-security-policy"]
+            assert "script-src" not in headers["content-security-policy"]  # default-src 'none' governs
