@@ -108,6 +108,11 @@ def cli() -> None:
     "--report", "report_out", type=click.Path(dir_okay=False), default=None, help="write the HTML report here"
 )
 @click.option(
+    "--release-id",
+    default=None,
+    help="the release id the report names [default: sha256:<16 hex> of the synthetic table, as in Dagster]",
+)
+@click.option(
     "--ray",
     "ray_address",
     default=None,
@@ -128,11 +133,19 @@ def evaluate(
     seed: int | None,
     json_out: str | None,
     report_out: str | None,
+    release_id: str | None,
     ray_address: str | None,
 ) -> None:
     """Evaluate a synthetic table; exit 1 when the verdict is fail."""
     from ..evaluate import evaluate as run
     from ..executors import RayExecutor
+    from ..release_ids import ReleaseIdError, valid_release_id
+
+    if release_id is not None:
+        try:
+            valid_release_id(release_id)
+        except ReleaseIdError as exc:
+            raise UsageFailure(f"--release-id: {exc}") from None
 
     # before the evaluation: an unwritable output is bad input, not a lost verdict
     writable("--json", json_out, inputs=(real, synthetic, holdout), suffixes=(".json",), marker=FORMAT_MARK)
@@ -161,7 +174,7 @@ def evaluate(
         progress=True,
         executor=executor,
     )
-    finish(ev, json_out=json_out, report_out=report_out, policy=policy)
+    finish(ev, json_out=json_out, report_out=report_out, policy=policy, release_id=release_id)
 
 
 #: the first bytes of an evaluation JSON (results.FORMAT)
@@ -206,7 +219,12 @@ def writable(
 
 
 def finish(
-    ev: Evaluation, *, json_out: str | None = None, report_out: str | None = None, policy: str | None = None
+    ev: Evaluation,
+    *,
+    json_out: str | None = None,
+    report_out: str | None = None,
+    policy: str | None = None,
+    release_id: str | None = None,
 ) -> None:
     """Print the table, write the outputs, exit with the verdict's code (2 if an output fails)."""
     print_table(ev)
@@ -218,7 +236,9 @@ def finish(
             from ..policy import load_policy
             from ..report import write_report
 
-            write_report(ev, report_out, policy=load_policy(policy) if policy else None)
+            write_report(
+                ev, report_out, policy=load_policy(policy) if policy else None, release_id=release_id
+            )
             click.echo(f"report written to {report_out}", err=True)
     except OSError as exc:
         raise UsageFailure(

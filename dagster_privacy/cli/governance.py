@@ -9,6 +9,8 @@ in ``dagster_privacy.pipeline.signoff`` (``record_signoff``, ``verify_signoff``)
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 DECISIONS = ("approve", "reject")
@@ -21,6 +23,13 @@ DECISIONS = ("approve", "reject")
 @click.option("--reason", required=True, help="why: recorded with the decision")
 @click.option("--asset", default="synthetic_table", show_default=True, help="the synthetic table asset")
 @click.option("--report-sha256", default=None, help="sha256 of the report you read (checked when given)")
+@click.option(
+    "--report",
+    "report_file",
+    type=click.Path(dir_okay=False, exists=True),
+    default=None,
+    help="the report file you read: its sha256 is computed and checked (instead of --report-sha256)",
+)
 @click.option(
     "--audit",
     "audit_path",
@@ -35,6 +44,7 @@ def signoff_command(
     reason: str,
     asset: str,
     report_sha256: str | None,
+    report_file: str | None,
     audit_path: str | None,
 ) -> None:
     """Record a decision on a release, in the Dagster instance at $DAGSTER_HOME and the audit table."""
@@ -42,7 +52,14 @@ def signoff_command(
 
     from ..pipeline.audit import AuditError
     from ..pipeline.signoff import SignoffError, record_signoff
+    from ..report import file_sha256
     from .args import UsageFailure
+
+    if report_file is not None:
+        computed = file_sha256(report_file)
+        if report_sha256 and report_sha256.strip().lower() != computed:
+            raise UsageFailure("--report and --report-sha256 name different reports")
+        report_sha256 = computed
 
     try:
         instance = dg.DagsterInstance.get()
@@ -80,7 +97,8 @@ def signoff_command(
 @click.option(
     "--target",
     default=None,
-    help="DuckDB file or postgresql:// publication target [default: $DAGSTER_PRIVACY_PUBLISH_TARGET]",
+    help="DuckDB file or postgresql:// publication target [default: $DAGSTER_PRIVACY_PUBLISH_TARGET, else "
+    "the DuckDB file the pipeline last published to, from the instance at $DAGSTER_HOME]",
 )
 @click.option("--audit", "audit_path", default=None, help="audit DuckDB file [default: as for signoff]")
 def withdraw_command(release: str, by: str, reason: str, target: str | None, audit_path: str | None) -> None:
@@ -94,7 +112,8 @@ def withdraw_command(release: str, by: str, reason: str, target: str | None, aud
     from ..pipeline.target import PublicationRefused, PublishTarget
     from .args import UsageFailure
 
-    path = target or os.environ.get("DAGSTER_PRIVACY_PUBLISH_TARGET")
+    instance = _instance_if_home()
+    path = target or os.environ.get("DAGSTER_PRIVACY_PUBLISH_TARGET") or _published_to(instance)
     kind = PublishTarget(path=path).kind() if path else None
     if not path or kind not in ("duckdb", "postgresql") or (kind == "duckdb" and not os.path.isfile(path)):
         raise UsageFailure(
@@ -103,14 +122,38 @@ def withdraw_command(release: str, by: str, reason: str, target: str | None, aud
         )
     try:
         row = withdraw_release(
-            PublishTarget(path=path), release_id=release, by=by, reason=reason, audit=audit_path
-        )
+            PublishTarget(path=path), release_id=release, by=by, reason=reason, audit=audit_path,
+            instance=instance,
+        )  # fmt: skip
     except (PublicationRefused, AuditError, ReleaseIdError) as exc:
         raise UsageFailure(f"not withdrawn: {exc}") from None
     click.echo(
         f"withdrew release {release} from {path} at {row['published_at']} by {row['by']}: {row['reason']} "
         f"(audit row #{row['audit_seq']})"
     )
+
+
+def _instance_if_home() -> Any:
+    """The Dagster instance at $DAGSTER_HOME, or None when it is unset (a withdrawal still works)."""
+    import os
+
+    import dagster as dg
+
+    return dg.DagsterInstance.get() if os.environ.get("DAGSTER_HOME") else None
+
+
+def _published_to(instance: Any, asset: str = "published_release") -> str | None:
+    """The DuckDB file the pipeline's latest publication went to (its ``target`` metadata), if any."""
+    import os
+
+    import dagster as dg
+
+    if instance is None:
+        return None
+    recs = instance.fetch_materializations(dg.AssetKey(asset), limit=1).records
+    meta = recs[0].asset_materialization.metadata if recs else {}
+    where = getattr(meta.get("target"), "value", None)
+    return str(where) if where and os.path.isfile(str(where)) else None
 
 
 @click.group("audit")

@@ -13,6 +13,7 @@ Reports go to ``DAGSTER_PRIVACY_REPORTS``, by default ``<instance directory>/dag
 from __future__ import annotations
 
 import os
+import urllib.parse
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,9 @@ from .checks import EvaluationHook
 from .resources import file_name
 
 REPORTS_ENV = "DAGSTER_PRIVACY_REPORTS"
+#: the officer console's base URL (``dagster-privacy console``): check metadata links to its release page
+CONSOLE_ENV = "DAGSTER_PRIVACY_CONSOLE_URL"
+CONSOLE_LINK = "dagster_privacy/console"
 #: metadata keys every privacy check result carries
 REPORT_PATH = "dagster_privacy/report_path"
 REPORT_SHA256 = "dagster_privacy/report_sha256"
@@ -114,13 +118,25 @@ def build_report_hook(
         )
         base = Path(reports_dir) if reports_dir is not None else default_reports_dir(context.instance)
         path = (base / file_name(release) / f"{context.run.run_id}.html").resolve()
-        sha = write_report(ev, path, release_id=release, history=history, policy=p)
+        sha = write_report(ev, path, release_id=release, history=history, policy=p, pipeline=True)
         context.log.info(f"privacy report of release {release}: {path} (sha256 {sha})")
+        console = os.environ.get(CONSOLE_ENV, "").rstrip("/")
+        link = {}
+        if console.startswith(("http://", "https://")):  # the officer's page of this release
+            page = f"{console}/release/{urllib.parse.quote(release, safe='')}"
+            link = {CONSOLE_LINK: dg.MetadataValue.url(page)}
         return {
+            **link,
             REPORT_PATH: dg.MetadataValue.path(str(path)),
             REPORT_SHA256: dg.MetadataValue.text(sha),
             REPORT_SUMMARY: dg.MetadataValue.md(
-                markdown_summary(ev, release_id=release, report_path=str(path), report_sha256=sha)
+                markdown_summary(
+                    ev,
+                    release_id=release,
+                    report_path=str(path),
+                    report_sha256=sha,
+                    signoff=bool(getattr(p, "require_signoff", False)),
+                )
             ),
         }
 

@@ -160,6 +160,7 @@ def build_published_release(
     if not required:
         raise dg.DagsterInvalidDefinitionError("published_release needs at least one required check")
     signoff = any(k.name == "privacy_signoff" for k in required)
+    checks_named = ", ".join(k.name for k in required)
     condition = automation_condition or (
         dg.AutomationCondition.eager() & dg.AutomationCondition.all_deps_blocking_checks_passed()
     )
@@ -224,14 +225,22 @@ def build_published_release(
             rows as they are now; the head the log records is the one this decision read."""
             nonlocal anchor
             rows = _audit_rows(context.instance, syn_key)
-            if signoff:
-                from .signoff import signoff_problem
+            who: dict[str, Any] = {"reason": "required checks passed on this content: " + checks_named}
+            if signoff:  # who approved, and which decision, on the log row too
+                from .signoff import SignoffError, verify_signoff
 
-                problem = signoff_problem(context.instance, syn_key, rows=rows)
-                if problem:
-                    raise PublicationRefused(problem)
+                try:
+                    approval = verify_signoff(context.instance, syn_key, rows=rows)
+                except SignoffError as exc:
+                    raise PublicationRefused(str(exc)) from None
+                who = {
+                    "by": approval["approver"],
+                    "reason": f"approved in audit row #{approval['audit_seq']} (report sha256 "
+                    f"{str(approval['report_sha256'])[:16]}…)",
+                }
             anchor = rows[-1] if rows else None
             return {
+                **who,
                 "audit_seq": anchor.seq if anchor else None,
                 "audit_head": anchor.row_hash if anchor else None,
             }

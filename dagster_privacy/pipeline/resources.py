@@ -6,9 +6,7 @@ Unlike ``dagster_duckdb.DuckDBResource`` (read-write, not closed when the body r
 
 from __future__ import annotations
 
-import hashlib
 import os
-import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
@@ -17,8 +15,9 @@ import dagster as dg
 from pydantic import Field
 
 from .. import postgres
-from ..errors import OwnMessage, TableError, safe_reason
+from ..errors import TableError, safe_reason
 from ..loading import describe_source, source_query, sql_directories
+from ..release_ids import ReleaseIdError, default_release_id, file_name, valid_release_id
 from ..sql import locked_connection, read_select
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -116,40 +115,13 @@ class PrivacyRelease(dg.ConfigurableResource):
         return release_id(self.release_id, tags=tags, fingerprint=fingerprint)
 
 
-#: a release id: letters, digits and ``. _ : + -``, at most 128, starting with a letter or digit, no
-#: ``..`` — it names report directories and publication files, so it must never be a path
-_RELEASE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:+-]{0,127}")
-
-
-class ReleaseIdError(OwnMessage, ValueError):
-    """A release id outside the safe character set (the id itself is not echoed)."""
-
-
-def valid_release_id(text: str) -> str:
-    """``text`` if it is a safe release id, else :class:`ReleaseIdError`."""
-    if not _RELEASE_ID.fullmatch(text) or ".." in text:
-        raise ReleaseIdError(
-            f"a release id ({len(text)} characters) must be letters, digits and . _ : + -, "
-            "at most 128, starting with a letter or digit, without '..'"
-        )
-    return text
-
-
-def file_name(text: str) -> str:
-    """A file-name part made of a release id, one-to-one: the id's ASCII letters, digits, - and _ (others
-    as _; no dot: never '.', '..' or a hidden name; at most 100), then 12 hex of its sha256 — so
-    'v1.0' and 'v1_0' never share a file."""
-    safe = "".join(ch if (ch.isascii() and ch.isalnum()) or ch in "-_" else "_" for ch in text)[:100]
-    return f"{safe or 'release'}-{hashlib.sha256(text.encode()).hexdigest()[:12]}"
-
-
 def release_id(configured: str | None, *, tags: dict[str, str] | None = None, fingerprint: str) -> str:
     """Run config, else the run tag, else ``DAGSTER_PRIVACY_RELEASE_ID``, else ``sha256:<16 hex>``;
     validated (``valid_release_id``) whichever it is."""
     for candidate in (configured, (tags or {}).get(RELEASE_ID_TAG), os.environ.get(RELEASE_ID_ENV)):
         if candidate and candidate.strip():
             return valid_release_id(candidate.strip())
-    return f"sha256:{fingerprint[:16]}"
+    return default_release_id(fingerprint)
 
 
 __all__ = [

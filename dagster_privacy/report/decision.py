@@ -1,11 +1,13 @@
-"""The report's "What the verdict decided" section: per-risk status, what blocks the verdict, what it
-guarantees (false-alarm level, assurance, detection floor) and every gate's excess and bounds."""
+"""The report's decision sections: the summary that opens it (the verdict in a sentence, one row per
+risk in plain words, what to do next) and "What the verdict decided" (per-risk status, what blocks,
+what the verdict guarantees: false-alarm level, assurance, detection floor; every gate's bounds)."""
 
 from __future__ import annotations
 
 from html import escape
 
 from ..results import Evaluation, Status
+from .summary import floor_sentence, next_steps, plain_words, risk_lines, verdict_sentence
 
 
 def figure(x: float | None, fmt: str = ".3f") -> str:
@@ -75,3 +77,45 @@ def decision_section(ev: Evaluation) -> str:
         "generator never saw. A gate fails when even the lower bound exceeds its threshold, passes when "
         "the upper bound is within it, and otherwise lacks evidence (more rows would decide).</p>"
     )
+
+
+def summary_section(ev: Evaluation, release: str, *, signoff: bool) -> str:
+    """The report's first section: the verdict in a sentence, one row per risk with the gate that
+    decided it (value, bounds, threshold, the holdout's own figure) in plain words, the floor and the
+    false-alarm level, and what to do next."""
+    rows = []
+    for line in risk_lines(ev):
+        g = line.decisive
+        if g is None:
+            rows.append(
+                f"<tr><td>{escape(line.risk)}</td><td>{_word_badge(line.status)}</td>"
+                "<td>—</td><td>no gate of this policy assesses it: the verdict says nothing about it"
+                "</td></tr>"
+            )
+            continue
+        dec = g.decision or {}
+        gate = (
+            f"<code>{escape(g.id)}</code>: excess {figure(dec.get('excess'))} (bounds "
+            f"{figure(dec.get('lower'))} – {figure(dec.get('upper'))}), threshold {figure(g.threshold)}"
+        )
+        others = len(line.gates) - 1
+        rows.append(
+            f"<tr><td>{escape(line.risk)}</td><td>{_word_badge(line.status)}</td><td>{gate}"
+            + (f"<br><span class=note>and {others} other gate(s)</span>" if others > 0 else "")
+            + f"</td><td>{escape(plain_words(g))}</td></tr>"
+        )
+    return (
+        '<section id="summary"><h2>Summary</h2>'
+        f'<p class="lead">{escape(verdict_sentence(ev, release))}</p>'
+        '<table id="summary-table"><thead><tr><th>risk</th><th>status</th><th>decided by</th>'
+        "<th>in plain words (training records vs never-seen real records)</th></tr></thead><tbody>"
+        + "".join(rows)
+        + "</tbody></table>"
+        f"<p>{escape(floor_sentence(ev))}</p>"
+        f'<p class="box"><b>What to do next.</b> {escape(next_steps(ev, signoff=signoff))}</p></section>'
+    )
+
+
+def _word_badge(status: str) -> str:
+    cls = {"pass": "pass", "fail": "fail", "fail (error)": "error", "lacking evidence": "inconclusive"}
+    return f'<span class="st st-{cls.get(status, "none")}">{escape(status)}</span>'

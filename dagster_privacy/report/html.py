@@ -20,12 +20,14 @@ from pathlib import Path
 from typing import Any
 
 from ..distance_summary import DistanceSummary
+from ..release_ids import default_release_id
 from ..results import Evaluation, MetricResult, Status
 from . import plots
 from .decision import badge as _status
-from .decision import decision_section
+from .decision import decision_section, summary_section
 from .decision import figure as _f
 from .risks import by_risk, risk_class, worst
+from .sources import cite
 
 FORMAT = "dagster-privacy/report/1"
 
@@ -66,7 +68,10 @@ code,.hash{font-family:"SFMono-Regular",Consolas,"Liberation Mono",monospace;fon
 .box{border:1px solid #dde1e6;border-radius:6px;padding:10px 14px;background:#fafbfc}
 dl{display:grid;grid-template-columns:max-content 1fr;gap:3px 14px;margin:6px 0} dt{font-weight:600}
 dd{margin:0}
-@media print{body{background:#fff} main{padding:0}}
+.lead{font-size:16px;font-weight:600} .scroll{overflow-x:auto} td{overflow-wrap:anywhere}
+details>summary{cursor:pointer;font-weight:600;margin:6px 0}
+@media print{body{background:#fff} main{padding:0;max-width:none} details::details-content{display:block;
+ content-visibility:visible} .scroll{overflow:visible} h2{break-after:avoid} tr,figure{break-inside:avoid}}
 """
 
 
@@ -78,6 +83,13 @@ def _threshold(r: MetricResult) -> str:
     if r.threshold is None:
         return "— (informs only)"
     return f"{r.threshold:g}" + (" on CI upper" if r.on == "ci_upper" else "")
+
+
+def _severity(r: MetricResult) -> str:
+    """ERROR gates; WARN informs: marked as a proxy, never a gate."""
+    if r.severity.value == "WARN":
+        return 'WARN <span class="note">(proxy: informs only)</span>'
+    return escape(r.severity.value)
 
 
 def _reason(r: MetricResult) -> str:
@@ -120,6 +132,7 @@ def render_report(
     policy: Any = None,
     generated_at: dt.datetime | None = None,
     title: str = "Privacy evidence report",
+    pipeline: bool = False,
 ) -> str:
     """The report as one HTML string.
 
@@ -127,12 +140,15 @@ def render_report(
     oldest first: ``{"release": id, "values": {metric: value}, "failed": [metric, ...]}`` (this
     evaluation is appended). ``distances`` = a DistanceSummary (or its dict); by default the one the
     evaluation carries. ``policy`` = the Policy, to show its sign-off requirement and optional metrics.
+    ``pipeline``: written by the pipeline's privacy check, whose evaluation a decision can be recorded on
+    (else the report says it cannot be signed off).
     """
     if distances is None and ev.distances:
         distances = ev.distances
     if isinstance(distances, Mapping):
         distances = DistanceSummary.from_dict(distances)
-    release = release_id or ev.tables.get("synthetic", {}).get("sha256") or "unknown"
+    sha = ev.tables.get("synthetic", {}).get("sha256")
+    release = release_id or (default_release_id(sha) if sha else "unknown")
     when = (generated_at or dt.datetime.now(dt.UTC)).astimezone(dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
     v = ev.verdict
     counts = {s: sum(1 for r in ev.results if r.status is s) for s in Status}
@@ -152,13 +168,6 @@ def render_report(
         f"policy <code>{escape(str(ev.policy.get('name', '?')))}</code> · seed {ev.seed}</div>"
     )
     w(f'<div class="verdict verdict-{v.value}" id="verdict">Verdict: {escape(VERDICT_TEXT[v])}</div>')
-    summary = ", ".join(f"{n} {s.value.replace('_', ' ')}" for s, n in counts.items() if n)
-    w(f"<p>{len(ev.results)} metrics: {escape(summary) or 'none'}. ")
-    if blockers:
-        w("Blocking: " + ", ".join(f"<code>{escape(r.id)}</code>" for r in blockers) + ".")
-    else:
-        w("No gating metric blocks this release.")
-    w("</p>")
     for finding in ev.findings:
         w(f'<p class="box" id="finding"><b>Blocking:</b> {escape(finding)}</p>')
     signoff = getattr(policy, "require_signoff", None)
@@ -170,53 +179,16 @@ def render_report(
             'see <a href="#signoff">Sign-off</a>.</p>'
         )
 
+    w(summary_section(ev, release, signoff=bool(signoff)))
     w(decision_section(ev))
-
-    # -- per-metric table
-    w('<h2 id="metrics">Metrics</h2>')
-    w(
-        "<p>Values are risks in [0, 1]: 0 = private, 1 = no privacy; the interval is a 95 % confidence "
-        "interval of the value. <i>raw</i> is the formula's own figure (for an attack, its success rate on "
-        "training records) and <i>baseline</i> the same figure measured on the holdout — records the "
-        "generator never saw — where the metric defines one: compare raw with baseline. A gate decides on "
-        'its excess over the holdout and that excess\'s bounds (see <a href="#decision">What the '
-        "verdict decided</a>); a metric without bounds is compared with its threshold as it is. ERROR "
-        "metrics gate publication, WARN metrics inform.</p>"
-    )
-    w(
-        '<table id="metric-table"><thead><tr><th>metric</th><th>risk (WP29 / other)</th><th>value</th>'
-        "<th>95 % CI</th><th>raw</th><th>baseline</th><th>threshold</th><th>severity</th><th>status</th>"
-        "<th>source</th><th>rows used</th><th>note</th></tr></thead><tbody>"
-    )
-    for r in ev.results:
-        sizes = ", ".join(f"{k} {n:,}" for k, n in r.sizes.items())
-        w(
-            f'<tr id="metric-{escape(r.id)}"><td><code>{escape(r.id)}</code></td>'
-            f"<td>{escape(risk_class(r).title)}</td><td class=num>{_f(r.value)}</td><td "
-            f"class=num>{_ci(r)}</td>"
-            f"<td class=num>{_f(r.raw, '.4g')}</td><td class=num>{_f(r.baseline, '.4g')}</td>"
-            f"<td>{escape(_threshold(r))}</td>"
-            f"<td>{escape(r.severity.value)}</td><td>{_status(r.status)}</td><td>{escape(r.source)}</td>"
-            f"<td>{escape(sizes)}</td><td>{_reason(r)}</td></tr>"
-        )
-    w("</tbody></table>")
-    w(
-        _img(
-            plots.metrics_figure(ev),
-            "metric values against thresholds",
-            "Figure 1. Each metric's value (dot, coloured by status) with its 95 % interval and the policy "
-            "threshold (tick).",
-            "No metric produced a value.",
-        )
-    )
 
     # -- WP29 mapping
     w('<h2 id="wp29">Risks measured (WP29 and others)</h2>')
     w(
-        "<p>The Article 29 Working Party names three risks an anonymisation must prevent (seed 004 §2.3.1): "
-        "singling out, linkability and inference. Membership inference and distance-based re-identification "
-        "indicators come from the technical literature (§2.3.2). A risk with no metric was <b>not "
-        "measured</b>: "
+        "<p>The Article 29 Working Party names three risks an anonymisation must prevent (Opinion 05/2014; "
+        f"{escape(cite('seed 004 §2.3.1'))}): singling out, linkability and inference. Membership "
+        "inference and distance-based re-identification indicators come from the technical literature "
+        "(§2.3.2). A risk with no metric was <b>not measured</b>: "
         "the verdict says nothing about it.</p>"
     )
     w(
@@ -227,7 +199,7 @@ def render_report(
     for rc, rs in by_risk(ev.results):
         ms = ", ".join(f"<code>{escape(r.id)}</code>" for r in rs) or '<span class="note">none</span>'
         w(
-            f"<tr><td>{escape(rc.title)}</td><td>{escape(rc.framework)}</td><td>{escape(rc.meaning)}</td>"
+            f"<tr><td>{escape(rc.title)}</td><td>{escape(cite(rc.framework))}</td><td>{escape(rc.meaning)}</td>"
             f"<td>{ms}</td><td>{_status(worst([r.status for r in rs]))}</td></tr>"
         )
     w("</tbody></table>")
@@ -257,7 +229,8 @@ def render_report(
             "attack success on training vs control records",
             "Figure 3. Success rate of each simulated attack on records the generator was trained on and "
             "on control (holdout) records it never saw, with 95 % Wilson intervals. Risk is the excess of "
-            "the first over the second (seed 004 eq. 8); overlapping bars mean no measurable excess.",
+            f"the first over the second ({cite('seed 004 eq. 8')}); overlapping bars mean no measurable "
+            "excess.",
             "No attack metric with training and control success rates ran in this evaluation.",
         )
     )
@@ -283,6 +256,54 @@ def render_report(
             "checks run in).",
         )
     )
+
+    # -- per-metric table
+    w('<h2 id="metrics">Every metric (technical)</h2>')
+    summary = ", ".join(f"{n} {s.value.replace('_', ' ')}" for s, n in counts.items() if n)
+    w(f"<p>{len(ev.results)} metrics: {escape(summary) or 'none'}. ")
+    if blockers:
+        w("Blocking: " + ", ".join(f"<code>{escape(r.id)}</code>" for r in blockers) + ".")
+    else:
+        w("No gating metric blocks this release.")
+    w("</p>")
+    w(f'<details id="technical"><summary>The {len(ev.results)} metrics, their figures and sources</summary>')
+    w(
+        "<p>Values are risks in [0, 1]: 0 = private, 1 = no privacy; the interval is a 95 % confidence "
+        "interval of the value. <i>raw</i> is the formula's own figure (for an attack, its success rate on "
+        "training records) and <i>baseline</i> the same figure measured on the holdout — records the "
+        "generator never saw — where the metric defines one: compare raw with baseline. A gate decides on "
+        'its excess over the holdout and that excess\'s bounds (see <a href="#decision">What the '
+        "verdict decided</a>); a metric without bounds is compared with its threshold as it is. ERROR "
+        "metrics gate publication, WARN metrics inform.</p>"
+    )
+    w(
+        '<div class="scroll"><table id="metric-table"><thead><tr><th>metric</th><th>risk (WP29 / other)</th>'
+        "<th>value</th>"
+        "<th>95 % CI</th><th>raw</th><th>baseline</th><th>threshold</th><th>severity</th><th>status</th>"
+        "<th>source</th><th>rows used</th><th>note</th></tr></thead><tbody>"
+    )
+    for r in ev.results:
+        sizes = ", ".join(f"{k} {n:,}" for k, n in r.sizes.items())
+        w(
+            f'<tr id="metric-{escape(r.id)}"><td><code>{escape(r.id)}</code></td>'
+            f"<td>{escape(risk_class(r).title)}</td><td class=num>{_f(r.value)}</td><td "
+            f"class=num>{_ci(r)}</td>"
+            f"<td class=num>{_f(r.raw, '.4g')}</td><td class=num>{_f(r.baseline, '.4g')}</td>"
+            f"<td>{escape(_threshold(r))}</td>"
+            f"<td>{_severity(r)}</td><td>{_status(r.status)}</td><td>{escape(cite(r.source))}</td>"
+            f"<td>{escape(sizes)}</td><td>{_reason(r)}</td></tr>"
+        )
+    w("</tbody></table></div>")
+    w(
+        _img(
+            plots.metrics_figure(ev),
+            "metric values against thresholds",
+            "Figure 1. Each metric's value (dot, coloured by status) with its 95 % interval and the policy "
+            "threshold (tick).",
+            "No metric produced a value.",
+        )
+    )
+    w("</details>")
 
     # -- threat model and policy
     tm = ev.threat_model
@@ -351,22 +372,35 @@ def render_report(
 
     # -- sign-off
     w('<h2 id="signoff">Sign-off</h2><div class="box">')
+    if not pipeline:
+        w(
+            "<p>This report was written by <code>dagster-privacy evaluate</code>, outside a Dagster release "
+            "pipeline: no evaluation of a release is recorded for it, so it cannot be signed off. To record "
+            "a decision, run the release through the pipeline (docs/pipeline.md); its privacy check writes "
+            "the report a decision binds.</p></div>"
+        )
+    else:
+        _signoff_text(w, release)
+    w(f'<p class="sub">{FORMAT} · dagster-privacy {escape(str(ev.versions.get("dagster_privacy", "")))}</p>')
+    w("</main></body></html>")
+    return "\n".join(out) + "\n"
+
+
+def _signoff_text(w: Any, release: str) -> None:
     w(
-        "<p>A release is approved by a person. Read this report, then record the decision; it is attributed, "
-        "timestamped, tied to this report's sha256 (printed next to the report's path in the check's "
-        "metadata) and appended to the audit table:</p>"
+        "<p>A release is approved by a person. Read this report, then record the decision in the privacy "
+        "console (<code>dagster-privacy console</code>: sign in, open this release, Approve or Reject with a "
+        "reason); it is attributed, timestamped, tied to this report's sha256 and appended to the audit "
+        "table. From a shell on the Dagster machine, the same decision:</p>"
     )
     w(
         f"<p><code>dagster-privacy signoff --release {escape(release)} --decision approve|reject "
-        "--by NAME --reason TEXT</code></p>"
+        "--by NAME --reason TEXT --report THIS_FILE.html</code></p>"
     )
     w(
         "<p>A new evaluation writes a new report and invalidates an earlier approval; a rejection keeps the "
         "release blocked.</p></div>"
     )
-    w(f'<p class="sub">{FORMAT} · dagster-privacy {escape(str(ev.versions.get("dagster_privacy", "")))}</p>')
-    w("</main></body></html>")
-    return "\n".join(out) + "\n"
 
 
 def _distance_table(s: DistanceSummary) -> str:
@@ -409,6 +443,7 @@ def write_report(
     distances: DistanceSummary | Mapping[str, Any] | None = None,
     policy: Any = None,
     generated_at: dt.datetime | None = None,
+    pipeline: bool = False,
 ) -> str:
     """Write the HTML report (atomically: a temp file renamed into place) and return its sha256."""
     data = render_report(
@@ -418,6 +453,7 @@ def write_report(
         distances=distances,
         policy=policy,
         generated_at=generated_at,
+        pipeline=pipeline,
     ).encode("utf-8")
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)

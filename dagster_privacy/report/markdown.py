@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ..results import Evaluation, MetricResult, Status
 from .risks import risk_class
+from .summary import floor_sentence, next_steps, plain_words, risk_lines, verdict_sentence
 
 ICONS = {
     Status.PASS: "pass",
@@ -17,11 +18,11 @@ ICONS = {
 
 
 def _f(x: float | None) -> str:
-    return "—" if x is None else f"{x:.3f}"
+    return "—" if x is None else f"{x:.4g}"
 
 
 def _row(r: MetricResult) -> str:
-    ci = "—" if r.ci is None else f"[{r.ci[0]:.3f}, {r.ci[1]:.3f}]"
+    ci = "—" if r.ci is None else f"[{r.ci[0]:.4g}, {r.ci[1]:.4g}]"
     thr = "—" if r.threshold is None else f"{r.threshold:g}" + (" (CI upper)" if r.on == "ci_upper" else "")
     note = r.reason.replace("|", "/") if r.reason else ""
     return (
@@ -37,6 +38,7 @@ def markdown_summary(
     release_id: str | None = None,
     report_path: str | None = None,
     report_sha256: str | None = None,
+    signoff: bool = False,
 ) -> str:
     """Verdict, per-metric table, and where the full report is (path and sha256). Figures only."""
     release = release_id or ev.tables.get("synthetic", {}).get("sha256", "unknown")
@@ -49,6 +51,24 @@ def markdown_summary(
     if report_path:
         lines += [f"Report: `{report_path}`" + (f" (sha256 `{report_sha256}`)" if report_sha256 else ""), ""]
     lines += [f"**Blocking:** {f}" for f in ev.findings] + ([""] if ev.findings else [])
+    lines += [
+        verdict_sentence(ev, release),
+        "",
+        "| risk | status | decided by | in plain words |",
+        "|---|---|---|---|",
+    ]
+    for line in risk_lines(ev):
+        g = line.decisive
+        dec = (g.decision or {}) if g else {}
+        by = (
+            f"`{g.id}`: excess {_f(dec.get('excess'))} [{_f(dec.get('lower'))}, {_f(dec.get('upper'))}], "
+            f"threshold {_f(g.threshold)}"
+            if g
+            else "—"
+        )
+        words = plain_words(g).replace("|", "/") if g else "not assessed by this policy"
+        lines.append(f"| {line.risk} | {line.status} | {by} | {words} |")
+    lines += ["", floor_sentence(ev).strip(), "", f"**Next:** {next_steps(ev, signoff=signoff)}", ""]
     lines += [
         "| metric | risk | value | 95 % CI | raw | baseline | threshold | severity | status | note |",
         "|---|---|---|---|---|---|---|---|---|---|",

@@ -263,6 +263,34 @@ def test_cli_records_a_decision(env: Env, monkeypatch):
     assert res.success and _published(res), _failure(res)
 
 
+def test_the_cli_hashes_the_report_file_and_finds_the_target_the_pipeline_published_to(env: Env, monkeypatch):
+    """Issue 33 part 3: `signoff --report FILE` hashes the file the officer read; `withdraw` without
+    --target finds the DuckDB file of the latest publication in the instance; the publication log row
+    says who approved it; the withdrawal shows on published_release in Dagster."""
+    from dagster_privacy.cli.governance import withdraw_command
+    from dagster_privacy.pipeline.target import PublishTarget
+
+    monkeypatch.setenv("DAGSTER_HOME", str(env.home))
+    monkeypatch.setenv("DAGSTER_PRIVACY_AUDIT", str(env.audit.path))
+    monkeypatch.delenv("DAGSTER_PRIVACY_PUBLISH_TARGET", raising=False)
+    other = env.root / "other.html"
+    other.write_text("<html>not the report</html>")
+    runner = CliRunner()
+    args = ["--release", "v3", "--decision", "approve", "--by", "Ana Lee", "--reason", "again"]
+    bad = runner.invoke(signoff_command, [*args, "--report", str(other)])
+    assert bad.exit_code == 2 and "is not the current evaluation's report" in bad.output
+    log = PublishTarget(path=str(env.target)).log()
+    assert log[-1]["action"] == "publish" and log[-1]["by"] == "Ana Lee"
+    assert log[-1]["reason"].startswith("approved in audit row #3")
+    out = runner.invoke(
+        withdraw_command, ["--release", "v3", "--by", "Ana Lee", "--reason", "consent withdrawn"]
+    )
+    assert out.exit_code == 0, out.output
+    assert f"from {env.target}" in out.output
+    obs = env.instance.fetch_observations(dg.AssetKey("published_release"), limit=1).records
+    assert obs and obs[0].asset_observation.metadata["withdrawn_release"].value == "v3"
+
+
 def test_audit_never_in_the_real_database(tmp_path, monkeypatch):
     db = tmp_path / "real.duckdb"
     monkeypatch.setenv("DAGSTER_PRIVACY_DATABASE", str(db))

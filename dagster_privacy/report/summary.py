@@ -1,0 +1,132 @@
+"""The decision first, in plain words: one sentence for the verdict, one row per risk (singling out,
+linkability, inference, membership) with the gate that decided it and what its counts mean, the
+detection floor and false-alarm level, and what to do next. Shared by the HTML report, the Markdown
+summary (Dagster metadata) and the console, so all three say the same."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..results import Evaluation, MetricResult, Status
+
+#: what a gate's two success rates are, per gate: (on training records, on never-seen records)
+_PLAIN = {
+    "crp": "{t} of synthetic rows are identical to a training record; {c} of never-seen real records are too",
+    "ims": "{t} of synthetic rows are identical to a training record; {c} of never-seen real records are too",
+    "dcr_percentile": "{t} of synthetic rows lie closer to a training record than never-seen real records "
+    "usually do; {c} of never-seen records do",
+    "knn_percentile": "{t} of synthetic rows lie unusually close to their training neighbours; {c} of "
+    "never-seen records do",
+    "membership_inference": "the strongest membership attack flags {t} of training records as members and "
+    "{c} of never-seen records",
+    "linkability": "the linkage attack links {t} of training records to their other half; {c} of "
+    "never-seen records",
+    "inference_distance": "the attacker guesses a secret attribute of {t} of training records and of {c} of "
+    "never-seen records (worst column)",
+    "gtcap": "the attacker infers a secret attribute of {t} of training records and of {c} of never-seen "
+    "records (worst column)",
+    "singling_out_univariate": "{t} of the attacker's predicates single out a training record; {c} single "
+    "out a never-seen record",
+    "singling_out_multivariate": "{t} of the attacker's predicates single out a training record; {c} single "
+    "out a never-seen record",
+}
+STATUS_WORDS = {
+    "pass": "pass",
+    "fail": "fail",
+    "inconclusive": "lacking evidence",
+    "not assessed": "not assessed",
+    "error": "fail (error)",
+}
+
+
+def _pct(x: float) -> str:
+    return f"{x:.1%}" if x >= 0.001 or x == 0 else f"{x:.2%}"
+
+
+def plain_words(r: MetricResult) -> str:
+    """A gate's evidence as a sentence: its worst part's success on training and on never-seen records."""
+    parts = [p for p in (r.evidence or []) if p.get("n_t") and p.get("n_c")]
+    if not parts:
+        return r.reason or "no counts: judged on its figure"
+    worst = max(parts, key=lambda p: p["k_t"] / p["n_t"] - p["k_c"] / p["n_c"])
+    t, c = _pct(worst["k_t"] / worst["n_t"]), _pct(worst["k_c"] / worst["n_c"])
+    text = _PLAIN.get(r.id, "the attack succeeds on {t} of training records and on {c} of never-seen records")
+    return text.format(t=t, c=c) + f" (of {int(worst['n_t']):,} and {int(worst['n_c']):,})"
+
+
+@dataclass(frozen=True)
+class RiskLine:
+    risk: str
+    status: str  # pass | fail | lacking evidence | not assessed
+    gates: list[MetricResult]
+    decisive: MetricResult | None  # the gate that decided (a failing one, else the least safe)
+
+
+def risk_lines(ev: Evaluation) -> list[RiskLine]:
+    by_id = {r.id: r for r in ev.results}
+    out = []
+    for name, d in ev.risks.items():
+        gates = [by_id[g] for g in d["gates"] if g in by_id]
+        failing = [by_id[g] for g in d["failing"] if g in by_id]
+        lacking = [by_id[g] for g in d["lacking"] if g in by_id]
+        upper = lambda r: (r.decision or {}).get("upper") or 0.0  # noqa: E731
+        decisive = (failing or lacking or sorted(gates, key=upper, reverse=True) or [None])[0]
+        out.append(RiskLine(name, STATUS_WORDS.get(d["status"], d["status"]), gates, decisive))
+    for name in ev.risks_not_assessed:
+        if name not in ev.risks:
+            out.append(RiskLine(name, "not assessed", [], None))
+    return out
+
+
+def verdict_sentence(ev: Evaluation, release: str) -> str:
+    if ev.verdict is Status.FAIL or ev.verdict is Status.ERROR:
+        why = "; ".join(ev.blocked_by) or "; ".join(ev.findings) or "a gate failed"
+        return f"Release {release} is blocked: {why}."
+    lacking = [line.risk for line in risk_lines(ev) if line.status == "not assessed"]
+    tail = f" Not assessed: {', '.join(lacking)}." if lacking else ""
+    if ev.verdict is Status.WARN:
+        return f"Release {release} passed its gates; an advisory figure is over its threshold.{tail}"
+    return f"Release {release} passed: every assessed risk shows evidence of safety within tolerance.{tail}"
+
+
+def next_steps(ev: Evaluation, *, signoff: bool) -> str:
+    lines = risk_lines(ev)
+    if any(line.status == "fail" for line in lines) or ev.verdict in (Status.FAIL, Status.ERROR):
+        if any(line.status == "lacking evidence" for line in lines) and not any(
+            line.status == "fail" for line in lines
+        ):
+            return (
+                "Do not publish. The evaluation lacks evidence: evaluate again with a larger holdout "
+                "(the reasons below say how many rows would decide)."
+            )
+        return (
+            "Do not publish. Reject the release and ask for a new one: fewer training epochs or a "
+            "differentially private generator, or remove the synthetic rows that copy training records "
+            "(`dagster-privacy remediate`); then evaluate again."
+        )
+    if signoff:
+        return (
+            "Read the evidence below; then approve or reject this report in the privacy console "
+            "(`dagster-privacy console`), which binds your decision to this report's sha256."
+        )
+    return "Nothing blocks publication; this policy does not ask for a sign-off."
+
+
+def floor_sentence(ev: Evaluation) -> str:
+    lv, floor = ev.levels, ev.detection_floor.get("verbatim_copy_fraction")
+    alarm = lv.get("false_alarm")
+    head = (
+        f"A release that leaks nothing is blocked with probability at most {alarm} (over "
+        f"{lv.get('gates', '?')} gates)."
+        if alarm is not None
+        else ""
+    )
+    if floor is None:
+        return head + " No exact-match gate gives a detection floor on these tables."
+    return (
+        head + f" This evaluation catches verbatim copies of {floor:.1%} of the training rows with 95 % "
+        "probability; a smaller leak may pass unseen."
+    )
+
+
+__all__ = ["RiskLine", "floor_sentence", "next_steps", "plain_words", "risk_lines", "verdict_sentence"]
