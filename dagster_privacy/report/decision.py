@@ -4,6 +4,7 @@ what the verdict guarantees: false-alarm level, assurance, detection floor; ever
 
 from __future__ import annotations
 
+import re
 from html import escape
 
 from ..results import Evaluation, Status
@@ -112,8 +113,13 @@ def summary_section(ev: Evaluation, release: str, *, signoff: bool) -> str:
         + "".join(rows)
         + "</tbody></table>"
         f"<p>{escape(floor_sentence(ev))}</p>"
-        f'<p class="box"><b>What to do next.</b> {escape(next_steps(ev, signoff=signoff))}</p></section>'
+        f'<p class="box"><b>What to do next.</b> {_code_spans(next_steps(ev, signoff=signoff))}</p></section>'
     )
+
+
+def _code_spans(text: str) -> str:
+    """Escaped text with its `backtick` spans as <code> (the sentence is shared with Markdown)."""
+    return re.sub(r"`([^`]+)`", r"<code>\1</code>", escape(text))
 
 
 def _word_badge(status: str) -> str:

@@ -68,7 +68,7 @@ code,.hash{font-family:"SFMono-Regular",Consolas,"Liberation Mono",monospace;fon
 .box{border:1px solid #dde1e6;border-radius:6px;padding:10px 14px;background:#fafbfc}
 dl{display:grid;grid-template-columns:max-content 1fr;gap:3px 14px;margin:6px 0} dt{font-weight:600}
 dd{margin:0}
-.lead{font-size:16px;font-weight:600} .scroll{overflow-x:auto} td{overflow-wrap:anywhere}
+.lead{font-size:16px;font-weight:600} #summary-table td:nth-child(-n+2){white-space:nowrap} .scroll{overflow-x:auto} td{overflow-wrap:anywhere}
 details>summary{cursor:pointer;font-weight:600;margin:6px 0}
 @media print{body{background:#fff} main{padding:0;max-width:none} details::details-content{display:block;
  content-visibility:visible} .scroll{overflow:visible} h2{break-after:avoid} tr,figure{break-inside:avoid}}

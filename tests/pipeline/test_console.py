@@ -217,6 +217,7 @@ def test_the_whole_flow_in_a_browser(world, tmp_path) -> None:
         b.wait_for("document.body && document.body.innerText.includes('Verdict')")
         assert b.js("window.__pwned === undefined")
         assert b.js(f"document.body.innerText.includes({HOSTILE_COLUMN!r})")  # shown as text
+        b.screenshot(shots / "report-summary.png")
         b.goto(url + "/release/v1")
         b.wait_for("!!document.querySelector('form.decide textarea')")
         reason = "Read the report <script>window.__pwned=1</script> & the audit"
