@@ -161,13 +161,15 @@ class RayExecutor:
             raise ExecutorError(
                 "the Ray executor needs the `ray` package: pip install 'dagster-privacy[ray]'"
             ) from None
+        with _CONNECTING:  # fd 2 is process-wide: one connection attempt holds it at a time
+            return self._connect(ray)
+
+    def _connect(self, ray: Any) -> Any:
         if not ray.is_initialized():
             if self.address is None:
                 raise ExecutorError(
                     "Ray is not initialised: give an address (local, auto or ray://HOST:PORT)"
                 )
-            # a task's error left unretrieved is logged with its message, which may quote a value
-            os.environ.setdefault("RAY_IGNORE_UNHANDLED_ERRORS", "1")
             with _stderr_held() as held:
                 try:
                     ray.init(
@@ -194,6 +196,9 @@ class RayExecutor:
         if not items:
             return []
         ray = self.connect()
+        # a task's error left unretrieved is logged with its message, which may quote a value (read by
+        # Ray when the error happens: set for a Ray initialised by the caller too)
+        os.environ.setdefault("RAY_IGNORE_UNHANDLED_ERRORS", "1")
         task = self._remote.get(single_threaded)
         if task is None:
             task = self._remote[single_threaded] = ray.remote(num_cpus=1)(single_threaded)
@@ -202,13 +207,18 @@ class RayExecutor:
             refs = [task.remote(fn, ref, item) for item in items]
             self._wait(ray, refs)
             return list(ray.get(refs))
-        except ray.exceptions.RayTaskError:  # our function raised: that metric's error, as in-process
+        except ray.exceptions.RayTaskError as exc:  # our function raised: that metric's error, as here
+            if isinstance(exc.cause, Aborted):  # ours, raised in a task: its own line, not Ray's wrapper
+                raise type(exc.cause)(str(exc.cause)) from None
             raise
         except (ray.exceptions.RayError, ConnectionError) as exc:  # a node, worker or object lost
             raise ExecutorError(
-                f"the Ray cluster at {self.address or 'the caller'!r} failed mid-run ({type(exc).__name__}): "
-                "no verdict; run again"
+                f"the Ray cluster {self._where()} failed mid-run ({type(exc).__name__}: a node, worker or "
+                "object was lost, or a worker crashed): no verdict"
             ) from None
+
+    def _where(self) -> str:
+        return f"at {self.address!r}" if self.address else "the caller initialised"
 
     def _wait(self, ray: Any, refs: list[Any]) -> None:
         """Wait for ``refs`` while the cluster's control store (GCS) and this node's raylet answer.
@@ -216,15 +226,16 @@ class RayExecutor:
         Ray's core ends this process with exit 1 — the code of a failing verdict — after 10 to 60 s and
         a page of its own logs: fail first, with one line."""
         vital = _vital_endpoints(ray)
-        pending = refs
+        pending, silent = refs, 0
         while pending:
             _, pending = ray.wait(pending, num_returns=len(pending), timeout=PROBE_SECONDS)
             lost = [f"{name} at {host}:{port}" for name, (host, port) in vital.items()
                     if pending and not _answers((host, port))]  # fmt: skip
-            if lost:
+            silent = silent + 1 if lost else 0
+            if silent >= PROBES_LOST:  # gone for several probes, not a blip
                 raise ExecutorError(
-                    f"the Ray cluster at {self.address or 'the caller'!r} stopped answering mid-run "
-                    f"({', '.join(lost)} gone): no verdict; run again"
+                    f"the Ray cluster {self._where()} stopped answering mid-run ({', '.join(lost)} gone "
+                    f"for {silent} probes): no verdict"
                 )
 
 
@@ -233,6 +244,8 @@ class _Held:
         self.file, self.dropped = file, False
 
     def text(self) -> bytes:
+        if self.file is None:
+            return b""
         self.file.seek(0)
         return self.file.read()
 
@@ -247,23 +260,32 @@ def _stderr_held() -> Iterator[_Held]:
     (InvalidAuthToken, unreachable GCS), and our one line says it instead."""
     import tempfile
 
-    sys.stderr.flush()
-    saved = os.dup(2)
+    try:
+        if sys.stderr is not None:
+            sys.stderr.flush()
+        saved = os.dup(2)
+    except OSError:  # no standard error to hold (fd 2 closed): Ray writes where it can
+        yield _Held(None)
+        return
     with tempfile.TemporaryFile() as file:
         held = _Held(file)
         os.dup2(file.fileno(), 2)
         try:
             yield held
         finally:
-            sys.stderr.flush()
+            if sys.stderr is not None:
+                sys.stderr.flush()
             os.dup2(saved, 2)
             os.close(saved)
             if not held.dropped:
                 os.write(2, held.text())
 
 
-#: how often a Ray wait checks that the cluster still answers
+#: how often a Ray wait checks that the cluster still answers, and after how many failed probes in a
+#: row it is lost: ~6 s, before Ray's core ends a process whose raylet died (~10 s), past a blip
 PROBE_SECONDS = 2.0
+PROBES_LOST = 3
+_CONNECTING = threading.Lock()
 
 
 def _vital_endpoints(ray: Any) -> dict[str, tuple[str, int]]:
@@ -286,14 +308,12 @@ def _vital_endpoints(ray: Any) -> dict[str, tuple[str, int]]:
 
 
 def _answers(endpoint: tuple[str, int], timeout: float = 2.0) -> bool:
-    """Whether a TCP connection to ``endpoint`` opens (twice refused or timed out: gone)."""
-    for _ in range(2):
-        try:
-            with socket.create_connection(endpoint, timeout=timeout):
-                return True
-        except OSError:
-            continue
-    return False
+    """Whether a TCP connection to ``endpoint`` opens."""
+    try:
+        with socket.create_connection(endpoint, timeout=timeout):
+            return True
+    except OSError:
+        return False
 
 
 def executor_for(spec: str | Executor | None) -> Executor:

@@ -177,16 +177,19 @@ def _covariance_eigen(xc: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Eigenvalues and unit eigenvectors (columns) of the covariance of centred rows ``xc`` (n × d).
     With more dimensions than rows (a wide table), from the n × n Gram matrix, which has the same
     nonzero eigenvalues: the d × d covariance of 5 rows × 10,000 columns alone was 800 MB. The
-    eigenvectors of the Gram path are d × n; directions of no variance, which the data cannot span, are
-    zero vectors with eigenvalue 0 (they project every row to 0, as an exact eigenvector would)."""
+    eigenvectors of the Gram path are d × n; a direction of no variance, which the data cannot span,
+    is a coordinate axis with eigenvalue 0 (a constant table projects as in the d × d path)."""
     n, d = xc.shape
     if d <= n:
         return np.linalg.eigh(xc.T @ xc / max(1, n - 1))
     vals, u = np.linalg.eigh(xc @ xc.T / max(1, n - 1))
     vecs = xc.T @ u
     norms = np.linalg.norm(vecs, axis=0)
-    spans = norms > 1e-12 * max(1.0, float(norms.max(initial=0.0)))
-    return np.where(spans, vals, 0.0), vecs / np.where(spans, norms, np.inf)
+    spans = norms > 1e-12 * float(norms.max(initial=0.0))  # relative: tiny but real spreads count
+    vecs = vecs / np.where(spans, norms, np.inf)
+    for j, i in enumerate(np.flatnonzero(~spans)):  # no variance to span: a coordinate axis, as eigh
+        vecs[min(j, d - 1), i] = 1.0  # gives in the d × d path (a unit vector, eigenvalue 0)
+    return np.where(spans, vals, 0.0), vecs
 
 
 def joint_codes(frames: list[pl.DataFrame], schema: Schema) -> list[np.ndarray]:

@@ -61,18 +61,47 @@ def console_command(
         raise UsageFailure("give the Dagster instance directory (--instance, or DAGSTER_HOME)")
     if proxy_header and not trusted_proxy:
         raise UsageFailure("--proxy-header needs --trusted-proxy ADDRESS (the proxy's own address)")
+    import ipaddress
+    import socket
+
+    for address in trusted_proxy:
+        try:
+            ipaddress.ip_address(address)
+        except ValueError:
+            raise UsageFailure(f"--trusted-proxy {address}: give the proxy's IP address") from None
+    try:  # a port in use or a host that does not resolve: one line now, not uvicorn's two later
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        with socket.socket(family) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            probe.bind((host, port))
+    except OSError as exc:
+        raise UsageFailure(f"cannot listen on {host}:{port} ({type(exc).__name__})") from None
     import uvicorn
 
     from ..console import ConsoleSettings, build_console
 
-    app = build_console(ConsoleSettings(
-        instance_dir=instance_dir, asset=asset, audit=audit_path,
-        target=target or os.environ.get("DAGSTER_PRIVACY_PUBLISH_TARGET"),
-        users=users_file or _default_users(instance_dir), proxy_header=proxy_header,
-        trusted_proxies=tuple(trusted_proxy), secure_cookies=not insecure_cookies, idle_minutes=idle_minutes,
-    ))  # fmt: skip
+    try:
+        settings = ConsoleSettings(
+            instance_dir=instance_dir,
+            asset=asset,
+            audit=audit_path,
+            target=target or os.environ.get("DAGSTER_PRIVACY_PUBLISH_TARGET"),
+            users=users_file or _default_users(instance_dir),
+            proxy_header=proxy_header,
+            trusted_proxies=tuple(trusted_proxy),
+            secure_cookies=not insecure_cookies,
+            idle_minutes=idle_minutes,
+        )
+        app = build_console(settings)
+    except Exception as exc:  # an unreadable dagster.yaml, an audit file that is not ours
+        from ..errors import safe_reason
+
+        raise UsageFailure(f"the console cannot open {instance_dir}: {safe_reason(exc)}") from None
     click.echo(f"privacy console on http://{host}:{port}/ (instance {instance_dir})", err=True)
-    uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False, server_header=False)
+    # proxy_headers off: the peer address decides whether an identity header is trusted, and uvicorn
+    # would otherwise replace it with what a local client writes in X-Forwarded-For
+    uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False, server_header=False,
+                proxy_headers=False)  # fmt: skip
 
 
 def _default_users(instance_dir: str) -> str:

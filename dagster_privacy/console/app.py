@@ -11,9 +11,11 @@ policy names hold); cookies HttpOnly, SameSite=Strict and Secure; sessions time 
 from __future__ import annotations
 
 import csv
+import hashlib
 import hmac
 import io
 import secrets
+import time
 import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +23,7 @@ from typing import Any
 
 import dagster as dg
 from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
 from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
@@ -29,14 +32,13 @@ from starlette.routing import Route
 from ..errors import safe_reason
 from ..pipeline.audit import AuditError, AuditLog
 from ..pipeline.resources import ReleaseIdError, valid_release_id
-from ..report import file_sha256
 from . import pages
 from .identity import Session, Sessions, User, Users, same_token
 from .records import ReleaseView, releases
 
-SESSION_COOKIE = "dp_console_session"
-LOGIN_COOKIE = "dp_console_login"
 MAX_FORM = 64 * 1024
+#: failed sign-ins per (name, address) within FAIL_WINDOW seconds before sign-in waits
+MAX_FAILS, FAIL_WINDOW = 5, 15 * 60
 #: every response: no framing, no sniffing, no referrer, no caching of decisions or reports
 HEADERS = {
     "X-Frame-Options": "DENY",
@@ -96,12 +98,19 @@ class _SecurityHeaders:
 
 
 async def _form(request: Request) -> dict[str, str]:
-    """An urlencoded form (the only kind the pages post), at most 64 KB; one value per name."""
-    if request.headers.get("content-type", "").split(";")[0].strip() != "application/x-www-form-urlencoded":
+    """An urlencoded form (the only kind the pages post), at most 64 KB, never read further; one value
+    per name."""
+    kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if kind != "application/x-www-form-urlencoded":
         raise _Refused(415, "forms are posted urlencoded")
-    body = await request.body()
-    if len(body) > MAX_FORM:
+    declared = request.headers.get("content-length", "0")
+    if not declared.isdigit() or int(declared) > MAX_FORM:
         raise _Refused(413, "form too large")
+    body = b""
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > MAX_FORM:  # a chunked body past the limit: stop reading
+            raise _Refused(413, "form too large")
     try:
         pairs = urllib.parse.parse_qsl(body.decode("utf-8"), keep_blank_values=True, strict_parsing=False)
     except UnicodeDecodeError:
@@ -123,6 +132,10 @@ class Console:
         self.sessions = Sessions(idle_seconds=settings.idle_minutes * 60)
         self.asset = dg.AssetKey.from_user_string(settings.asset)
         self._secret = secrets.token_bytes(32)  # proxy users' CSRF tokens; new on each start
+        # __Host-: a cookie only this origin sets (no sibling subdomain can plant a login token)
+        prefix = "__Host-" if settings.secure_cookies else ""
+        self.session_cookie, self.login_cookie = f"{prefix}dp_session", f"{prefix}dp_login"
+        self._fails: dict[tuple[str, str], list[float]] = {}
 
     # ------------------------------------------------------------------------------ identity
 
@@ -131,18 +144,33 @@ class Console:
         configured proxy is refused outright (403), never ignored into a session login."""
         header = self.settings.proxy_header
         if header and header in request.headers:
-            peer = request.client.host if request.client else None
-            if peer not in self.settings.trusted_proxies:
+            if not self._from_proxy(request):
                 raise _Refused(403, f"the {header} header is accepted from the configured proxy only")
-            name = request.headers[header].strip()
+            values = request.headers.getlist(header)
+            try:  # headers arrive as Latin-1; a proxy sends a UTF-8 name
+                name = values[0].encode("latin-1").decode("utf-8").strip() if len(values) == 1 else ""
+            except UnicodeError:
+                name = ""
             if not name or not name.isprintable() or len(name) > 200:
-                raise _Refused(403, f"the {header} header does not name a user")
+                raise _Refused(403, f"the {header} header does not name exactly one user")
             entry = self.users.get(name)
             user = User(name, entry["role"] if entry else "viewer")
             token = hmac.new(self._secret, b"csrf:" + name.encode(), "sha256").hexdigest()
             return user, token
-        session: Session | None = self.sessions.get(request.cookies.get(SESSION_COOKIE))
-        return (session.user, session.csrf) if session else (None, None)
+        token = request.cookies.get(self.session_cookie)
+        session: Session | None = self.sessions.get(token)
+        if session is None:
+            return None, None
+        entry = self.users.get(session.user.name)  # a removed user, or a new role, applies at once
+        if entry is None or entry["role"] != session.user.role:
+            self.sessions.end(token)
+            return None, None
+        return session.user, session.csrf
+
+    def _from_proxy(self, request: Request) -> bool:
+        """Whether the TCP peer is a configured proxy (the server must not rewrite the peer from
+        X-Forwarded-For: the CLI runs uvicorn with proxy_headers off)."""
+        return bool(request.client) and request.client.host in self.settings.trusted_proxies
 
     def need(self, request: Request) -> tuple[User, str]:
         user, csrf = self.identify(request)
@@ -154,11 +182,10 @@ class Console:
         """An officer's form with a valid CSRF token (and, when the browser says, from this origin)."""
         user, csrf = self.need(request)
         origin = request.headers.get("origin")
-        if (
-            origin
-            and origin != "null"
-            and urllib.parse.urlsplit(origin).netloc != request.headers.get("host")
-        ):
+        hosts = {request.headers.get("host")}
+        if self._from_proxy(request):  # a proxy may rewrite Host and say the public one here
+            hosts.add(request.headers.get("x-forwarded-host"))
+        if origin and origin != "null" and urllib.parse.urlsplit(origin).netloc not in hosts:
             raise _Refused(403, "the form was posted from another site")
         form = await _form(request)
         if not same_token(form.get("csrf"), csrf):
@@ -182,22 +209,30 @@ class Console:
     async def login_form(self, request: Request) -> Response:
         token = secrets.token_urlsafe(32)
         resp = _page(pages.login(token))
-        self._cookie(resp, LOGIN_COOKIE, token, max_age=600)
+        self._cookie(resp, self.login_cookie, token, max_age=600)
         return resp
 
     async def login(self, request: Request) -> Response:
         form = await _form(request)
-        if not same_token(form.get("csrf"), request.cookies.get(LOGIN_COOKIE)):
+        if not same_token(form.get("csrf"), request.cookies.get(self.login_cookie)):
             raise _Refused(403, "the sign-in form's CSRF token is missing or wrong: reload the page")
-        user = self.users.login(form.get("user", ""), form.get("password", ""))
+        name, peer = form.get("user", "").strip(), request.client.host if request.client else ""
+        now = time.monotonic()
+        recent = [t for t in self._fails.get((name, peer), []) if now - t < FAIL_WINDOW]
+        if len(recent) >= MAX_FAILS:
+            raise _Refused(429, "too many failed sign-ins for this user from this address: wait 15 minutes")
+        # scrypt on a worker thread: a burst of sign-ins does not stall every other page
+        user = await run_in_threadpool(self.users.login, name, form.get("password", ""))
         if user is None:
+            self._fails[(name, peer)] = [*recent, now]
             token = secrets.token_urlsafe(32)
             resp = _page(pages.login(token, "unknown user or wrong password"), 401)
-            self._cookie(resp, LOGIN_COOKIE, token, max_age=600)
+            self._cookie(resp, self.login_cookie, token, max_age=600)
             return resp
+        self._fails.pop((name, peer), None)
         resp = _redirect("/")
-        self._cookie(resp, SESSION_COOKIE, self.sessions.start(user))
-        resp.delete_cookie(LOGIN_COOKIE, path="/")
+        self._cookie(resp, self.session_cookie, self.sessions.start(user))
+        self._cookie(resp, self.login_cookie, "", max_age=0)
         return resp
 
     async def logout(self, request: Request) -> Response:
@@ -205,9 +240,9 @@ class Console:
         form = await _form(request)
         if not same_token(form.get("csrf"), csrf):
             raise _Refused(403, "the form's CSRF token is missing or wrong")
-        self.sessions.end(request.cookies.get(SESSION_COOKIE))
+        self.sessions.end(request.cookies.get(self.session_cookie))
         resp = _redirect("/login")
-        resp.delete_cookie(SESSION_COOKIE, path="/")
+        self._cookie(resp, self.session_cookie, "", max_age=0)
         return resp
 
     async def index(self, request: Request) -> Response:
@@ -215,35 +250,37 @@ class Console:
         views = releases(self.instance, self.asset, self.audit, self.settings.target).values()
         return _page(pages.release_list(views, user, csrf))
 
-    def _report_ok(self, view: ReleaseView) -> bool:
+    def _report(self, view: ReleaseView) -> bytes | None:
+        """The report's bytes, read once and checked against the recorded sha256 (None: missing or
+        changed): what is hashed is what is served."""
         e = view.latest
-        return bool(
-            e
-            and e.report_path
-            and Path(e.report_path).is_file()
-            and file_sha256(e.report_path) == e.report_sha256
-        )
+        if e is None or not e.report_path:
+            return None
+        try:
+            body = Path(e.report_path).read_bytes()
+        except OSError:
+            return None
+        return body if hashlib.sha256(body).hexdigest() == e.report_sha256 else None
 
     async def release(self, request: Request) -> Response:
         user, csrf = self.need(request)
         view = self.view(request.path_params["release_id"])
-        message = {
-            "approve": "approval recorded",
-            "reject": "rejection recorded",
-            "withdraw": "withdrawn",
-        }.get(request.query_params.get("done", ""))
+        done = request.query_params.get("done", "")
+        last = view.decisions[-1] if view.decisions else None  # said only when it is what happened
+        message = None
+        if last is not None and last.decision == done and last.approver == user.name:
+            message = {"approve": "approval recorded", "reject": "rejection recorded"}.get(done, "withdrawn")
         return _page(
-            pages.release_page(view, user=user, csrf=csrf, report_ok=self._report_ok(view),
+            pages.release_page(view, user=user, csrf=csrf, report_ok=self._report(view) is not None,
                                can_withdraw=bool(self.settings.target), message=message)
         )  # fmt: skip
 
     async def report(self, request: Request) -> Response:
         self.need(request)
         view = self.view(request.path_params["release_id"])
-        if not self._report_ok(view):
+        body = self._report(view)
+        if body is None or view.latest is None:
             raise _Refused(409, "the report file is missing or no longer has its recorded sha256")
-        assert view.latest is not None and view.latest.report_path is not None
-        body = Path(view.latest.report_path).read_bytes()
         return Response(body, media_type="text/html; charset=utf-8",
                         headers={"Content-Security-Policy": REPORT_CSP,
                                  "X-Report-SHA256": view.latest.report_sha256 or ""})  # fmt: skip
@@ -253,6 +290,8 @@ class Console:
 
         user, form = await self.decided(request)
         view = self.view(request.path_params["release_id"])
+        if self._report(view) is None:  # nobody decides on a report the console cannot show
+            raise _Refused(409, "not recorded: the report file is missing or changed, so it cannot be read")
         decision, reason = form.get("decision", ""), _one_line(form.get("reason", ""))
         try:
             record_signoff(release=view.release_id, decision=decision, by=user.name, reason=reason,
@@ -328,9 +367,11 @@ class Console:
                         return _redirect("/login")
                     try:
                         user, csrf = self.identify(request)
-                    except _Refused:
+                    except Exception:  # the page says what was refused, signed in or not
                         user, csrf = None, None
                     return _page(pages.error(exc.status, exc.text, user=user, csrf=csrf), exc.status)
+                except Exception as exc:  # a locked audit table, a bad users file: our page, our headers
+                    return _page(pages.error(500, f"the console could not answer: {safe_reason(exc)}"), 500)
 
             return run
 

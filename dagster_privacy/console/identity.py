@@ -46,13 +46,17 @@ def hash_password(password: str, *, salt: bytes | None = None, cost: tuple[int, 
     return f"{n}${r}${p}${salt.hex()}${digest.hex()}"
 
 
-def password_matches(password: str, stored: str) -> bool:
+def password_matches(password: str, stored: object) -> bool:
     try:
-        n, r, p, salt, want = stored.split("$")
+        n, r, p, salt, want = str(stored).split("$")
         got = hash_password(password, salt=bytes.fromhex(salt), cost=(int(n), int(r), int(p)))
-    except (ValueError, TypeError):
+    except (ValueError, TypeError, UnicodeError):
         return False
     return hmac.compare_digest(got.rsplit("$", 1)[1], want)
+
+
+#: compared against when the user does not exist, so a login costs one scrypt either way
+_DUMMY = hash_password("-", salt=b"\0" * 16)
 
 
 def _name(name: str) -> str:
@@ -69,13 +73,19 @@ class Users:
         self.path = Path(path) if path else None
 
     def _read(self) -> list[dict[str, str]]:
-        if self.path is None or not self.path.is_file():
+        if self.path is None or not self.path.exists():
             return []
         try:
             users = json.loads(self.path.read_text(encoding="utf-8")).get("users", [])
-        except (OSError, ValueError, AttributeError):
+            if not isinstance(users, list):
+                raise TypeError
+        except (OSError, ValueError, AttributeError, TypeError):
             raise IdentityError(f"users file {self.path}: not the JSON this console writes") from None
-        return [u for u in users if isinstance(u, dict) and u.get("role") in ROLES and u.get("name")]
+        return [
+            u
+            for u in users
+            if isinstance(u, dict) and u.get("role") in ROLES and isinstance(u.get("name"), str)
+        ]
 
     def get(self, name: str) -> dict[str, str] | None:
         return next((u for u in self._read() if u["name"] == name), None)
@@ -84,7 +94,7 @@ class Users:
         entry = self.get(name.strip())
         stored = entry.get("scrypt") if entry else None
         if not stored:
-            password_matches(password, hash_password("-"))  # the same time whether the user exists or not
+            password_matches(password, _DUMMY)  # the same time whether the user exists or not
             return None
         return User(entry["name"], entry["role"]) if password_matches(password, stored) else None
 
@@ -99,14 +109,24 @@ class Users:
         if password is not None:
             if len(password) < 12:
                 raise IdentityError("a password has at least 12 characters")
-            entry["scrypt"] = hash_password(password)
+            try:
+                entry["scrypt"] = hash_password(password)
+            except UnicodeError:
+                raise IdentityError("the password is not valid UTF-8 text") from None
+        if self.path.exists() and not self.path.is_file():
+            raise IdentityError(f"users file {self.path}: not a file")
         users = [u for u in self._read() if u["name"] != name] + [entry]
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         tmp = self.path.with_name(f".{self.path.name}.{secrets.token_hex(4)}.tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)  # hashes: owner only
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump({"users": users}, f, indent=2)
-        os.replace(tmp, self.path)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)  # hashes: owner only
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                json.dump({"users": users}, f, indent=2)
+            os.replace(tmp, self.path)
+        except OSError as exc:
+            raise IdentityError(f"users file {self.path}: cannot be written ({type(exc).__name__})") from None
+        finally:
+            tmp.unlink(missing_ok=True)
 
 
 @dataclass
@@ -130,8 +150,13 @@ class Sessions:
         token = secrets.token_urlsafe(32)
         now = time.monotonic()
         with self._lock:
+            for old in [t for t, s in self._by_token.items() if self._expired(s, now)]:
+                del self._by_token[old]  # expired sessions do not pile up
             self._by_token[token] = Session(user, secrets.token_urlsafe(32), now, now)
         return token
+
+    def _expired(self, s: Session, now: float) -> bool:
+        return now - s.seen > self.idle_seconds or now - s.started > self.max_seconds
 
     def get(self, token: str | None) -> Session | None:
         if not token:
@@ -141,7 +166,7 @@ class Sessions:
             s = self._by_token.get(token)
             if s is None:
                 return None
-            if now - s.seen > self.idle_seconds or now - s.started > self.max_seconds:
+            if self._expired(s, now):
                 del self._by_token[token]
                 return None
             s.seen = now

@@ -221,8 +221,9 @@ def build_published_release(
             )
 
         def under_lock() -> dict[str, Any]:
-            """The sign-off decided again where no withdrawal or replacement can slip in, on the audit
-            rows as they are now; the head the log records is the one this decision read."""
+            """The sign-off decided again under the target's lock (no withdrawal or other publication
+            slips in), on the audit rows as they are now; the head the log records is the one this
+            decision read. A decision recorded during the write itself follows the publication."""
             nonlocal anchor
             rows = _audit_rows(context.instance, syn_key)
             who: dict[str, Any] = {"reason": "required checks passed on this content: " + checks_named}

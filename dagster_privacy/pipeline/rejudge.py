@@ -182,7 +182,7 @@ def withdraw_release(
 
     def record(held: dict[str, Any]) -> dict[str, Any]:  # under the target's lock, after its check
         row = log.append(
-            recorded_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+            recorded_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
             release_id=release_id,
             decision="withdraw",
             approver=by.strip(),

@@ -230,7 +230,8 @@ def record_signoff(
         if file_sha256(cur.report_path) != cur.report_sha256:
             raise SignoffError(f"the report file {cur.report_path} changed after the evaluation wrote it")
     log = audit if isinstance(audit, AuditLog) else AuditLog(audit, instance=instance)
-    signed_at = (now or dt.datetime.now(dt.UTC)).astimezone(dt.UTC).isoformat(timespec="seconds")
+    utc = dt.timezone.utc
+    signed_at = (now or dt.datetime.now(utc)).astimezone(utc).isoformat(timespec="seconds")
     row = log.append(
         recorded_at=signed_at,
         release_id=release,

@@ -20,7 +20,7 @@ import shutil
 import uuid
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from datetime import UTC, datetime
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -157,7 +157,10 @@ class PublishTarget(dg.ConfigurableResource):
         wrote (its log row, its Parquet metadata), and content the log says was withdrawn is refused
         unless ``withdrawn_ok`` (a sign-off approved it) — checked where a withdrawal cannot slip in.
         ``under_lock`` (the caller's own decisions, such as the sign-off) runs last under the lock: it
-        raises to refuse, or returns log fields read at that moment (the audit head)."""
+        raises to refuse, or returns log fields read at that moment (the audit head). A withdrawal takes
+        the same lock, so none slips in; a sign-off decision does not, so one recorded while the release
+        is being written (seconds) lands after the publication — the log's audit head shows the order,
+        and the re-judging check and ``withdraw`` act on it."""
         kind = self.kind()
         late: dict[str, Any] = {}
 
@@ -367,7 +370,7 @@ def _entry(action: str, release_id: str, sha256: str, rows: int, **fields: Any) 
         "sha256": sha256,
         "rows": rows,
         "action": action,
-        "published_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "published_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
     }
 
 

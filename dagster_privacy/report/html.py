@@ -68,7 +68,8 @@ code,.hash{font-family:"SFMono-Regular",Consolas,"Liberation Mono",monospace;fon
 .box{border:1px solid #dde1e6;border-radius:6px;padding:10px 14px;background:#fafbfc}
 dl{display:grid;grid-template-columns:max-content 1fr;gap:3px 14px;margin:6px 0} dt{font-weight:600}
 dd{margin:0}
-.lead{font-size:16px;font-weight:600} #summary-table td:nth-child(-n+2){white-space:nowrap} .scroll{overflow-x:auto} td{overflow-wrap:anywhere}
+.lead{font-size:16px;font-weight:600} #summary-table td:nth-child(-n+2){white-space:nowrap}
+.scroll{overflow-x:auto} td{overflow-wrap:anywhere}
 details>summary{cursor:pointer;font-weight:600;margin:6px 0}
 @media print{body{background:#fff} main{padding:0;max-width:none} details::details-content{display:block;
  content-visibility:visible} .scroll{overflow:visible} h2{break-after:avoid} tr,figure{break-inside:avoid}}
@@ -149,7 +150,8 @@ def render_report(
         distances = DistanceSummary.from_dict(distances)
     sha = ev.tables.get("synthetic", {}).get("sha256")
     release = release_id or (default_release_id(sha) if sha else "unknown")
-    when = (generated_at or dt.datetime.now(dt.UTC)).astimezone(dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    utc = dt.timezone.utc
+    when = (generated_at or dt.datetime.now(utc)).astimezone(utc).strftime("%Y-%m-%d %H:%M:%S UTC")
     v = ev.verdict
     counts = {s: sum(1 for r in ev.results if r.status is s) for s in Status}
     gating = [r for r in ev.results if r.severity.value == "ERROR"]

@@ -43,7 +43,8 @@ class Served:
     def __init__(self, settings: ConsoleSettings) -> None:
         self.port = _free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        config = uvicorn.Config(build_console(settings), host="127.0.0.1", port=self.port, log_level="error")
+        config = uvicorn.Config(build_console(settings), host="127.0.0.1", port=self.port, log_level="error",
+                                proxy_headers=False)  # as the CLI runs it  # fmt: skip
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, daemon=True)
         self.thread.start()
@@ -189,6 +190,120 @@ def test_a_decision_on_a_report_that_is_not_current_is_refused(world) -> None:
     form = {"decision": "approve", "reason": "x", "report_sha256": "0" * 64, "csrf": dana.csrf("/")}
     status, _, body = dana.request("/release/v1/decision", form)
     assert status == 409 and "is not the current evaluation" in body
+    assert env.audit.rows() == []
+
+
+def test_the_cli_server_trusts_the_tcp_peer_not_x_forwarded_for(world, tmp_path) -> None:
+    """Review: uvicorn's proxy_headers (on by default) replaced the peer address with what a local
+    client wrote in X-Forwarded-For, so any local process could pass as the proxy and approve."""
+    import subprocess
+    import sys
+
+    env, _, settings = world
+    port = _free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "dagster_privacy.cli", "console", "--instance", settings.instance_dir,
+         "--users", str(settings.users), "--port", str(port), "--proxy-header", "X-Forwarded-User",
+         "--trusted-proxy", "10.9.9.9"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                urllib.request.urlopen(url + "/login", timeout=2).read()
+                break
+            except OSError:
+                assert time.monotonic() < deadline and proc.poll() is None, proc.stderr.read()
+                time.sleep(0.2)
+        forged = Client(url, {"X-Forwarded-User": "dana", "X-Forwarded-For": "10.9.9.9"})
+        status, _, body = forged.request("/")
+        assert status == 403 and "configured proxy only" in body
+    finally:
+        proc.terminate()
+        proc.wait(10)
+    busy = subprocess.run(
+        [sys.executable, "-m", "dagster_privacy.cli", "console", "--instance", settings.instance_dir,
+         "--port", str(port), "--trusted-proxy", "localhost", "--proxy-header", "X"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert busy.returncode == 2 and "give the proxy's IP address" in busy.stderr
+    assert len(busy.stderr.strip().splitlines()) == 1
+
+
+def test_hostile_requests_get_a_refusal_with_the_headers_not_a_crash(world, tmp_path) -> None:
+    env, served, settings = world
+    # a body past the limit is refused from its declared length, before it is read
+    req = urllib.request.Request(served.url + "/login", data=b"x" * 10, method="POST", headers={
+        "Content-Type": "application/x-www-form-urlencoded", "Content-Length": str(10 * 2**20)})  # fmt: skip
+    with pytest.raises(urllib.error.HTTPError) as err:
+        urllib.request.urlopen(req, timeout=10)
+    assert err.value.code == 413
+    # two identity headers from the proxy: refused, not the first one taken
+    trusted = Served(ConsoleSettings(**{**settings.__dict__, "trusted_proxies": ("127.0.0.1",)}))
+    try:
+        import http.client
+
+        conn = http.client.HTTPConnection("127.0.0.1", trusted.port, timeout=10)
+        conn.putrequest("GET", "/")
+        conn.putheader("X-Forwarded-User", "dana")
+        conn.putheader("X-Forwarded-User", "vic")  # a proxy that appends: the client's value is first
+        conn.endheaders()
+        assert conn.getresponse().status == 403
+        conn.close()
+    finally:
+        trusted.stop()
+    # a users file that is not ours: a 500 page with the security headers, no traceback
+    bad = tmp_path / "bad-users.json"
+    bad.write_text('{"users": null}')
+    broken = Served(ConsoleSettings(**{**settings.__dict__, "users": str(bad)}))
+    try:
+        c = Client(broken.url)
+        status, headers, body = c.request("/login", {"csrf": "x", "user": "dana", "password": "y"})
+        assert status == 403  # the login CSRF token is checked first
+        token = c.csrf("/login")
+        status, headers, body = c.request("/login", {"csrf": token, "user": "dana", "password": PASSWORD})
+        assert status == 500 and "frame-ancestors 'none'" in headers["content-security-policy"]
+        assert "Traceback" not in body and "users file" in body
+    finally:
+        broken.stop()
+
+
+def test_a_session_ends_when_its_user_is_removed_and_sign_in_is_rate_limited(world, tmp_path) -> None:
+    env, served, settings = world
+    users = tmp_path / "users.json"
+    Users(users).add("dana", "officer", PASSWORD)
+    own = Served(ConsoleSettings(**{**settings.__dict__, "users": str(users)}))
+    try:
+        dana = Client(own.url)
+        assert dana.login("dana") == 303 and dana.request("/")[0] == 200
+        users.write_text('{"users": []}')
+        assert dana.request("/")[0] == 303  # signed out: the file no longer names her
+        Users(users).add("dana", "officer", PASSWORD)
+        tries = [Client(own.url).login("dana", "wrong password") for _ in range(6)]
+        assert tries[:5] == [401] * 5 and tries[5] == 429
+        assert Client(own.url).login("dana") == 429  # the right password waits too
+    finally:
+        own.stop()
+
+
+def test_no_decision_on_a_report_the_console_cannot_show(world) -> None:
+    env, served, _ = world
+    cur = current_evaluation(env.instance, SYN)
+    report = Path(cur.report_path)
+    moved = report.with_suffix(".moved")
+    report.rename(moved)
+    try:
+        dana = Client(served.url)
+        dana.login("dana")
+        form = {"decision": "approve", "reason": "never read it", "report_sha256": cur.report_sha256,
+                "csrf": dana.csrf("/")}  # fmt: skip
+        status, _, body = dana.request("/release/v1/decision", form)
+        assert status == 409 and "cannot be read" in body
+        assert "approval recorded" not in dana.request("/release/v1?done=approve")[2]
+    finally:
+        moved.rename(report)
     assert env.audit.rows() == []
 
 
