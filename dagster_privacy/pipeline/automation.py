@@ -14,12 +14,12 @@ CHECKS_JOB = "privacy_checks_job"
 
 
 def build_release_job(
-    *, assets: list[str] | None = None, name: str = RELEASE_JOB
+    *, assets: list[str] | None = None, name: str = RELEASE_JOB, published_asset: str = "published_release"
 ) -> UnresolvedAssetJobDefinition:
     """Materialize the tables, run their checks and publish (the gate acts inside this run)."""
-    keys = assets or ["real_table", "holdout_table", "synthetic_table", "published_release"]
+    keys = assets or ["real_table", "holdout_table", "synthetic_table", published_asset]
     # re-judging the published release belongs to the scheduled re-evaluation, not to the run publishing it
-    selection = dg.AssetSelection.assets(*keys) - dg.AssetSelection.checks_for_assets("published_release")
+    selection = dg.AssetSelection.assets(*keys) - dg.AssetSelection.checks_for_assets(published_asset)
     return dg.define_asset_job(
         name, selection=selection, description="A whole release: tables, privacy checks, gated publication."
     )

@@ -49,11 +49,12 @@ def build_calibration_job(
     name: str = CALIBRATION_JOB,
     real_asset: str = "real_table",
     resource_key: str = DUCKDB_KEY,
+    op_name: str = CALIBRATION_OP,
 ) -> dg.JobDefinition:
     """The on-demand calibration job for ``settings.real`` under ``settings.policy``."""
 
     @dg.op(
-        name=CALIBRATION_OP,
+        name=op_name,
         required_resource_keys={resource_key},
         description="Leaky risk model (seed 004 §5.1.1) on the real table: responses, thresholds, plot.",
     )

@@ -57,7 +57,11 @@ class PrivacyChecksScaffolder(dg.Scaffolder[ScaffoldParams]):
 
             scaffold_component(request, {"database": params.database, "policy": "policy.yaml"})
             return
+        # the folder's name namespaces what this component defines: a second one scaffolds beside it
+        folder = "".join(c if c.isalnum() else "_" for c in request.target_path.name).strip("_")
         live = {"database": params.database, "policy": "policy.yaml"}
+        if folder and folder[0].isalpha():
+            live["name"] = folder
         lines = [
             "# Privacy checks on a synthetic release (dagster_privacy). Paths: the database relative to the",
             "# project root, the policy relative to this folder. Uncomment an attribute to change it.",
@@ -105,6 +109,11 @@ class PrivacyChecksComponent(dg.Component, dg.Model, dg.Resolvable):
         "postgresql:// URI of another database)",
     )
     release_id: str = Field(default="", description="release id; empty: run tag, env or fingerprint")
+    name: str = Field(
+        default="",
+        description="this release's name: every asset, resource, job, schedule and sensor it defines is "
+        "<name>_..., so several components live in one project; empty: the plain names (one release)",
+    )
 
     def _policy(self, context: dg.ComponentLoadContext) -> pol.Policy:
         if self.policy in pol.PRESET_NAMES:
@@ -137,5 +146,6 @@ class PrivacyChecksComponent(dg.Component, dg.Model, dg.Resolvable):
             release_id=self.release_id,
             asset=self.asset,
             tables=self.tables,
+            name=self.name,
         )
         return build_release_definitions(settings=settings)

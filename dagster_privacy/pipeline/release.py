@@ -13,8 +13,15 @@ from typing import Any
 import dagster as dg
 
 from .assets import DUCKDB_KEY, PUBLISH_KEY, RELEASE_KEY, build_table_asset
-from .automation import build_checks_job, build_checks_schedule, build_new_release_sensor, build_release_job
-from .calibration_job import build_calibration_job
+from .automation import (
+    CHECKS_JOB,
+    RELEASE_JOB,
+    build_checks_job,
+    build_checks_schedule,
+    build_new_release_sensor,
+    build_release_job,
+)
+from .calibration_job import CALIBRATION_JOB, CALIBRATION_OP, build_calibration_job
 from .checks import EvaluationHook, build_privacy_checks, required_check_names
 from .publish import PublishTarget, build_published_release
 from .rejudge import build_published_release_check
@@ -23,35 +30,52 @@ from .schema_gate import build_schema_gate_check
 from .settings import ReleaseSettings
 
 
+def _keys(settings: ReleaseSettings) -> dict[str, str]:
+    """The resource keys of this release (namespaced by its name)."""
+    return {
+        "tables": settings.named(DUCKDB_KEY),
+        "release": settings.named(RELEASE_KEY),
+        "publish": settings.named(PUBLISH_KEY),
+    }
+
+
 def build_release_assets(*, settings: ReleaseSettings) -> list[dg.AssetsDefinition]:
     """``real_table``, ``holdout_table`` (when there is a holdout) and the synthetic table (unless
-    ``settings.tables`` is False), and ``published_release`` (when there is a publication target)."""
+    ``settings.tables`` is False), and ``published_release`` (when there is a publication target); each
+    ``<name>_…`` when the release has a name."""
+    keys, group = _keys(settings), settings.named("privacy_release")
     out = []
     if settings.tables:
         out.append(
             build_table_asset(
-                key="real_table",
+                key=settings.named("real_table"),
                 source=settings.real,
                 role="real",
                 description="The training table the generator saw (read-only; never published).",
+                group_name=group,
+                resource_key=keys["tables"],
             )
         )
         if settings.holdout:
             out.append(
                 build_table_asset(
-                    key="holdout_table",
+                    key=settings.named("holdout_table"),
                     source=settings.holdout,
                     role="holdout",
                     description="Records of the same population the generator never saw.",
+                    group_name=group,
+                    resource_key=keys["tables"],
                 )
             )
         out.append(
             build_table_asset(
-                key=settings.asset,
+                key=settings.synthetic_key,
                 source=settings.synthetic,
                 role="synthetic",
-                release_resource_key=RELEASE_KEY,
+                release_resource_key=keys["release"],
                 description="The synthetic release under test (staging: not yet published).",
+                group_name=group,
+                resource_key=keys["tables"],
             )
         )
     if settings.publish_target:
@@ -60,11 +84,15 @@ def build_release_assets(*, settings: ReleaseSettings) -> list[dg.AssetsDefiniti
         )
         out.append(
             build_published_release(
-                synthetic_asset=settings.asset,
+                synthetic_asset=settings.synthetic_key,
                 synthetic=settings.synthetic,
                 required_checks=required,
                 real=settings.real,
                 holdout=settings.holdout,
+                key=settings.named("published_release"),
+                group_name=group,
+                resource_key=keys["tables"],
+                publish_resource_key=keys["publish"],
             )
         )
     return out
@@ -77,51 +105,66 @@ def build_release_checks(
 ) -> list[dg.AssetChecksDefinition]:
     """The privacy checks (one per policy metric), the schema gate and, when the policy requires it, the
     sign-off check on the synthetic table asset."""
-    policy = settings.loaded_policy()
+    policy, keys, asset = settings.loaded_policy(), _keys(settings), settings.synthetic_key
     deps: list[str] = (
-        (["real_table"] + (["holdout_table"] if settings.holdout else [])) if settings.tables else []
+        ([settings.named("real_table")] + ([settings.named("holdout_table")] if settings.holdout else []))
+        if settings.tables
+        else []
     )
     if on_evaluation is None:  # the HTML evidence report, written by the check itself (evidence.py)
         from .evidence import build_report_hook
 
-        on_evaluation = build_report_hook(asset=settings.asset, policy=policy)
+        on_evaluation = build_report_hook(asset=asset, policy=policy, release_resource_key=keys["release"])
     checks = list(
         build_privacy_checks(
-            asset=settings.asset,
+            asset=asset,
             policy=policy,
             real=settings.real,
             synthetic=settings.synthetic,
             holdout=settings.holdout,
             additional_deps=deps,
             on_evaluation=on_evaluation,
+            name=settings.named("privacy_checks"),
+            resource_key=keys["tables"],
+            release_resource_key=keys["release"],
         )
     )
     if settings.schema_gate:
         checks += build_schema_gate_check(
-            asset=settings.asset,
+            asset=asset,
             real=settings.real,
             synthetic=settings.synthetic,
             policy=policy,
             additional_deps=deps[:1],
+            resource_key=keys["tables"],
+            release_resource_key=keys["release"],
         )
     if policy.require_signoff:  # blocking, fails until a person approves (signoff.py)
         from .signoff import build_signoff_check
 
-        checks.append(build_signoff_check(asset=settings.asset))
+        checks.append(build_signoff_check(asset=asset))
     if settings.publish_target:  # the scheduled re-evaluation also re-judges what is published (rejudge.py)
         checks.append(
-            build_published_release_check(policy=policy, real=settings.real, holdout=settings.holdout)
+            build_published_release_check(
+                policy=policy,
+                real=settings.real,
+                holdout=settings.holdout,
+                asset=settings.named("published_release"),
+                resource_key=keys["tables"],
+                publish_resource_key=keys["publish"],
+            )
         )
     return checks
 
 
 def build_release_resources(*, settings: ReleaseSettings) -> dict[str, Any]:
+    keys = _keys(settings)
     out: dict[str, Any] = {
-        DUCKDB_KEY: tables_resource(settings.database),
-        RELEASE_KEY: PrivacyRelease(release_id=settings.release_id),
+        keys["tables"]: tables_resource(settings.database),
+        keys["release"]: PrivacyRelease(release_id=settings.release_id),
     }
     if settings.publish_target:
-        out[PUBLISH_KEY] = PublishTarget(path=settings.publish_target)
+        out[keys["publish"]] = PublishTarget(path=settings.publish_target)
     return out
 
 
@@ -143,34 +186,52 @@ def build_release_definitions(
     (e.g. a human sign-off) are added, and their names belong in ``settings.required_checks``.
     ``executor``: in-process by default — the steps share only read-only DuckDB files, and one process
     imports the engine once instead of once per step; None keeps Dagster's multiprocess default.
+    With ``settings.name``, every name it creates is ``<name>_…``: several releases merge into one
+    code location (``dg.Definitions.merge``, or one component each).
     """
     if settings is None:
         settings = ReleaseSettings(**settings_kwargs)
     elif settings_kwargs:
         settings = settings.with_(**settings_kwargs)
+    keys, named = _keys(settings), settings.named
     assets = list(assets) if assets is not None else build_release_assets(settings=settings)
     checks = (
         list(checks)
         if checks is not None
         else build_release_checks(settings=settings, on_evaluation=on_evaluation)
     )
-    release_job = build_release_job(assets=[a.key.to_user_string() for a in assets])
-    checks_job = build_checks_job(
-        synthetic_asset=settings.asset,
-        published_asset="published_release" if settings.publish_target else None,
+    published = named("published_release")
+    release_job = build_release_job(
+        assets=[a.key.to_user_string() for a in assets], name=named(RELEASE_JOB), published_asset=published
     )
+    checks_job = build_checks_job(
+        synthetic_asset=settings.synthetic_key,
+        published_asset=published if settings.publish_target else None,
+        name=named(CHECKS_JOB),
+    )
+    calibration = build_calibration_job(
+        settings=settings,
+        name=named(CALIBRATION_JOB),
+        real_asset=named("real_table"),
+        resource_key=keys["tables"],
+        op_name=named(CALIBRATION_OP),
+    )  # on demand only
     return dg.Definitions(
         assets=assets,
         asset_checks=[*checks, *extra_checks],
-        jobs=[
-            release_job,
-            checks_job,
-            build_calibration_job(settings=settings),
-        ],  # calibration: on demand only
-        schedules=[build_checks_schedule(job=checks_job, cron_schedule=settings.checks_cron)],
+        jobs=[release_job, checks_job, calibration],
+        schedules=[
+            build_checks_schedule(
+                job=checks_job, cron_schedule=settings.checks_cron, name=named("privacy_checks_schedule")
+            )
+        ],
         sensors=[
             build_new_release_sensor(
-                job=release_job, synthetic=settings.synthetic, synthetic_asset=settings.asset
+                job=release_job,
+                synthetic=settings.synthetic,
+                synthetic_asset=settings.synthetic_key,
+                name=named("new_release_sensor"),
+                resource_key=keys["tables"],
             )
         ],
         resources=build_release_resources(settings=settings),

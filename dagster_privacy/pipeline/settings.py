@@ -4,6 +4,7 @@ environment variables the reference code location reads them from)."""
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -36,6 +37,22 @@ class ReleaseSettings:
     release_id: str = ""
     asset: str = "synthetic_table"  # key of the synthetic table asset
     tables: bool = True  # define the table assets (False: they exist elsewhere)
+    #: the release's name: every asset, resource, job, schedule, sensor and op this pipeline creates is
+    #: ``<name>_<base>``, so several releases live in one code location; empty: the plain names
+    name: str = ""
+
+    def __post_init__(self) -> None:
+        if self.name and not re.fullmatch(r"[A-Za-z][A-Za-z0-9_]{0,62}", self.name):
+            raise ValueError("a release name is a letter, then letters, digits or _ (at most 63)")
+
+    def named(self, base: str) -> str:
+        """``base`` in this release's namespace."""
+        return f"{self.name}_{base}" if self.name else base
+
+    @property
+    def synthetic_key(self) -> str:
+        """The synthetic table asset: ours (namespaced) when this pipeline defines it, else as given."""
+        return self.named(self.asset) if self.tables else self.asset
 
     @classmethod
     def from_env(cls, *, default_policy: str | Path = "standard", **overrides: Any) -> ReleaseSettings:
