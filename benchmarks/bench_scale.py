@@ -8,6 +8,13 @@ the dimensions the engine keeps in it (sparse_dims.SparseDims), the part of the 
 selection can save.
 
     python benchmarks/bench_scale.py --rows 16000,32000,64000 [--no-ray] [--work-dir /tmp/scale]
+
+Under contention (issue 35): ``--contend K`` runs the in-process evaluation R times quiet and R times
+beside K busy processes (each a pure-Python spin loop at nice 0, bounded, stopped at the end), and
+prints the medians, CPU time / wall, and each stage's slowdown against its quiet time;
+``--threads N`` passes ``--threads N`` to the evaluation.
+
+    python benchmarks/bench_scale.py --rows 64000 --no-ray --contend 2 --repeat 3 [--threads 1]
 """
 
 from __future__ import annotations
@@ -53,7 +60,9 @@ def gemm_floor(train: Path, synthetic: Path, holdout: Path) -> tuple[float, int,
     return out[0], out[1], out[2], out[3]
 
 
-def evaluate(paths: dict[str, Path], out: Path, ray: bool) -> tuple[float, float, dict]:
+def evaluate(
+    paths: dict[str, Path], out: Path, ray: bool, threads: int | None = None
+) -> tuple[float, float, dict]:
     cmd = [
         str(BIN / "dagster-privacy"),
         "evaluate",
@@ -68,6 +77,8 @@ def evaluate(paths: dict[str, Path], out: Path, ray: bool) -> tuple[float, float
     ]
     if ray:
         cmd += ["--ray", "local"]
+    if threads:
+        cmd += ["--threads", str(threads)]
     env = {**os.environ, "RAY_DEDUP_LOGS": "0"}
     wall, peak, rc, _, err = run_measured(cmd, env=env)
     if rc not in (0, 1):
@@ -89,11 +100,67 @@ def stages(doc: dict) -> dict[str, float]:
     }
 
 
+SPIN = "import time\nend = time.time() + {seconds}\nwhile time.time() < end:\n    pass\n"
+
+
+def contended(paths: dict[str, Path], d: Path, k: int, repeat: int, threads: int | None) -> None:
+    """Quiet runs, then runs beside ``k`` spinning processes: medians and per-stage slowdowns."""
+    import statistics
+
+    def runs(label: str) -> list[tuple[float, float, float, dict]]:
+        out = []
+        for i in range(repeat):
+            before = os.times()
+            wall, peak, doc = evaluate(paths, d / f"{label}{i}.json", False, threads)
+            after = os.times()
+            cpu = (after.children_user - before.children_user) + (
+                after.children_system - before.children_system
+            )
+            out.append((wall, peak, cpu, doc))
+        return out
+
+    quiet = runs("quiet")
+    spinners = [subprocess.Popen([sys.executable, "-c", SPIN.format(seconds=3600)]) for _ in range(k)]
+    try:
+        time.sleep(1.0)
+        busy = runs("busy")
+    finally:
+        for p in spinners:
+            p.kill()
+            p.wait()
+
+    def per_stage(rs: list[tuple[float, float, float, dict]]) -> dict[str, float]:
+        keys = set().union(*(r[3]["timings"]["metrics"] for r in rs))
+        stage = {m: statistics.median(r[3]["timings"]["metrics"].get(m, 0.0) for r in rs) for m in keys}
+        stage["neighbour queries"] = statistics.median(stages(r[3])["neighbour queries"] for r in rs)
+        stage["encode"] = statistics.median(r[3]["timings"]["encode"] for r in rs)
+        return stage
+
+    q_wall, b_wall = (statistics.median(r[0] for r in rs) for rs in (quiet, busy))
+    q_cpu = statistics.median(r[2] / r[0] for r in quiet)
+    peak = max(r[1] for r in quiet + busy)
+    print(
+        f"{'':8s} quiet: median {q_wall:.1f} s of {repeat} (CPU time / wall {q_cpu:.2f}, peak {peak:.0f} MB)"
+    )
+    print(f"{'':8s} beside {k} busy processes: median {b_wall:.1f} s = {b_wall / q_wall:.2f}x quiet")
+    qs, bs = per_stage(quiet), per_stage(busy)
+    rows = sorted(((bs[s] / qs[s], s) for s in qs if qs[s] > 0.05), reverse=True)
+    print(f"{'':8s} stage slowdowns (stages over 0.05 s quiet), worst first:")
+    for ratio, s in rows:
+        print(f"{'':10s}{s:28s} {qs[s]:7.2f} s -> {bs[s]:7.2f} s  {ratio:.2f}x")
+    a, b = dict(quiet[0][3]), dict(busy[0][3])
+    a.pop("timings"), b.pop("timings")
+    print(f"{'':8s} JSON quiet vs busy, apart from timings: {'identical' if a == b else 'DIFFERENT'}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rows", default="16000,32000,64000", help="training rows N, comma-separated")
     ap.add_argument("--no-ray", action="store_true", help="in-process only")
     ap.add_argument("--work-dir", type=Path, default=Path("/tmp/dagster_privacy_scale"))
+    ap.add_argument("--contend", type=int, default=0, help="K busy processes beside the evaluation")
+    ap.add_argument("--repeat", type=int, default=3, help="runs per condition with --contend (median)")
+    ap.add_argument("--threads", type=int, default=None, help="pass --threads N to the evaluation")
     a = ap.parse_args()
     rows = [int(x) for x in a.rows.split(",") if x]
     print(
@@ -102,7 +169,13 @@ def main() -> None:
     for n in rows:
         d = a.work_dir / f"n{n}"
         paths = write_tables(n, d)
-        runs = {"in-process": evaluate(paths, d / "in_process.json", False)}
+        if a.contend:
+            print(f"{n:8d} in-process, --threads {a.threads or 'default'}")
+            contended(paths, d, a.contend, a.repeat, a.threads)
+            sys.stdout.flush()
+            subprocess.run(["rm", "-rf", str(d)], check=False)
+            continue
+        runs = {"in-process": evaluate(paths, d / "in_process.json", False, a.threads)}
         if not a.no_ray:
             runs["ray (2)"] = evaluate(paths, d / "ray.json", True)
         for label, (wall, peak, doc) in runs.items():

@@ -4,6 +4,7 @@ The engine (tables → spaces → context → metrics → results) knows nothing
 (``dagster_privacy.pipeline``) knows nothing of how a metric is computed.
 """
 
+from . import threads as threads  # first: it sizes polars' pool before polars is imported
 from .errors import NotApplicable as NotApplicable
 from .errors import TableError as TableError
 from .evaluate import evaluate as evaluate

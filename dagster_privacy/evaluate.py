@@ -23,6 +23,7 @@ from .loading import load
 from .metrics import registry
 from .power import detection_floor
 from .results import Evaluation, MetricResult, PolicyRef, Severity, Status, TableInfo, ThreatModelRef, Timings
+from .threads import held
 
 VERSIONED = ("dagster_privacy", "numpy", "polars", "duckdb", "scikit-learn", "scipy", "lightgbm")
 
@@ -138,13 +139,16 @@ def evaluate(
     seed: int | None = None,
     progress: bool = True,
     executor: Executor | str | None = None,
+    threads: int | None = None,
 ) -> Evaluation:
     """Evaluate a synthetic table against the real (training) table and, optionally, a holdout.
 
     Tables are polars/pandas frames, CSV/Parquet paths, ``FILE.duckdb:TABLE`` or SQL DuckDB runs.
     ``metrics`` = ids, each configured in the policy (None: every metric the policy configures).
     Arguments override the policy's threat model and seed. Bad input raises ``TableError``, a bad
-    policy ``PolicyError``; a metric that raises becomes an ``error`` result.
+    policy ``PolicyError``; a metric that raises becomes an ``error`` result. ``threads``: every pool
+    of the evaluation at most this many (default: ``DAGSTER_PRIVACY_THREADS``, else the CPUs this
+    process may use; threads.py).
     """
     t0 = time.perf_counter()
     plan = pol.resolve(
@@ -156,7 +160,9 @@ def evaluate(
         source_index_column=source_index_column,
         seed=seed,
     )
-    return evaluate_plan(plan, real, synthetic, holdout, executor=executor, progress=progress, started=t0)
+    return evaluate_plan(
+        plan, real, synthetic, holdout, executor=executor, progress=progress, started=t0, threads=threads
+    )
 
 
 def evaluate_plan(
@@ -168,20 +174,23 @@ def evaluate_plan(
     executor: Executor | str | None = None,
     progress: bool = False,
     started: float | None = None,
+    threads: int | None = None,
 ) -> Evaluation:
-    """Evaluate with a plan already resolved (``policy.resolve``): load, prepare, run, judge."""
-    ctx, fingerprints = prepare(
-        real,
-        synthetic,
-        holdout,
-        key_columns=plan.key_columns,
-        sensitive_columns=plan.sensitive_columns,
-        column_kinds=plan.column_kinds,
-        source_index_column=plan.source_index_column,
-        seed=plan.seed,
-        executor=executor,
-    )
-    return run_metrics(ctx, plan, fingerprints=fingerprints, progress=progress, started=started)
+    """Evaluate with a plan already resolved (``policy.resolve``): load, prepare, run, judge; every
+    pool held at ``threads`` (threads.py)."""
+    with held(threads):
+        ctx, fingerprints = prepare(
+            real,
+            synthetic,
+            holdout,
+            key_columns=plan.key_columns,
+            sensitive_columns=plan.sensitive_columns,
+            column_kinds=plan.column_kinds,
+            source_index_column=plan.source_index_column,
+            seed=plan.seed,
+            executor=executor,
+        )
+        return run_metrics(ctx, plan, fingerprints=fingerprints, progress=progress, started=started)
 
 
 def _distances(ctx: EvaluationContext) -> dict[str, Any]:

@@ -118,14 +118,22 @@ class InProcess:
     name = "in-process"
 
     def __init__(self, workers: int | None = None) -> None:
-        self.workers = workers or os.cpu_count() or 1
+        self._workers = workers
+
+    @property
+    def workers(self) -> int:
+        """As many as the evaluation's thread count (threads.py: the CPUs given, never the machine's)."""
+        from .threads import thread_count
+
+        return self._workers or thread_count()
 
     def map(self, fn: Callable[[Any, Any], T], shared: Any, items: Sequence[Any]) -> list[T]:
         # the BLAS limit is process-wide: held once around all blocks, never per thread
+        workers = self.workers
         with one_blas_thread():
-            if self.workers <= 1 or len(items) <= 1:
+            if workers <= 1 or len(items) <= 1:
                 return [fn(shared, item) for item in items]
-            with ThreadPoolExecutor(max_workers=self.workers) as pool:
+            with ThreadPoolExecutor(max_workers=workers) as pool:
                 return list(pool.map(lambda item: fn(shared, item), items))
 
 

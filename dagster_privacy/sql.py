@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from .errors import OwnMessage
+from .threads import thread_count
 
 if TYPE_CHECKING:  # pragma: no cover
     import duckdb
@@ -53,6 +54,7 @@ def locked_connection(
             "autoload_known_extensions": False,
             "autoinstall_known_extensions": False,
             "temp_directory": "",
+            "threads": thread_count(),  # the evaluation's count, not the machine's (threads.py)
         },
     )  # else DuckDB adds its temp directory to the allowed
     try:

@@ -108,6 +108,13 @@ def cli() -> None:
     "--report", "report_out", type=click.Path(dir_okay=False), default=None, help="write the HTML report here"
 )
 @click.option(
+    "--threads",
+    type=click.IntRange(1, 4096),
+    default=None,
+    help="threads of every pool (executor, BLAS, OpenMP, Arrow, DuckDB, polars) [default: "
+    "$DAGSTER_PRIVACY_THREADS, else the CPUs this process may use: affinity and cgroup quota]",
+)
+@click.option(
     "--release-id",
     default=None,
     help="the release id the report names [default: sha256:<16 hex> of the synthetic table, as in Dagster]",
@@ -134,6 +141,7 @@ def evaluate(
     json_out: str | None,
     report_out: str | None,
     release_id: str | None,
+    threads: int | None,
     ray_address: str | None,
 ) -> None:
     """Evaluate a synthetic table; exit 1 when the verdict is fail."""
@@ -173,6 +181,7 @@ def evaluate(
         seed=seed,
         progress=True,
         executor=executor,
+        threads=threads,
     )
     finish(ev, json_out=json_out, report_out=report_out, policy=policy, release_id=release_id)
 
@@ -307,12 +316,30 @@ cli.add_command(calibrate_command)  # calibrate.py
 cli.add_command(console_command)  # console.py
 
 
+def _restart_for_threads(args: list[str]) -> None:
+    """polars sized its pool when the package was imported: a ``--threads N`` it does not match
+    restarts this process with ``POLARS_MAX_THREADS`` and ``DAGSTER_PRIVACY_THREADS`` at N (a bad N is
+    left to click, which says so)."""
+    from ..threads import THREADS_ENV
+
+    n = next((b for a, b in zip(args, args[1:], strict=False) if a == "--threads"), None)
+    n = next((a.split("=", 1)[1] for a in args if a.startswith("--threads=")), n)
+    if n is None or not n.isdigit() or int(n) < 1:
+        return
+    if os.environ.get("POLARS_MAX_THREADS") == n and os.environ.get(THREADS_ENV) == n:
+        return
+    env = {**os.environ, "POLARS_MAX_THREADS": n, THREADS_ENV: n}
+    os.execve(sys.executable, [sys.executable, "-m", "dagster_privacy.cli", *args], env)
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     """Entry point: one clear line and exit 2 for bad input, never a traceback."""
     if not os.environ.get("DAGSTER_PRIVACY_DEBUG"):  # library warnings print source lines, maybe values
         import warnings
 
         warnings.simplefilter("ignore")
+    if argv is None:
+        _restart_for_threads(sys.argv[1:])
     try:
         cli.main(
             args=list(argv) if argv is not None else None, prog_name="dagster-privacy", standalone_mode=False

@@ -1,0 +1,101 @@
+"""How many threads an evaluation may use, and every pool it runs held to that number.
+
+The count: ``held(n)`` / ``evaluate(threads=n)`` / ``--threads n``, else ``DAGSTER_PRIVACY_THREADS``,
+else the CPUs this process may use — its affinity mask and its cgroup's CPU quota (a Kubernetes CPU
+limit), never ``os.cpu_count()``, which counts the whole machine. The pools: the in-process executor's
+threads (executors.InProcess), BLAS (one thread: see ``held``) and OpenMP (threadpoolctl), Arrow's CPU
+pool, DuckDB's ``threads`` on our connections, and polars — whose pool is sized
+when polars is imported, so the package sets ``POLARS_MAX_THREADS`` (unless already set) before it
+imports polars, and the CLI's ``--threads`` restarts the process with it. numba runs no parallel
+kernel here (no ``prange``): its threading layer is never started. More threads than CPUs only add
+busy-waiting: on a machine shared with other work, OpenBLAS and OpenMP threads spin for their share.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+THREADS_ENV = "DAGSTER_PRIVACY_THREADS"
+_held: int | None = None
+
+
+def _cgroup_quota() -> int | None:
+    """CPUs the cgroup may use (quota / period, rounded up); None without a quota."""
+    try:
+        v2 = Path("/sys/fs/cgroup/cpu.max")
+        if v2.is_file():
+            quota, period = v2.read_text().split()[:2]
+            return None if quota == "max" else max(1, math.ceil(int(quota) / int(period)))
+        q, p = Path("/sys/fs/cgroup/cpu/cpu.cfs_quota_us"), Path("/sys/fs/cgroup/cpu/cpu.cfs_period_us")
+        if q.is_file() and p.is_file():
+            quota_us = int(q.read_text())
+            return None if quota_us <= 0 else max(1, math.ceil(quota_us / int(p.read_text())))
+    except (OSError, ValueError):
+        pass
+    return None
+
+
+def available_cpus() -> int:
+    """The CPUs this process may run on: its affinity, capped by its cgroup's quota."""
+    try:
+        n = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not Linux
+        n = os.cpu_count() or 1
+    quota = _cgroup_quota()
+    return max(1, min(n, quota) if quota else n)
+
+
+def _from_env() -> int | None:
+    text = os.environ.get(THREADS_ENV, "").strip()
+    return int(text) if text.isdigit() and int(text) > 0 else None
+
+
+def thread_count() -> int:
+    """The threads an evaluation uses now: ``held``'s, else the environment's, else the CPUs."""
+    return _held or _from_env() or available_cpus()
+
+
+def size_import_pools() -> None:
+    """Before polars is imported: its pool at the evaluation's thread count (an explicit
+    ``POLARS_MAX_THREADS`` wins)."""
+    os.environ.setdefault("POLARS_MAX_THREADS", str(_from_env() or available_cpus()))
+
+
+@contextlib.contextmanager
+def held(threads: int | None = None) -> Iterator[int]:
+    """Every pool of this process at ``threads`` (default ``thread_count()``) while the block runs.
+    Process-wide, like the limits it sets: concurrent evaluations in one process share them."""
+    global _held
+    from threadpoolctl import threadpool_limits
+
+    n = max(1, int(threads or thread_count()))
+    before = _held
+    _held = n
+    arrow = None
+    try:
+        import pyarrow as pa
+
+        arrow = pa.cpu_count()
+        pa.set_cpu_count(n)
+    except ImportError:  # pragma: no cover - pyarrow is a dependency
+        pa = None
+    try:
+        # BLAS on one thread everywhere: the parallelism is the executor's blocks, and a multi-threaded
+        # BLAS both rounds differently (figures would depend on the thread count) and busy-waits — the
+        # MLP of detection_mlp, 43k × 108, fit in 0.5 s on one thread and 1.1–2.4 s on two beside a
+        # busy process; OpenMP (LightGBM: its models ask for one thread anyway) at most n
+        with threadpool_limits(limits={"blas": 1, "openmp": n}):
+            yield n
+    finally:
+        _held = before
+        if pa is not None and arrow is not None:
+            pa.set_cpu_count(arrow)
+
+
+size_import_pools()  # on import: the package imports this module before anything imports polars
+
+__all__ = ["THREADS_ENV", "available_cpus", "held", "size_import_pools", "thread_count"]
