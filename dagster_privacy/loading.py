@@ -219,7 +219,7 @@ def _no_objects(df: pl.DataFrame, role: str) -> pl.DataFrame:
 
 
 def _from_frame(source: Any, role: str) -> pl.DataFrame:
-    """A polars LazyFrame, pandas DataFrame or pyarrow Table as a polars frame."""
+    """A polars LazyFrame, pandas DataFrame, pyarrow Table or DuckDB relation as a polars frame."""
     import pandas as pd
     import pyarrow as pa
 
@@ -229,4 +229,6 @@ def _from_frame(source: Any, role: str) -> pl.DataFrame:
         return pl.from_pandas(source)
     if isinstance(source, pa.Table):
         return pl.from_arrow(source)  # type: ignore[return-value]
+    if type(source).__name__ == "DuckDBPyRelation":  # an IO manager's DuckDB relation
+        return source.pl()
     raise TableError(f"{role} table: unsupported input type {type(source).__name__}")

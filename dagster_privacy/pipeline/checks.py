@@ -76,17 +76,24 @@ def failed_closed(
     )
 
 
+AssetRef = dg.AssetsDefinition | dg.AssetSpec | dg.AssetKey | str
+_Results = Iterator[dg.AssetObservation | dg.AssetCheckResult]
+
+
 def build_privacy_checks(
     *,
-    asset: dg.AssetsDefinition | dg.AssetKey | str,
+    asset: AssetRef,
     policy: PolicyLike,
-    real: str,
+    real: str | None = None,
     synthetic: str | None = None,
     holdout: str | None = None,
-    name: str = "privacy_checks",
+    real_asset: AssetRef | None = None,
+    holdout_asset: AssetRef | None = None,
+    name_prefix: str = "",
+    name: str | None = None,
     resource_key: str = DUCKDB_KEY,
-    release_resource_key: str = RELEASE_KEY,
-    additional_deps: Sequence[dg.AssetsDefinition | dg.AssetKey | str] = (),
+    release_resource_key: str | None = RELEASE_KEY,
+    additional_deps: Sequence[AssetRef] = (),
     on_evaluation: EvaluationHook | None = None,
     translator: PrivacyCheckTranslator = DEFAULT_TRANSLATOR,
     ray_resource_key: str | None = None,
@@ -94,20 +101,37 @@ def build_privacy_checks(
     """Privacy checks on a synthetic table asset: one spec per metric of ``policy`` and one blocking
     spec per required risk (``privacy_risk_<risk>``, the per-risk decision of the verdict).
 
-    ``real``, ``synthetic`` (default: the asset's name) and ``holdout`` are table names or queries read
-    through the ``ReadOnlyDuckDB`` resource under ``resource_key``. Metric specs do not block (a gate's
-    status and bounds are in its metadata; severity ERROR for gates, WARN for advisory metrics); the risk
-    specs block, so a risk that fails or lacks evidence stops the run and holds up
-    ``all_deps_blocking_checks_passed()``. Every result
-    records the release id and the fingerprint of the content evaluated; ``on_evaluation`` is called
-    with the ``Evaluation`` (hook for reports) and may return extra metadata; ``translator`` decides how
-    a result becomes a check (descriptions, severity, metadata, markdown). With ``ray_resource_key``,
-    the check requires that resource (a ``dagster_ray`` resource such as ``LocalRay`` or
-    ``KubeRayCluster``, which initialises Ray when the step starts) and runs the evaluation's neighbour
-    blocks on that cluster: the check stays one step, and its results are the same as in-process.
+    Two ways to give the tables. By name: ``real``, ``synthetic`` (default: the asset's name) and
+    ``holdout`` are table names or queries read through the ``ReadOnlyDuckDB`` (or ``PostgresTables``)
+    resource under ``resource_key``. As assets: with ``real_asset`` (and ``holdout_asset``), every side —
+    the checked asset included — is loaded as that asset's value by its own IO manager (pandas, polars,
+    Arrow, a path, a DuckDB relation), so the checks judge exactly what the asset holds, wherever it is
+    stored; no table resource is needed. ``name_prefix`` goes before every check name (two policies on
+    one asset). ``release_resource_key`` None: the release id comes from the run tag, the environment
+    or the content (``sha256:<16 hex>``), without a ``PrivacyRelease`` resource.
+
+    Metric specs do not block (a gate's status and bounds are in its metadata; severity ERROR for gates,
+    WARN for advisory metrics); the risk specs block, so a risk that fails or lacks evidence stops the
+    run and holds up ``all_deps_blocking_checks_passed()``. Every result records the release id and the
+    fingerprint of the content evaluated; ``on_evaluation`` is called with the ``Evaluation`` (hook for
+    reports) and may return extra metadata; ``translator`` decides how a result becomes a check.
+    ``name`` (the step's op name) defaults to ``<asset>_<name_prefix>privacy_checks``: unique per asset
+    and prefix, so several factories merge into one code location. With
+    ``ray_resource_key``, the check requires that resource (a ``dagster_ray`` resource such as
+    ``LocalRay`` or ``KubeRayCluster``, which initialises Ray when the step starts) and runs the
+    evaluation's neighbour blocks on that cluster: the check stays one step, and its results are the
+    same as in-process.
     """
     plan = pol.resolve(policy)
     key = dg.AssetKey.from_coercible_or_definition(asset)
+    from_assets = real_asset is not None
+    if from_assets and (real or holdout):
+        raise dg.DagsterInvalidDefinitionError("give real/holdout as table names or as assets, not both")
+    if not from_assets and not real:
+        raise dg.DagsterInvalidDefinitionError("give real= (a table name) or real_asset= (an asset)")
+    real_key = dg.AssetKey.from_coercible_or_definition(real_asset) if from_assets else None
+    holdout_key = dg.AssetKey.from_coercible_or_definition(holdout_asset) if holdout_asset else None
+    deps = list(additional_deps) + [k for k in (real_key, holdout_key) if k is not None]
     synthetic_source = synthetic or key.path[-1]
     specs = []
     specs_of = registry()
@@ -115,12 +139,12 @@ def build_privacy_checks(
         e = plan.entry(m)
         specs.append(
             dg.AssetCheckSpec(
-                m,
+                name_prefix + m,
                 asset=key,
                 # a gate of a verdict risk informs; its risk's check blocks. A gate of no verdict risk
                 # (a proxy a policy made ERROR) blocks itself
                 blocking=e.blocks_on_failure and VERDICT_RISKS.get(specs_of[m].risk.value) is None,
-                additional_deps=list(additional_deps) or None,
+                additional_deps=deps or None,
                 description=translator.spec_description(m, specs_of[m].summary, e),
                 metadata={"severity": e.severity.value, "threshold": e.threshold, "on": e.on},
             )
@@ -128,39 +152,69 @@ def build_privacy_checks(
     for risk in required_risks(plan):
         specs.append(
             dg.AssetCheckSpec(
-                risk_check_name(risk),
+                name_prefix + risk_check_name(risk),
                 asset=key,
                 blocking=True,
-                additional_deps=list(additional_deps) or None,
+                additional_deps=deps or None,
                 description=translator.risk_description(risk),
                 metadata={"risk": risk},
             )
         )
-
-    @dg.multi_asset_check(
+    resources = {release_resource_key, ray_resource_key} - {None}
+    common: dict[str, Any] = {
+        "plan": plan,
+        "key": key,
+        "release_resource_key": release_resource_key,
+        "on_evaluation": on_evaluation,
+        "translator": translator,
+        "ray_resource_key": ray_resource_key,
+        "name_prefix": name_prefix,
+    }
+    decorate = dg.multi_asset_check(
         specs=specs,
-        name=name,
-        required_resource_keys={resource_key, release_resource_key} | ({ray_resource_key} - {None}),
+        name=name or f"{key.to_python_identifier()}_{name_prefix}privacy_checks",
+        required_resource_keys=resources | (set() if from_assets else {resource_key}),
         description=f"Privacy metrics of policy {plan.policy.name!r}, one shared evaluation.",
+        ins=(
+            {"synthetic_table": dg.AssetIn(key=key), "real_table": dg.AssetIn(key=real_key)}
+            | ({"holdout_table": dg.AssetIn(key=holdout_key)} if holdout_key else {})
+            if from_assets
+            else None
+        ),
     )
-    def _privacy_checks(
-        context: dg.AssetCheckExecutionContext,
+    if not from_assets:
+
+        def _by_name(
+            context: dg.AssetCheckExecutionContext,
+        ) -> Iterator[dg.AssetObservation | dg.AssetCheckResult]:
+            def read() -> tuple[Any, Any, Any]:
+                db: ReadOnlyDuckDB = getattr(context.resources, resource_key)
+                return (
+                    db.read(real, role="real"),
+                    db.read(synthetic_source, role="synthetic"),
+                    db.read(holdout, role="holdout") if holdout else None,
+                )
+
+            yield from evaluate_checks(context, read=read, **common)
+
+        return [decorate(_by_name)]
+    if holdout_key is None:
+
+        def _values(
+            context: dg.AssetCheckExecutionContext, synthetic_table: Any, real_table: Any
+        ) -> Iterator[dg.AssetObservation | dg.AssetCheckResult]:
+            yield from evaluate_checks(context, read=lambda: (real_table, synthetic_table, None), **common)
+
+        return [decorate(_values)]
+
+    def _values_with_holdout(
+        context: dg.AssetCheckExecutionContext, synthetic_table: Any, real_table: Any, holdout_table: Any
     ) -> Iterator[dg.AssetObservation | dg.AssetCheckResult]:
         yield from evaluate_checks(
-            context,
-            plan=plan,
-            key=key,
-            real=real,
-            synthetic=synthetic_source,
-            holdout=holdout,
-            resource_key=resource_key,
-            release_resource_key=release_resource_key,
-            on_evaluation=on_evaluation,
-            translator=translator,
-            ray_resource_key=ray_resource_key,
+            context, read=lambda: (real_table, synthetic_table, holdout_table), **common
         )
 
-    return [_privacy_checks]
+    return [decorate(_values_with_holdout)]
 
 
 def evaluate_checks(
@@ -168,30 +222,34 @@ def evaluate_checks(
     *,
     plan: pol.EvaluationPlan,
     key: dg.AssetKey,
-    real: str,
-    synthetic: str,
-    holdout: str | None,
-    resource_key: str,
-    release_resource_key: str,
+    read: Callable[[], tuple[Any, Any, Any]],
+    release_resource_key: str | None,
     on_evaluation: EvaluationHook | None,
     translator: PrivacyCheckTranslator = DEFAULT_TRANSLATOR,
     ray_resource_key: str | None = None,
+    name_prefix: str = "",
 ) -> Iterator[dg.AssetObservation | dg.AssetCheckResult]:
-    """The body of the check: one evaluation, an observation of the synthetic asset with every metric's
-    value (translator.observation), one result per metric; any exception fails every spec."""
+    """The body of the check: ``read()`` gives (real, synthetic, holdout or None) — frames read by
+    name, or the assets' values — then one evaluation, an observation of the synthetic asset with every
+    metric's value (translator.observation), one result per metric; any exception fails every spec."""
     from ..evaluate import evaluate_plan
+    from ..loading import load
     from ..tables import fingerprint as content_fingerprint
+    from .resources import release_id
 
     release: str | None = None
     fp: str | None = None
     try:
-        db: ReadOnlyDuckDB = getattr(context.resources, resource_key)
-        rel: PrivacyRelease = getattr(context.resources, release_resource_key)
-        real_df = db.read(real, role="real")
-        syn_df = db.read(synthetic, role="synthetic")
-        hold_df = db.read(holdout, role="holdout") if holdout else None
+        real_v, syn_v, hold_v = read()
+        real_df, syn_df = load(real_v, role="real"), load(syn_v, role="synthetic")
+        hold_df = load(hold_v, role="holdout") if hold_v is not None else None
         fp = content_fingerprint(syn_df)
-        release = rel.resolve(fp, dict(context.run.tags))
+        tags = dict(context.run.tags)
+        if release_resource_key:
+            rel: PrivacyRelease = getattr(context.resources, release_resource_key)
+            release = rel.resolve(fp, tags)
+        else:
+            release = release_id(None, tags=tags, fingerprint=fp)
         executor = None
         if ray_resource_key:  # the resource has initialised Ray for this step
             getattr(context.resources, ray_resource_key)
@@ -205,7 +263,7 @@ def evaluate_checks(
             out.append(
                 dg.AssetCheckResult(
                     asset_key=key,
-                    check_name=r.id,
+                    check_name=name_prefix + r.id,
                     passed=r.passed,
                     severity=translator.severity(plan.entry(r.id)),
                     metadata=meta,
@@ -221,7 +279,7 @@ def evaluate_checks(
             out.append(
                 dg.AssetCheckResult(
                     asset_key=key,
-                    check_name=risk_check_name(risk),
+                    check_name=name_prefix + risk_check_name(risk),
                     passed=d["status"] == "pass" and not ev.findings,
                     severity=dg.AssetCheckSeverity.ERROR,
                     metadata={
@@ -246,7 +304,7 @@ def evaluate_checks(
     yield from [
         dg.AssetCheckResult(
             asset_key=key,
-            check_name=m,
+            check_name=name_prefix + m,
             passed=False,
             severity=translator.severity(plan.entry(m)) if m in plan.entries else dg.AssetCheckSeverity.ERROR,
             metadata=translator.failure_metadata(reason, release=release, fingerprint=fp),
