@@ -77,6 +77,8 @@ def failed_closed(
 
 
 AssetRef = dg.AssetsDefinition | dg.AssetSpec | dg.AssetKey | str
+#: the partition a check evaluation judged (a partitioned synthetic asset: one evaluation per partition)
+PARTITION = "dagster_privacy/partition"
 _Results = Iterator[dg.AssetObservation | dg.AssetCheckResult]
 
 
@@ -97,6 +99,7 @@ def build_privacy_checks(
     on_evaluation: EvaluationHook | None = None,
     translator: PrivacyCheckTranslator = DEFAULT_TRANSLATOR,
     ray_resource_key: str | None = None,
+    partitions_def: dg.PartitionsDefinition | None = None,
 ) -> Sequence[dg.AssetChecksDefinition]:
     """Privacy checks on a synthetic table asset: one spec per metric of ``policy`` and one blocking
     spec per required risk (``privacy_risk_<risk>``, the per-risk decision of the verdict).
@@ -121,9 +124,17 @@ def build_privacy_checks(
     ``LocalRay`` or ``KubeRayCluster``, which initialises Ray when the step starts) and runs the
     evaluation's neighbour blocks on that cluster: the check stays one step, and its results are the
     same as in-process.
+
+    A partitioned synthetic asset (its ``partitions_def``, or ``partitions_def=``) gets partitioned
+    checks (``AssetCheckSpec.partitions_def``, a preview feature of Dagster 1.13): one evaluation per
+    partition, of that partition's value, with the partition in every result's metadata — so a leaky
+    month blocks that month's downstream assets only.
     """
     plan = pol.resolve(policy)
     key = dg.AssetKey.from_coercible_or_definition(asset)
+    if partitions_def is None and isinstance(asset, dg.AssetsDefinition):
+        partitions_def = asset.partitions_def
+    part = {"partitions_def": partitions_def} if partitions_def is not None else {}
     from_assets = real_asset is not None
     if from_assets and (real or holdout):
         raise dg.DagsterInvalidDefinitionError("give real/holdout as table names or as assets, not both")
@@ -147,6 +158,7 @@ def build_privacy_checks(
                 additional_deps=deps or None,
                 description=translator.spec_description(m, specs_of[m].summary, e),
                 metadata={"severity": e.severity.value, "threshold": e.threshold, "on": e.on},
+                **part,
             )
         )
     for risk in required_risks(plan):
@@ -158,6 +170,7 @@ def build_privacy_checks(
                 additional_deps=deps or None,
                 description=translator.risk_description(risk),
                 metadata={"risk": risk},
+                **part,
             )
         )
     resources = {release_resource_key, ray_resource_key} - {None}
@@ -257,6 +270,8 @@ def evaluate_checks(
         ev = evaluate_plan(plan, real_df, syn_df, hold_df, executor=executor)  # resolved at definition
         del real_df, syn_df, hold_df
         extra = dict(on_evaluation(ev, context) or {}) if on_evaluation else {}
+        if context.has_partition_key:  # a partitioned release: this evaluation is of one partition
+            extra[PARTITION] = dg.MetadataValue.text(context.partition_key)
         out = []
         for r in ev.results:
             meta = {**translator.metadata(r, ev, release=release, fingerprint=fp), **extra}
