@@ -16,8 +16,10 @@ from __future__ import annotations
 import contextlib
 import math
 import os
+import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 THREADS_ENV = "DAGSTER_PRIVACY_THREADS"
 _held: int | None = None
@@ -51,7 +53,7 @@ def available_cpus() -> int:
 
 def _from_env() -> int | None:
     text = os.environ.get(THREADS_ENV, "").strip()
-    return int(text) if text.isdigit() and int(text) > 0 else None
+    return int(text) if text.isascii() and text.isdigit() and int(text) > 0 else None
 
 
 def thread_count() -> int:
@@ -65,35 +67,54 @@ def size_import_pools() -> None:
     os.environ.setdefault("POLARS_MAX_THREADS", str(_from_env() or available_cpus()))
 
 
+_LOCK = threading.Lock()
+_USERS = 0
+_SAVED: tuple[Any, int | None] | None = None  # (threadpoolctl's limits, Arrow's CPU count) before
+
+
 @contextlib.contextmanager
 def held(threads: int | None = None) -> Iterator[int]:
     """Every pool of this process at ``threads`` (default ``thread_count()``) while the block runs.
-    Process-wide, like the limits it sets: concurrent evaluations in one process share them."""
-    global _held
+    Process-wide, like the limits it sets: overlapping callers (two evaluations in two threads) share
+    one count of users — the first saves the settings, the last restores them, whatever the order they
+    leave in (as executors.one_blas_thread)."""
+    global _held, _USERS, _SAVED
     from threadpoolctl import threadpool_limits
 
     n = max(1, int(threads or thread_count()))
-    before = _held
-    _held = n
-    arrow = None
+    with _LOCK:
+        if _USERS == 0:
+            arrow = _arrow_cpus()
+            # BLAS on one thread everywhere: the parallelism is the executor's blocks, and a
+            # multi-threaded BLAS both rounds differently (figures would depend on the thread count)
+            # and busy-waits — the MLP of detection_mlp, 43k × 108, fit in 0.5 s on one thread and
+            # 1.1–2.4 s on two beside a busy process; OpenMP (LightGBM) at most n
+            _SAVED = (threadpool_limits(limits={"blas": 1, "openmp": n}), arrow)
+        _USERS += 1
+        _held = n
+        _arrow_cpus(n)
+    try:
+        yield n
+    finally:
+        with _LOCK:
+            _USERS -= 1
+            if _USERS == 0 and _SAVED is not None:
+                limits, arrow = _SAVED
+                limits.restore_original_limits()
+                _arrow_cpus(arrow)
+                _SAVED, _held = None, None
+
+
+def _arrow_cpus(n: int | None = None) -> int | None:
+    """Arrow's CPU pool size, set to ``n`` when given; None without pyarrow."""
     try:
         import pyarrow as pa
-
-        arrow = pa.cpu_count()
-        pa.set_cpu_count(n)
     except ImportError:  # pragma: no cover - pyarrow is a dependency
-        pa = None
-    try:
-        # BLAS on one thread everywhere: the parallelism is the executor's blocks, and a multi-threaded
-        # BLAS both rounds differently (figures would depend on the thread count) and busy-waits — the
-        # MLP of detection_mlp, 43k × 108, fit in 0.5 s on one thread and 1.1–2.4 s on two beside a
-        # busy process; OpenMP (LightGBM: its models ask for one thread anyway) at most n
-        with threadpool_limits(limits={"blas": 1, "openmp": n}):
-            yield n
-    finally:
-        _held = before
-        if pa is not None and arrow is not None:
-            pa.set_cpu_count(arrow)
+        return None
+    before = pa.cpu_count()
+    if n is not None:
+        pa.set_cpu_count(n)
+    return before
 
 
 size_import_pools()  # on import: the package imports this module before anything imports polars

@@ -86,3 +86,28 @@ def test_threads_1_uses_one_core_and_gives_the_same_json(tmp_path) -> None:
         return [strip(v) for v in d] if isinstance(d, list) else d
 
     assert strip(out["one"]) == strip(out["all"])
+
+
+def test_overlapping_holds_restore_once_whatever_order_they_leave_in() -> None:
+    """Review: two evaluations in two threads, the first leaving first, left Arrow and BLAS pinned."""
+    import threading
+
+    arrow = pa.cpu_count()
+    first_in, second_in, first_out = threading.Event(), threading.Event(), threading.Event()
+
+    def first() -> None:
+        with threads.held(1):
+            first_in.set()
+            second_in.wait(10)
+        first_out.set()
+
+    t = threading.Thread(target=first)
+    t.start()
+    first_in.wait(10)
+    with threads.held(2):
+        second_in.set()
+        first_out.wait(10)
+        assert pa.cpu_count() == 2  # still held by this one
+    t.join(10)
+    assert pa.cpu_count() == arrow and threads._held is None
+    assert all(p["num_threads"] > 0 for p in threadpool_info())

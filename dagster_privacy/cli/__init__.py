@@ -149,6 +149,8 @@ def evaluate(
     from ..executors import RayExecutor
     from ..release_ids import ReleaseIdError, valid_release_id
 
+    if threads is not None:
+        _restart_for_threads(threads)
     if release_id is not None:
         try:
             valid_release_id(release_id)
@@ -316,20 +318,32 @@ cli.add_command(calibrate_command)  # calibrate.py
 cli.add_command(console_command)  # console.py
 
 
-def _restart_for_threads(args: list[str]) -> None:
+#: set by ``main`` when this process is the command itself (never in a test's CliRunner)
+_ENTRY = False
+#: how a restart runs the command: the working directory never joins sys.path (``python -m`` and
+#: ``-c`` would put it first, and a duckdb.py beside the data would run)
+_RESTART = (
+    "import sys; sys.path[:] = [p for p in sys.path if p not in ('', '.')]; "
+    "sys.argv[0] = 'dagster-privacy'; from dagster_privacy.cli import main; main()"
+)
+
+
+def _restart_for_threads(threads: int) -> None:
     """polars sized its pool when the package was imported: a ``--threads N`` it does not match
-    restarts this process with ``POLARS_MAX_THREADS`` and ``DAGSTER_PRIVACY_THREADS`` at N (a bad N is
-    left to click, which says so)."""
+    restarts this process with ``POLARS_MAX_THREADS`` and ``DAGSTER_PRIVACY_THREADS`` at N (click has
+    parsed N: the last ``--threads`` given, a valid number)."""
     from ..threads import THREADS_ENV
 
-    n = next((b for a, b in zip(args, args[1:], strict=False) if a == "--threads"), None)
-    n = next((a.split("=", 1)[1] for a in args if a.startswith("--threads=")), n)
-    if n is None or not n.isdigit() or int(n) < 1:
+    n = str(threads)
+    if not _ENTRY or (os.environ.get("POLARS_MAX_THREADS") == n and os.environ.get(THREADS_ENV) == n):
         return
-    if os.environ.get("POLARS_MAX_THREADS") == n and os.environ.get(THREADS_ENV) == n:
-        return
-    env = {**os.environ, "POLARS_MAX_THREADS": n, THREADS_ENV: n}
-    os.execve(sys.executable, [sys.executable, "-m", "dagster_privacy.cli", *args], env)
+    # the pools that size themselves when their library loads, before any limit of ours applies: BLAS
+    # on one thread (threads.py), OpenMP and numba at N
+    pools = {"POLARS_MAX_THREADS": n, THREADS_ENV: n, "OMP_NUM_THREADS": n, "NUMBA_NUM_THREADS": n}
+    env = {**os.environ, **pools, "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execve(sys.executable, [sys.executable, "-c", _RESTART, *sys.argv[1:]], env)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -338,8 +352,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         import warnings
 
         warnings.simplefilter("ignore")
-    if argv is None:
-        _restart_for_threads(sys.argv[1:])
+    global _ENTRY
+    _ENTRY = argv is None
     try:
         cli.main(
             args=list(argv) if argv is not None else None, prog_name="dagster-privacy", standalone_mode=False

@@ -5,6 +5,7 @@ typed metadata. Fail closed: whatever raises (a table that cannot be read, a bad
 turns every spec into ``passed=False`` with the reason — never a missing evaluation (dagster-facts §2).
 """
 
+import hashlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -77,9 +78,42 @@ def failed_closed(
 
 
 AssetRef = dg.AssetsDefinition | dg.AssetSpec | dg.AssetKey | str
+_Results = Iterator[dg.AssetObservation | dg.AssetCheckResult]
+
+
+def _key_of(ref: AssetRef) -> dg.AssetKey:
+    return ref.key if isinstance(ref, dg.AssetSpec) else dg.AssetKey.from_coercible_or_definition(ref)
+
+
+def _op_name(key: dg.AssetKey, prefix: str) -> str:
+    """The check step's op name: readable, and unique per asset key and prefix (a short hash of both:
+    'a__b', ['a', 'b'] and 'a-b' would share an identifier)."""
+    digest = hashlib.sha256(repr((key.path, prefix)).encode()).hexdigest()[:8]
+    return f"privacy_checks__{key.to_python_identifier()}_{digest}"
+
+
+def _value(value: Any, role: str) -> Any:
+    """An asset's value as the checks take it: a frame, Arrow table, DuckDB relation or a Path. Text is
+    refused — it would be read as a path, a query or a URI — and never echoed; None is no table."""
+    from ..errors import TableError
+
+    if value is None:
+        raise TableError(f"the {role} asset's value is None: its IO manager returned no table")
+    if isinstance(value, str | bytes):
+        raise TableError(
+            f"the {role} asset's value is text ({len(value):,} characters): give a frame, an Arrow "
+            "table, a DuckDB relation or a pathlib.Path"
+        )
+    if isinstance(value, dict):
+        raise TableError(
+            f"the {role} asset's value is a mapping ({len(value)} entries): a partitioned asset is "
+            "checked partition by partition (partitions_def=)"
+        )
+    return value
+
+
 #: the partition a check evaluation judged (a partitioned synthetic asset: one evaluation per partition)
 PARTITION = "dagster_privacy/partition"
-_Results = Iterator[dg.AssetObservation | dg.AssetCheckResult]
 
 
 def build_privacy_checks(
@@ -131,8 +165,8 @@ def build_privacy_checks(
     month blocks that month's downstream assets only.
     """
     plan = pol.resolve(policy)
-    key = dg.AssetKey.from_coercible_or_definition(asset)
-    if partitions_def is None and isinstance(asset, dg.AssetsDefinition):
+    key = _key_of(asset)
+    if partitions_def is None and isinstance(asset, dg.AssetsDefinition | dg.AssetSpec):
         partitions_def = asset.partitions_def
     part = {"partitions_def": partitions_def} if partitions_def is not None else {}
     from_assets = real_asset is not None
@@ -140,8 +174,13 @@ def build_privacy_checks(
         raise dg.DagsterInvalidDefinitionError("give real/holdout as table names or as assets, not both")
     if not from_assets and not real:
         raise dg.DagsterInvalidDefinitionError("give real= (a table name) or real_asset= (an asset)")
-    real_key = dg.AssetKey.from_coercible_or_definition(real_asset) if from_assets else None
-    holdout_key = dg.AssetKey.from_coercible_or_definition(holdout_asset) if holdout_asset else None
+    if part and not from_assets:  # a table read by name is the whole table, whatever the partition
+        raise dg.DagsterInvalidDefinitionError(
+            "a partitioned synthetic asset is checked through its IO manager: give real_asset= "
+            "(and holdout_asset=), so that each partition's value is what is evaluated"
+        )
+    real_key = _key_of(real_asset) if from_assets else None
+    holdout_key = _key_of(holdout_asset) if holdout_asset else None
     deps = list(additional_deps) + [k for k in (real_key, holdout_key) if k is not None]
     synthetic_source = synthetic or key.path[-1]
     specs = []
@@ -185,7 +224,7 @@ def build_privacy_checks(
     }
     decorate = dg.multi_asset_check(
         specs=specs,
-        name=name or f"{key.to_python_identifier()}_{name_prefix}privacy_checks",
+        name=name or _op_name(key, name_prefix),
         required_resource_keys=resources | (set() if from_assets else {resource_key}),
         description=f"Privacy metrics of policy {plan.policy.name!r}, one shared evaluation.",
         ins=(
@@ -216,16 +255,21 @@ def build_privacy_checks(
         def _values(
             context: dg.AssetCheckExecutionContext, synthetic_table: Any, real_table: Any
         ) -> Iterator[dg.AssetObservation | dg.AssetCheckResult]:
-            yield from evaluate_checks(context, read=lambda: (real_table, synthetic_table, None), **common)
+            def read() -> tuple[Any, Any, Any]:
+                return _value(real_table, "real"), _value(synthetic_table, "synthetic"), None
+
+            yield from evaluate_checks(context, read=read, **common)
 
         return [decorate(_values)]
 
     def _values_with_holdout(
         context: dg.AssetCheckExecutionContext, synthetic_table: Any, real_table: Any, holdout_table: Any
-    ) -> Iterator[dg.AssetObservation | dg.AssetCheckResult]:
-        yield from evaluate_checks(
-            context, read=lambda: (real_table, synthetic_table, holdout_table), **common
-        )
+    ) -> _Results:
+        def read() -> tuple[Any, Any, Any]:
+            return (_value(real_table, "real"), _value(synthetic_table, "synthetic"),
+                    _value(holdout_table, "holdout"))  # fmt: skip
+
+        yield from evaluate_checks(context, read=read, **common)
 
     return [decorate(_values_with_holdout)]
 

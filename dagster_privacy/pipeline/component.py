@@ -58,10 +58,11 @@ class PrivacyChecksScaffolder(dg.Scaffolder[ScaffoldParams]):
             scaffold_component(request, {"database": params.database, "policy": "policy.yaml"})
             return
         # the folder's name namespaces what this component defines: a second one scaffolds beside it
-        folder = "".join(c if c.isalnum() else "_" for c in request.target_path.name).strip("_")
+        folder = "".join(c if c.isascii() and c.isalnum() else "_" for c in request.target_path.name)
+        folder = folder.strip("_")
         live = {"database": params.database, "policy": "policy.yaml"}
-        if folder and folder[0].isalpha():
-            live["name"] = folder
+        if folder:  # what ReleaseSettings accepts: a letter first, at most 63
+            live["name"] = (folder if folder[0].isalpha() else f"r_{folder}")[:63]
         lines = [
             "# Privacy checks on a synthetic release (dagster_privacy). Paths: the database relative to the",
             "# project root, the policy relative to this folder. Uncomment an attribute to change it.",

@@ -124,3 +124,42 @@ def test_a_check_needs_real_by_name_or_as_an_asset() -> None:
         build_privacy_checks(asset="s", policy=POLICY)
     with pytest.raises(dg.DagsterInvalidDefinitionError, match="not both"):
         build_privacy_checks(asset="s", policy=POLICY, real="real", real_asset="real_table")
+
+
+def test_an_asset_value_that_is_text_none_or_a_mapping_fails_closed_without_echo(tmp_path) -> None:
+    """Review: a text value was read as a path, a query or a URI, and echoed whole in the reason (50
+    real records in a JSON string); a None holdout read as 'no holdout'."""
+    frames = _frames()
+    canary = frames["real"].head(5).write_json()
+    for bad, role in ((canary, "real"), (None, "holdout"), ({"2026-01": frames["real"]}, "real")):
+
+        @dg.asset(name="real_table")
+        def real() -> Any:
+            return bad if role == "real" else frames["real"]  # noqa: B023 - run within this iteration
+
+        @dg.asset(name="holdout_table")
+        def holdout() -> Any:
+            return bad if role == "holdout" else frames["holdout"]  # noqa: B023
+
+        @dg.asset(name="synthetic_table")
+        def syn() -> pl.DataFrame:
+            return frames["clean"]
+
+        checks = build_privacy_checks(asset=syn, policy=POLICY, real_asset=real, holdout_asset=holdout,
+                                      release_resource_key=None)  # fmt: skip
+        defs = dg.Definitions(assets=[real, holdout, syn], asset_checks=checks)
+        with dg.instance_for_test() as instance:
+            res = defs.resolve_implicit_global_asset_job_def().execute_in_process(
+                instance=instance, raise_on_error=False, run_config=QUIET
+            )
+            evals = res.get_asset_check_evaluations()
+        assert evals and not any(e.passed for e in evals), role
+        reasons = {e.metadata["reason"].value for e in evals}
+        assert all(f"the {role} asset's value is" in r for r in reasons), reasons
+        assert not any(canary[:40] in r for r in reasons)
+
+
+def test_default_op_names_do_not_collide() -> None:
+    keys = ["a__b", dg.AssetKey(["a", "b"]), "a_b", "my-asset", "my_asset"]
+    checks = [build_privacy_checks(asset=k, policy=POLICY, real="real")[0] for k in keys]
+    assert len({c.node_def.name for c in checks}) == len(keys)
