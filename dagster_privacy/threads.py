@@ -29,6 +29,9 @@ def _cgroup_quota() -> int | None:
     """CPUs the cgroup may use (quota / period, rounded up); None without a quota."""
     try:
         v2 = Path("/sys/fs/cgroup/cpu.max")
+        own = _own_cgroup()
+        if own is not None and (Path("/sys/fs/cgroup") / own / "cpu.max").is_file():
+            v2 = Path("/sys/fs/cgroup") / own / "cpu.max"  # this process's own group (systemd, a pod)
         if v2.is_file():
             quota, period = v2.read_text().split()[:2]
             return None if quota == "max" else max(1, math.ceil(int(quota) / int(period)))
@@ -37,6 +40,17 @@ def _cgroup_quota() -> int | None:
             quota_us = int(q.read_text())
             return None if quota_us <= 0 else max(1, math.ceil(quota_us / int(p.read_text())))
     except (OSError, ValueError):
+        pass
+    return None
+
+
+def _own_cgroup() -> str | None:
+    """This process's cgroup v2 path (``0::/path`` in /proc/self/cgroup), relative; None elsewhere."""
+    try:
+        for line in Path("/proc/self/cgroup").read_text().splitlines():
+            if line.startswith("0::/"):
+                return line[4:].strip() or None
+    except OSError:
         pass
     return None
 

@@ -101,7 +101,15 @@ def signoff_command(
     "the DuckDB file the pipeline last published to, from the instance at $DAGSTER_HOME]",
 )
 @click.option("--audit", "audit_path", default=None, help="audit DuckDB file [default: as for signoff]")
-def withdraw_command(release: str, by: str, reason: str, target: str | None, audit_path: str | None) -> None:
+@click.option(
+    "--asset",
+    default="published_release",
+    show_default=True,
+    help="the published asset (a named release's is <name>_published_release)",
+)
+def withdraw_command(
+    release: str, by: str, reason: str, target: str | None, audit_path: str | None, asset: str
+) -> None:
     """Withdraw a published release: remove it from the target in one transaction and record why in
     the audit table and the publication log."""
     import os
@@ -113,7 +121,7 @@ def withdraw_command(release: str, by: str, reason: str, target: str | None, aud
     from .args import UsageFailure
 
     instance = _instance_if_home()
-    path = target or os.environ.get("DAGSTER_PRIVACY_PUBLISH_TARGET") or _published_to(instance)
+    path = target or os.environ.get("DAGSTER_PRIVACY_PUBLISH_TARGET") or _published_to(instance, asset)
     kind = PublishTarget(path=path).kind() if path else None
     if not path or kind not in ("duckdb", "postgresql") or (kind == "duckdb" and not os.path.isfile(path)):
         raise UsageFailure(
@@ -123,7 +131,7 @@ def withdraw_command(release: str, by: str, reason: str, target: str | None, aud
     try:
         row = withdraw_release(
             PublishTarget(path=path), release_id=release, by=by, reason=reason, audit=audit_path,
-            instance=instance,
+            instance=instance, asset=asset,
         )  # fmt: skip
     except (PublicationRefused, AuditError, ReleaseIdError) as exc:
         raise UsageFailure(f"not withdrawn: {exc}") from None

@@ -188,7 +188,7 @@ def withdraw_release(
             approver=by.strip(),
             os_user=os_user(),
             reason=reason.strip(),
-            asset_key="published_release",
+            asset_key=asset,
             synthetic_sha256=held["sha256"],
         )
         return {"audit_seq": row.seq, "audit_head": row.row_hash}
