@@ -290,9 +290,9 @@ def _stderr_held() -> Iterator[_Held]:
 
 
 #: how often a Ray wait checks that the cluster still answers, and after how many failed probes in a
-#: row it is lost: ~6 s, before Ray's core ends a process whose raylet died (~10 s), past a blip
+#: row it is lost: ~4 s, well before Ray's core ends a process whose raylet died (~10 s), past a blip
 PROBE_SECONDS = 2.0
-PROBES_LOST = 3
+PROBES_LOST = 2
 _CONNECTING = threading.Lock()
 
 
