@@ -274,12 +274,6 @@ OUTPUT_NAMES = (
 def _replace(path: Path, write: Any) -> None:
     """Write beside ``path`` and rename onto it: a symlink planted at ``path`` is replaced itself, its
     target never written (issue 31 case 8)."""
-    import os
-    import uuid
+    from ..atomic import replace_atomically
 
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}{path.suffix}")
-    try:
-        write(tmp)
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
+    replace_atomically(path, write, suffix=path.suffix)  # the extension: matplotlib picks the format

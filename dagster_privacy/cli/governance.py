@@ -206,7 +206,7 @@ def verify_command(audit_path: str | None, target: str | None, asset: str) -> No
             raise UsageFailure(f"--target {target}: give a DuckDB file or a postgresql:// publication target")
     if not log.path.is_file():  # a mistyped path must not read as a clean audit
         raise UsageFailure(f"no audit table at {log.path} (--audit, or DAGSTER_PRIVACY_AUDIT)")
-    instance = dg.DagsterInstance.get() if os.environ.get("DAGSTER_HOME") else None
+    instance = _instance_if_home()
     try:
         rows, anchors, problems = audit_problems(
             log, instance, asset=dg.AssetKey.from_user_string(asset), target=target

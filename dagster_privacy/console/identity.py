@@ -18,6 +18,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..atomic import replace_atomically
 from ..errors import OwnMessage
 
 ROLES = ("viewer", "officer")
@@ -116,17 +117,17 @@ class Users:
         if self.path.exists() and not self.path.is_file():
             raise IdentityError(f"users file {self.path}: not a file")
         users = [u for u in self._read() if u["name"] != name] + [entry]
-        tmp = self.path.with_name(f".{self.path.name}.{secrets.token_hex(4)}.tmp")
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+
+        def write(tmp: Path) -> None:
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)  # hashes: owner only
             with os.fdopen(fd, "w", encoding="utf-8") as f:
                 json.dump({"users": users}, f, indent=2)
-            os.replace(tmp, self.path)
+
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            replace_atomically(self.path, write)
         except OSError as exc:
             raise IdentityError(f"users file {self.path}: cannot be written ({type(exc).__name__})") from None
-        finally:
-            tmp.unlink(missing_ok=True)
 
 
 @dataclass

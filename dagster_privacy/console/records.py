@@ -10,10 +10,8 @@ from typing import Any
 
 import dagster as dg
 
-from ..metrics import registry
-from ..pipeline import metadata as md
 from ..pipeline.audit import AuditLog, AuditRow
-from ..pipeline.evidence import REPORT_PATH, REPORT_SHA256
+from ..pipeline.evidence import check_history
 from ..pipeline.target import PublishTarget
 
 #: the states a release can be in, in the order the release list groups them
@@ -60,26 +58,19 @@ class ReleaseView:
 
 
 def evaluations(instance: dg.DagsterInstance, asset: dg.AssetKey, *, limit: int = 500) -> list[Evaluated]:
-    """Every evaluation that wrote a report, one per run, oldest first."""
-    runs: dict[str, Evaluated] = {}
-    for mid in registry():
-        key = dg.AssetCheckKey(asset, mid)
-        for rec in instance.event_log_storage.get_asset_check_execution_history(key, limit=limit):
-            ev = rec.evaluation if rec.event is not None else None
-            if not isinstance(ev, dg.AssetCheckEvaluation) or not rec.run_id or rec.run_id in runs:
-                continue
-            sha = md.recorded(ev.metadata, REPORT_SHA256)
-            if not sha:
-                continue
-            runs[rec.run_id] = Evaluated(
-                release_id=str(md.recorded(ev.metadata, md.RELEASE_ID) or rec.run_id[:8]),
-                run_id=rec.run_id,
-                time=rec.create_timestamp,
-                verdict=md.recorded(ev.metadata, "verdict"),
-                report_path=md.recorded(ev.metadata, REPORT_PATH),
-                report_sha256=str(sha),
-            )
-    return sorted(runs.values(), key=lambda e: e.time)
+    """Every evaluation that wrote a report, one per run, oldest first (the report hook's history)."""
+    return [
+        Evaluated(
+            release_id=str(p["release"]),
+            run_id=p["run_id"],
+            time=p["time"],
+            verdict=p["verdict"],
+            report_path=p["report_path"],
+            report_sha256=str(p["report_sha256"]),
+        )
+        for p in check_history(instance, asset, limit=limit)
+        if p["report_sha256"]
+    ]
 
 
 def releases(

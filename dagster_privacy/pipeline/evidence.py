@@ -61,7 +61,8 @@ def check_history(
     exclude_run: str | None = None,
 ) -> list[dict[str, Any]]:
     """Earlier evaluations of the privacy checks on ``asset``, oldest first, one point per run:
-    ``{"release", "run_id", "time", "values": {metric: value}, "failed": [metric, ...]}``."""
+    ``{"release", "run_id", "time", "values": {metric: value}, "failed": [metric, ...], "verdict",
+    "report_path", "report_sha256"}`` (the report's fields None when the evaluation wrote none)."""
     ids = list(metric_ids) if metric_ids is not None else list(registry())
     runs: dict[str, dict[str, Any]] = {}
     for mid in ids:
@@ -81,6 +82,9 @@ def check_history(
                     "release": md.recorded(ev.metadata, md.RELEASE_ID) or rec.run_id[:8],
                     "values": {},
                     "failed": [],
+                    "verdict": md.recorded(ev.metadata, "verdict"),
+                    "report_path": md.recorded(ev.metadata, REPORT_PATH),
+                    "report_sha256": md.recorded(ev.metadata, REPORT_SHA256),
                 },
             )
             point["time"] = min(point["time"], rec.create_timestamp)

@@ -17,7 +17,6 @@ import fcntl
 import json
 import os
 import shutil
-import uuid
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from datetime import datetime, timezone
@@ -29,6 +28,7 @@ import polars as pl
 from pydantic import Field
 
 from .. import postgres
+from ..atomic import replace_atomically
 from ..errors import OwnMessage, safe_reason
 from ..sql import quote_ident
 from . import pg_target
@@ -134,12 +134,7 @@ class PublishTarget(dg.ConfigurableResource):
         to a temporary file beside ``target`` and put it in place with one ``os.replace``."""
         folder, stale = self._lock()
         remove_stale(folder, stale)
-        tmp = target.with_name(f".{target.name}.{uuid.uuid4().hex}.{self.kind()}.tmp")
-        try:
-            write(tmp)
-            os.replace(tmp, target)
-        finally:
-            tmp.unlink(missing_ok=True)
+        replace_atomically(target, write, suffix=f".{self.kind()}.tmp")  # the pattern remove_stale knows
 
     def publish(
         self,
