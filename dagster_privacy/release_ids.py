@@ -41,4 +41,13 @@ def default_release_id(fingerprint: str) -> str:
     return f"sha256:{fingerprint[:16]}"
 
 
-__all__ = ["ReleaseIdError", "default_release_id", "file_name", "valid_release_id"]
+def partition_release_id(release: str, partition: str) -> str:
+    """The release id of one partition of a partitioned release: ``<release>+<partition>`` — the partition
+    key itself when it is made of release-id characters, else ``p`` and 12 hex of its sha256 — so each
+    partition's report, publication file, sign-off and withdrawal name it."""
+    plain = len(partition) <= 40 and _RELEASE_ID.fullmatch(partition) and ".." not in partition
+    part = partition if plain else "p" + hashlib.sha256(partition.encode()).hexdigest()[:12]
+    return valid_release_id(f"{release}+{part}")  # too long: refused, never cut (two would share it)
+
+
+__all__ = ["ReleaseIdError", "default_release_id", "file_name", "partition_release_id", "valid_release_id"]

@@ -291,6 +291,7 @@ def evaluate_checks(
     metric's value (translator.observation), one result per metric; any exception fails every spec."""
     from ..evaluate import evaluate_plan
     from ..loading import load
+    from ..release_ids import partition_release_id
     from ..tables import fingerprint as content_fingerprint
     from .resources import release_id
 
@@ -307,6 +308,8 @@ def evaluate_checks(
             release = rel.resolve(fp, tags)
         else:
             release = release_id(None, tags=tags, fingerprint=fp)
+        if context.has_partition_key:  # each partition is a release of its own (release_ids.py)
+            release = partition_release_id(release, context.partition_key)
         executor = None
         if ray_resource_key:  # the resource has initialised Ray for this step
             getattr(context.resources, ray_resource_key)

@@ -141,6 +141,8 @@ def refuse_inputs(target: str, inputs: InputLocations, *, what: str = "publicati
             )
         if f.is_relative_to(t):
             raise InputOverwrite(f"the {what} {target} holds the input {f}; write to a folder of its own")
+        if t.is_relative_to(f):  # an input folder that does not exist yet: the target would be in it
+            raise InputOverwrite(f"the {what} {target} is inside the input {f}; write elsewhere")
     for d in inputs.searched:
         if t.is_relative_to(d) or d.is_relative_to(t):
             raise InputOverwrite(

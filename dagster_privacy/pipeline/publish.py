@@ -18,16 +18,20 @@ directory of Parquet files) is separate from the real data and is written atomic
 next to it, then ``os.replace`` — a failure leaves the previous publication untouched.
 """
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import dagster as dg
+import polars as pl
+from dagster._core.event_api import PartitionKeyFilter
 
 from ..errors import safe_reason
 from ..tables import fingerprint
 from . import metadata as md
+from .asset_locations import Declared, latest_materialization
 from .assets import DUCKDB_KEY, PUBLISH_KEY
+from .checks import AssetRef, _key_of, _value
 from .resources import PostgresTables, ReadOnlyDuckDB
 from .target import PublicationRefused, PublishTarget
 
@@ -46,16 +50,18 @@ def verify_release(
     required: Sequence[dg.AssetCheckKey],
     sha256: str,
     inputs: Mapping[str, str] | None = None,
+    partition: str | None = None,
 ) -> Verified:
     """Re-verify a release from the instance's records; raises ``PublicationRefused`` with the reasons.
     ``inputs``: role → fingerprint of the real / holdout table now, compared with what each check that
-    recorded its tables evaluated against."""
+    recorded its tables evaluated against. ``partition``: that partition's materialization and check
+    evaluations (a partitioned release)."""
     if not required:
         raise PublicationRefused("no required check guards this release")
-    latest = instance.fetch_materializations(asset, limit=1).records
-    if not latest:
-        raise PublicationRefused(f"{asset.to_user_string()} has never been materialized")
-    mat = latest[0]
+    of = f" partition {partition}" if partition is not None else ""
+    mat = latest_materialization(instance, asset, partition)
+    if mat is None:
+        raise PublicationRefused(f"{asset.to_user_string()}{of} has never been materialized")
     mat_meta = mat.asset_materialization.metadata if mat.asset_materialization else {}
     mat_fp = md.recorded(mat_meta, md.FINGERPRINT)
     problems: list[str] = []
@@ -67,8 +73,11 @@ def verify_release(
     rows: list[dict[str, Any]] = []
     fingerprints_seen = 0
     release_ids: list[str] = []
+    recs = instance.event_log_storage.get_latest_asset_check_execution_by_key(
+        list(required), partition_filter=PartitionKeyFilter(key=partition) if partition is not None else None
+    )
     for key in required:
-        rec = instance.get_latest_asset_check_evaluation_record(key)
+        rec = recs.get(key)
         ev = rec.evaluation if rec else None
         row = {"check": key.name, "passed": bool(ev and ev.passed), "current": False, "content": None}
         if ev is None:
@@ -83,7 +92,7 @@ def verify_release(
             if not row["current"]:
                 problems.append(
                     f"{key.name}: its latest evaluation targets an older materialization "
-                    f"of {asset.to_user_string()}"
+                    f"of {asset.to_user_string()}{of}"
                 )
             fp = md.recorded(ev.metadata, md.FINGERPRINT)
             if fp is not None:
@@ -135,7 +144,7 @@ def _stale_inputs(check: str, tables: Any, inputs: Mapping[str, str]) -> list[st
 
 def build_published_release(
     *,
-    synthetic_asset: dg.AssetsDefinition | dg.AssetKey | str = "synthetic_table",
+    synthetic_asset: AssetRef = "synthetic_table",
     synthetic: str = "synthetic",
     required_checks: Sequence[str | dg.AssetCheckKey],
     key: str = "published_release",
@@ -145,6 +154,10 @@ def build_published_release(
     automation_condition: dg.AutomationCondition | None = None,
     real: str | None = None,
     holdout: str | None = None,
+    real_asset: AssetRef | None = None,
+    holdout_asset: AssetRef | None = None,
+    input_locations: Mapping[str, Declared] | None = None,
+    partitions_def: dg.PartitionsDefinition | None = None,
 ) -> dg.AssetsDefinition:
     """The gated publication asset downstream of the synthetic table.
 
@@ -152,149 +165,243 @@ def build_published_release(
     have passed on this very content; add e.g. ``privacy_signoff`` to require a human sign-off.
     Default automation: ``eager() & all_deps_blocking_checks_passed()`` (it schedules, it does not
     enforce: the body re-verifies).
+
+    Tables by name (``synthetic``, ``real``, ``holdout`` through the table resource under
+    ``resource_key``), or as assets (``real_asset``, ``holdout_asset``; the synthetic asset too): each
+    loaded by its own IO manager, its fingerprint compared with the one the checks judged. The target is
+    then compared with each input's location as its IO manager reported it on the latest materialization
+    (``path`` or ``uri`` metadata); an input whose location is not reported must be declared in
+    ``input_locations`` (asset key or role → path or URI), or publication is refused. A partitioned
+    synthetic asset publishes partition by partition, each re-verified against that partition's checks,
+    into a directory target (one file per release id, which names the partition).
     """
-    syn_key = dg.AssetKey.from_coercible_or_definition(synthetic_asset)
+    syn_key = _key_of(synthetic_asset)
+    if partitions_def is None and isinstance(synthetic_asset, dg.AssetsDefinition | dg.AssetSpec):
+        partitions_def = synthetic_asset.partitions_def
+    from_assets = real_asset is not None
+    if from_assets and (real or holdout):
+        raise dg.DagsterInvalidDefinitionError("give real/holdout as table names or as assets, not both")
+    if partitions_def is not None and not from_assets:
+        raise dg.DagsterInvalidDefinitionError(
+            "a partitioned release is published through its IO manager: give real_asset= (and holdout_asset=)"
+        )
     required = [
         k if isinstance(k, dg.AssetCheckKey) else dg.AssetCheckKey(syn_key, k) for k in required_checks
     ]
     if not required:
         raise dg.DagsterInvalidDefinitionError("published_release needs at least one required check")
-    signoff = any(k.name == "privacy_signoff" for k in required)
-    checks_named = ", ".join(k.name for k in required)
     condition = automation_condition or (
         dg.AutomationCondition.eager() & dg.AutomationCondition.all_deps_blocking_checks_passed()
     )
-
-    @dg.asset(
-        name=key,
-        deps=[syn_key],
-        group_name=group_name,
-        kinds={"duckdb"},
-        required_resource_keys={resource_key, publish_resource_key},
-        automation_condition=condition,
-        description="The synthetic release, published only after re-verifying that every required privacy "
-        "check passed on the latest materialization and on this very content. Required: "
+    spec: dict[str, Any] = {
+        "name": key,
+        "group_name": group_name,
+        "automation_condition": condition,
+        "description": "The synthetic release, published only after re-verifying that every required "
+        "privacy check passed on the latest materialization and on this very content. Required: "
         + ", ".join(k.name for k in required),
-        metadata={"required_checks": ", ".join(k.name for k in required)},
-    )
-    def _published(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
-        db: ReadOnlyDuckDB | PostgresTables = getattr(context.resources, resource_key)
-        target: PublishTarget = getattr(context.resources, publish_resource_key)
-        refusal = None
-        try:
-            target.guard(db.database, (real, holdout, synthetic))
-            df = db.read(synthetic, role="synthetic")
-            sha = fingerprint(df)
-            inputs = {
-                role: fingerprint(db.read(src, role=role))
-                for role, src in (("real", real), ("holdout", holdout))
-                if src
-            }
-            audit_rows = _audit_rows(context.instance, syn_key)
-            anchor = audit_rows[-1] if audit_rows else None  # the head the log records
-            problems = []
-            gone = target.withdrawn(sha)
-            if gone and not signoff:
-                problems.append(
-                    f"this content was withdrawn as release {gone['release_id']} ({gone['published_at']}, "
-                    f"by {gone['by']}): publish it again only under a policy with a sign-off"
-                )
-            if signoff:  # approval of this very report (signoff.py)
-                from .signoff import signoff_problem
+        "metadata": {"required_checks": ", ".join(k.name for k in required)},
+    }
+    common = {"syn_key": syn_key, "required": required}
+    if not from_assets:
+        resources = {resource_key, publish_resource_key}
 
-                problems += [p for p in [signoff_problem(context.instance, syn_key, rows=audit_rows)] if p]
-            try:
-                verified = verify_release(
-                    context.instance, asset=syn_key, required=required, sha256=sha, inputs=inputs
-                )
-            except PublicationRefused as exc:
-                problems.append(str(exc))
-            if problems:
-                raise PublicationRefused("; ".join(problems))
-        except Exception as exc:  # refusal or unreadable table: nothing is written
-            refusal = safe_reason(exc)
-        if refusal is not None:
-            context.log.error(f"publication refused: {refusal}")
-            raise dg.Failure(
-                description=f"publication refused: {refusal}",
-                metadata={"refused": dg.MetadataValue.text(refusal)},
-            )
+        @dg.asset(deps=[syn_key], kinds={"duckdb"}, required_resource_keys=resources, **spec)
+        def _published(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
+            db: ReadOnlyDuckDB | PostgresTables = getattr(context.resources, resource_key)
+            target: PublishTarget = getattr(context.resources, publish_resource_key)
 
-        def under_lock() -> dict[str, Any]:
-            """The sign-off decided again under the target's lock (no withdrawal or other publication
-            slips in), on the audit rows as they are now; the head the log records is the one this
-            decision read. A decision recorded during the write itself follows the publication."""
-            nonlocal anchor
-            rows = _audit_rows(context.instance, syn_key)
-            who: dict[str, Any] = {"reason": "required checks passed on this content: " + checks_named}
-            if signoff:  # who approved, and which decision, on the log row too
-                from .signoff import SignoffError, verify_signoff
-
-                try:
-                    approval = verify_signoff(context.instance, syn_key, rows=rows)
-                except SignoffError as exc:
-                    raise PublicationRefused(str(exc)) from None
-                who = {
-                    "by": approval["approver"],
-                    "reason": f"approved in audit row #{approval['audit_seq']} (report sha256 "
-                    f"{str(approval['report_sha256'])[:16]}…)",
+            def read() -> tuple[pl.DataFrame, dict[str, str]]:
+                target.guard(db.database, (real, holdout, synthetic))
+                inputs = {
+                    role: fingerprint(db.read(src, role=role))
+                    for role, src in (("real", real), ("holdout", holdout))
+                    if src
                 }
-            anchor = rows[-1] if rows else None
-            return {
-                **who,
-                "audit_seq": anchor.seq if anchor else None,
-                "audit_head": anchor.row_hash if anchor else None,
-            }
+                return db.read(synthetic, role="synthetic"), inputs
 
-        failure = None
-        try:
-            path = target.publish(
-                df,
-                release_id=verified.release_id,
-                sha256=verified.sha256,
-                withdrawn_ok=signoff,
-                under_lock=under_lock,
-                real_sha256=inputs.get("real"),
-                holdout_sha256=inputs.get("holdout"),
+            return publish_verified(context, target=target, read=read, **common)
+
+        return _published
+
+    real_key = _key_of(real_asset)
+    holdout_key = _key_of(holdout_asset) if holdout_asset is not None else None
+    keys = {"synthetic": syn_key, "real": real_key} | ({"holdout": holdout_key} if holdout_key else {})
+    declared = dict(input_locations or {})
+
+    def from_values(context: dg.AssetExecutionContext, values: Mapping[str, Any]) -> dg.MaterializeResult:
+        from ..loading import load
+        from .asset_locations import AssetInput
+        from .asset_locations import input_locations as located
+
+        target: PublishTarget = getattr(context.resources, publish_resource_key)
+        partition = context.partition_key if context.has_partition_key else None
+
+        def read() -> tuple[pl.DataFrame, dict[str, str]]:
+            parts = {"synthetic": partition, "real": None, "holdout": None}
+            # the synthetic asset's partition; real and holdout are read whole (unpartitioned)
+            inputs = [AssetInput(role, k, parts[role]) for role, k in keys.items()]
+            target.guard(inputs=lambda: located(context.instance, inputs, declared))
+            frames = {role: load(_value(v, role), role=role) for role, v in values.items()}
+            return frames.pop("synthetic"), {role: fingerprint(df) for role, df in frames.items()}
+
+        return publish_verified(context, target=target, read=read, partition=partition, **common)
+
+    ins = {f"{role}_table": dg.AssetIn(key=k) for role, k in keys.items()}
+    asset_spec = {**spec, "ins": ins, "required_resource_keys": {publish_resource_key}, "kinds": {"parquet"}}
+    if partitions_def is not None:
+        asset_spec["partitions_def"] = partitions_def
+    if holdout_key is None:
+
+        @dg.asset(**asset_spec)
+        def _published_values(
+            context: dg.AssetExecutionContext, synthetic_table: Any, real_table: Any
+        ) -> dg.MaterializeResult:
+            return from_values(context, {"synthetic": synthetic_table, "real": real_table})
+
+        return _published_values
+
+    @dg.asset(**asset_spec)
+    def _published_with_holdout(
+        context: dg.AssetExecutionContext, synthetic_table: Any, real_table: Any, holdout_table: Any
+    ) -> dg.MaterializeResult:
+        values = {"synthetic": synthetic_table, "real": real_table, "holdout": holdout_table}
+        return from_values(context, values)
+
+    return _published_with_holdout
+
+
+def publish_verified(
+    context: dg.AssetExecutionContext,
+    *,
+    target: PublishTarget,
+    read: Callable[[], tuple[pl.DataFrame, dict[str, str]]],
+    syn_key: dg.AssetKey,
+    required: Sequence[dg.AssetCheckKey],
+    partition: str | None = None,
+) -> dg.MaterializeResult:
+    """The body of ``published_release`` whichever way the tables are read: ``read()`` guards the target
+    against the inputs and returns (the synthetic table, role → fingerprint of real / holdout now); then
+    re-verification, the sign-off, and the atomic write under the target's lock (module docstring)."""
+    signoff = any(k.name == "privacy_signoff" for k in required)
+    checks_named = ", ".join(k.name for k in required)
+    refusal = None
+    try:
+        if partition is not None and target.kind() != "directory":
+            raise PublicationRefused(
+                "a partitioned release publishes one file per partition: give a directory as the "
+                f"publication target (this one is a {target.kind()} target, which holds one release)"
             )
-        except PublicationRefused as exc:  # decided under the lock: a refusal, as before the lock
-            failure = f"publication refused: {safe_reason(exc)}"
-        except Exception as exc:  # the previous publication is untouched (atomic replace)
-            failure = f"publication failed, nothing was replaced: {safe_reason(exc)}"
-        if failure is not None:
-            context.log.error(failure)
-            raise dg.Failure(description=failure)
-        context.log.info(f"published release {verified.release_id} ({df.height} rows) to {path}")
-        return dg.MaterializeResult(
-            metadata={
-                md.RELEASE_ID: dg.MetadataValue.text(verified.release_id),
-                md.FINGERPRINT: dg.MetadataValue.text(verified.sha256),
-                "dagster/row_count": dg.MetadataValue.int(df.height),
-                "inputs": md.json(inputs),
-                "audit_head": md.json({"seq": anchor.seq, "row_hash": anchor.row_hash} if anchor else None),
-                "target": dg.MetadataValue.path(path),
-                "verified_checks": dg.MetadataValue.table(
-                    [
-                        dg.TableRecord(
-                            {
-                                "check": r["check"],
-                                "passed": r["passed"],
-                                "current": r["current"],
-                                "same_content": r["content"],
-                            }
-                        )
-                        for r in verified.checks
-                    ],
-                    schema=dg.TableSchema(
-                        columns=[
-                            dg.TableColumn("check", "string"),
-                            dg.TableColumn("passed", "bool"),
-                            dg.TableColumn("current", "bool"),
-                            dg.TableColumn("same_content", "bool"),
-                        ]
-                    ),
-                ),
-            }
+        df, inputs = read()
+        sha = fingerprint(df)
+        audit_rows = _audit_rows(context.instance, syn_key)
+        anchor = audit_rows[-1] if audit_rows else None  # the head the log records
+        problems = []
+        gone = target.withdrawn(sha)
+        if gone and not signoff:
+            problems.append(
+                f"this content was withdrawn as release {gone['release_id']} ({gone['published_at']}, "
+                f"by {gone['by']}): publish it again only under a policy with a sign-off"
+            )
+        if signoff:  # approval of this very report (signoff.py)
+            from .signoff import signoff_problem
+
+            problems += [p for p in [signoff_problem(context.instance, syn_key, rows=audit_rows)] if p]
+        try:
+            verified = verify_release(
+                context.instance,
+                asset=syn_key,
+                required=required,
+                sha256=sha,
+                inputs=inputs,
+                partition=partition,
+            )
+        except PublicationRefused as exc:
+            problems.append(str(exc))
+        if problems:
+            raise PublicationRefused("; ".join(problems))
+    except Exception as exc:  # refusal or unreadable table: nothing is written
+        refusal = safe_reason(exc)
+    if refusal is not None:
+        context.log.error(f"publication refused: {refusal}")
+        raise dg.Failure(
+            description=f"publication refused: {refusal}",
+            metadata={"refused": dg.MetadataValue.text(refusal)},
         )
 
-    return _published
+    def under_lock() -> dict[str, Any]:
+        """The sign-off decided again under the target's lock (no withdrawal or other publication
+        slips in), on the audit rows as they are now; the head the log records is the one this
+        decision read. A decision recorded during the write itself follows the publication."""
+        nonlocal anchor
+        rows = _audit_rows(context.instance, syn_key)
+        who: dict[str, Any] = {"reason": "required checks passed on this content: " + checks_named}
+        if signoff:  # who approved, and which decision, on the log row too
+            from .signoff import SignoffError, verify_signoff
+
+            try:
+                approval = verify_signoff(context.instance, syn_key, rows=rows)
+            except SignoffError as exc:
+                raise PublicationRefused(str(exc)) from None
+            who = {
+                "by": approval["approver"],
+                "reason": f"approved in audit row #{approval['audit_seq']} (report sha256 "
+                f"{str(approval['report_sha256'])[:16]}…)",
+            }
+        anchor = rows[-1] if rows else None
+        return {
+            **who,
+            "audit_seq": anchor.seq if anchor else None,
+            "audit_head": anchor.row_hash if anchor else None,
+        }
+
+    failure = None
+    try:
+        path = target.publish(
+            df,
+            release_id=verified.release_id,
+            sha256=verified.sha256,
+            withdrawn_ok=signoff,
+            under_lock=under_lock,
+            real_sha256=inputs.get("real"),
+            holdout_sha256=inputs.get("holdout"),
+        )
+    except PublicationRefused as exc:  # decided under the lock: a refusal, as before the lock
+        failure = f"publication refused: {safe_reason(exc)}"
+    except Exception as exc:  # the previous publication is untouched (atomic replace)
+        failure = f"publication failed, nothing was replaced: {safe_reason(exc)}"
+    if failure is not None:
+        context.log.error(failure)
+        raise dg.Failure(description=failure)
+    context.log.info(f"published release {verified.release_id} ({df.height} rows) to {path}")
+    return dg.MaterializeResult(
+        metadata={
+            md.RELEASE_ID: dg.MetadataValue.text(verified.release_id),
+            md.FINGERPRINT: dg.MetadataValue.text(verified.sha256),
+            "dagster/row_count": dg.MetadataValue.int(df.height),
+            "inputs": md.json(inputs),
+            "audit_head": md.json({"seq": anchor.seq, "row_hash": anchor.row_hash} if anchor else None),
+            "target": dg.MetadataValue.path(path),
+            "verified_checks": dg.MetadataValue.table(
+                [
+                    dg.TableRecord(
+                        {
+                            "check": r["check"],
+                            "passed": r["passed"],
+                            "current": r["current"],
+                            "same_content": r["content"],
+                        }
+                    )
+                    for r in verified.checks
+                ],
+                schema=dg.TableSchema(
+                    columns=[
+                        dg.TableColumn("check", "string"),
+                        dg.TableColumn("passed", "bool"),
+                        dg.TableColumn("current", "bool"),
+                        dg.TableColumn("same_content", "bool"),
+                    ]
+                ),
+            ),
+        }
+    )

@@ -32,7 +32,7 @@ from ..atomic import replace_atomically
 from ..errors import OwnMessage, safe_reason
 from ..sql import quote_ident
 from . import pg_target
-from .input_guard import locate, refuse_inputs, resolved
+from .input_guard import InputLocations, locate, refuse_inputs, resolved
 from .resources import file_name
 
 LOG = "publications"
@@ -102,14 +102,21 @@ class PublishTarget(dg.ConfigurableResource):
             else "directory"
         )
 
-    def guard(self, database: str | None, sources: Iterable[str | None] = ()) -> None:
+    def guard(
+        self,
+        database: str | None = None,
+        sources: Iterable[str | None] = (),
+        *,
+        inputs: Callable[[], InputLocations] | None = None,
+    ) -> None:
         """Refuse a target that is (or holds, or lies in a folder searched by) an input: the database
-        the tables are read from, and every file or database ``sources`` read (input_guard.py)."""
+        the tables are read from, and every file or database ``sources`` read (input_guard.py); or, for
+        assets stored by IO managers, the locations ``inputs()`` gives (asset_locations.py)."""
         if not self.path:
             raise PublicationRefused("no publication target configured (DAGSTER_PRIVACY_PUBLISH_TARGET)")
         refusal = None
         try:
-            refuse_inputs(self.path, locate(database, sources))
+            refuse_inputs(self.path, inputs() if inputs is not None else locate(database, sources))
         except OwnMessage as exc:  # InputOverwrite, FilesUnknown, a TableError: our words
             refusal = str(exc)
         except Exception as exc:  # fail closed: a target we cannot place is not published to

@@ -1,0 +1,175 @@
+"""Publication of a release whose tables are assets stored by IO managers (issue 34 part 1): the published
+asset loads each side through its IO manager, re-verifies the fingerprint the checks judged, and never
+writes where an input lives — the location each IO manager reported (``path`` metadata), or the one the
+user declared (``input_locations=``); an input of unknown location is refused with one line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import dagster as dg
+import polars as pl
+import pyarrow.parquet as pq
+import pytest
+
+from dagster_privacy.demo import load_demo
+from dagster_privacy.pipeline import PublishTarget, build_privacy_checks, build_published_release
+from dagster_privacy.tables import fingerprint
+
+POLICY = {"metrics": {"crp": {"threshold": 0.05}, "dcr": {"threshold": 0.95, "severity": "WARN"}}}
+QUIET = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
+REQUIRED = ["privacy_risk_membership"]
+
+
+def _frames() -> dict[str, pl.DataFrame]:
+    df = load_demo().head(1500)
+    real, holdout, clean = df[:600], df[600:900], df[900:1200]
+    return {"real": real, "holdout": holdout, "clean": clean, "leaky": pl.concat([clean[:150], real[:150]])}
+
+
+class ParquetIOManager(dg.ConfigurableIOManager):
+    """Each asset's polars frame as one Parquet file under ``root``; reports its path unless told not to
+    (a warehouse IO manager reports none)."""
+
+    root: str
+    report_path: bool = True
+
+    def _path(self, key: dg.AssetKey) -> Path:
+        return Path(self.root) / ("__".join(key.path) + ".parquet")
+
+    def handle_output(self, context: dg.OutputContext, obj: pl.DataFrame) -> None:
+        Path(self.root).mkdir(parents=True, exist_ok=True)
+        obj.write_parquet(self._path(context.asset_key))
+        if self.report_path:
+            context.add_output_metadata({"path": dg.MetadataValue.path(str(self._path(context.asset_key)))})
+
+    def load_input(self, context: dg.InputContext) -> pl.DataFrame:
+        return pl.read_parquet(self._path(context.asset_key))
+
+
+def _defs(synthetic: pl.DataFrame, target: str, io: dg.IOManager | None, **publish: Any) -> dg.Definitions:
+    frames = _frames()
+
+    @dg.asset
+    def real_table() -> pl.DataFrame:
+        return frames["real"]
+
+    @dg.asset
+    def holdout_table() -> pl.DataFrame:
+        return frames["holdout"]
+
+    @dg.asset
+    def synthetic_table() -> pl.DataFrame:
+        return synthetic
+
+    checks = build_privacy_checks(asset=synthetic_table, policy=POLICY, real_asset=real_table,
+                                  holdout_asset=holdout_table, release_resource_key=None)  # fmt: skip
+    published = build_published_release(
+        synthetic_asset=synthetic_table,
+        required_checks=REQUIRED,
+        real_asset=real_table,
+        holdout_asset=holdout_table,
+        **publish,
+    )
+    resources: dict[str, Any] = {"publish_target": PublishTarget(path=target)}
+    if io is not None:
+        resources["io_manager"] = io
+    return dg.Definitions(
+        assets=[real_table, holdout_table, synthetic_table, published],
+        asset_checks=checks,
+        resources=resources,
+    )
+
+
+def _run(defs: dg.Definitions, instance: dg.DagsterInstance, only_published: bool = False) -> dict[str, Any]:
+    job = defs.resolve_implicit_global_asset_job_def()
+    sel = [dg.AssetKey("published_release")] if only_published else None
+    res = job.execute_in_process(
+        instance=instance, raise_on_error=False, run_config=QUIET, asset_selection=sel
+    )
+    mats = {e.asset_key.to_user_string() for e in res.get_asset_materialization_events()}
+    failures = [e.event_specific_data.error.message for e in res.all_events if e.is_step_failure]
+    checks = {c.check_name: c.passed for c in res.get_asset_check_evaluations()}
+    return {"published": "published_release" in mats, "failures": failures, "checks": checks}
+
+
+@pytest.mark.parametrize("io", ["parquet", "polars"])
+def test_a_clean_release_publishes_the_very_content_and_a_leaky_one_is_blocked(tmp_path, io) -> None:
+    frames = _frames()
+    target = tmp_path / "published.parquet"
+
+    def io_manager(root: Path) -> dg.IOManager | None:  # polars: Dagster's default (pickles, reports path)
+        return ParquetIOManager(root=str(root)) if io == "parquet" else None
+
+    with dg.instance_for_test() as instance:
+        out = _run(_defs(frames["clean"], str(target), io_manager(tmp_path / "store")), instance)
+        assert out["published"], out["failures"]
+        written = pl.from_arrow(pq.read_table(target))
+        assert fingerprint(written) == fingerprint(frames["clean"])
+        leaky = _defs(frames["leaky"], str(tmp_path / "leaky.parquet"), io_manager(tmp_path / "store2"))
+        out = _run(leaky, instance)
+        assert out["checks"]["privacy_risk_membership"] is False
+        assert not out["published"] and not (tmp_path / "leaky.parquet").exists()
+        # a run of the publication alone re-verifies from the records: the leaky release's check failed
+        again = _run(leaky, instance, only_published=True)
+        assert not again["published"]
+        assert any("privacy_risk_membership: its latest evaluation failed" in f for f in again["failures"])
+
+
+def test_content_changed_after_the_checks_is_not_published(tmp_path) -> None:
+    """The synthetic file is rewritten behind Dagster's back after the checks passed: the published
+    asset loads it through the IO manager, and its fingerprint no longer matches."""
+    frames = _frames()
+    store = tmp_path / "store"
+    defs = _defs(frames["clean"], str(tmp_path / "out.parquet"), ParquetIOManager(root=str(store)))
+    with dg.instance_for_test() as instance:
+        job = defs.resolve_implicit_global_asset_job_def()
+        sel = [dg.AssetKey(k) for k in ("real_table", "holdout_table", "synthetic_table")]
+        job.execute_in_process(instance=instance, run_config=QUIET, asset_selection=sel)
+        frames["leaky"].write_parquet(store / "synthetic_table.parquet")
+        out = _run(defs, instance, only_published=True)
+    assert not out["published"]
+    assert any("evaluated other content" in f for f in out["failures"]), out["failures"]
+    assert not (tmp_path / "out.parquet").exists()
+
+
+def test_the_target_is_never_where_an_input_lives(tmp_path) -> None:
+    frames = _frames()
+    store = tmp_path / "store"
+    real_file = store / "real_table.parquet"
+    for target, words in (
+        (str(real_file), "is the input"),  # the real table's own file, as its IO manager reported it
+        (str(store), "holds the input"),  # a directory target: the IO manager's folder
+        ("file://" + str(store / "sub" / ".." / "holdout_table.parquet"), "is the input"),
+    ):
+        with dg.instance_for_test() as instance:
+            out = _run(_defs(frames["clean"], target, ParquetIOManager(root=str(store))), instance)
+        assert not out["published"], target
+        assert any(words in f for f in out["failures"]), out["failures"]
+        assert fingerprint(pl.read_parquet(real_file)) == fingerprint(frames["real"])
+
+
+def test_an_input_of_unknown_location_must_be_declared(tmp_path) -> None:
+    frames = _frames()
+    store = tmp_path / "store"
+    quiet_io = ParquetIOManager(root=str(store), report_path=False)  # a warehouse: no path metadata
+    target = tmp_path / "out" / "release.parquet"
+    with dg.instance_for_test() as instance:
+        out = _run(_defs(frames["clean"], str(target), quiet_io), instance)
+        assert not out["published"] and not target.exists()
+        line = next(f for f in out["failures"] if "location is unknown" in f)
+        assert "input_locations=" in line and "\n" not in line.strip()
+        # declared as stored elsewhere (a warehouse URI, and the store's folder): published
+        declared = {
+            "real_table": "snowflake://acct/db/real",
+            "holdout": str(store),
+            "synthetic_table": str(store),
+        }
+        out = _run(_defs(frames["clean"], str(target), quiet_io, input_locations=declared), instance)
+        assert out["published"], out["failures"]
+        # declared, and the target is inside it: refused
+        bad = {**declared, "real_table": str(tmp_path / "out")}
+        out = _run(_defs(frames["clean"], str(target), quiet_io, input_locations=bad), instance)
+        assert not out["published"]
+        assert any("holds the input" in f or "is inside" in f for f in out["failures"]), out["failures"]
