@@ -22,6 +22,7 @@ DECISIONS = ("approve", "reject")
 @click.option("--by", "by", required=True, help="who decides (name or id of the privacy officer)")
 @click.option("--reason", required=True, help="why: recorded with the decision")
 @click.option("--asset", default="synthetic_table", show_default=True, help="the synthetic table asset")
+@click.option("--partition", default=None, help="the partition, when the release is partitioned (a month…)")
 @click.option("--report-sha256", default=None, help="sha256 of the report you read (checked when given)")
 @click.option(
     "--report",
@@ -43,6 +44,7 @@ def signoff_command(
     by: str,
     reason: str,
     asset: str,
+    partition: str | None,
     report_sha256: str | None,
     report_file: str | None,
     audit_path: str | None,
@@ -79,6 +81,7 @@ def signoff_command(
                 asset=dg.AssetKey.from_user_string(asset),
                 report_sha256=report_sha256,
                 audit=audit_path,
+                partition=partition,
             )
     except (SignoffError, AuditError) as exc:
         raise UsageFailure(f"sign-off not recorded: {exc}") from None
@@ -97,8 +100,9 @@ def signoff_command(
 @click.option(
     "--target",
     default=None,
-    help="DuckDB file or postgresql:// publication target [default: $DAGSTER_PRIVACY_PUBLISH_TARGET, else "
-    "the DuckDB file the pipeline last published to, from the instance at $DAGSTER_HOME]",
+    help="DuckDB file, directory or postgresql:// publication target [default: "
+    "$DAGSTER_PRIVACY_PUBLISH_TARGET, else the target the pipeline last published to, from the instance at "
+    "$DAGSTER_HOME]",
 )
 @click.option("--audit", "audit_path", default=None, help="audit DuckDB file [default: as for signoff]")
 @click.option(
@@ -123,10 +127,13 @@ def withdraw_command(
     instance = _instance_if_home()
     path = target or os.environ.get("DAGSTER_PRIVACY_PUBLISH_TARGET") or _published_to(instance, asset)
     kind = PublishTarget(path=path).kind() if path else None
-    if not path or kind not in ("duckdb", "postgresql") or (kind == "duckdb" and not os.path.isfile(path)):
+    missing = (kind == "duckdb" and not os.path.isfile(path)) or (
+        kind == "directory" and not os.path.isdir(path)
+    )
+    if not path or kind not in ("duckdb", "postgresql", "directory") or missing:
         raise UsageFailure(
-            "give the DuckDB or PostgreSQL publication target, which keeps a log (--target or "
-            "DAGSTER_PRIVACY_PUBLISH_TARGET)"
+            "give the DuckDB, PostgreSQL or directory publication target, which keeps a log (--target "
+            "or DAGSTER_PRIVACY_PUBLISH_TARGET)"
         )
     try:
         row = withdraw_release(

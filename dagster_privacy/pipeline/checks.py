@@ -18,7 +18,7 @@ from ..executors import RayExecutor
 from ..metrics import registry
 from ..results import RISK_NAMES, VERDICT_RISKS, Evaluation
 from .assets import DUCKDB_KEY, RELEASE_KEY
-from .resources import PrivacyRelease, ReadOnlyDuckDB
+from .resources import ReadOnlyDuckDB
 from .translator import DEFAULT_TRANSLATOR, PrivacyCheckTranslator
 
 #: called inside the check with the Evaluation (e.g. the HTML report); may return extra metadata that is
@@ -291,9 +291,8 @@ def evaluate_checks(
     metric's value (translator.observation), one result per metric; any exception fails every spec."""
     from ..evaluate import evaluate_plan
     from ..loading import load
-    from ..release_ids import partition_release_id
     from ..tables import fingerprint as content_fingerprint
-    from .resources import release_id
+    from .resources import run_release_id
 
     release: str | None = None
     fp: str | None = None
@@ -302,14 +301,7 @@ def evaluate_checks(
         real_df, syn_df = load(real_v, role="real"), load(syn_v, role="synthetic")
         hold_df = load(hold_v, role="holdout") if hold_v is not None else None
         fp = content_fingerprint(syn_df)
-        tags = dict(context.run.tags)
-        if release_resource_key:
-            rel: PrivacyRelease = getattr(context.resources, release_resource_key)
-            release = rel.resolve(fp, tags)
-        else:
-            release = release_id(None, tags=tags, fingerprint=fp)
-        if context.has_partition_key:  # each partition is a release of its own (release_ids.py)
-            release = partition_release_id(release, context.partition_key)
+        release = run_release_id(context, release_resource_key, fp)
         executor = None
         if ray_resource_key:  # the resource has initialised Ray for this step
             getattr(context.resources, ray_resource_key)

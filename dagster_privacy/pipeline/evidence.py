@@ -26,7 +26,7 @@ from ..results import Evaluation
 from . import metadata as md
 from .assets import RELEASE_KEY
 from .checks import EvaluationHook
-from .resources import file_name
+from .resources import file_name, run_release_id
 
 REPORTS_ENV = "DAGSTER_PRIVACY_REPORTS"
 #: the officer console's base URL (``dagster-privacy console``): check metadata links to its release page
@@ -99,7 +99,7 @@ def build_report_hook(
     *,
     asset: dg.AssetsDefinition | dg.AssetKey | str,
     policy: pol.Policy | str | Path | Mapping[str, Any] | None = None,
-    release_resource_key: str = RELEASE_KEY,
+    release_resource_key: str | None = RELEASE_KEY,
     reports_dir: str | os.PathLike[str] | None = None,
     history_limit: int = 20,
 ) -> EvaluationHook:
@@ -115,8 +115,7 @@ def build_report_hook(
     def hook(ev: Evaluation, context: dg.AssetCheckExecutionContext) -> dict[str, Any]:
         from ..report import markdown_summary, write_report
 
-        rel = getattr(context.resources, release_resource_key)
-        release = rel.resolve(ev.tables["synthetic"]["sha256"], dict(context.run.tags))
+        release = run_release_id(context, release_resource_key, ev.tables["synthetic"]["sha256"])
         history = check_history(
             context.instance, key, metric_ids=ev.ids, limit=history_limit, exclude_run=context.run.run_id
         )

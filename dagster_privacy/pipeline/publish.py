@@ -306,7 +306,11 @@ def publish_verified(
         if signoff:  # approval of this very report (signoff.py)
             from .signoff import signoff_problem
 
-            problems += [p for p in [signoff_problem(context.instance, syn_key, rows=audit_rows)] if p]
+            problems += [
+                p
+                for p in [signoff_problem(context.instance, syn_key, rows=audit_rows, partition=partition)]
+                if p
+            ]
         try:
             verified = verify_release(
                 context.instance,
@@ -340,7 +344,7 @@ def publish_verified(
             from .signoff import SignoffError, verify_signoff
 
             try:
-                approval = verify_signoff(context.instance, syn_key, rows=rows)
+                approval = verify_signoff(context.instance, syn_key, rows=rows, partition=partition)
             except SignoffError as exc:
                 raise PublicationRefused(str(exc)) from None
             who = {

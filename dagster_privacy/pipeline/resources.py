@@ -124,6 +124,21 @@ def release_id(configured: str | None, *, tags: dict[str, str] | None = None, fi
     return default_release_id(fingerprint)
 
 
+def run_release_id(context: dg.AssetCheckExecutionContext, release_resource_key: str | None, fp: str) -> str:
+    """The release id a check run judges: the ``PrivacyRelease`` resource's (when it has a key), else the
+    run tag, the environment or the content; one partition of a partitioned release is a release of its
+    own, ``<release>+<partition>`` — the checks and the report name the same one."""
+    from ..release_ids import partition_release_id
+
+    tags = dict(context.run.tags)
+    if release_resource_key:
+        rel: PrivacyRelease = getattr(context.resources, release_resource_key)
+        release = rel.resolve(fp, tags)
+    else:
+        release = release_id(None, tags=tags, fingerprint=fp)
+    return partition_release_id(release, context.partition_key) if context.has_partition_key else release
+
+
 __all__ = [
     "PrivacyRelease",
     "RELEASE_ID_ENV",
@@ -132,5 +147,6 @@ __all__ = [
     "ReleaseIdError",
     "file_name",
     "release_id",
+    "run_release_id",
     "valid_release_id",
 ]

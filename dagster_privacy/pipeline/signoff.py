@@ -26,9 +26,11 @@ import dagster as dg
 from dagster._core.definitions.asset_checks.asset_check_evaluation import (
     AssetCheckEvaluationTargetMaterializationData,
 )
+from dagster._core.event_api import PartitionKeyFilter  # no public name in 1.13
 
 from ..metrics import registry
 from . import metadata as md
+from .asset_locations import latest_materialization
 from .audit import Anchor, AuditError, AuditLog, AuditRow, os_user, verify_anchors, verify_publications
 from .evidence import REPORT_PATH, REPORT_SHA256
 from .resources import ReleaseIdError, valid_release_id
@@ -53,18 +55,26 @@ def _key(asset: dg.AssetsDefinition | dg.AssetKey | str) -> dg.AssetKey:
     return dg.AssetKey.from_coercible_or_definition(asset)
 
 
-def _command(release: str | None) -> str:
+def _command(release: str | None, partition: str | None = None) -> str:
+    part = f" --partition {partition}" if partition is not None else ""
     return (
-        f"dagster-privacy signoff --release {release or '<release id>'} --decision approve|reject "
+        f"dagster-privacy signoff --release {release or '<release id>'}{part} --decision approve|reject "
         "--by NAME --reason TEXT"
     )
 
 
 def build_signoff_check(
-    *, asset: dg.AssetsDefinition | dg.AssetKey | str = DEFAULT_ASSET, name: str = SIGNOFF_CHECK
+    *,
+    asset: dg.AssetsDefinition | dg.AssetKey | str = DEFAULT_ASSET,
+    name: str = SIGNOFF_CHECK,
+    partitions_def: dg.PartitionsDefinition | None = None,
 ) -> dg.AssetChecksDefinition:
-    """The blocking ``privacy_signoff`` check: fails, awaiting a person's recorded decision."""
+    """The blocking ``privacy_signoff`` check: fails, awaiting a person's recorded decision. On a
+    partitioned release (``partitions_def``, default: the asset's), one per partition."""
     key = _key(asset)
+    if partitions_def is None and isinstance(asset, dg.AssetsDefinition):
+        partitions_def = asset.partitions_def
+    part = {"partitions_def": partitions_def} if partitions_def is not None else {}
 
     @dg.asset_check(
         asset=key,
@@ -72,16 +82,19 @@ def build_signoff_check(
         blocking=True,
         description="Human sign-off of the privacy report: fails until a privacy officer records "
         "an approval of this release's report (dagster-privacy signoff).",
+        **part,
     )
     def _signoff(context) -> dg.AssetCheckResult:  # no annotation: a string under __future__ annotations
-        latest = context.instance.fetch_materializations(key, limit=1).records
-        meta = latest[0].asset_materialization.metadata if latest and latest[0].asset_materialization else {}
-        release = md.recorded(meta, md.RELEASE_ID)
+        partition = context.partition_key if context.has_partition_key else None
+        latest = latest_materialization(context.instance, key, partition)
+        meta = latest.asset_materialization.metadata if latest and latest.asset_materialization else {}
+        # a partition's release id is the checks' (<release>+<partition>), not the materialization's
+        release = md.recorded(meta, md.RELEASE_ID) if partition is None else None
         out: dict[str, Any] = {
             "decision": md.text("awaiting sign-off"),
             "how": dg.MetadataValue.md(
-                f"Read the privacy report (path and sha256 in the privacy checks' "
-                f"metadata), then run\n\n`{_command(release)}`"
+                "Read the privacy report (path and sha256 in the privacy checks' metadata), then run"
+                f"\n\n`{_command(release, partition)}`"
             ),
         }
         if release:
@@ -110,26 +123,34 @@ class CurrentEvaluation:
 
 
 def current_evaluation(
-    instance: dg.DagsterInstance, asset: dg.AssetsDefinition | dg.AssetKey | str = DEFAULT_ASSET
+    instance: dg.DagsterInstance,
+    asset: dg.AssetsDefinition | dg.AssetKey | str = DEFAULT_ASSET,
+    *,
+    partition: str | None = None,
+    name_prefix: str = "",
 ) -> CurrentEvaluation:
-    """The latest privacy check evaluation (over every registered metric id) and its report."""
+    """The latest privacy check evaluation (over every registered metric id, each name after
+    ``name_prefix``) and its report; of ``partition`` on a partitioned release."""
     key = _key(asset)
-    keys = [dg.AssetCheckKey(key, m) for m in registry()]
-    recs = instance.event_log_storage.get_latest_asset_check_execution_by_key(keys)
+    keys = [dg.AssetCheckKey(key, name_prefix + m) for m in registry()]
+    where = PartitionKeyFilter(key=partition) if partition is not None else None
+    recs = instance.event_log_storage.get_latest_asset_check_execution_by_key(keys, partition_filter=where)
+    of = f"{key.to_user_string()}" + (f" partition {partition}" if partition is not None else "")
     if not recs:
-        raise SignoffError(f"no privacy check evaluation is recorded for {key.to_user_string()}")
+        raise SignoffError(f"no privacy check evaluation is recorded for {of}")
     latest = max(recs.values(), key=lambda r: r.id)
+    if partition is None and latest.partition is not None:
+        raise SignoffError(f"the privacy checks of {of} are partitioned: name the partition (--partition)")
     ev = evaluation_of(latest)
     if ev is None:
         raise SignoffError(
-            f"the latest privacy evaluation of {key.to_user_string()} (run {latest.run_id[:8]}) "
-            "has not completed"
+            f"the latest privacy evaluation of {of} (run {latest.run_id[:8]}) has not completed"
         )
     sha = md.recorded(ev.metadata, REPORT_SHA256)
     if not sha:
         raise SignoffError(
-            f"the latest privacy evaluation of {key.to_user_string()} (run {latest.run_id[:8]}) "
-            "wrote no report: it failed before one could be written; fix it and run the checks again"
+            f"the latest privacy evaluation of {of} (run {latest.run_id[:8]}) wrote no report: it "
+            "failed before one could be written; fix it and run the checks again"
         )
     tmd = ev.target_materialization_data
     return CurrentEvaluation(
@@ -161,11 +182,12 @@ class SignoffRecord:
     audit_row_hash: str
 
 
-def _latest_materialization(instance: dg.DagsterInstance, key: dg.AssetKey) -> Any:
-    latest = instance.fetch_materializations(key, limit=1).records
-    if not latest:
-        raise SignoffError(f"{key.to_user_string()} has never been materialized")
-    return latest[0]
+def _latest_materialization(instance: dg.DagsterInstance, key: dg.AssetKey, partition: str | None) -> Any:
+    latest = latest_materialization(instance, key, partition)
+    if latest is None:
+        of = f" partition {partition}" if partition is not None else ""
+        raise SignoffError(f"{key.to_user_string()}{of} has never been materialized")
+    return latest
 
 
 def record_signoff(
@@ -179,6 +201,7 @@ def record_signoff(
     report_sha256: str | None = None,
     audit: AuditLog | str | Path | None = None,
     now: dt.datetime | None = None,
+    partition: str | None = None,
 ) -> SignoffRecord:
     """Record a decision on the release of the latest evaluation; returns what was recorded.
 
@@ -186,6 +209,7 @@ def record_signoff(
     evaluation is not of the latest materialization, when the report file on disk no longer has the
     recorded sha256, or when ``report_sha256`` (the hash of the report the officer read) differs.
     The decision is appended to the audit table first; then the runless check evaluation is recorded.
+    A partitioned release is signed off partition by partition (``partition``).
     """
     try:
         valid_release_id(release)
@@ -202,13 +226,13 @@ def record_signoff(
     people_text("--reason", reason)
     instance = instance or dg.DagsterInstance.get()
     key = _key(asset)
-    cur = current_evaluation(instance, key)
+    cur = current_evaluation(instance, key, partition=partition)
     if cur.release_id != release:
         raise SignoffError(
             f"release {release!r} is not the release of the latest privacy evaluation of "
             f"{key.to_user_string()} ({cur.release_id!r})"
         )
-    mat = _latest_materialization(instance, key)
+    mat = _latest_materialization(instance, key, partition)
     if cur.target_storage_id != mat.storage_id:
         raise SignoffError(
             f"the latest privacy evaluation is of an older materialization of "
@@ -275,6 +299,7 @@ def record_signoff(
             target_materialization_data=AssetCheckEvaluationTargetMaterializationData(
                 storage_id=mat.storage_id, run_id=mat.run_id, timestamp=mat.timestamp
             ),
+            partition=partition,
         )
     )
     return SignoffRecord(
@@ -301,15 +326,19 @@ def verify_signoff(
     *,
     audit: AuditLog | str | Path | None = None,
     rows: list[AuditRow] | None = None,
+    partition: str | None = None,
 ) -> dict[str, Any]:
     """Raise ``SignoffError`` unless an approving, audited sign-off of the current evaluation's report
-    exists for the latest materialization; returns the approval's figures for the publication metadata.
-    ``rows``: the audit table's rows, already checked by ``anchored_rows`` (else read and checked here)."""
+    exists for the latest materialization (of ``partition``); returns the approval's figures for the
+    publication metadata. ``rows``: the audit table's rows, already checked by ``anchored_rows`` (else
+    read and checked here)."""
     key = _key(asset)
-    rec = instance.get_latest_asset_check_evaluation_record(dg.AssetCheckKey(key, SIGNOFF_CHECK))
-    ev = evaluation_of(rec)
+    where = PartitionKeyFilter(key=partition) if partition is not None else None
+    check = dg.AssetCheckKey(key, SIGNOFF_CHECK)
+    rec = instance.event_log_storage.get_latest_asset_check_execution_by_key([check], partition_filter=where)
+    ev = evaluation_of(rec.get(check))
     if ev is None:
-        raise SignoffError("awaiting sign-off: no decision recorded (" + _command(None) + ")")
+        raise SignoffError("awaiting sign-off: no decision recorded (" + _command(None, partition) + ")")
     decision = md.recorded(ev.metadata, "decision")
     if decision != "approve" or not ev.passed:
         who = md.recorded(ev.metadata, "approver")
@@ -318,11 +347,11 @@ def verify_signoff(
             + (f" by {who}" if who else "")
             + ": the release stays blocked"
         )
-    mat = _latest_materialization(instance, key)
+    mat = _latest_materialization(instance, key, partition)
     tmd = ev.target_materialization_data
     if tmd is None or tmd.storage_id != mat.storage_id:
         raise SignoffError("the approval is of an older materialization of the synthetic table")
-    cur = current_evaluation(instance, key)
+    cur = current_evaluation(instance, key, partition=partition)
     approved = md.recorded(ev.metadata, REPORT_SHA256)
     if approved != cur.report_sha256:
         raise SignoffError(
@@ -444,11 +473,12 @@ def signoff_problem(
     asset: dg.AssetsDefinition | dg.AssetKey | str = DEFAULT_ASSET,
     *,
     rows: list[AuditRow] | None = None,
+    partition: str | None = None,
 ) -> str | None:
     """Why publication must wait for the sign-off, or None when an audited approval of the current
     report exists (``verify_signoff`` without raising)."""
     try:
-        verify_signoff(instance, asset, rows=rows)
+        verify_signoff(instance, asset, rows=rows, partition=partition)
     except SignoffError as exc:
         return str(exc)
     return None

@@ -36,6 +36,8 @@ from .input_guard import InputLocations, locate, refuse_inputs, resolved
 from .resources import file_name
 
 LOG = "publications"
+#: a directory target's record of one withdrawal, beside where the release's file was
+WITHDRAWN = ".withdrawn.json"
 #: the Parquet key-value metadata key of every published file (its log row): the mark of publication
 MARKER = b"dagster_privacy"
 #: the publication log: one row per publication or withdrawal, never updated
@@ -211,7 +213,7 @@ class PublishTarget(dg.ConfigurableResource):
                     "refusing to replace it"
                 )
             else:
-                decide()
+                check(False, self.log())
             self._replace(target, write)
         return str(target)
 
@@ -293,17 +295,56 @@ class PublishTarget(dg.ConfigurableResource):
 
         if self.kind() == "postgresql":
             return pg_target.withdraw(self.path, self.table, check, LOG_COLUMNS)
+        if self.kind() == "directory":
+            return self._withdraw_file(release_id, by=by, reason=reason, record=record)
         target = self._real()
         with locked(self._lock()[0]):
             info = check(*self._state())
             self._replace(target, lambda tmp: _write_duckdb(tmp, target, info, df=None, table=self.table))
         return info
 
+    def _withdraw_file(
+        self,
+        release_id: str,
+        *,
+        by: str,
+        reason: str,
+        record: Callable[[dict[str, Any]], dict[str, Any]] | None,
+    ) -> dict[str, Any]:
+        """A directory target (one file per release, each carrying its log row): under the lock, the
+        release's publication row and the withdrawal's are written atomically to ``<file>.withdrawn.json``
+        beside the release's file, then the file is removed — a crash between the two leaves a
+        withdrawal on record, which the next publication of that content still finds."""
+        folder = self._real()
+        name = file_name(release_id)
+        path, tomb = folder / f"{name}.parquet", folder / f"{name}{WITHDRAWN}"
+        with locked(folder):
+            held = _file_row(path)
+            if held is None or held.get("release_id") != release_id:
+                raise PublicationRefused(
+                    f"the target holds no file of release {release_id}: nothing withdrawn"
+                )
+            extra = record(held) if record else {}
+            info = _entry("withdraw", release_id, held["sha256"], 0, by=by, reason=reason, **extra)
+            remove_stale(folder, ".*.directory.tmp*")
+            before = json.loads(tomb.read_text()) if tomb.exists() else []  # withdrawn before, republished
+            text = json.dumps([*before, held, info]).encode()
+            replace_atomically(tomb, lambda tmp: tmp.write_bytes(text), suffix=".directory.tmp")
+            path.unlink()
+        return info
+
     def log(self) -> list[dict[str, Any]]:
-        """The publication log of a DuckDB or PostgreSQL target, oldest first (empty: none yet)."""
+        """The publication log of a DuckDB or PostgreSQL target, oldest first (empty: none yet); of a
+        directory target, the rows its files and withdrawal records carry, by time."""
         if self.kind() == "postgresql":
             return pg_target.read_state(self.path, self.table, LOG_COLUMNS, table_too=False)[1]
         target = self._real()
+        if self.kind() == "directory":
+            files = sorted(target.iterdir()) if target.is_dir() else []
+            rows = [_file_row(f) for f in files if f.suffix == ".parquet"]
+            rows += [r for f in files if f.name.endswith(WITHDRAWN) for r in json.loads(f.read_text())]
+            base = dict.fromkeys(c for c, _ in LOG_COLUMNS)
+            return sorted(({**base, **r} for r in rows if r), key=lambda r: str(r["published_at"]))
         if self.kind() != "duckdb" or not target.is_file():
             return []
         import duckdb
@@ -339,6 +380,16 @@ def _owned(exists: bool, log: list[dict[str, Any]], table: str) -> None:
             f"the target's table {table} was not written by publication (no publication-log row accounts "
             "for it): refusing to replace it"
         )
+
+
+def _file_row(path: Path) -> dict[str, Any] | None:
+    """The log row a published Parquet file carries (None: no such file, or not one publication wrote)."""
+    import pyarrow.parquet as pq
+
+    try:
+        return json.loads((pq.read_schema(path).metadata or {})[MARKER])
+    except Exception:  # absent, not Parquet, not ours
+        return None
 
 
 def _published_parquet(path: Path) -> bool:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import dagster as dg
 import polars as pl
 import pyarrow.parquet as pq
+import pytest
 
 from dagster_privacy.demo import load_demo
 from dagster_privacy.pipeline import PublishTarget, build_privacy_checks, build_published_release
@@ -101,3 +102,94 @@ def test_a_leaky_month_is_blocked_and_the_others_publish(tmp_path) -> None:
     assert written == {fingerprint(clean["2026-08-01"]), fingerprint(clean["2026-10-01"])}
     names = " ".join(f.name for f in files)
     assert "2026-08-01" in names and "2026-10-01" in names and "2026-09-01" not in names
+
+
+def test_sign_off_and_withdrawal_name_the_partition(tmp_path) -> None:
+    """A partitioned release under a sign-off: each month awaits its own approval (its release id names
+    the month), an approval of August publishes August only, a sign-off that names no partition or
+    another month's release is refused, and withdrawing August removes August's file alone and keeps
+    it from coming back on the old approval."""
+    from dagster_privacy.pipeline import build_report_hook, build_signoff_check
+    from dagster_privacy.pipeline.audit import AuditLog
+    from dagster_privacy.pipeline.rejudge import withdraw_release
+    from dagster_privacy.pipeline.signoff import SignoffError, current_evaluation, record_signoff
+
+    df = load_demo().head(2100)
+    real, holdout = df[:600], df[600:900]
+    months = {"2026-08-01": df[900:1200], "2026-09-01": df[1200:1500], "2026-10-01": df[1500:1800]}
+
+    @dg.asset
+    def real_table() -> pl.DataFrame:
+        return real
+
+    @dg.asset
+    def holdout_table() -> pl.DataFrame:
+        return holdout
+
+    @dg.asset(partitions_def=MONTHS)
+    def synthetic_table(context) -> pl.DataFrame:  # noqa: ANN001
+        return months[context.partition_key]
+
+    hook = build_report_hook(
+        asset=synthetic_table, release_resource_key=None, reports_dir=tmp_path / "reports"
+    )
+    checks = build_privacy_checks(asset=synthetic_table, policy=POLICY, real_asset=real_table,
+                                  holdout_asset=holdout_table, release_resource_key=None,
+                                  on_evaluation=hook)  # fmt: skip
+    signoff = build_signoff_check(asset=synthetic_table)
+    published = build_published_release(
+        synthetic_asset=synthetic_table,
+        required_checks=["privacy_risk_membership", "privacy_signoff"],
+        real_asset=real_table,
+        holdout_asset=holdout_table,
+    )
+    target = tmp_path / "published"
+    storage = {
+        "io_manager": dg.FilesystemIOManager(base_dir=str(tmp_path / "storage")),
+        "publish_target": PublishTarget(path=str(target)),
+    }
+    defs = dg.Definitions(
+        assets=[real_table, holdout_table, synthetic_table, published],
+        asset_checks=[*checks, signoff],
+        resources=storage,
+    )
+    job = defs.resolve_implicit_global_asset_job_def()
+
+    def publish(instance: dg.DagsterInstance, month: str) -> list[str]:
+        res = job.execute_in_process(instance=instance, partition_key=month, raise_on_error=False,
+                                     asset_selection=[published.key], run_config=QUIET)  # fmt: skip
+        return [e.event_specific_data.error.message for e in res.all_events if e.is_step_failure]
+
+    with dg.instance_for_test() as instance:
+        dg.materialize([real_table, holdout_table], instance=instance, resources=storage)
+        sel = [synthetic_table.key]
+        for month in ("2026-08-01", "2026-10-01"):
+            res = job.execute_in_process(instance=instance, partition_key=month, asset_selection=sel,
+                                         raise_on_error=False, run_config=QUIET)  # fmt: skip
+            evals = {e.check_name: e.passed for e in res.get_asset_check_evaluations()}
+            assert evals["privacy_risk_membership"] and evals["privacy_signoff"] is False, evals
+        aug = current_evaluation(instance, synthetic_table.key, partition="2026-08-01")
+        octo = current_evaluation(instance, synthetic_table.key, partition="2026-10-01")
+        assert aug.release_id.endswith("+2026-08-01") and octo.release_id.endswith("+2026-10-01")
+        assert aug.report_path and "2026-08-01" in aug.report_path
+        audit = AuditLog(instance=instance)
+        who = {"decision": "approve", "by": "officer", "reason": "read it", "instance": instance,
+               "asset": synthetic_table.key, "audit": audit}  # fmt: skip
+        with pytest.raises(SignoffError, match="partitioned: name the partition"):
+            record_signoff(release=aug.release_id, **who)
+        with pytest.raises(SignoffError, match="is not the release of the latest privacy evaluation"):
+            record_signoff(release=octo.release_id, partition="2026-08-01", **who)
+        assert any("awaiting sign-off" in m for m in publish(instance, "2026-08-01"))
+        record_signoff(release=aug.release_id, partition="2026-08-01", **who)
+        assert publish(instance, "2026-08-01") == []
+        assert any("awaiting sign-off" in m for m in publish(instance, "2026-10-01"))
+        files = sorted(target.glob("*.parquet"))
+        assert len(files) == 1 and "2026-08-01" in files[0].name
+        row = withdraw_release(PublishTarget(path=str(target)), release_id=aug.release_id, by="officer",
+                               reason="recalled", audit=audit, instance=instance)  # fmt: skip
+        assert row["action"] == "withdraw" and not list(target.glob("*.parquet"))
+        log = PublishTarget(path=str(target)).log()
+        assert [r["action"] for r in log] == ["publish", "withdraw"]
+        again = publish(instance, "2026-08-01")  # the old approval does not outlive the withdrawal
+        assert any("withdraw" in m for m in again), again
+        assert not list(target.glob("*.parquet"))
