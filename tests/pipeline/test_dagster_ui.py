@@ -8,23 +8,18 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import socket
 import subprocess
-import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 from browser import Browser, find_chromium
+from webserver import BIN, graphql, webserver
 
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.skipif(find_chromium() is None, reason="Chromium not installed"),
 ]
 
-BIN = Path(sys.executable).parent
 #: where to keep the screenshot (docs/img/dagster_ui_checks.png was taken with it); default: tmp_path
 _SHOTS = os.environ.get("DAGSTER_PRIVACY_UI_SHOTS")
 SHOT_DIR = Path(_SHOTS) if _SHOTS else None
@@ -51,32 +46,6 @@ CLICK_JS = r"""((name) => { for (const r of document.querySelectorAll('[class*="
   if (r.querySelector('[title]').title === name) { r.click(); return true; } return false; })"""
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def graphql(port: int, query: str, variables: dict | None = None) -> dict:
-    body = json.dumps({"query": query, "variables": variables or {}}).encode()
-    req = urllib.request.Request(
-        f"http://127.0.0.1:{port}/graphql", data=body, headers={"Content-Type": "application/json"}
-    )
-    with urllib.request.urlopen(req, timeout=30) as r:
-        return json.load(r)["data"]
-
-
-def stop(proc: subprocess.Popen) -> None:
-    """SIGTERM the whole process group (webserver + its code server), SIGKILL if it lingers."""
-    if proc.poll() is None:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(5)
-
-
 @pytest.fixture(scope="module")
 def demo_env(tmp_path_factory) -> dict[str, str]:
     """`dagster-privacy demo` in a scratch directory; the environment its UI command prints."""
@@ -100,41 +69,19 @@ def demo_env(tmp_path_factory) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def webserver(demo_env, tmp_path_factory):
+def ui(demo_env, tmp_path_factory):
     """dagster-webserver (no daemon, read-only) on the demo instance; yields its port."""
-    port = free_port()
     log = tmp_path_factory.mktemp("ui-log") / "webserver.log"
-    with log.open("w") as out:
-        proc = subprocess.Popen(
-            [BIN / "dagster-webserver", "-m", "dagster_privacy.pipeline.location", "-h", "127.0.0.1",
-             "-p", str(port), "--read-only"],
-            cwd=demo_env["DAGSTER_HOME"], env=demo_env, stdout=out, stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL, start_new_session=True,
-        )  # fmt: skip
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            assert proc.poll() is None, log.read_text()
-            try:
-                ws = graphql(
-                    port, "{ workspaceOrError { ... on Workspace { locationEntries { loadStatus } } } }"
-                )
-                if [e["loadStatus"] for e in ws["workspaceOrError"]["locationEntries"]] == ["LOADED"]:
-                    break
-            except OSError:
-                pass
-            assert time.monotonic() < deadline, log.read_text()
-            time.sleep(0.25)
+    location = ["-m", "dagster_privacy.pipeline.location"]
+    with webserver(location, cwd=Path(demo_env["DAGSTER_HOME"]), env=demo_env, log=log) as port:
         yield port
-    finally:
-        stop(proc)
 
 
-def test_checks_tab_shows_every_gating_check_and_its_status(webserver, tmp_path) -> None:
+def test_checks_tab_shows_every_gating_check_and_its_status(ui, tmp_path) -> None:
     from dagster_privacy.pipeline.checks import required_check_names
     from dagster_privacy.pipeline.demo import demo_policy
 
-    port = webserver
+    port = ui
     # what the instance says (GraphQL): the blocking checks and their latest status
     data = graphql(
         port,
