@@ -8,6 +8,7 @@ from .assets import build_table_asset as build_table_asset
 from .automation import build_checks_job as build_checks_job
 from .automation import build_checks_schedule as build_checks_schedule
 from .automation import build_new_release_sensor as build_new_release_sensor
+from .automation import build_partitioned_checks_schedule as build_partitioned_checks_schedule
 from .automation import build_release_job as build_release_job
 from .checks import build_privacy_checks as build_privacy_checks
 from .checks import required_check_names as required_check_names
@@ -39,6 +40,7 @@ __all__ = [
     "ReleaseSettings",
     "build_checks_job",
     "build_checks_schedule",
+    "build_partitioned_checks_schedule",
     "build_new_release_sensor",
     "build_privacy_checks",
     "build_published_release",

@@ -46,16 +46,17 @@ def required_risks(plan: pol.EvaluationPlan) -> list[str]:
 
 
 def required_check_names(
-    policy: PolicyLike, *, schema_gate: bool = True, extra: Sequence[str] = ()
+    policy: PolicyLike, *, schema_gate: bool = True, extra: Sequence[str] = (), name_prefix: str = ""
 ) -> list[str]:
     """The checks publication requires to have passed: one per required risk (``privacy_risk_<risk>``,
     which passes only when every gate of that risk passed), gating metrics of no verdict risk (a
     distinguishability proxy a policy made a gate), the schema gate, the human sign-off when the policy
-    requires one (``privacy_signoff``), and ``extra``."""
+    requires one (``privacy_signoff``), and ``extra``. ``name_prefix``: the privacy checks' own, as
+    given to ``build_privacy_checks``."""
     plan = pol.resolve(policy)
     specs = registry()
-    names = [risk_check_name(r) for r in required_risks(plan)]
-    names += [m for m in plan.gating if VERDICT_RISKS.get(specs[m].risk.value) is None]
+    names = [name_prefix + risk_check_name(r) for r in required_risks(plan)]
+    names += [name_prefix + m for m in plan.gating if VERDICT_RISKS.get(specs[m].risk.value) is None]
     if schema_gate:
         names.append("schema_gate")
     if plan.policy.require_signoff:

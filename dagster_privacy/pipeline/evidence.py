@@ -59,14 +59,16 @@ def check_history(
     metric_ids: Sequence[str] | None = None,
     limit: int = 20,
     exclude_run: str | None = None,
+    name_prefix: str = "",
 ) -> list[dict[str, Any]]:
     """Earlier evaluations of the privacy checks on ``asset``, oldest first, one point per run:
     ``{"release", "run_id", "time", "values": {metric: value}, "failed": [metric, ...], "verdict",
-    "report_path", "report_sha256"}`` (the report's fields None when the evaluation wrote none)."""
+    "report_path", "report_sha256"}`` (the report's fields None when the evaluation wrote none);
+    ``name_prefix``: the checks' own (``build_privacy_checks(name_prefix=…)``)."""
     ids = list(metric_ids) if metric_ids is not None else list(registry())
     runs: dict[str, dict[str, Any]] = {}
     for mid in ids:
-        key = dg.AssetCheckKey(asset, mid)
+        key = dg.AssetCheckKey(asset, name_prefix + mid)
         for rec in instance.event_log_storage.get_asset_check_execution_history(key, limit=limit):
             ev = rec.evaluation if rec.event is not None else None
             if not isinstance(ev, dg.AssetCheckEvaluation) or not rec.run_id or rec.run_id == exclude_run:
@@ -102,6 +104,7 @@ def build_report_hook(
     release_resource_key: str | None = RELEASE_KEY,
     reports_dir: str | os.PathLike[str] | None = None,
     history_limit: int = 20,
+    name_prefix: str = "",
 ) -> EvaluationHook:
     """The ``on_evaluation`` hook of ``build_privacy_checks``: writes the HTML report and returns the
     metadata (path, sha256, Markdown summary) attached to every check result.
@@ -117,7 +120,12 @@ def build_report_hook(
 
         release = run_release_id(context, release_resource_key, ev.tables["synthetic"]["sha256"])
         history = check_history(
-            context.instance, key, metric_ids=ev.ids, limit=history_limit, exclude_run=context.run.run_id
+            context.instance,
+            key,
+            metric_ids=ev.ids,
+            limit=history_limit,
+            exclude_run=context.run.run_id,
+            name_prefix=name_prefix,
         )
         base = Path(reports_dir) if reports_dir is not None else default_reports_dir(context.instance)
         path = (base / file_name(release) / f"{context.run.run_id}.html").resolve()

@@ -82,16 +82,19 @@ def _defs(synthetic: pl.DataFrame, target: str, io: dg.IOManager | None, **publi
     )
 
 
-def _run(defs: dg.Definitions, instance: dg.DagsterInstance, only_published: bool = False) -> dict[str, Any]:
+def _run(
+    defs: dg.Definitions, instance: dg.DagsterInstance, only_published: bool = False, only: str | None = None
+) -> dict[str, Any]:
     job = defs.resolve_implicit_global_asset_job_def()
-    sel = [dg.AssetKey("published_release")] if only_published else None
+    published = only or "published_release"
+    sel = [dg.AssetKey(published)] if only_published or only else None
     res = job.execute_in_process(
         instance=instance, raise_on_error=False, run_config=QUIET, asset_selection=sel
     )
     mats = {e.asset_key.to_user_string() for e in res.get_asset_materialization_events()}
     failures = [e.event_specific_data.error.message for e in res.all_events if e.is_step_failure]
     checks = {c.check_name: c.passed for c in res.get_asset_check_evaluations()}
-    return {"published": "published_release" in mats, "failures": failures, "checks": checks}
+    return {"published": published in mats, "failures": failures, "checks": checks}
 
 
 @pytest.mark.parametrize("io", ["parquet", "polars"])
@@ -173,3 +176,65 @@ def test_an_input_of_unknown_location_must_be_declared(tmp_path) -> None:
         out = _run(_defs(frames["clean"], str(target), quiet_io, input_locations=bad), instance)
         assert not out["published"]
         assert any("holds the input" in f or "is inside" in f for f in out["failures"]), out["failures"]
+
+
+def test_two_policies_on_one_asset_by_name_prefix(tmp_path) -> None:
+    """Review: the readers took the checks' names without their prefix — publication required
+    unprefixed names no check had, and the report's history found no earlier run."""
+    from dagster_privacy.pipeline import required_check_names
+    from dagster_privacy.pipeline.evidence import check_history
+
+    frames = _frames()
+    loose = {"metrics": {"crp": {"threshold": 0.9}}}
+
+    @dg.asset
+    def real_table() -> pl.DataFrame:
+        return frames["real"]
+
+    @dg.asset
+    def holdout_table() -> pl.DataFrame:
+        return frames["holdout"]
+
+    @dg.asset
+    def synthetic_table() -> pl.DataFrame:
+        return frames["leaky"]
+
+    sides = {"real_asset": real_table, "holdout_asset": holdout_table, "release_resource_key": None}
+    checks = [
+        *build_privacy_checks(asset=synthetic_table, policy=POLICY, name_prefix="strict_", **sides),
+        *build_privacy_checks(asset=synthetic_table, policy=loose, name_prefix="loose_", **sides),
+    ]
+    required = {p: required_check_names(pol, schema_gate=False, name_prefix=p + "_")
+                for p, pol in (("strict", POLICY), ("loose", loose))}  # fmt: skip
+    assert required == {
+        "strict": ["strict_privacy_risk_membership"],
+        "loose": ["loose_privacy_risk_membership"],
+    }
+    published = [
+        build_published_release(
+            synthetic_asset=synthetic_table,
+            required_checks=required[p],
+            key=f"{p}_copy",
+            real_asset=real_table,
+            holdout_asset=holdout_table,
+        )  # fmt: skip
+        for p in required
+    ]
+    defs = dg.Definitions(
+        assets=[real_table, holdout_table, synthetic_table, *published],
+        asset_checks=checks,
+        resources={"publish_target": PublishTarget(path=str(tmp_path / "out"))},
+    )
+    job = defs.resolve_implicit_global_asset_job_def()
+    with dg.instance_for_test() as instance:
+        for _ in range(2):
+            res = job.execute_in_process(instance=instance, raise_on_error=False, run_config=QUIET)
+        history = check_history(instance, synthetic_table.key, metric_ids=["crp"], name_prefix="strict_")
+        # a failing blocking check stops every downstream asset of its run; alone, each publication
+        # re-verifies the checks it requires
+        alone = {p: _run(defs, instance, only=f"{p}_copy") for p in required}
+    evals = {e.check_name: e.passed for e in res.get_asset_check_evaluations()}
+    assert evals["strict_privacy_risk_membership"] is False and evals["loose_privacy_risk_membership"] is True
+    assert alone["loose"]["published"] and not alone["strict"]["published"]
+    assert any("strict_privacy_risk_membership: its latest" in f for f in alone["strict"]["failures"])
+    assert len(history) == 2 and all(h["failed"] == ["crp"] for h in history)

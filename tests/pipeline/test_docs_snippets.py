@@ -20,7 +20,8 @@ def test_the_library_api_block_defines_a_loadable_code_location(tmp_path, monkey
     defs = scope["defs"]
     dg.Definitions.validate_loadable(defs)
     keys = {k.to_user_string() for k in defs.resolve_all_asset_keys()}
-    assert {"monthly_synthetic_table", "monthly_published_release", "my_synthetic", "synthetic_rows"} <= keys
+    assert {"monthly_synthetic_table", "monthly_published_release", "my_synthetic", "synthetic_rows",
+            "published_rows"} <= keys  # fmt: skip
     checks = {
         k.name for k in defs.resolve_asset_graph().asset_check_keys if k.asset_key.path == ["my_synthetic"]
     }

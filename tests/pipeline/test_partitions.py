@@ -142,3 +142,36 @@ def test_sign_off_and_withdrawal_name_the_partition(tmp_path) -> None:
         again = publish(instance, "2026-08-01")  # the old approval does not outlive the withdrawal
         assert any("withdraw" in m for m in again), again
         assert not list(target.glob("*.parquet"))
+
+
+def test_the_re_judging_schedule_runs_the_checks_of_each_month(tmp_path) -> None:
+    """Each tick requests one checks-only run per materialized month; run as the daemon launches them
+    (the schedule's job, subset to the requested checks and no asset), each re-judges its month."""
+    from dagster_privacy.pipeline import build_partitioned_checks_schedule
+
+    base = build_defs(tmp_path)
+    schedule = build_partitioned_checks_schedule(checks=list(base.asset_checks or []))
+    defs = dg.Definitions.merge(base, dg.Definitions(schedules=[schedule]))
+    repo = defs.get_repository_def()
+    schedule = repo.get_schedule_def(schedule.name)  # bound to the resolved, partitioned job
+    with dg.instance_for_test() as instance:
+        context = dg.build_schedule_context(instance=instance, repository_def=repo)
+        assert "no partition" in (schedule.evaluate_tick(context).skip_message or "")
+        run_months(defs, instance)
+        before = instance.get_materialized_partitions(dg.AssetKey("synthetic_table"))
+        requests = schedule.evaluate_tick(context).run_requests or []
+        assert sorted(r.partition_key for r in requests) == MONTHS.get_partition_keys()
+        judged = {}
+        for r in requests:
+            assert r.asset_selection == [] and r.asset_check_keys
+            job = repo.get_job(schedule.job_name).get_subset(
+                asset_selection=set(r.asset_selection), asset_check_selection=set(r.asset_check_keys)
+            )
+            res = job.execute_in_process(instance=instance, partition_key=r.partition_key, run_config=QUIET,
+                                         raise_on_error=False)  # fmt: skip
+            evals = {e.check_name: e for e in res.get_asset_check_evaluations()}
+            assert {e.metadata[PARTITION].value for e in evals.values()} == {r.partition_key}
+            assert not res.get_asset_materialization_events()  # checks only: nothing re-materialized
+            judged[r.partition_key] = evals["privacy_risk_membership"].passed
+        assert instance.get_materialized_partitions(dg.AssetKey("synthetic_table")) == before
+    assert judged == {"2026-08-01": True, "2026-09-01": False, "2026-10-01": True}
