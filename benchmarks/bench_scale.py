@@ -100,6 +100,27 @@ def stages(doc: dict) -> dict[str, float]:
     }
 
 
+def differences(doc: dict, saved: Path) -> str:
+    """'identical' apart from timings, or which metric ids and top-level entries differ from the saved
+    run's, with the change of each figure that moved (value, raw, baseline)."""
+    mine, other = dict(doc), json.loads(saved.read_text())
+    mine.pop("timings", None), other.pop("timings", None)
+    if mine == other:
+        return "identical"
+    out = [k for k in sorted(set(mine) | set(other)) if k != "metrics" and mine.get(k) != other.get(k)]
+    theirs = {m["id"]: m for m in other.get("metrics", [])}
+    for m in mine.get("metrics", []):
+        o = theirs.get(m["id"])
+        if o != m:
+            moved = [
+                f"{f} {o.get(f)} → {m.get(f)}"
+                for f in ("value", "raw", "baseline")
+                if o is not None and o.get(f) != m.get(f)
+            ]
+            out.append(m["id"] + (f" ({'; '.join(moved)})" if moved else ""))
+    return "DIFFERENT: " + ", ".join(out)
+
+
 SPIN = "import time\nend = time.time() + {seconds}\nwhile time.time() < end:\n    pass\n"
 
 
@@ -161,6 +182,10 @@ def main() -> None:
     ap.add_argument("--contend", type=int, default=0, help="K busy processes beside the evaluation")
     ap.add_argument("--repeat", type=int, default=3, help="runs per condition with --contend (median)")
     ap.add_argument("--threads", type=int, default=None, help="pass --threads N to the evaluation")
+    ap.add_argument("--save-json", type=Path, default=None, help="keep each in-process JSON as DIR/n<N>.json")
+    ap.add_argument(
+        "--compare", type=Path, default=None, help="compare each in-process JSON with DIR/n<N>.json"
+    )
     a = ap.parse_args()
     rows = [int(x) for x in a.rows.split(",") if x]
     print(
@@ -206,6 +231,13 @@ def main() -> None:
             print(f"{'':8s} JSON in-process vs Ray, apart from timings: {same}")
         for label, (_, _, doc) in runs.items():
             print(f"{'':8s} {label} stages: " + ", ".join(f"{k} {v:.1f} s" for k, v in stages(doc).items()))
+        mine = runs["in-process"][2]
+        if a.save_json:
+            a.save_json.mkdir(parents=True, exist_ok=True)
+            (a.save_json / f"n{n}.json").write_text(json.dumps(mine))
+        if a.compare and (a.compare / f"n{n}.json").is_file():
+            saved = a.compare / f"n{n}.json"
+            print(f"{'':8s} JSON vs {saved}, apart from timings: {differences(mine, saved)}")
         sys.stdout.flush()
         subprocess.run(["rm", "-rf", str(d)], check=False)
 
