@@ -12,6 +12,8 @@ from .errors import OwnMessage
 #: a release id: letters, digits and ``. _ : + -``, at most 128, starting with a letter or digit, no
 #: ``..`` — it names report directories and publication files, so it must never be a path
 _RELEASE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:+-]{0,127}")
+#: a partition key's hashed form in a release id (partition_release_id)
+_HASHED = re.compile(r"p[0-9a-f]{12}")
 
 
 class ReleaseIdError(OwnMessage, ValueError):
@@ -43,9 +45,16 @@ def default_release_id(fingerprint: str) -> str:
 
 def partition_release_id(release: str, partition: str) -> str:
     """The release id of one partition of a partitioned release: ``<release>+<partition>`` — the partition
-    key itself when it is made of release-id characters, else ``p`` and 12 hex of its sha256 — so each
-    partition's report, publication file, sign-off and withdrawal name it."""
-    plain = len(partition) <= 40 and _RELEASE_ID.fullmatch(partition) and ".." not in partition
+    key itself when it is made of release-id characters (no ``+``), else ``p`` and 12 hex of its sha256
+    (as is a key spelled that way) — so each partition's report, publication file, sign-off and
+    withdrawal name it, and two partitions never share one."""
+    plain = (
+        len(partition) <= 40
+        and _RELEASE_ID.fullmatch(partition)
+        and ".." not in partition
+        and "+" not in partition  # 'a' + 'b+c' would be 'a+b' + 'c'
+        and not _HASHED.fullmatch(partition)  # a key spelled like another key's hashed form
+    )
     part = partition if plain else "p" + hashlib.sha256(partition.encode()).hexdigest()[:12]
     return valid_release_id(f"{release}+{part}")  # too long: refused, never cut (two would share it)
 

@@ -23,6 +23,9 @@ DECISIONS = ("approve", "reject")
 @click.option("--reason", required=True, help="why: recorded with the decision")
 @click.option("--asset", default="synthetic_table", show_default=True, help="the synthetic table asset")
 @click.option("--partition", default=None, help="the partition, when the release is partitioned (a month…)")
+@click.option(
+    "--name-prefix", default="", help="the privacy checks' name prefix (several policies on one asset)"
+)
 @click.option("--report-sha256", default=None, help="sha256 of the report you read (checked when given)")
 @click.option(
     "--report",
@@ -45,6 +48,7 @@ def signoff_command(
     reason: str,
     asset: str,
     partition: str | None,
+    name_prefix: str,
     report_sha256: str | None,
     report_file: str | None,
     audit_path: str | None,
@@ -82,6 +86,7 @@ def signoff_command(
                 report_sha256=report_sha256,
                 audit=audit_path,
                 partition=partition,
+                name_prefix=name_prefix,
             )
     except (SignoffError, AuditError) as exc:
         raise UsageFailure(f"sign-off not recorded: {exc}") from None
@@ -158,7 +163,8 @@ def _instance_if_home() -> Any:
 
 
 def _published_to(instance: Any, asset: str = "published_release") -> str | None:
-    """The DuckDB file the pipeline's latest publication went to (its ``target`` metadata), if any."""
+    """The target the pipeline's latest publication went to (its ``target_directory`` or ``target``
+    metadata), if any."""
     import os
 
     import dagster as dg
@@ -167,6 +173,9 @@ def _published_to(instance: Any, asset: str = "published_release") -> str | None
         return None
     recs = instance.fetch_materializations(dg.AssetKey(asset), limit=1).records
     meta = recs[0].asset_materialization.metadata if recs else {}
+    folder = getattr(meta.get("target_directory"), "value", None)  # a directory target holds many
+    if folder and os.path.isdir(str(folder)):
+        return str(folder)
     where = getattr(meta.get("target"), "value", None)
     return str(where) if where and os.path.isfile(str(where)) else None
 

@@ -10,35 +10,72 @@ target is it.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import unquote, urlsplit
 
 import dagster as dg
 
-from .. import postgres
 from ..errors import OwnMessage
 from . import metadata as md
 from .input_guard import InputLocations, locate
 
-#: metadata keys an IO manager reports an asset's location under, in the order they are trusted
+#: metadata keys an IO manager reports an asset's location under
 LOCATION_KEYS = ("path", "uri", "dagster/uri", "location")
-_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
+#: storage that is neither a local file nor a PostgreSQL database: a publication target here (a local
+#: file or folder, or a PostgreSQL database) cannot be it
+REMOTE = frozenset(
+    [
+        "s3",
+        "s3a",
+        "s3n",
+        "gs",
+        "gcs",
+        "r2",
+        "az",
+        "azure",
+        "abfs",
+        "abfss",
+        "adl",
+        "wasb",
+        "wasbs",
+        "hdfs",
+        "http",
+        "https",
+        "hf",
+        "snowflake",
+        "bigquery",
+        "bq",
+        "databricks",
+        "redshift",
+        "mysql",
+        "mssql",
+        "oracle",
+        "trino",
+        "clickhouse",
+    ]
+)
+#: schemes whose location is a local path: file and fsspec's local (a URI path, percent-encoded);
+#: SQLAlchemy's duckdb and sqlite (the text after ``:///``, relative unless it starts with /)
+_FILE_URIS = ("file", "local")
+_SQLALCHEMY_FILES = ("duckdb", "sqlite")
 
 #: what a declared location may be: one path or URI, or several
 Declared = str | Sequence[str]
 
 
 class LocationUnknown(OwnMessage, ValueError):
-    """An input asset whose location was neither reported by its IO manager nor declared."""
+    """An input asset whose location was neither reported by its IO manager nor declared, or is given
+    in a form the guard cannot place."""
 
 
 @dataclass(frozen=True)
 class AssetInput:
     role: str  # real, holdout, synthetic
     key: dg.AssetKey
-    partition: str | None = None
+    #: the partitions of the asset that were loaded (None: the asset is not partitioned)
+    partitions: tuple[str, ...] | None = None
 
 
 def latest_materialization(instance: dg.DagsterInstance, key: dg.AssetKey, partition: str | None) -> Any:
@@ -48,61 +85,85 @@ def latest_materialization(instance: dg.DagsterInstance, key: dg.AssetKey, parti
     return latest[0] if latest else None
 
 
-def reported_location(instance: dg.DagsterInstance, key: dg.AssetKey, partition: str | None) -> str | None:
-    """The path or URI the IO manager recorded on the latest materialization (of ``partition``)."""
+def reported_location(instance: dg.DagsterInstance, key: dg.AssetKey, partition: str | None) -> list[str]:
+    """Every path or URI the IO manager recorded on the latest materialization (of ``partition``)."""
     latest = latest_materialization(instance, key, partition)
     meta = latest.asset_materialization.metadata if latest and latest.asset_materialization else {}
-    for k in LOCATION_KEYS:
-        value = md.recorded(meta, k)
-        if isinstance(value, str) and value.strip():
-            return value.strip()
-    return None
+    values = (md.recorded(meta, k) for k in LOCATION_KEYS)
+    return [v.strip() for v in values if isinstance(v, str) and v.strip()]
 
 
-def _local_or_database(texts: Sequence[str]) -> list[str]:
-    """The locations the guard compares: local paths, ``file://`` URIs and PostgreSQL URIs. Any other
-    scheme (``s3://``, ``snowflake://``, ``bigquery://``) is storage no publication target here writes
-    to: a target is a local file or folder, or a PostgreSQL database."""
-    out = []
-    for t in texts:
-        m = _SCHEME.match(t)
-        if m is None or m.group(1).lower() == "file" or postgres.is_postgres(t):
-            out.append(t)
+def placed(text: str, what: str) -> str | None:
+    """A location as the guard compares it: a local path or a PostgreSQL URI; None for remote storage
+    (``REMOTE``); :class:`LocationUnknown` for a scheme it cannot place, or a file URI of another host."""
+    parts = urlsplit(text)
+    scheme = parts.scheme.lower()
+    if not scheme or "://" not in text and scheme not in _FILE_URIS:  # a path (even one holding a colon)
+        return text
+    base = scheme.split("+")[0]
+    if base in ("postgresql", "postgres"):  # a driver suffix (postgresql+psycopg2) names the same database
+        return "postgresql" + text[len(scheme) :]
+    if base in _FILE_URIS + _SQLALCHEMY_FILES and parts.netloc.lower() not in ("", "localhost"):
+        raise LocationUnknown(
+            f"the {what} is a file URI of another host ({parts.netloc}): declare where it is"
+        )
+    if base in _FILE_URIS:
+        return unquote(parts.path)
+    if base in _SQLALCHEMY_FILES:
+        rest = text.split(":///", 1)[1] if ":///" in text else ""
+        return unquote(rest.split("?", 1)[0]) or None  # duckdb:///:memory: has no file
+    if base in REMOTE:
+        return None
+    raise LocationUnknown(
+        f"the {what} is a {scheme}:// location, which publication cannot tell from the target; declare "
+        "a path or a PostgreSQL URI for it (input_locations=), or store it elsewhere"
+    )
+
+
+def _declared(declared: Mapping[str, Declared], inp: AssetInput) -> list[str]:
+    out: list[str] = []
+    for name in (inp.key.to_user_string(), inp.role):
+        v = declared.get(name)
+        if v is not None:
+            out += [v] if isinstance(v, str) else [str(x) for x in v]
     return out
 
 
-def _declared(declared: Mapping[str, Declared], inp: AssetInput) -> list[str] | None:
-    for name in (inp.key.to_user_string(), inp.role):
-        if name in declared:
-            v = declared[name]
-            return [v] if isinstance(v, str) else [str(x) for x in v]
-    return None
-
-
 def input_locations(
-    instance: dg.DagsterInstance, inputs: Sequence[AssetInput], declared: Mapping[str, Declared]
+    instance: dg.DagsterInstance,
+    inputs: Sequence[AssetInput],
+    declared: Mapping[str, Declared],
+    read: Sequence[str] = (),
 ) -> InputLocations:
-    """The locations of every input: declared (by asset key or role) first, else reported; raises
+    """The locations of every input: what its IO manager reported (for each partition loaded) and what
+    is declared for it (by asset key or role) — both are compared, the declaration never hides a
+    report — and ``read``, paths the inputs' values name (the loader reads them). Raises
     :class:`LocationUnknown` (one line saying how to declare it) for an input with neither."""
-    files, searched, databases = [], [], []
+    texts: list[str] = list(read)
     for inp in inputs:
-        texts = _declared(declared, inp)
-        if texts is None:
-            found = reported_location(instance, inp.key, inp.partition)
-            if found is None:
-                name = inp.key.to_user_string()
-                raise LocationUnknown(
-                    f"the {inp.role} asset {name}'s location is unknown: its IO manager recorded no "
-                    f"'path' or 'uri' metadata; declare where it is stored, "
-                    f"input_locations={{{name!r}: '<path or URI>'}}, so publication can tell it from "
-                    "the target"
-                )
-            texts = [found]
-        located = locate(None, _local_or_database(texts))
-        files += located.files
-        searched += located.searched
-        databases += located.databases
-    return InputLocations(tuple(files), tuple(searched), tuple(databases))
+        name = inp.key.to_user_string()
+        found = [t for p in inp.partitions or (None,) for t in reported_location(instance, inp.key, p)]
+        missing = [p for p in inp.partitions or () if not reported_location(instance, inp.key, p)]
+        given = _declared(declared, inp)
+        if (not found or missing) and not given:
+            of = f" (partition {missing[0]})" if missing else ""
+            raise LocationUnknown(
+                f"the {inp.role} asset {name}'s location is unknown{of}: its IO manager recorded no "
+                f"'path' or 'uri' metadata; declare where it is stored, "
+                f"input_locations={{{name!r}: '<path or URI>'}}, so publication can tell it from "
+                "the target"
+            )
+        texts += [t for t in (placed(x, f"location of {name}") for x in found + given) if t is not None]
+    return locate(None, texts)
 
 
-__all__ = ["AssetInput", "LOCATION_KEYS", "LocationUnknown", "input_locations", "reported_location"]
+__all__ = [
+    "AssetInput",
+    "LOCATION_KEYS",
+    "LocationUnknown",
+    "REMOTE",
+    "input_locations",
+    "latest_materialization",
+    "placed",
+    "reported_location",
+]

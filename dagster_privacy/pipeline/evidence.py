@@ -128,7 +128,8 @@ def build_report_hook(
             name_prefix=name_prefix,
         )
         base = Path(reports_dir) if reports_dir is not None else default_reports_dir(context.instance)
-        path = (base / file_name(release) / f"{context.run.run_id}.html").resolve()
+        # one report per policy (name_prefix) and run: two policies on one asset write two
+        path = (base / file_name(release) / f"{name_prefix}{context.run.run_id}.html").resolve()
         sha = write_report(ev, path, release_id=release, history=history, policy=p, pipeline=True)
         context.log.info(f"privacy report of release {release}: {path} (sha256 {sha})")
         console = os.environ.get(CONSOLE_ENV, "").rstrip("/")

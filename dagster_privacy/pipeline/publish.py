@@ -18,6 +18,7 @@ directory of Parquet files) is separate from the real data and is written atomic
 next to it, then ``os.replace`` — a failure leaves the previous publication untouched.
 """
 
+import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -158,6 +159,7 @@ def build_published_release(
     holdout_asset: AssetRef | None = None,
     input_locations: Mapping[str, Declared] | None = None,
     partitions_def: dg.PartitionsDefinition | None = None,
+    name_prefix: str = "",
 ) -> dg.AssetsDefinition:
     """The gated publication asset downstream of the synthetic table.
 
@@ -173,7 +175,8 @@ def build_published_release(
     (``path`` or ``uri`` metadata); an input whose location is not reported must be declared in
     ``input_locations`` (asset key or role → path or URI), or publication is refused. A partitioned
     synthetic asset publishes partition by partition, each re-verified against that partition's checks,
-    into a directory target (one file per release id, which names the partition).
+    into a directory target (one file per release id, which names the partition). ``name_prefix``: the
+    privacy checks' (several policies on one asset), whose report a required sign-off must approve.
     """
     syn_key = _key_of(synthetic_asset)
     if partitions_def is None and isinstance(synthetic_asset, dg.AssetsDefinition | dg.AssetSpec):
@@ -202,7 +205,7 @@ def build_published_release(
         + ", ".join(k.name for k in required),
         "metadata": {"required_checks": ", ".join(k.name for k in required)},
     }
-    common = {"syn_key": syn_key, "required": required}
+    common = {"syn_key": syn_key, "required": required, "name_prefix": name_prefix}
     if not from_assets:
         resources = {resource_key, publish_resource_key}
 
@@ -238,10 +241,12 @@ def build_published_release(
         partition = context.partition_key if context.has_partition_key else None
 
         def read() -> tuple[pl.DataFrame, dict[str, str]]:
-            parts = {"synthetic": partition, "real": None, "holdout": None}
-            # the synthetic asset's partition; real and holdout are read whole (unpartitioned)
-            inputs = [AssetInput(role, k, parts[role]) for role, k in keys.items()]
-            target.guard(inputs=lambda: located(context.instance, inputs, declared))
+            inputs = [
+                AssetInput(role, k, _loaded_partitions(context, f"{role}_table")) for role, k in keys.items()
+            ]
+            # a value that is a path is read by the loader: that file is an input too
+            paths = [str(v) for v in values.values() if isinstance(v, os.PathLike)]
+            target.guard(inputs=lambda: located(context.instance, inputs, declared, paths))
             frames = {role: load(_value(v, role), role=role) for role, v in values.items()}
             return frames.pop("synthetic"), {role: fingerprint(df) for role, df in frames.items()}
 
@@ -271,6 +276,16 @@ def build_published_release(
     return _published_with_holdout
 
 
+def _loaded_partitions(context: dg.AssetExecutionContext, input_name: str) -> tuple[str, ...] | None:
+    """The partitions of an input asset this run loaded (None: the input is not partitioned)."""
+    try:
+        return tuple(context.asset_partition_keys_for_input(input_name))
+    except Exception as exc:  # Dagster 1.13 says so by a failed check; anything else fails the publication
+        if "no asset partitions" in str(exc):
+            return None
+        raise
+
+
 def publish_verified(
     context: dg.AssetExecutionContext,
     *,
@@ -279,6 +294,7 @@ def publish_verified(
     syn_key: dg.AssetKey,
     required: Sequence[dg.AssetCheckKey],
     partition: str | None = None,
+    name_prefix: str = "",
 ) -> dg.MaterializeResult:
     """The body of ``published_release`` whichever way the tables are read: ``read()`` guards the target
     against the inputs and returns (the synthetic table, role → fingerprint of real / holdout now); then
@@ -308,7 +324,15 @@ def publish_verified(
 
             problems += [
                 p
-                for p in [signoff_problem(context.instance, syn_key, rows=audit_rows, partition=partition)]
+                for p in [
+                    signoff_problem(
+                        context.instance,
+                        syn_key,
+                        rows=audit_rows,
+                        partition=partition,
+                        name_prefix=name_prefix,
+                    )
+                ]
                 if p
             ]
         try:
@@ -344,7 +368,9 @@ def publish_verified(
             from .signoff import SignoffError, verify_signoff
 
             try:
-                approval = verify_signoff(context.instance, syn_key, rows=rows, partition=partition)
+                approval = verify_signoff(
+                    context.instance, syn_key, rows=rows, partition=partition, name_prefix=name_prefix
+                )
             except SignoffError as exc:
                 raise PublicationRefused(str(exc)) from None
             who = {
@@ -386,6 +412,12 @@ def publish_verified(
             "inputs": md.json(inputs),
             "audit_head": md.json({"seq": anchor.seq, "row_hash": anchor.row_hash} if anchor else None),
             "target": dg.MetadataValue.path(path),
+            # a directory target: where `withdraw` finds it (the file above is one release in it)
+            **(
+                {"target_directory": dg.MetadataValue.path(target.path)}
+                if target.kind() == "directory"
+                else {}
+            ),
             "verified_checks": dg.MetadataValue.table(
                 [
                     dg.TableRecord(

@@ -202,6 +202,7 @@ def record_signoff(
     audit: AuditLog | str | Path | None = None,
     now: dt.datetime | None = None,
     partition: str | None = None,
+    name_prefix: str = "",
 ) -> SignoffRecord:
     """Record a decision on the release of the latest evaluation; returns what was recorded.
 
@@ -209,7 +210,8 @@ def record_signoff(
     evaluation is not of the latest materialization, when the report file on disk no longer has the
     recorded sha256, or when ``report_sha256`` (the hash of the report the officer read) differs.
     The decision is appended to the audit table first; then the runless check evaluation is recorded.
-    A partitioned release is signed off partition by partition (``partition``).
+    A partitioned release is signed off partition by partition (``partition``); with several policies
+    on one asset, ``name_prefix`` names the checks (and so the report) the sign-off is of.
     """
     try:
         valid_release_id(release)
@@ -226,7 +228,7 @@ def record_signoff(
     people_text("--reason", reason)
     instance = instance or dg.DagsterInstance.get()
     key = _key(asset)
-    cur = current_evaluation(instance, key, partition=partition)
+    cur = current_evaluation(instance, key, partition=partition, name_prefix=name_prefix)
     if cur.release_id != release:
         raise SignoffError(
             f"release {release!r} is not the release of the latest privacy evaluation of "
@@ -327,6 +329,7 @@ def verify_signoff(
     audit: AuditLog | str | Path | None = None,
     rows: list[AuditRow] | None = None,
     partition: str | None = None,
+    name_prefix: str = "",
 ) -> dict[str, Any]:
     """Raise ``SignoffError`` unless an approving, audited sign-off of the current evaluation's report
     exists for the latest materialization (of ``partition``); returns the approval's figures for the
@@ -351,7 +354,7 @@ def verify_signoff(
     tmd = ev.target_materialization_data
     if tmd is None or tmd.storage_id != mat.storage_id:
         raise SignoffError("the approval is of an older materialization of the synthetic table")
-    cur = current_evaluation(instance, key, partition=partition)
+    cur = current_evaluation(instance, key, partition=partition, name_prefix=name_prefix)
     approved = md.recorded(ev.metadata, REPORT_SHA256)
     if approved != cur.report_sha256:
         raise SignoffError(
@@ -474,11 +477,12 @@ def signoff_problem(
     *,
     rows: list[AuditRow] | None = None,
     partition: str | None = None,
+    name_prefix: str = "",
 ) -> str | None:
     """Why publication must wait for the sign-off, or None when an audited approval of the current
     report exists (``verify_signoff`` without raising)."""
     try:
-        verify_signoff(instance, asset, rows=rows, partition=partition)
+        verify_signoff(instance, asset, rows=rows, partition=partition, name_prefix=name_prefix)
     except SignoffError as exc:
         return str(exc)
     return None

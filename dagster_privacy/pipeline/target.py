@@ -324,10 +324,10 @@ class PublishTarget(dg.ConfigurableResource):
                 raise PublicationRefused(
                     f"the target holds no file of release {release_id}: nothing withdrawn"
                 )
+            before = _withdrawals(tomb)  # withdrawn before and published again; read before any record
             extra = record(held) if record else {}
             info = _entry("withdraw", release_id, held["sha256"], 0, by=by, reason=reason, **extra)
             remove_stale(folder, ".*.directory.tmp*")
-            before = json.loads(tomb.read_text()) if tomb.exists() else []  # withdrawn before, republished
             text = json.dumps([*before, held, info]).encode()
             replace_atomically(tomb, lambda tmp: tmp.write_bytes(text), suffix=".directory.tmp")
             path.unlink()
@@ -342,7 +342,7 @@ class PublishTarget(dg.ConfigurableResource):
         if self.kind() == "directory":
             files = sorted(target.iterdir()) if target.is_dir() else []
             rows = [_file_row(f) for f in files if f.suffix == ".parquet"]
-            rows += [r for f in files if f.name.endswith(WITHDRAWN) for r in json.loads(f.read_text())]
+            rows += [r for f in files if f.name.endswith(WITHDRAWN) for r in _withdrawals(f)]
             base = dict.fromkeys(c for c, _ in LOG_COLUMNS)
             return sorted(({**base, **r} for r in rows if r), key=lambda r: str(r["published_at"]))
         if self.kind() != "duckdb" or not target.is_file():
@@ -380,6 +380,20 @@ def _owned(exists: bool, log: list[dict[str, Any]], table: str) -> None:
             f"the target's table {table} was not written by publication (no publication-log row accounts "
             "for it): refusing to replace it"
         )
+
+
+def _withdrawals(path: Path) -> list[dict[str, Any]]:
+    """The log rows of a directory target's withdrawal record (none: no record); a record that is not a
+    list of rows is refused — it was edited or cut — before anything is decided on it."""
+    if not path.exists():
+        return []
+    try:
+        rows = json.loads(path.read_text())
+    except (OSError, ValueError):
+        rows = None
+    if not isinstance(rows, list) or not all(isinstance(r, dict) and "action" in r for r in rows):
+        raise PublicationRefused(f"the withdrawal record {path.name} is not one publication wrote (edited?)")
+    return rows
 
 
 def _file_row(path: Path) -> dict[str, Any] | None:

@@ -238,3 +238,155 @@ def test_two_policies_on_one_asset_by_name_prefix(tmp_path) -> None:
     assert alone["loose"]["published"] and not alone["strict"]["published"]
     assert any("strict_privacy_risk_membership: its latest" in f for f in alone["strict"]["failures"])
     assert len(history) == 2 and all(h["failed"] == ["crp"] for h in history)
+
+
+# ---------------------------------------------------------------- review: how a location may be spelled
+
+
+def _reported(instance: dg.DagsterInstance, key: str, partition: str | None = None, **meta: str) -> None:
+    instance.report_runless_asset_event(
+        dg.AssetMaterialization(asset_key=key, partition=partition, metadata=meta)
+    )
+
+
+def _guarded(target: str, instance: dg.DagsterInstance, inputs: list, declared=None, read=()) -> str | None:  # noqa: ANN001
+    """The refusal publication would give for ``target`` (None: it may be written)."""
+    from dagster_privacy.pipeline.asset_locations import input_locations
+    from dagster_privacy.pipeline.target import PublicationRefused
+
+    try:
+        PublishTarget(path=target).guard(
+            inputs=lambda: input_locations(instance, inputs, declared or {}, read)
+        )
+    except PublicationRefused as exc:
+        return str(exc)
+    return None
+
+
+def test_every_spelling_of_a_local_location_is_placed(tmp_path) -> None:
+    """Review: a location of a scheme the guard did not know (duckdb:///, sqlite:///, local://, file:
+    with one slash, a percent-encoded file URI) was dropped as 'remote', and the real file was
+    published over; an unknown scheme or another host's file URI is refused, not ignored."""
+    from dagster_privacy.pipeline.asset_locations import AssetInput
+
+    folder = tmp_path / "données réelles"
+    folder.mkdir()
+    db = folder / "warehouse.duckdb"
+    db.write_bytes(b"")
+    real = [AssetInput("real", dg.AssetKey("real_table"))]
+    spellings = [f"duckdb:///{db}", f"sqlite:///{db}", f"local://{db}", f"file:{db}", db.as_uri(),
+                 f"file://localhost{db}"]  # fmt: skip
+    with dg.instance_for_test() as instance:
+        for uri in spellings:
+            _reported(instance, "real_table", uri=uri)
+            assert "is the input" in (_guarded(str(db), instance, real) or ""), uri
+        _reported(instance, "real_table", uri=folder.as_uri())  # a percent-encoded folder
+        assert "inside" in (_guarded(str(folder / "out"), instance, real) or "")
+        for uri, words in (("foo://bucket/real", "foo:// location"), ("file://otherhost/x", "another host")):
+            _reported(instance, "real_table", uri=uri)
+            assert words in (_guarded(str(tmp_path / "out.parquet"), instance, real) or ""), uri
+        _reported(instance, "real_table", uri="s3://bucket/real")  # remote: never a local target
+        assert _guarded(str(tmp_path / "out.parquet"), instance, real) is None
+
+
+def test_a_declaration_never_hides_what_the_io_manager_reported(tmp_path) -> None:
+    """Review: input_locations replaced the reported folder, so a target inside it was published."""
+    from dagster_privacy.pipeline.asset_locations import AssetInput
+
+    store = tmp_path / "real_store"
+    store.mkdir()
+    real = [AssetInput("real", dg.AssetKey("real_table"))]
+    with dg.instance_for_test() as instance:
+        _reported(instance, "real_table", path=str(store))
+        refused = _guarded(str(store / "release"), instance, real, {"real": "s3://warehouse/real"})
+    assert refused and str(store) in refused
+
+
+def test_a_partitioned_input_is_placed_at_the_partitions_loaded(tmp_path) -> None:
+    """Review: a partitioned real table was placed at its latest materialization of any partition."""
+    from dagster_privacy.pipeline.asset_locations import AssetInput
+
+    aug, octo = tmp_path / "real" / "2026-08-01", tmp_path / "real" / "2026-10-01"
+    for d in (aug, octo):
+        d.mkdir(parents=True)
+    real = [AssetInput("real", dg.AssetKey("real_table"), ("2026-08-01",))]
+    with dg.instance_for_test() as instance:
+        _reported(instance, "real_table", "2026-08-01", path=str(aug))
+        _reported(instance, "real_table", "2026-10-01", path=str(octo))  # the latest, another month
+        assert _guarded(str(aug / "release"), instance, real)
+        assert _guarded(str(octo / "release"), instance, real) is None
+        never = [AssetInput("real", dg.AssetKey("real_table"), ("2026-09-01",))]
+        assert "partition 2026-09-01" in (_guarded(str(tmp_path / "x"), instance, never) or "")
+
+
+def test_a_path_value_the_loader_reads_is_an_input(tmp_path) -> None:
+    """Review: an IO manager returning Path('wh.duckdb:real_table') and reporting a remote mirror let the
+    target be wh.duckdb."""
+    from dagster_privacy.pipeline.asset_locations import AssetInput
+
+    wh = tmp_path / "wh.duckdb"
+    wh.write_bytes(b"")
+    real = [AssetInput("real", dg.AssetKey("real_table"))]
+    with dg.instance_for_test() as instance:
+        _reported(instance, "real_table", uri="s3://mirror/real_table")
+        assert _guarded(str(wh), instance, real) is None  # the report alone says remote
+        assert "is the input" in (_guarded(str(wh), instance, real, read=[f"{wh}:real_table"]) or "")
+
+
+def test_a_sign_off_is_of_the_report_of_the_policy_that_requires_it(tmp_path) -> None:
+    """Review: with a strict policy (checks 'strict_…', sign-off required) and a loose one on one asset,
+    the approval was recorded against the loose policy's report and published the strict release."""
+    from dagster_privacy.pipeline import build_report_hook, build_signoff_check
+    from dagster_privacy.pipeline.audit import AuditLog
+    from dagster_privacy.pipeline.signoff import current_evaluation, record_signoff
+
+    frames = _frames()
+
+    @dg.asset
+    def real_table() -> pl.DataFrame:
+        return frames["real"]
+
+    @dg.asset
+    def holdout_table() -> pl.DataFrame:
+        return frames["holdout"]
+
+    @dg.asset
+    def synthetic_table() -> pl.DataFrame:
+        return frames["clean"]
+
+    sides = {"real_asset": real_table, "holdout_asset": holdout_table, "release_resource_key": None}
+    reports = {"reports_dir": tmp_path / "reports", "release_resource_key": None}
+    hook = {p: build_report_hook(asset=synthetic_table, name_prefix=p, **reports) for p in ("strict_", "")}
+    loose = {"metrics": {"crp": {"threshold": 0.9}}}
+    checks = [
+        *build_privacy_checks(asset=synthetic_table, policy=POLICY, name_prefix="strict_", **sides,
+                              on_evaluation=hook["strict_"]),
+        *build_privacy_checks(asset=synthetic_table, policy=loose, **sides, on_evaluation=hook[""]),
+        build_signoff_check(asset=synthetic_table),
+    ]  # fmt: skip
+    strict = build_published_release(
+        synthetic_asset=synthetic_table,
+        key="strict_copy",
+        name_prefix="strict_",
+        required_checks=["strict_privacy_risk_membership", "privacy_signoff"],
+        real_asset=real_table,
+        holdout_asset=holdout_table,
+    )
+    defs = dg.Definitions(
+        assets=[real_table, holdout_table, synthetic_table, strict],
+        asset_checks=checks,
+        resources={"publish_target": PublishTarget(path=str(tmp_path / "out"))},
+    )
+    with dg.instance_for_test() as instance:
+        _run(defs, instance)
+        key = synthetic_table.key
+        mine, other = (current_evaluation(instance, key, name_prefix=p) for p in ("strict_", ""))
+        assert mine.report_sha256 != other.report_sha256 and mine.release_id == other.release_id
+        who = {"release": mine.release_id, "decision": "approve", "by": "officer", "reason": "read it",
+               "instance": instance, "asset": key, "audit": AuditLog(instance=instance)}  # fmt: skip
+        record_signoff(**who)  # of the loose policy's report
+        refused = _run(defs, instance, only="strict_copy")
+        assert not refused["published"]
+        assert any("the approval is of report" in f for f in refused["failures"]), refused["failures"]
+        record_signoff(**who, name_prefix="strict_")
+        assert _run(defs, instance, only="strict_copy")["published"]

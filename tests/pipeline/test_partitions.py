@@ -134,6 +134,9 @@ def test_sign_off_and_withdrawal_name_the_partition(tmp_path) -> None:
         assert any("awaiting sign-off" in m for m in publish(instance, "2026-10-01"))
         files = sorted(target.glob("*.parquet"))
         assert len(files) == 1 and "2026-08-01" in files[0].name
+        from dagster_privacy.cli.governance import _published_to
+
+        assert _published_to(instance, "published_release") == str(target)  # withdraw's default target
         row = withdraw_release(PublishTarget(path=str(target)), release_id=aug.release_id, by="officer",
                                reason="recalled", audit=audit, instance=instance)  # fmt: skip
         assert row["action"] == "withdraw" and not list(target.glob("*.parquet"))
@@ -175,3 +178,35 @@ def test_the_re_judging_schedule_runs_the_checks_of_each_month(tmp_path) -> None
             judged[r.partition_key] = evals["privacy_risk_membership"].passed
         assert instance.get_materialized_partitions(dg.AssetKey("synthetic_table")) == before
     assert judged == {"2026-08-01": True, "2026-09-01": False, "2026-10-01": True}
+
+
+def test_two_partitions_never_share_a_release_id() -> None:
+    """Review: the key 'p<12 hex>' and the key that hashes to it shared a release id (one file), and
+    'v1' + 'a+b' read as 'v1+a' + 'b'."""
+    import hashlib
+
+    from dagster_privacy.release_ids import partition_release_id
+
+    hashed = "p" + hashlib.sha256(b"eu/2026").hexdigest()[:12]
+    keys = ["eu/2026", hashed, "a+b", "a", "b", "2026-08-01", "x" * 60, "site 7"]
+    ids = [partition_release_id("v1", k) for k in keys] + [partition_release_id("v1+a", "b")]
+    assert len(set(ids)) == len(ids), ids
+    assert partition_release_id("v1", "2026-08-01") == "v1+2026-08-01"  # a plain key reads as itself
+
+
+def test_an_edited_withdrawal_record_is_refused_before_anything_is_recorded(tmp_path) -> None:
+    """Review: a corrupt <file>.withdrawn.json failed the withdrawal after its audit row was written."""
+    from dagster_privacy.pipeline.audit import AuditLog
+    from dagster_privacy.pipeline.rejudge import withdraw_release
+    from dagster_privacy.pipeline.target import WITHDRAWN, PublicationRefused
+    from dagster_privacy.release_ids import file_name
+
+    target = PublishTarget(path=str(tmp_path / "published"))
+    df = frames()["2026-08-01"]
+    target.publish(df, release_id="v1+2026-08-01", sha256=fingerprint(df))
+    tomb = tmp_path / "published" / f"{file_name('v1+2026-08-01')}{WITHDRAWN}"
+    tomb.write_text('{"not": "a list"}')
+    audit = AuditLog(tmp_path / "audit.duckdb")
+    with pytest.raises(PublicationRefused, match="withdrawal record"):
+        withdraw_release(target, release_id="v1+2026-08-01", by="officer", reason="recalled", audit=audit)
+    assert audit.rows() == [] and len(list((tmp_path / "published").glob("*.parquet"))) == 1
