@@ -390,3 +390,25 @@ def test_a_sign_off_is_of_the_report_of_the_policy_that_requires_it(tmp_path) ->
         assert any("the approval is of report" in f for f in refused["failures"]), refused["failures"]
         record_signoff(**who, name_prefix="strict_")
         assert _run(defs, instance, only="strict_copy")["published"]
+
+
+def test_an_io_manager_that_cannot_load_an_input_fails_the_checks_and_publishes_nothing(tmp_path) -> None:
+    """The check step fails before the evaluation (Dagster loads the inputs): no check passes, the
+    publication in the run is skipped, and a publication run alone fails loading the same input."""
+    frames = _frames()
+    store = tmp_path / "store"
+
+    class Broken(ParquetIOManager):
+        def load_input(self, context: dg.InputContext) -> pl.DataFrame:
+            if context.asset_key == dg.AssetKey("real_table"):
+                raise OSError("the warehouse is unreachable")
+            return super().load_input(context)
+
+    target = tmp_path / "out.parquet"
+    defs = _defs(frames["clean"], str(target), Broken(root=str(store)))
+    with dg.instance_for_test() as instance:
+        out = _run(defs, instance)
+        again = _run(defs, instance, only_published=True)
+    assert not any(out["checks"].values())
+    assert not out["published"] and not again["published"] and not target.exists()
+    assert any("loading input" in f for f in again["failures"]), again["failures"]  # it loads real too
