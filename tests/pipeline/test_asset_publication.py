@@ -48,7 +48,8 @@ class ParquetIOManager(dg.ConfigurableIOManager):
         return pl.read_parquet(self._path(context.asset_key))
 
 
-def _defs(synthetic: pl.DataFrame, target: str, io: dg.IOManager | None, **publish: Any) -> dg.Definitions:
+def _assets(synthetic: pl.DataFrame) -> tuple[dg.AssetsDefinition, dg.AssetsDefinition, dg.AssetsDefinition]:
+    """real_table, holdout_table and synthetic_table, each a polars frame stored by the IO manager."""
     frames = _frames()
 
     @dg.asset
@@ -62,6 +63,12 @@ def _defs(synthetic: pl.DataFrame, target: str, io: dg.IOManager | None, **publi
     @dg.asset
     def synthetic_table() -> pl.DataFrame:
         return synthetic
+
+    return real_table, holdout_table, synthetic_table
+
+
+def _defs(synthetic: pl.DataFrame, target: str, io: dg.IOManager | None, **publish: Any) -> dg.Definitions:
+    real_table, holdout_table, synthetic_table = _assets(synthetic)
 
     checks = build_privacy_checks(asset=synthetic_table, policy=POLICY, real_asset=real_table,
                                   holdout_asset=holdout_table, release_resource_key=None)  # fmt: skip
@@ -187,17 +194,7 @@ def test_two_policies_on_one_asset_by_name_prefix(tmp_path) -> None:
     frames = _frames()
     loose = {"metrics": {"crp": {"threshold": 0.9}}}
 
-    @dg.asset
-    def real_table() -> pl.DataFrame:
-        return frames["real"]
-
-    @dg.asset
-    def holdout_table() -> pl.DataFrame:
-        return frames["holdout"]
-
-    @dg.asset
-    def synthetic_table() -> pl.DataFrame:
-        return frames["leaky"]
+    real_table, holdout_table, synthetic_table = _assets(frames["leaky"])
 
     sides = {"real_asset": real_table, "holdout_asset": holdout_table, "release_resource_key": None}
     checks = [
@@ -342,17 +339,7 @@ def test_a_sign_off_is_of_the_report_of_the_policy_that_requires_it(tmp_path) ->
 
     frames = _frames()
 
-    @dg.asset
-    def real_table() -> pl.DataFrame:
-        return frames["real"]
-
-    @dg.asset
-    def holdout_table() -> pl.DataFrame:
-        return frames["holdout"]
-
-    @dg.asset
-    def synthetic_table() -> pl.DataFrame:
-        return frames["clean"]
+    real_table, holdout_table, synthetic_table = _assets(frames["clean"])
 
     sides = {"real_asset": real_table, "holdout_asset": holdout_table, "release_resource_key": None}
     reports = {"reports_dir": tmp_path / "reports", "release_resource_key": None}
