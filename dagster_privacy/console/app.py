@@ -295,7 +295,7 @@ class Console:
         decision, reason = form.get("decision", ""), _one_line(form.get("reason", ""))
         try:
             record_signoff(release=view.release_id, decision=decision, by=user.name, reason=reason,
-                           instance=self.instance, asset=self.asset,
+                           instance=self.instance, asset=self.asset, partition=view.latest.partition,
                            report_sha256=form.get("report_sha256") or "-", audit=self.audit)  # fmt: skip
         except (SignoffError, AuditError) as exc:
             raise _Refused(409, f"not recorded: {safe_reason(exc)}") from None

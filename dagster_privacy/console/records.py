@@ -28,6 +28,7 @@ class Evaluated:
     verdict: str | None
     report_path: str | None
     report_sha256: str | None
+    partition: str | None = None  # a partitioned release: the partition it is of
 
 
 @dataclass
@@ -36,7 +37,8 @@ class ReleaseView:
     evaluations: list[Evaluated] = field(default_factory=list)  # oldest first
     decisions: list[AuditRow] = field(default_factory=list)
     publications: list[dict[str, Any]] = field(default_factory=list)
-    current: bool = False  # the release of the asset's latest evaluation: the only one decidable
+    #: the release of the asset's latest evaluation (of its partition): the only ones decidable
+    current: bool = False
 
     @property
     def latest(self) -> Evaluated | None:
@@ -67,6 +69,7 @@ def evaluations(instance: dg.DagsterInstance, asset: dg.AssetKey, *, limit: int 
             verdict=p["verdict"],
             report_path=p["report_path"],
             report_sha256=str(p["report_sha256"]),
+            partition=p.get("partition"),
         )
         for p in check_history(instance, asset, limit=limit)
         if p["report_sha256"]
@@ -81,8 +84,9 @@ def releases(
     evs = evaluations(instance, asset)
     for e in evs:
         out.setdefault(e.release_id, ReleaseView(e.release_id)).evaluations.append(e)
-    if evs:
-        out[evs[-1].release_id].current = True
+    latest: dict[str | None, Evaluated] = {e.partition: e for e in evs}  # per partition, the latest
+    for e in latest.values():  # each partition's latest release is decidable (one, unpartitioned)
+        out[e.release_id].current = True
     for row in audit.rows() if audit.path.is_file() else []:
         out.setdefault(row.release_id, ReleaseView(row.release_id)).decisions.append(row)
     if target:

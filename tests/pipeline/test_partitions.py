@@ -122,6 +122,13 @@ def test_sign_off_and_withdrawal_name_the_partition(tmp_path) -> None:
         assert aug.release_id.endswith("+2026-08-01") and octo.release_id.endswith("+2026-10-01")
         assert aug.report_path and "2026-08-01" in aug.report_path
         audit = AuditLog(instance=instance)
+        from dagster_privacy.console.records import releases
+
+        views = releases(instance, synthetic_table.key, audit, str(target))  # the officer console's list
+        assert {r: (v.current, v.latest.partition) for r, v in views.items() if v.latest} == {
+            aug.release_id: (True, "2026-08-01"),
+            octo.release_id: (True, "2026-10-01"),
+        }  # each month's release is decidable, and the console signs it off with its partition
         who = {"decision": "approve", "by": "officer", "reason": "read it", "instance": instance,
                "asset": synthetic_table.key, "audit": audit}  # fmt: skip
         with pytest.raises(SignoffError, match="partitioned: name the partition"):
