@@ -10,6 +10,7 @@ target is it.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -21,8 +22,10 @@ from ..errors import OwnMessage
 from . import metadata as md
 from .input_guard import InputLocations, locate
 
-#: metadata keys an IO manager reports an asset's location under
-LOCATION_KEYS = ("path", "uri", "dagster/uri", "location")
+#: metadata keys an IO manager reports an asset's location under (a free-text "location" is no path)
+LOCATION_KEYS = ("path", "uri", "dagster/uri")
+#: metadata keys of a table in a database (Dagster's database IO managers): its database is not said
+TABLE_KEYS = ("dagster/table_name", "dagster/relation_identifier")
 #: storage that is neither a local file nor a PostgreSQL database: a publication target here (a local
 #: file or folder, or a PostgreSQL database) cannot be it
 REMOTE = frozenset(
@@ -57,12 +60,13 @@ REMOTE = frozenset(
     ]
 )
 #: schemes whose location is a local path: file and fsspec's local (a URI path, percent-encoded);
-#: SQLAlchemy's duckdb and sqlite (the text after ``:///``, relative unless it starts with /)
+#: SQLAlchemy's duckdb and sqlite (the text after ``:///``: relative for SQLAlchemy, absolute for some
+#: other readers — both are guarded)
 _FILE_URIS = ("file", "local")
 _SQLALCHEMY_FILES = ("duckdb", "sqlite")
 
 #: what a declared location may be: one path or URI, or several
-Declared = str | Sequence[str]
+Declared = str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
 
 
 class LocationUnknown(OwnMessage, ValueError):
@@ -86,34 +90,45 @@ def latest_materialization(instance: dg.DagsterInstance, key: dg.AssetKey, parti
 
 
 def reported_location(instance: dg.DagsterInstance, key: dg.AssetKey, partition: str | None) -> list[str]:
-    """Every path or URI the IO manager recorded on the latest materialization (of ``partition``)."""
+    """Every path or URI the IO manager recorded on the latest materialization (of ``partition``); none
+    when it recorded a table in a database (``dagster/table_name``), whose database it does not say."""
     latest = latest_materialization(instance, key, partition)
     meta = latest.asset_materialization.metadata if latest and latest.asset_materialization else {}
+    if any(md.recorded(meta, k) for k in TABLE_KEYS):
+        return []
     values = (md.recorded(meta, k) for k in LOCATION_KEYS)
     return [v.strip() for v in values if isinstance(v, str) and v.strip()]
 
 
-def placed(text: str, what: str) -> str | None:
-    """A location as the guard compares it: a local path or a PostgreSQL URI; None for remote storage
-    (``REMOTE``); :class:`LocationUnknown` for a scheme it cannot place, or a file URI of another host."""
+def placed(text: str, what: str) -> list[str]:
+    """A location as the guard compares it: local paths or a PostgreSQL URI (empty for remote storage,
+    ``REMOTE``); :class:`LocationUnknown` for a scheme it cannot place, or a file of another host. Where a
+    spelling has two readings, both are guarded: a file URI as written and percent-decoded (UPath
+    records ``#`` and ``%`` unencoded), SQLAlchemy's ``duckdb:///x`` relative and absolute."""
+    text = text.strip()
     parts = urlsplit(text)
     scheme = parts.scheme.lower()
     if not scheme or "://" not in text and scheme not in _FILE_URIS:  # a path (even one holding a colon)
-        return text
+        return [text]
     base = scheme.split("+")[0]
     if base in ("postgresql", "postgres"):  # a driver suffix (postgresql+psycopg2) names the same database
-        return "postgresql" + text[len(scheme) :]
-    if base in _FILE_URIS + _SQLALCHEMY_FILES and parts.netloc.lower() not in ("", "localhost"):
-        raise LocationUnknown(
-            f"the {what} is a file URI of another host ({parts.netloc}): declare where it is"
-        )
-    if base in _FILE_URIS:
-        return unquote(parts.path)
-    if base in _SQLALCHEMY_FILES:
-        rest = text.split(":///", 1)[1] if ":///" in text else ""
-        return unquote(rest.split("?", 1)[0]) or None  # duckdb:///:memory: has no file
+        return ["postgresql" + text[len(scheme) :]]
     if base in REMOTE:
-        return None
+        return []
+    if base in _FILE_URIS:
+        if parts.netloc.lower() not in ("", "localhost"):
+            raise LocationUnknown(
+                f"the {what} is a file of another host ({parts.netloc}): declare where it is"
+            )
+        raw = text[len(scheme) + 1 :].removeprefix("//").removeprefix(parts.netloc)  # neither decoded nor cut
+        return list(dict.fromkeys([unquote(parts.path), raw]))
+    if base in _SQLALCHEMY_FILES:
+        if ":///" not in text:  # duckdb://host/x, duckdb:/x: no reading names a local file for sure
+            raise LocationUnknown(f"the {what} ({scheme}) names no local file: declare where it is")
+        rest = text.split(":///", 1)[1].split("?", 1)[0]
+        if rest in ("", ":memory:"):  # an in-memory database has no file
+            return []
+        return list(dict.fromkeys([rest, "/" + rest.lstrip("/"), unquote(rest)]))
     raise LocationUnknown(
         f"the {what} is a {scheme}:// location, which publication cannot tell from the target; declare "
         "a path or a PostgreSQL URI for it (input_locations=), or store it elsewhere"
@@ -125,7 +140,9 @@ def _declared(declared: Mapping[str, Declared], inp: AssetInput) -> list[str]:
     for name in (inp.key.to_user_string(), inp.role):
         v = declared.get(name)
         if v is not None:
-            out += [v] if isinstance(v, str) else [str(x) for x in v]
+            out += [os.fspath(x) for x in ([v] if isinstance(v, str | os.PathLike) else v)]
+    if any(not x.strip() for x in out):  # an empty declaration would declare nothing
+        raise LocationUnknown(f"input_locations for {inp.key.to_user_string()} holds an empty location")
     return out
 
 
@@ -149,11 +166,11 @@ def input_locations(
             of = f" (partition {missing[0]})" if missing else ""
             raise LocationUnknown(
                 f"the {inp.role} asset {name}'s location is unknown{of}: its IO manager recorded no "
-                f"'path' or 'uri' metadata; declare where it is stored, "
+                f"'path' or 'uri' metadata (or a table in a database); declare where it is stored, "
                 f"input_locations={{{name!r}: '<path or URI>'}}, so publication can tell it from "
                 "the target"
             )
-        texts += [t for t in (placed(x, f"location of {name}") for x in found + given) if t is not None]
+        texts += [t for x in found + given for t in placed(x, f"location of {name}")]
     return locate(None, texts)
 
 

@@ -33,6 +33,7 @@ from . import metadata as md
 from .asset_locations import Declared, latest_materialization
 from .assets import DUCKDB_KEY, PUBLISH_KEY
 from .checks import AssetRef, _key_of, _value
+from .evidence import REPORT_SHA256
 from .resources import PostgresTables, ReadOnlyDuckDB
 from .target import PublicationRefused, PublishTarget
 
@@ -42,6 +43,8 @@ class Verified:
     release_id: str
     sha256: str
     checks: list[dict[str, Any]]
+    #: the evidence reports the required checks recorded (a sign-off must approve one of them)
+    reports: frozenset[str] = frozenset()
 
 
 def verify_release(
@@ -74,6 +77,7 @@ def verify_release(
     rows: list[dict[str, Any]] = []
     fingerprints_seen = 0
     release_ids: list[str] = []
+    reports: set[str] = set()
     recs = instance.event_log_storage.get_latest_asset_check_execution_by_key(
         list(required), partition_filter=PartitionKeyFilter(key=partition) if partition is not None else None
     )
@@ -103,6 +107,9 @@ def verify_release(
                     problems.append(
                         f"{key.name}: evaluated other content (fingerprint {fp[:12]} ≠ {sha256[:12]})"
                     )
+            report = md.recorded(ev.metadata, REPORT_SHA256)
+            if report and key.name != "privacy_signoff":  # the sign-off records the report it approved
+                reports.add(str(report))
             rid = md.recorded(ev.metadata, md.RELEASE_ID)
             if rid:
                 release_ids.append(str(rid))
@@ -115,7 +122,7 @@ def verify_release(
     release = (
         release_ids[0] if release_ids else md.recorded(mat_meta, md.RELEASE_ID) or f"sha256:{sha256[:16]}"
     )
-    return Verified(release_id=str(release), sha256=sha256, checks=rows)
+    return Verified(release_id=str(release), sha256=sha256, checks=rows, reports=frozenset(reports))
 
 
 def _audit_rows(instance: dg.DagsterInstance, asset: dg.AssetKey) -> list[Any] | None:
@@ -373,6 +380,11 @@ def publish_verified(
                 )
             except SignoffError as exc:
                 raise PublicationRefused(str(exc)) from None
+            if verified.reports and approval["report_sha256"] not in verified.reports:
+                raise PublicationRefused(  # another policy's report on the same asset (name_prefix)
+                    f"the approval is of report {str(approval['report_sha256'])[:12]}…, not of the report "
+                    "the required checks recorded: sign off that report (signoff --name-prefix)"
+                )
             who = {
                 "by": approval["approver"],
                 "reason": f"approved in audit row #{approval['audit_seq']} (report sha256 "

@@ -36,8 +36,9 @@ from .input_guard import InputLocations, locate, refuse_inputs, resolved
 from .resources import file_name
 
 LOG = "publications"
-#: a directory target's record of one withdrawal, beside where the release's file was
-WITHDRAWN = ".withdrawn.json"
+#: a directory target's record of one release file's earlier log rows — publications it replaced, and
+#: withdrawals — beside the file (``<file>.log.json``); the file itself carries its own row
+RECORD = ".log.json"
 #: the Parquet key-value metadata key of every published file (its log row): the mark of publication
 MARKER = b"dagster_privacy"
 #: the publication log: one row per publication or withdrawal, never updated
@@ -214,6 +215,8 @@ class PublishTarget(dg.ConfigurableResource):
                 )
             else:
                 check(False, self.log())
+                if kind == "directory" and (held := _file_row(target)) is not None:
+                    _keep(target, held)  # the release published again: its earlier row stays in the log
             self._replace(target, write)
         return str(target)
 
@@ -312,24 +315,23 @@ class PublishTarget(dg.ConfigurableResource):
         record: Callable[[dict[str, Any]], dict[str, Any]] | None,
     ) -> dict[str, Any]:
         """A directory target (one file per release, each carrying its log row): under the lock, the
-        release's publication row and the withdrawal's are written atomically to ``<file>.withdrawn.json``
+        release's publication row and the withdrawal's are written atomically to ``<file>.log.json``
         beside the release's file, then the file is removed — a crash between the two leaves a
         withdrawal on record, which the next publication of that content still finds."""
         folder = self._real()
         name = file_name(release_id)
-        path, tomb = folder / f"{name}.parquet", folder / f"{name}{WITHDRAWN}"
+        path = folder / f"{name}.parquet"
         with locked(folder):
             held = _file_row(path)
             if held is None or held.get("release_id") != release_id:
                 raise PublicationRefused(
                     f"the target holds no file of release {release_id}: nothing withdrawn"
                 )
-            before = _withdrawals(tomb)  # withdrawn before and published again; read before any record
+            _record_rows(folder / f"{name}{RECORD}")  # an edited record is refused before any decision
             extra = record(held) if record else {}
             info = _entry("withdraw", release_id, held["sha256"], 0, by=by, reason=reason, **extra)
             remove_stale(folder, ".*.directory.tmp*")
-            text = json.dumps([*before, held, info]).encode()
-            replace_atomically(tomb, lambda tmp: tmp.write_bytes(text), suffix=".directory.tmp")
+            _keep(path, held, info)
             path.unlink()
         return info
 
@@ -341,10 +343,11 @@ class PublishTarget(dg.ConfigurableResource):
         target = self._real()
         if self.kind() == "directory":
             files = sorted(target.iterdir()) if target.is_dir() else []
-            rows = [_file_row(f) for f in files if f.suffix == ".parquet"]
-            rows += [r for f in files if f.name.endswith(WITHDRAWN) for r in _withdrawals(f)]
+            rows = [r for f in files if f.name.endswith(RECORD) for r in _record_rows(f)]
+            rows += [_file_row(f) for f in files if f.suffix == ".parquet"]
             base = dict.fromkeys(c for c, _ in LOG_COLUMNS)
-            return sorted(({**base, **r} for r in rows if r), key=lambda r: str(r["published_at"]))
+            unique = {json.dumps(r, sort_keys=True): r for r in rows if r}  # a crash may leave a row twice
+            return sorted(({**base, **r} for r in unique.values()), key=lambda r: str(r["published_at"]))
         if self.kind() != "duckdb" or not target.is_file():
             return []
         import duckdb
@@ -382,18 +385,35 @@ def _owned(exists: bool, log: list[dict[str, Any]], table: str) -> None:
         )
 
 
-def _withdrawals(path: Path) -> list[dict[str, Any]]:
-    """The log rows of a directory target's withdrawal record (none: no record); a record that is not a
-    list of rows is refused — it was edited or cut — before anything is decided on it."""
+def _record_rows(path: Path) -> list[dict[str, Any]]:
+    """The log rows of a directory target's record (none: no record). A record that is not a list of
+    publication or withdrawal rows of its own file's release is refused — it was edited or moved —
+    before anything is decided on it."""
     if not path.exists():
         return []
     try:
         rows = json.loads(path.read_text())
     except (OSError, ValueError):
         rows = None
-    if not isinstance(rows, list) or not all(isinstance(r, dict) and "action" in r for r in rows):
-        raise PublicationRefused(f"the withdrawal record {path.name} is not one publication wrote (edited?)")
+    name = path.name[: -len(RECORD)]
+    ok = isinstance(rows, list) and all(
+        isinstance(r, dict)
+        and r.get("action") in ("publish", "withdraw")
+        and isinstance(r.get("release_id"), str)
+        and file_name(r["release_id"]) == name
+        for r in rows
+    )
+    if not ok:
+        raise PublicationRefused(f"the publication record {path.name} is not one publication wrote (edited?)")
     return rows
+
+
+def _keep(path: Path, *rows: dict[str, Any]) -> None:
+    """Append ``rows`` to the record beside the release file ``path`` (under the target's lock), before
+    the file is replaced or removed: the log keeps every publication and withdrawal."""
+    record = path.with_name(path.name[: -len(".parquet")] + RECORD)
+    text = json.dumps([*_record_rows(record), *rows]).encode()
+    replace_atomically(record, lambda tmp: tmp.write_bytes(text), suffix=".directory.tmp")
 
 
 def _file_row(path: Path) -> dict[str, Any] | None:

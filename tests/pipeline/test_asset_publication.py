@@ -351,16 +351,12 @@ def test_a_sign_off_is_of_the_report_of_the_policy_that_requires_it(tmp_path) ->
         *build_privacy_checks(asset=synthetic_table, policy=loose, **sides, on_evaluation=hook[""]),
         build_signoff_check(asset=synthetic_table),
     ]  # fmt: skip
-    strict = build_published_release(
-        synthetic_asset=synthetic_table,
-        key="strict_copy",
-        name_prefix="strict_",
-        required_checks=["strict_privacy_risk_membership", "privacy_signoff"],
-        real_asset=real_table,
-        holdout_asset=holdout_table,
-    )
+    publish = {"synthetic_asset": synthetic_table, "real_asset": real_table, "holdout_asset": holdout_table,
+               "required_checks": ["strict_privacy_risk_membership", "privacy_signoff"]}  # fmt: skip
+    strict = build_published_release(key="strict_copy", name_prefix="strict_", **publish)
+    unprefixed = build_published_release(key="strict_copy_unprefixed", **publish)  # name_prefix forgotten
     defs = dg.Definitions(
-        assets=[real_table, holdout_table, synthetic_table, strict],
+        assets=[real_table, holdout_table, synthetic_table, strict, unprefixed],
         asset_checks=checks,
         resources={"publish_target": PublishTarget(path=str(tmp_path / "out"))},
     )
@@ -375,6 +371,9 @@ def test_a_sign_off_is_of_the_report_of_the_policy_that_requires_it(tmp_path) ->
         refused = _run(defs, instance, only="strict_copy")
         assert not refused["published"]
         assert any("the approval is of report" in f for f in refused["failures"]), refused["failures"]
+        refused = _run(defs, instance, only="strict_copy_unprefixed")  # second review: it published
+        assert not refused["published"]
+        assert any("not of the report the required checks recorded" in f for f in refused["failures"])
         record_signoff(**who, name_prefix="strict_")
         assert _run(defs, instance, only="strict_copy")["published"]
 
@@ -399,3 +398,29 @@ def test_an_io_manager_that_cannot_load_an_input_fails_the_checks_and_publishes_
     assert not any(out["checks"].values())
     assert not out["published"] and not again["published"] and not target.exists()
     assert any("loading input" in f for f in again["failures"]), again["failures"]  # it loads real too
+
+
+def test_second_review_spellings_and_reports(tmp_path) -> None:
+    """Second review: duckdb:///<absolute path> was read as relative to the working directory; a UPath
+    file URI holding '#' was cut there; a free-text 'location' counted as a place and a table in a
+    database (dagster/table_name) as reported; a declaration with a leading space, or empty, declared
+    nothing."""
+    from dagster_privacy.pipeline.asset_locations import AssetInput
+
+    store = tmp_path / "q#1 100%"
+    store.mkdir()
+    db = store / "warehouse.duckdb"
+    db.write_bytes(b"")
+    real = [AssetInput("real", dg.AssetKey("real_table"))]
+    other = str(tmp_path / "elsewhere.parquet")
+    with dg.instance_for_test() as instance:
+        for uri in (f"duckdb://{db}", f"sqlite://{db}", f"file://{db}", f"file://localhost{db}"):
+            _reported(instance, "real_table", uri=uri)  # written as UPath and SQLAlchemy record it
+            assert "is the input" in (_guarded(str(db), instance, real) or ""), uri
+        _reported(instance, "real_table", location="amsterdam")  # no path: unknown
+        assert "location is unknown" in (_guarded(other, instance, real) or "")
+        _reported(instance, "real_table", path=str(db), **{"dagster/table_name": "public.real"})
+        assert "location is unknown" in (_guarded(other, instance, real) or "")  # which database?
+        assert "is the input" in (_guarded(str(db), instance, real, {"real": f"  {db}\n"}) or "")
+        assert "empty location" in (_guarded(other, instance, real, {"real": " "}) or "")
+        assert "is the input" in (_guarded(str(db), instance, real, {"real": [db]}) or "")  # a Path

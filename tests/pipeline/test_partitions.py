@@ -202,18 +202,43 @@ def test_two_partitions_never_share_a_release_id() -> None:
 
 
 def test_an_edited_withdrawal_record_is_refused_before_anything_is_recorded(tmp_path) -> None:
-    """Review: a corrupt <file>.withdrawn.json failed the withdrawal after its audit row was written."""
+    """Review: a corrupt withdrawal record failed the withdrawal after its audit row was written."""
     from dagster_privacy.pipeline.audit import AuditLog
     from dagster_privacy.pipeline.rejudge import withdraw_release
-    from dagster_privacy.pipeline.target import WITHDRAWN, PublicationRefused
+    from dagster_privacy.pipeline.target import RECORD, PublicationRefused
     from dagster_privacy.release_ids import file_name
 
     target = PublishTarget(path=str(tmp_path / "published"))
     df = frames()["2026-08-01"]
     target.publish(df, release_id="v1+2026-08-01", sha256=fingerprint(df))
-    tomb = tmp_path / "published" / f"{file_name('v1+2026-08-01')}{WITHDRAWN}"
+    tomb = tmp_path / "published" / f"{file_name('v1+2026-08-01')}{RECORD}"
     tomb.write_text('{"not": "a list"}')
     audit = AuditLog(tmp_path / "audit.duckdb")
-    with pytest.raises(PublicationRefused, match="withdrawal record"):
+    with pytest.raises(PublicationRefused, match="publication record"):
         withdraw_release(target, release_id="v1+2026-08-01", by="officer", reason="recalled", audit=audit)
     assert audit.rows() == [] and len(list((tmp_path / "published").glob("*.parquet"))) == 1
+
+
+def test_a_directory_target_keeps_every_row_and_refuses_a_record_of_another_release(tmp_path) -> None:
+    """Second review: a release file published again replaced its earlier row (the log lost it), and a
+    record's rows were not bound to its file (a crafted row let withdrawn content back)."""
+    import json
+
+    from dagster_privacy.pipeline.target import RECORD, PublicationRefused
+    from dagster_privacy.release_ids import file_name
+
+    target = PublishTarget(path=str(tmp_path / "published"))
+    data = frames()
+    for month in ("2026-08-01", "2026-10-01"):  # the same release id, two contents (a configured id)
+        target.publish(data[month], release_id="v1+2026-08-01", sha256=fingerprint(data[month]))
+    log = target.log()
+    assert [(r["action"], r["sha256"]) for r in log] == [
+        ("publish", fingerprint(data["2026-08-01"])),
+        ("publish", fingerprint(data["2026-10-01"])),
+    ]
+    record = tmp_path / "published" / f"{file_name('v1+2026-08-01')}{RECORD}"
+    rows = json.loads(record.read_text())
+    rows[0]["release_id"] = "v2"  # a row of another release moved into this file's record
+    record.write_text(json.dumps(rows))
+    with pytest.raises(PublicationRefused, match="publication record"):
+        target.log()
