@@ -82,7 +82,7 @@ AssetRef = dg.AssetsDefinition | dg.AssetSpec | dg.AssetKey | str
 _Results = Iterator[dg.AssetObservation | dg.AssetCheckResult]
 
 
-def _key_of(ref: AssetRef) -> dg.AssetKey:
+def key_of(ref: AssetRef) -> dg.AssetKey:
     return ref.key if isinstance(ref, dg.AssetSpec) else dg.AssetKey.from_coercible_or_definition(ref)
 
 
@@ -93,7 +93,7 @@ def _op_name(key: dg.AssetKey, prefix: str) -> str:
     return f"privacy_checks__{key.to_python_identifier()}_{digest}"
 
 
-def _value(value: Any, role: str) -> Any:
+def asset_value(value: Any, role: str) -> Any:
     """An asset's value as the checks take it: a frame, Arrow table, DuckDB relation or a Path. Text is
     refused — it would be read as a path, a query or a URI — and never echoed; None is no table."""
     from ..errors import TableError
@@ -166,7 +166,7 @@ def build_privacy_checks(
     month blocks that month's downstream assets only.
     """
     plan = pol.resolve(policy)
-    key = _key_of(asset)
+    key = key_of(asset)
     if partitions_def is None and isinstance(asset, dg.AssetsDefinition | dg.AssetSpec):
         partitions_def = asset.partitions_def
     part = {"partitions_def": partitions_def} if partitions_def is not None else {}
@@ -180,8 +180,8 @@ def build_privacy_checks(
             "a partitioned synthetic asset is checked through its IO manager: give real_asset= "
             "(and holdout_asset=), so that each partition's value is what is evaluated"
         )
-    real_key = _key_of(real_asset) if from_assets else None
-    holdout_key = _key_of(holdout_asset) if holdout_asset else None
+    real_key = key_of(real_asset) if from_assets else None
+    holdout_key = key_of(holdout_asset) if holdout_asset else None
     deps = list(additional_deps) + [k for k in (real_key, holdout_key) if k is not None]
     synthetic_source = synthetic or key.path[-1]
     specs = []
@@ -257,7 +257,7 @@ def build_privacy_checks(
             context: dg.AssetCheckExecutionContext, synthetic_table: Any, real_table: Any
         ) -> Iterator[dg.AssetObservation | dg.AssetCheckResult]:
             def read() -> tuple[Any, Any, Any]:
-                return _value(real_table, "real"), _value(synthetic_table, "synthetic"), None
+                return asset_value(real_table, "real"), asset_value(synthetic_table, "synthetic"), None
 
             yield from evaluate_checks(context, read=read, **common)
 
@@ -267,8 +267,8 @@ def build_privacy_checks(
         context: dg.AssetCheckExecutionContext, synthetic_table: Any, real_table: Any, holdout_table: Any
     ) -> _Results:
         def read() -> tuple[Any, Any, Any]:
-            return (_value(real_table, "real"), _value(synthetic_table, "synthetic"),
-                    _value(holdout_table, "holdout"))  # fmt: skip
+            return (asset_value(real_table, "real"), asset_value(synthetic_table, "synthetic"),
+                    asset_value(holdout_table, "holdout"))  # fmt: skip
 
         yield from evaluate_checks(context, read=read, **common)
 

@@ -32,7 +32,7 @@ from ..tables import fingerprint
 from . import metadata as md
 from .asset_locations import Declared, latest_materialization
 from .assets import DUCKDB_KEY, PUBLISH_KEY
-from .checks import AssetRef, _key_of, _value
+from .checks import AssetRef, asset_value, key_of
 from .evidence import REPORT_SHA256
 from .resources import PostgresTables, ReadOnlyDuckDB
 from .target import PublicationRefused, PublishTarget
@@ -179,13 +179,14 @@ def build_published_release(
     ``resource_key``), or as assets (``real_asset``, ``holdout_asset``; the synthetic asset too): each
     loaded by its own IO manager, its fingerprint compared with the one the checks judged. The target is
     then compared with each input's location as its IO manager reported it on the latest materialization
-    (``path`` or ``uri`` metadata); an input whose location is not reported must be declared in
-    ``input_locations`` (asset key or role → path or URI), or publication is refused. A partitioned
+    (``path`` or ``uri`` metadata, of each partition loaded) and as declared in ``input_locations``
+    (asset key or role → path or URI; both are compared), and with any path a loaded value names; an
+    input whose location is neither reported nor declared is refused (asset_locations.py). A partitioned
     synthetic asset publishes partition by partition, each re-verified against that partition's checks,
     into a directory target (one file per release id, which names the partition). ``name_prefix``: the
     privacy checks' (several policies on one asset), whose report a required sign-off must approve.
     """
-    syn_key = _key_of(synthetic_asset)
+    syn_key = key_of(synthetic_asset)
     if partitions_def is None and isinstance(synthetic_asset, dg.AssetsDefinition | dg.AssetSpec):
         partitions_def = synthetic_asset.partitions_def
     from_assets = real_asset is not None
@@ -234,8 +235,8 @@ def build_published_release(
 
         return _published
 
-    real_key = _key_of(real_asset)
-    holdout_key = _key_of(holdout_asset) if holdout_asset is not None else None
+    real_key = key_of(real_asset)
+    holdout_key = key_of(holdout_asset) if holdout_asset is not None else None
     keys = {"synthetic": syn_key, "real": real_key} | ({"holdout": holdout_key} if holdout_key else {})
     declared = dict(input_locations or {})
 
@@ -254,7 +255,7 @@ def build_published_release(
             # a value that is a path is read by the loader: that file is an input too
             paths = [str(v) for v in values.values() if isinstance(v, os.PathLike)]
             target.guard(inputs=lambda: located(context.instance, inputs, declared, paths))
-            frames = {role: load(_value(v, role), role=role) for role, v in values.items()}
+            frames = {role: load(asset_value(v, role), role=role) for role, v in values.items()}
             return frames.pop("synthetic"), {role: fingerprint(df) for role, df in frames.items()}
 
         return publish_verified(context, target=target, read=read, partition=partition, **common)
