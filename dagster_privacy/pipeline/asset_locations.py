@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 from urllib.parse import unquote, urlsplit
 
 import dagster as dg
@@ -21,6 +20,7 @@ import dagster as dg
 from ..errors import OwnMessage
 from . import metadata as md
 from .input_guard import InputLocations, locate
+from .records import latest_materialization
 
 #: metadata keys an IO manager reports an asset's location under (a free-text "location" is no path)
 LOCATION_KEYS = ("path", "uri", "dagster/uri")
@@ -80,13 +80,6 @@ class AssetInput:
     key: dg.AssetKey
     #: the partitions of the asset that were loaded (None: the asset is not partitioned)
     partitions: tuple[str, ...] | None = None
-
-
-def latest_materialization(instance: dg.DagsterInstance, key: dg.AssetKey, partition: str | None) -> Any:
-    """The latest materialization record of the asset (of ``partition``: a partitioned asset), or None."""
-    where = key if partition is None else dg.AssetRecordsFilter(asset_key=key, asset_partitions=[partition])
-    latest = instance.fetch_materializations(where, limit=1).records
-    return latest[0] if latest else None
 
 
 def reported_location(instance: dg.DagsterInstance, key: dg.AssetKey, partition: str | None) -> list[str]:
@@ -180,7 +173,6 @@ __all__ = [
     "LocationUnknown",
     "REMOTE",
     "input_locations",
-    "latest_materialization",
     "placed",
     "reported_location",
 ]

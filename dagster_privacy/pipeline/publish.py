@@ -25,15 +25,15 @@ from typing import Any
 
 import dagster as dg
 import polars as pl
-from dagster._core.event_api import PartitionKeyFilter
 
 from ..errors import safe_reason
 from ..tables import fingerprint
 from . import metadata as md
-from .asset_locations import Declared, latest_materialization
+from .asset_locations import Declared
 from .assets import DUCKDB_KEY, PUBLISH_KEY
 from .checks import AssetRef, asset_value, key_of
 from .evidence import REPORT_SHA256
+from .records import latest_check_records, latest_materialization
 from .resources import PostgresTables, ReadOnlyDuckDB
 from .target import PublicationRefused, PublishTarget
 
@@ -78,9 +78,7 @@ def verify_release(
     fingerprints_seen = 0
     release_ids: list[str] = []
     reports: set[str] = set()
-    recs = instance.event_log_storage.get_latest_asset_check_execution_by_key(
-        list(required), partition_filter=PartitionKeyFilter(key=partition) if partition is not None else None
-    )
+    recs = latest_check_records(instance, required, partition)
     for key in required:
         rec = recs.get(key)
         ev = rec.evaluation if rec else None

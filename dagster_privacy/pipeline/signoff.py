@@ -26,13 +26,12 @@ import dagster as dg
 from dagster._core.definitions.asset_checks.asset_check_evaluation import (
     AssetCheckEvaluationTargetMaterializationData,
 )
-from dagster._core.event_api import PartitionKeyFilter  # no public name in 1.13
 
 from ..metrics import registry
 from . import metadata as md
-from .asset_locations import latest_materialization
 from .audit import Anchor, AuditError, AuditLog, AuditRow, os_user, verify_anchors, verify_publications
 from .evidence import REPORT_PATH, REPORT_SHA256
+from .records import latest_check_records, latest_materialization
 from .resources import ReleaseIdError, valid_release_id
 from .target import PublicationRefused, PublishTarget
 
@@ -133,8 +132,7 @@ def current_evaluation(
     ``name_prefix``) and its report; of ``partition`` on a partitioned release."""
     key = _key(asset)
     keys = [dg.AssetCheckKey(key, name_prefix + m) for m in registry()]
-    where = PartitionKeyFilter(key=partition) if partition is not None else None
-    recs = instance.event_log_storage.get_latest_asset_check_execution_by_key(keys, partition_filter=where)
+    recs = latest_check_records(instance, keys, partition)
     of = f"{key.to_user_string()}" + (f" partition {partition}" if partition is not None else "")
     if not recs:
         raise SignoffError(f"no privacy check evaluation is recorded for {of}")
@@ -336,9 +334,8 @@ def verify_signoff(
     publication metadata. ``rows``: the audit table's rows, already checked by ``anchored_rows`` (else
     read and checked here)."""
     key = _key(asset)
-    where = PartitionKeyFilter(key=partition) if partition is not None else None
     check = dg.AssetCheckKey(key, SIGNOFF_CHECK)
-    rec = instance.event_log_storage.get_latest_asset_check_execution_by_key([check], partition_filter=where)
+    rec = latest_check_records(instance, [check], partition)
     ev = evaluation_of(rec.get(check))
     if ev is None:
         raise SignoffError("awaiting sign-off: no decision recorded (" + _command(None, partition) + ")")
