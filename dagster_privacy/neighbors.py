@@ -11,9 +11,12 @@
         │    BLOCK_COLS columns at a time, so    │
         │    each block stays in the core's cache│
         │          ▼                             │          ▼
-        │    topk.smallest_update: each block folded into a running top-k per row (float32 score, then
-        │    row); per reference tile the k candidates' exact float64 distances, _merge: the running
-        │    top-k across reference tiles; optionally each row's farthest reference (the extreme pair)
+        │    topk.smallest_update: each block folded into a running top-(k + PAD) per row (float32
+        │    score, then row); per reference tile the candidates' exact float64 distances, _merge: the
+        │    running top-k across reference tiles; optionally each row's farthest reference
+        │          ▼
+        │    _settle: a (row, tile) whose (k + PAD)-th score is not beyond the k-th exact distance by the
+        │    score's rounding bound is re-ranked against the whole tile in float64
         │          ▼
         └─ _finish: the k neighbours ordered by (exact distance, index) ─▶ Neighbors
 
@@ -21,11 +24,12 @@
     not a top-k (ties, counts within a radius, densities), on the same executor.
 
 Both sides are always whole: only a caller may choose to query fewer rows, never to search fewer
-references. An identical row is at distance exactly 0 (float64 from the encoded rows). Ties: among
-equal float32 scores the lowest reference index is taken; the k neighbours are returned by exact
-distance, then index. Mixed spaces count matching categorical codes by a float32 product of one-hot
-codes for common values (exact for integers below 2^24) and by scattering the few matching pairs of
-rare values (MixedPlan).
+references. The k neighbours are exactly the k nearest by (float64 distance of the encoded rows,
+reference index): float32 scores only choose candidates, under a proven rounding bound, so the result
+does not depend on the tiling, the executor or how the BLAS rounds. An identical row is at distance
+exactly 0. Mixed spaces count matching categorical codes by a float32 product of one-hot codes for
+common values (exact for integers below 2^24) and by scattering the few matching pairs of rare values
+(MixedPlan).
 """
 
 from __future__ import annotations
@@ -57,12 +61,18 @@ KNN_BLOCK_BYTES = 32 * 2**20
 #: one 32 MB block per reference tile went to memory and back (product + selection 16–18 ms per 8M cells,
 #: against 8–10 ms in 2048-column blocks)
 BLOCK_COLS = 512
-#: a float32 score ‖r‖² − 2 q·r is within (4d + 3) · 2⁻²⁴ · (‖q‖² + 2‖r‖²) of the exact one for d
-#: dimensions (‖r‖² takes 2d roundings, q·r and the rare dimensions' additions 2d, the sum 3 more, each
-#: by at most half an ulp of a partial sum bounded by ‖q‖² + 2‖r‖²): a candidate of a later reference
-#: tile whose score is above the k-th exact distance kept by more than this bound times SCORE_SLACK
-#: needs no exact distance, it cannot be kept (ties need equality, which the strict margin rules out)
+#: unit roundoff of float32
+U32 = 2.0**-24
+#: a float32 score ‖r‖² − 2 q·r is a sum of the m nonzero terms q_j·(−2r_j) and ‖r‖² (a zero term adds
+#: exactly nothing), in whatever order and blocking the BLAS takes: it is within γ_m · Σ|terms| of the
+#: exact one (γ_m = m·u / (1 − m·u), u = 2⁻²⁴; Higham, Accuracy and Stability of Numerical Algorithms,
+#: §3.1), Σ|terms| ≤ 2‖q‖·max‖r‖ + max‖r‖², and the float32 ‖r‖² is itself within γ of the exact. The
+#: bound (times this margin) decides which references a row could still have among its k nearest
 SCORE_SLACK = 2.0
+#: candidates kept per row and reference tile beyond k: a tile is settled when its (k + PAD)-th float32
+#: score is, by more than the rounding bound, above the k-th exact distance kept; otherwise that row is
+#: re-ranked against the whole tile in float64 (_settle). Measured on Adult-shaped tables (docs/scale.md)
+PAD = 4
 
 
 @dataclass(frozen=True)
@@ -75,13 +85,16 @@ class Neighbors:
     #: when asked (``farthest=True``): per query row the farthest reference, (float32 squared distance,
     #: index), read off the same blocks; the float32 choice is to be recomputed exactly by the caller
     farthest: tuple[np.ndarray, np.ndarray] | None = None
+    #: (query row, reference tile) pairs whose float32 candidates did not settle the k nearest: re-ranked
+    #: against the whole tile in float64 (_settle)
+    rechecked: int = 0
 
     @property
     def k(self) -> int:
         return int(self.idx.shape[1])
 
     def first(self, k: int) -> Neighbors:
-        return Neighbors(self.dist[:, :k], self.idx[:, :k], self.seconds, self.farthest)
+        return Neighbors(self.dist[:, :k], self.idx[:, :k], self.seconds, self.farthest, self.rechecked)
 
 
 def chunk_rows(n_reference: int, *, budget: int, bytes_per_cell: int = 4) -> int:
@@ -196,7 +209,11 @@ def _subtract_pairs(out, s, e, t0, t1, order, lo, hi, w) -> None:  # noqa: ANN00
 
 
 def _finish(
-    dist: np.ndarray, idx: np.ndarray, t0: float, farthest: tuple[np.ndarray, np.ndarray] | None = None
+    dist: np.ndarray,
+    idx: np.ndarray,
+    t0: float,
+    farthest: tuple[np.ndarray, np.ndarray] | None = None,
+    rechecked: int = 0,
 ) -> Neighbors:
     if not np.isfinite(dist).all():  # a NaN or inf distance would sort as nearest or farthest: no figure
         raise MetricError("a neighbour distance is not a finite number")
@@ -206,6 +223,7 @@ def _finish(
         np.take_along_axis(idx, order, 1),
         time.perf_counter() - t0,
         farthest,
+        rechecked,
     )
 
 
@@ -242,10 +260,8 @@ def _blocks(t0: int, t1: int) -> list[tuple[int, int]]:
 
 def _merge(best: tuple[np.ndarray, np.ndarray] | None, dist: np.ndarray, idx: np.ndarray, k: int):
     """The running top-k: the k smallest by (exact float64 distance, index) of both candidate sets."""
-    if best is None:
-        return dist, idx
-    d = np.concatenate([best[0], dist], axis=1)
-    i = np.concatenate([best[1], idx], axis=1)
+    d = dist if best is None else np.concatenate([best[0], dist], axis=1)
+    i = idx if best is None else np.concatenate([best[1], idx], axis=1)
     order = np.lexsort((i, d), axis=1)[:, :k]
     return np.take_along_axis(d, order, 1), np.take_along_axis(i, order, 1)
 
@@ -263,8 +279,11 @@ class _Sides:
     #: [q, 1] · it is the score ‖r‖² − 2 q·r in one product (the sparse dimensions added afterwards)
     ref_scaled: tuple[np.ndarray, ...] | None = None
     sparse: SparseDims | None = None  # euclidean: which dimensions leave the product
-    ref_norm_max: float = 0.0  # euclidean: the largest ‖r‖² (bounds a score's rounding)
-    score_slack: float = 0.0  # euclidean: the bound's share of ‖q‖² + 2·max ‖r‖², with its margin
+    ref_norm: float = 0.0  # euclidean: the largest ‖r‖ (bounds a score's rounding)
+    ref_norm2: float = 0.0  # euclidean: the largest float32 ‖r‖², as the product adds it
+    ref_gamma: float = 0.0  # euclidean: γ of the float32 ‖r‖² (its most nonzero terms)
+    #: mixed: a float32 distance is within this of the exact one (γ of its terms times their largest sum)
+    mixed_bound: float = 0.0
     ref_at: np.ndarray | None = None  # euclidean: SparseDims.positions of every block's first row, then n
     plan: MixedPlan | None = None  # mixed: how categorical matches are counted
     farthest: bool = False  # euclidean: also each query row's farthest reference
@@ -299,7 +318,74 @@ def _candidates(values: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.nd
     return np.where(ok, rows, 0), ok
 
 
-def _euclidean_tile(sides: _Sides, rows: tuple[int, int]) -> tuple[np.ndarray, ...]:
+def _gamma(m: np.ndarray | float) -> np.ndarray:
+    """γ_m = m·u / (1 − m·u): a float32 sum of m rounded terms is within γ_m · Σ|terms| of the exact."""
+    mu = np.asarray(m, dtype=np.float64) * U32
+    return mu / (1.0 - mu)
+
+
+def _euclidean_keys(q64: np.ndarray, ref: np.ndarray, ref_rows: np.ndarray) -> np.ndarray:
+    """The exact distances (float64 from the encoded rows) of query rows ``q64`` to ``ref[ref_rows]``,
+    pair by pair: the one order of the k nearest (with the reference index)."""
+    diff = q64 - ref[ref_rows].astype(np.float64)
+    return np.sqrt(np.einsum("ij,ij->i", diff, diff))
+
+
+def _mixed_keys(q: MixedRows, ref: MixedRows, q_rows: np.ndarray, ref_rows: np.ndarray) -> np.ndarray:
+    """The exact mixed distances (float64) of the pairs (q_rows, ref_rows)."""
+    d = q.cat_weight * (q.cat[q_rows] != ref.cat[ref_rows]).sum(axis=1).astype(np.float64)
+    if q.num.shape[1]:
+        d += np.abs(q.num[q_rows].astype(np.float64) - ref.num[ref_rows].astype(np.float64)).sum(axis=1)
+    return d
+
+
+def _settle(
+    best: tuple[np.ndarray, np.ndarray],
+    floor: np.ndarray,
+    tiles: list[tuple[int, int]],
+    recheck,  # noqa: ANN001
+    *,
+    squared: bool,
+) -> tuple[np.ndarray, np.ndarray, int]:
+    """Make the k nearest exact. ``floor[i, t]``: every reference of tile t that row i did not keep as a
+    candidate is at least this far (squared for a euclidean query): its (k + PAD)-th float32 score less
+    the rounding bound. Where that is not beyond the k-th exact distance kept, a left-out reference could
+    still be among the k nearest, or tie the k-th with a lower index: ``recheck(rows, t0, t1)`` gives,
+    for those rows, every reference of the tile that the bound cannot rule out, as (position in rows,
+    reference, exact distance), the row itself left out; the k nearest by (distance, index) are taken
+    again. Returns the k nearest and the (row, tile) pairs re-ranked."""
+    dist, idx = best
+    count = 0
+    for t, (t0, t1) in enumerate(tiles):
+        kth = dist[:, -1] ** 2 if squared else dist[:, -1]
+        rows = np.nonzero(floor[:, t] <= kth)[0]
+        if rows.size == 0:
+            continue
+        count += rows.size
+        a, j, d = recheck(rows, t0, t1)
+        new = ~(idx[rows[a]] == j[:, None]).any(axis=1)  # kept already: once only
+        a, j, d = a[new], j[new], d[new]
+        if a.size == 0:
+            continue
+        order = np.lexsort((j, a))
+        a, j, d = a[order], j[order], d[order]
+        start = np.searchsorted(a, np.arange(rows.size))
+        width = int(np.bincount(a, minlength=rows.size).max())
+        slot = np.arange(a.size) - start[a]
+        cand_d = np.full((rows.size, width), np.inf)
+        cand_i = np.full((rows.size, width), -1, dtype=np.int64)
+        cand_d[a, slot], cand_i[a, slot] = d, j
+        dist[rows], idx[rows] = _merge((dist[rows], idx[rows]), cand_d, cand_i, dist.shape[1])
+    return dist, idx, count
+
+
+def _below(threshold: np.ndarray) -> np.ndarray:
+    """float32 thresholds t' with (x ≤ t' ⟺ x ≤ t) for every float32 x: t rounded down."""
+    t32 = threshold.astype(np.float32)
+    return np.where(t32 > threshold, np.nextafter(t32, np.float32(-np.inf)), t32)
+
+
+def _euclidean_tile(sides: _Sides, rows: tuple[int, int]) -> tuple:
     s, e = rows
     q = sides.query[s:e]  # type: ignore[index]
     ref, sparse = sides.ref, sides.sparse
@@ -309,15 +395,20 @@ def _euclidean_tile(sides: _Sides, rows: tuple[int, int]) -> tuple[np.ndarray, .
     q1[:, -1] = 1.0
     q64 = q.astype(np.float64)
     qn = np.einsum("ij,ij->i", q64, q64)
-    # exact d² ≥ score + ‖q‖² − the float32 score's rounding bound (with SCORE_SLACK's margin)
-    below = qn - sides.score_slack * (qn + 2.0 * sides.ref_norm_max) - 1e-30
+    # exact d² ≥ float32 score + ‖q‖² − the score's rounding bound (SCORE_SLACK), less float64's own
+    r_max = sides.ref_norm
+    terms = 2.0 * np.sqrt(qn) * r_max + sides.ref_norm2
+    bound = SCORE_SLACK * (_gamma(np.count_nonzero(q, axis=1) + 1) * terms + sides.ref_gamma * r_max**2)
+    lower = qn - bound - 1e-12 * (qn + r_max**2) - 1e-300
     best = None
     far = np.full(e - s, -np.inf, dtype=np.float32), np.zeros(e - s, dtype=np.int64)
     qa, qb = sparse.positions("query", np.array([s, e]))
     ref_at = iter(sides.ref_at)  # per block, where its first reference row falls in the sparse dimensions
     ra = next(ref_at)
-    for (t0, t1), scaled in zip(reference_tiles(ref.shape[0], sides.ref_tile), sides.ref_scaled, strict=True):
-        top = empty_top(e - s, sides.k)
+    tiles = reference_tiles(ref.shape[0], sides.ref_tile)
+    floor = np.empty((e - s, len(tiles)))
+    for t, ((t0, t1), scaled) in enumerate(zip(tiles, sides.ref_scaled, strict=True)):
+        top = empty_top(e - s, sides.k + PAD)
         for c0, c1 in _blocks(t0, t1):
             block = np.matmul(q1, scaled[:, c0 - t0 : c1 - t0], out=scratch("block", (e - s, c1 - c0)))
             rb = next(ref_at)
@@ -326,44 +417,74 @@ def _euclidean_tile(sides: _Sides, rows: tuple[int, int]) -> tuple[np.ndarray, .
             smallest_update(block, c0, sides.self_first(s), ref.shape[0], *top)
             if sides.farthest:
                 largest_update(block, c0, ref.shape[0], *far)
+        floor[:, t] = top[0][:, -1] + lower  # the references left out of this tile: at least this far
         idx, ok = _candidates(*top)
         if best is not None:  # surely farther than the k-th kept: it could not be kept, no exact distance
-            ok &= ~(top[0] + below[:, None] > best[0][:, -1:] ** 2)
+            ok &= ~(top[0] + lower[:, None] > best[0][:, -1:] ** 2)
         rows_ok, cols_ok = np.nonzero(ok)
-        diff = q64[rows_ok] - ref[idx[rows_ok, cols_ok]].astype(np.float64)
         dist = np.full(idx.shape, np.inf)  # an empty slot or a skipped candidate: never a neighbour
-        dist[rows_ok, cols_ok] = np.sqrt(np.einsum("ij,ij->i", diff, diff))  # exact distances
+        dist[rows_ok, cols_ok] = _euclidean_keys(q64[rows_ok], ref, idx[rows_ok, cols_ok])
         best = _merge(best, dist, np.where(ok, idx, -1), sides.k)
     assert best is not None
+
+    norms = dict(zip(tiles, (t[-1] for t in sides.ref_scaled), strict=True))
+
+    def recheck(local: np.ndarray, t0: int, t1: int) -> tuple[np.ndarray, ...]:
+        # one float32 product over all dimensions, its scores under the same bound: every reference that
+        # could be among the k nearest is a candidate, re-ranked exactly
+        score = np.matmul(q[local], ref[t0:t1].T) * np.float32(-2.0)
+        score += norms[(t0, t1)][: t1 - t0]
+        a, c = np.nonzero(score <= _below(best[0][local, -1] ** 2 - lower[local])[:, None])
+        return _without_self(sides, s + local, a, t0 + c, _euclidean_keys(q64[local[a]], ref, t0 + c))
+
+    dist, idx, count = _settle(best, floor, tiles, recheck, squared=True)
     if sides.farthest:  # squared distance = score + ‖q‖²
-        return *best, far[0] + np.einsum("ij,ij->i", q, q, dtype=np.float32), far[1]
-    return best
+        return dist, idx, count, far[0] + np.einsum("ij,ij->i", q, q, dtype=np.float32), far[1]
+    return dist, idx, count
 
 
-def _mixed_tile(sides: _Sides, rows: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
+def _without_self(sides: _Sides, query_rows: np.ndarray, a: np.ndarray, j: np.ndarray, d: np.ndarray):
+    """Candidates (a: position in query_rows, j: reference, d: distance), without a self-query's row
+    meeting itself."""
+    if not sides.exclude_self:
+        return a, j, d
+    keep = query_rows[a] != j
+    return a[keep], j[keep], d[keep]
+
+
+def _mixed_tile(sides: _Sides, rows: tuple[int, int]) -> tuple:
     s, e = rows
     q, ref, plan = sides.query, sides.ref, sides.plan
     assert isinstance(q, MixedRows) and isinstance(ref, MixedRows) and plan is not None
     best = None
-    w = q.cat_weight
-    q_num64 = q.num[s:e].astype(np.float64)
-    for t0, t1 in reference_tiles(ref.n, sides.ref_tile):
+    tiles = reference_tiles(ref.n, sides.ref_tile)
+    floor = np.empty((e - s, len(tiles)))
+    q_rows = np.arange(s, e)
+    for t, (t0, t1) in enumerate(tiles):
         block = scratch("block", (e - s, t1 - t0))
         mixed_block(q, ref, s, e, plan, block, scratch("tmp", (e - s, t1 - t0)), refs=(t0, t1))
-        top = empty_top(e - s, sides.k)
+        top = empty_top(e - s, sides.k + PAD)
         smallest_update(block, t0, sides.self_first(s), ref.n, *top)
+        floor[:, t] = top[0][:, -1] - sides.mixed_bound  # the references left out: at least this far
         idx, ok = _candidates(*top)
         dist = np.empty(idx.shape, dtype=np.float64)
         for j in range(idx.shape[1]):  # exact distances of the candidates, in float64
-            r = idx[:, j]
-            d = w * (q.cat[s:e] != ref.cat[r]).sum(axis=1).astype(np.float64)
-            if q.num.shape[1]:
-                d += np.abs(q_num64 - ref.num[r].astype(np.float64)).sum(axis=1)
-            dist[:, j] = d
+            dist[:, j] = _mixed_keys(q, ref, q_rows, idx[:, j])
         dist[~ok] = np.inf
         best = _merge(best, dist, np.where(ok, idx, -1), sides.k)
     assert best is not None
-    return best
+
+    def recheck(local: np.ndarray, t0: int, t1: int) -> tuple[np.ndarray, ...]:
+        parts = []  # every reference of the tile, exactly, row by row (memory: one tile of pairs)
+        for pos, i in enumerate(local):
+            j = np.arange(t0, t1)
+            d = _mixed_keys(q, ref, np.full(j.size, s + i), j)
+            near = d <= best[0][i, -1]  # farther than the k-th kept: never among the k nearest
+            parts.append((np.full(int(near.sum()), pos), j[near], d[near]))
+        a, j, d = (np.concatenate(x) for x in zip(*parts, strict=True))
+        return _without_self(sides, s + local, a, j, d)
+
+    return _settle(best, floor, tiles, recheck, squared=False)
 
 
 def _run(fn, sides: _Sides, n_query: int, n_ref: int, executor: Executor | None, t0: float) -> Neighbors:
@@ -373,8 +494,8 @@ def _run(fn, sides: _Sides, n_query: int, n_ref: int, executor: Executor | None,
     idx = np.concatenate([p[1] for p in parts]) if parts else np.empty((0, sides.k), np.int64)
     far = None
     if sides.farthest:
-        far = np.concatenate([p[2] for p in parts]), np.concatenate([p[3] for p in parts])
-    return _finish(dist, idx.astype(np.int64), t0, far)
+        far = np.concatenate([p[3] for p in parts]), np.concatenate([p[4] for p in parts])
+    return _finish(dist, idx.astype(np.int64), t0, far, sum(int(p[2]) for p in parts))
 
 
 def knn_euclidean(
@@ -404,7 +525,8 @@ def knn_euclidean(
         scaled[-1, : b - a] = np.einsum("ij,ij->i", ref[a:b], ref[a:b], dtype=np.float32)
         tiles.append(scaled)
     norm_max = float(np.einsum("ij,ij->i", ref, ref, dtype=np.float64).max(initial=0.0))
-    slack = SCORE_SLACK * (4 * ref.shape[1] + 3) * 2.0**-24  # the rounding bound's share (see SCORE_SLACK)
+    norm2 = max((float(t[-1].max(initial=0.0)) for t in tiles), default=0.0)  # as the product adds it
+    ref_gamma = float(_gamma(int(np.count_nonzero(ref, axis=1).max(initial=0))))
     starts = [c0 for a, b in reference_tiles(ref.shape[0], ref_tile) for c0, _ in _blocks(a, b)]
     ref_at = sparse.positions("ref", np.array([*starts, ref.shape[0]], dtype=np.int64))
     sides = _Sides(
@@ -413,11 +535,12 @@ def knn_euclidean(
         k,
         exclude_self,
         ref_tile,
-        tuple(tiles),
-        sparse,
-        norm_max,
-        slack,
-        ref_at,
+        ref_scaled=tuple(tiles),
+        sparse=sparse,
+        ref_norm=float(np.sqrt(norm_max)),
+        ref_norm2=norm2,
+        ref_gamma=ref_gamma,
+        ref_at=ref_at,
         farthest=farthest,
     )
     return _run(_euclidean_tile, sides, query.shape[0], ref.shape[0], executor, t0)
@@ -437,7 +560,17 @@ def knn_mixed(
     k = _check_k(k, ref.n - (1 if exclude_self else 0))
     _check_finite(query.num, ref.num)
     ref_tile = _padded(ref_tile or REF_TILE)
-    sides = _Sides(query, ref, k, exclude_self, ref_tile, plan=mixed_plan(query, ref))
+    # a float32 distance sums w·(#codes) − w per match and p numbers' |Δ| (each a rounded difference)
+    n_cat, p = query.cat.shape[1], query.num.shape[1]
+    span = 0.0
+    if p and query.n and ref.n:
+        both = np.vstack([query.num, ref.num]).astype(np.float64)
+        span = float((both.max(axis=0) - both.min(axis=0)).sum())
+    terms = 2.0 * query.cat_weight * n_cat + span
+    bound = SCORE_SLACK * float(_gamma(n_cat + p + 2)) * terms + 1e-12 * terms + 1e-300
+    sides = _Sides(
+        query, ref, k, exclude_self, ref_tile, plan=mixed_plan(query, ref), mixed_bound=bound
+    )
     return _run(_mixed_tile, sides, query.n, ref.n, executor, t0)
 
 
