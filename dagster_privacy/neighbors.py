@@ -568,9 +568,7 @@ def knn_mixed(
         span = float((both.max(axis=0) - both.min(axis=0)).sum())
     terms = 2.0 * query.cat_weight * n_cat + span
     bound = SCORE_SLACK * float(_gamma(n_cat + p + 2)) * terms + 1e-12 * terms + 1e-300
-    sides = _Sides(
-        query, ref, k, exclude_self, ref_tile, plan=mixed_plan(query, ref), mixed_bound=bound
-    )
+    sides = _Sides(query, ref, k, exclude_self, ref_tile, plan=mixed_plan(query, ref), mixed_bound=bound)
     return _run(_mixed_tile, sides, query.n, ref.n, executor, t0)
 
 

@@ -47,8 +47,9 @@ def test_the_nearest_are_exact_where_float32_scores_cannot_tell_them_apart(
     offset: float, k: int, same: bool
 ) -> None:
     # rows 1e-2 apart far from the origin: a float32 score ‖r‖² − 2q·r rounds by ~offset²·1e-7, as much as
-    # (300) or more than (3: sometimes) the gaps between neighbours. Found on main: the k float32 candidates of a
-    # tile missed the true nearest (2.3 % of real rows in the entropy-weighted space of 16k Adult rows)
+    # (300) or more than (3: sometimes) the gaps between neighbours. Found on main: the k float32
+    # candidates of a tile missed the true nearest (2.3 % of real rows in the entropy-weighted space of
+    # 16k Adult-shaped rows)
     rng = np.random.default_rng(5)
     r = (offset + rng.random((700, 6)) * 1e-2).astype(np.float32)
     r[350:360] = r[0:10]  # exact duplicates: ties settled by index
@@ -65,8 +66,9 @@ def test_mixed_nearest_are_exact_below_float32_resolution(same: bool) -> None:
     # float32 sums tie, the exact ones do not (the nearest: the nearest number, not the lowest index)
     rng = np.random.default_rng(3)
     n = 300
-    ref = MixedRows((rng.random((n, 1)) * 2e-8).astype(np.float32), np.arange(n, dtype=np.int32)[:, None], 1.0)
-    query = ref if same else MixedRows(np.zeros((7, 1), np.float32), np.arange(n, n + 7, dtype=np.int32)[:, None])
+    codes = np.arange(n + 7, dtype=np.int32)[:, None]  # every row its own code
+    ref = MixedRows((rng.random((n, 1)) * 2e-8).astype(np.float32), codes[:n], 1.0)
+    query = ref if same else MixedRows(np.zeros((7, 1), np.float32), codes[n:], 1.0)
     got = knn_mixed(query, ref, 3, exclude_self=same, ref_tile=64)
     qn, rn = query.num.astype(np.float64), ref.num.astype(np.float64)
     d = np.abs(qn[:, None, :] - rn[None, :, :]).sum(axis=2) + (query.cat[:, None, 0] != ref.cat[None, :, 0])
