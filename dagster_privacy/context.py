@@ -259,7 +259,7 @@ class EvaluationContext:
             rest = [j for j in range(idx.shape[1]) if idx[i, j] != match][: idx.shape[1] - 1]
             idx[i] = [match, *idx[i, rest]]
             dist[i] = [0.0, *dist[i, rest]]
-        return Neighbors(dist, idx, nn.seconds, nn.farthest)
+        return Neighbors(dist, idx, nn.seconds, nn.farthest, nn.rechecked)
 
     def shared(self, label: str, compute: Callable[[], T]) -> T:
         """A derived result several metrics use (an extreme pair, a weighted space and its queries),

@@ -11,11 +11,11 @@
         │    BLOCK_COLS columns at a time, so    │
         │    each block stays in the core's cache│
         │          ▼                             │          ▼
-        │    topk.smallest_update: each block folded into a running top-(k + PAD) per row (float32
+        │    topk.smallest_update: each block folded into a running top-_kept(k) per row (float32
         │    score, then row); per reference tile the candidates' exact float64 distances, _merge: the
         │    running top-k across reference tiles; optionally each row's farthest reference
         │          ▼
-        │    _settle: a (row, tile) whose (k + PAD)-th score is not beyond the k-th exact distance by the
+        │    _settle: a (row, tile) whose last candidate's score is not beyond the k-th exact distance by the
         │    score's rounding bound is re-ranked against the whole tile in float64
         │          ▼
         └─ _finish: the k neighbours ordered by (exact distance, index) ─▶ Neighbors
@@ -61,18 +61,23 @@ KNN_BLOCK_BYTES = 32 * 2**20
 #: one 32 MB block per reference tile went to memory and back (product + selection 16–18 ms per 8M cells,
 #: against 8–10 ms in 2048-column blocks)
 BLOCK_COLS = 512
-#: unit roundoff of float32
+#: unit roundoff of float32, and the absolute error of one operation in its subnormal range (γ's
+#: relative bound assumes no underflow: each rounded product or sum adds at most this much more)
 U32 = 2.0**-24
+TINY32 = 2.0**-149
 #: a float32 score ‖r‖² − 2 q·r is a sum of the m nonzero terms q_j·(−2r_j) and ‖r‖² (a zero term adds
 #: exactly nothing), in whatever order and blocking the BLAS takes: it is within γ_m · Σ|terms| of the
 #: exact one (γ_m = m·u / (1 − m·u), u = 2⁻²⁴; Higham, Accuracy and Stability of Numerical Algorithms,
 #: §3.1), Σ|terms| ≤ 2‖q‖·max‖r‖ + max‖r‖², and the float32 ‖r‖² is itself within γ of the exact. The
 #: bound (times this margin) decides which references a row could still have among its k nearest
 SCORE_SLACK = 2.0
-#: candidates kept per row and reference tile beyond k: a tile is settled when its (k + PAD)-th float32
-#: score is, by more than the rounding bound, above the k-th exact distance kept; otherwise that row is
-#: re-ranked against the whole tile in float64 (_settle). Measured on Adult-shaped tables (docs/scale.md)
+#: candidates kept per row and reference tile: k + PAD, at least CANDIDATES. A tile is settled when its
+#: last candidate's float32 score is, by more than the rounding bound, above the k-th exact distance
+#: kept; otherwise that row is re-ranked against the whole tile (_settle). Measured at 64k Adult-shaped
+#: rows (k = 1 in the entropy-weighted space, the worst conditioned): (row, tile) pairs re-ranked
+#: 29,611 with 3 candidates, 14,539 with 5, 5,443 with 9, 1,147 with 17; none in the one-hot space
 PAD = 4
+CANDIDATES = 16
 
 
 @dataclass(frozen=True)
@@ -282,6 +287,10 @@ class _Sides:
     ref_norm: float = 0.0  # euclidean: the largest ‖r‖ (bounds a score's rounding)
     ref_norm2: float = 0.0  # euclidean: the largest float32 ‖r‖², as the product adds it
     ref_gamma: float = 0.0  # euclidean: γ of the float32 ‖r‖² (its most nonzero terms)
+    ref_nnz: int = 0  # euclidean: the most nonzero terms of a reference row
+    #: per reference row: how many identical rows come before it. One with k (+1 in a self-query) before
+    #: it is never among the k nearest (they tie with it and win on index): a re-rank skips it
+    dup_rank: np.ndarray | None = None
     #: mixed: a float32 distance is within this of the exact one (γ of its terms times their largest sum)
     mixed_bound: float = 0.0
     ref_at: np.ndarray | None = None  # euclidean: SparseDims.positions of every block's first row, then n
@@ -318,6 +327,11 @@ def _candidates(values: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.nd
     return np.where(ok, rows, 0), ok
 
 
+def _kept(k: int) -> int:
+    """Float32 candidates kept per row and reference tile."""
+    return max(k + PAD, CANDIDATES)
+
+
 def _gamma(m: np.ndarray | float) -> np.ndarray:
     """γ_m = m·u / (1 − m·u): a float32 sum of m rounded terms is within γ_m · Σ|terms| of the exact."""
     mu = np.asarray(m, dtype=np.float64) * U32
@@ -348,7 +362,7 @@ def _settle(
     squared: bool,
 ) -> tuple[np.ndarray, np.ndarray, int]:
     """Make the k nearest exact. ``floor[i, t]``: every reference of tile t that row i did not keep as a
-    candidate is at least this far (squared for a euclidean query): its (k + PAD)-th float32 score less
+    candidate is at least this far (squared for a euclidean query): its last candidate's float32 score less
     the rounding bound. Where that is not beyond the k-th exact distance kept, a left-out reference could
     still be among the k nearest, or tie the k-th with a lower index: ``recheck(rows, t0, t1)`` gives,
     for those rows, every reference of the tile that the bound cannot rule out, as (position in rows,
@@ -358,7 +372,9 @@ def _settle(
     count = 0
     for t, (t0, t1) in enumerate(tiles):
         kth = dist[:, -1] ** 2 if squared else dist[:, -1]
-        rows = np.nonzero(floor[:, t] <= kth)[0]
+        low = np.maximum(floor[:, t], 0.0)  # a distance is never negative
+        # a reference left out could be nearer than the k-th, or tie it with a lower index
+        rows = np.nonzero((low < kth) | ((low <= kth) & (t0 < idx[:, -1])))[0]
         if rows.size == 0:
             continue
         count += rows.size
@@ -398,8 +414,11 @@ def _euclidean_tile(sides: _Sides, rows: tuple[int, int]) -> tuple:
     # exact d² ≥ float32 score + ‖q‖² − the score's rounding bound (SCORE_SLACK), less float64's own
     r_max = sides.ref_norm
     terms = 2.0 * np.sqrt(qn) * r_max + sides.ref_norm2
-    bound = SCORE_SLACK * (_gamma(np.count_nonzero(q, axis=1) + 1) * terms + sides.ref_gamma * r_max**2)
-    lower = qn - bound - 1e-12 * (qn + r_max**2) - 1e-300
+    nnz = np.count_nonzero(q, axis=1)
+    bound = SCORE_SLACK * (
+        _gamma(nnz + 1) * terms + sides.ref_gamma * r_max**2 + (nnz + sides.ref_nnz + 3) * TINY32
+    )
+    lower = qn - bound - 1e-12 * (qn + r_max**2)
     best = None
     far = np.full(e - s, -np.inf, dtype=np.float32), np.zeros(e - s, dtype=np.int64)
     qa, qb = sparse.positions("query", np.array([s, e]))
@@ -408,7 +427,7 @@ def _euclidean_tile(sides: _Sides, rows: tuple[int, int]) -> tuple:
     tiles = reference_tiles(ref.shape[0], sides.ref_tile)
     floor = np.empty((e - s, len(tiles)))
     for t, ((t0, t1), scaled) in enumerate(zip(tiles, sides.ref_scaled, strict=True)):
-        top = empty_top(e - s, sides.k + PAD)
+        top = empty_top(e - s, _kept(sides.k))
         for c0, c1 in _blocks(t0, t1):
             block = np.matmul(q1, scaled[:, c0 - t0 : c1 - t0], out=scratch("block", (e - s, c1 - c0)))
             rb = next(ref_at)
@@ -435,7 +454,8 @@ def _euclidean_tile(sides: _Sides, rows: tuple[int, int]) -> tuple:
         score = np.matmul(q[local], ref[t0:t1].T) * np.float32(-2.0)
         score += norms[(t0, t1)][: t1 - t0]
         a, c = np.nonzero(score <= _below(best[0][local, -1] ** 2 - lower[local])[:, None])
-        return _without_self(sides, s + local, a, t0 + c, _euclidean_keys(q64[local[a]], ref, t0 + c))
+        a, j = _useful(sides, s + local, a, t0 + c)
+        return a, j, _chunked(lambda x: _euclidean_keys(q64[local[a[x]]], ref, j[x]), a.size)
 
     dist, idx, count = _settle(best, floor, tiles, recheck, squared=True)
     if sides.farthest:  # squared distance = score + ‖q‖²
@@ -443,13 +463,52 @@ def _euclidean_tile(sides: _Sides, rows: tuple[int, int]) -> tuple:
     return dist, idx, count
 
 
-def _without_self(sides: _Sides, query_rows: np.ndarray, a: np.ndarray, j: np.ndarray, d: np.ndarray):
-    """Candidates (a: position in query_rows, j: reference, d: distance), without a self-query's row
-    meeting itself."""
-    if not sides.exclude_self:
-        return a, j, d
-    keep = query_rows[a] != j
-    return a[keep], j[keep], d[keep]
+def _useful(sides: _Sides, query_rows: np.ndarray, a: np.ndarray, j: np.ndarray):
+    """Candidates (a: position in query_rows, j: reference) of a re-rank, without a self-query's row
+    meeting itself and without a reference that k identical rows of lower index precede."""
+    keep = sides.dup_rank[j] < sides.k + (1 if sides.exclude_self else 0)  # type: ignore[index]
+    if sides.exclude_self:
+        keep &= query_rows[a] != j
+    return a[keep], j[keep]
+
+
+#: pairs whose exact distance is computed at once: memory stays bounded however many a re-rank takes
+KEY_CHUNK = 1 << 16
+
+
+def _chunked(keys, n: int) -> np.ndarray:  # noqa: ANN001
+    """keys(slice) over [0, n) in chunks of KEY_CHUNK pairs, concatenated."""
+    out = np.empty(n)
+    for c in range(0, n, KEY_CHUNK):
+        part = slice(c, min(c + KEY_CHUNK, n))
+        out[part] = keys(part)
+    return out
+
+
+def _dup_rank(rows: np.ndarray) -> np.ndarray:
+    """Per row, how many rows of identical bits come before it (0 for a unique row or the first of its
+    kind). Rows are grouped on a hash of their 32-bit words and compared bit for bit within a group: a
+    row of a colliding hash that differs from its group's first gets 0 (never skipped)."""
+    n = rows.shape[0]
+    if rows.size == 0:  # no column: every row is the same
+        return np.arange(n, dtype=np.int64)
+    if rows.dtype.itemsize % 4:  # whole 32-bit words (an exact widening keeps equality)
+        rows = rows.astype(np.float64)
+    words = np.ascontiguousarray(rows).view(np.uint32).reshape(n, -1)
+    mult = np.random.default_rng(0).integers(1, 2**63, words.shape[1], dtype=np.uint64) | np.uint64(1)
+    h = np.empty(n, dtype=np.uint64)
+    for c in range(0, n, 8192):  # uint64 products wrap: a hash, memory bounded by the chunk
+        h[c : c + 8192] = (words[c : c + 8192].astype(np.uint64) * mult).sum(axis=1, dtype=np.uint64)
+    order = np.lexsort((np.arange(n), h))  # by hash, then row
+    start = np.searchsorted(h[order], h[order], side="left")
+    same = np.ones(n, dtype=bool)
+    for c in range(0, n, 8192):
+        part = order[c : c + 8192]
+        same[c : c + 8192] = (words[part] == words[order[start[c : c + 8192]]]).all(axis=1)
+    count = np.cumsum(same)
+    rank = np.zeros(n, dtype=np.int64)
+    rank[order] = np.where(same, count - count[start], 0)
+    return rank
 
 
 def _mixed_tile(sides: _Sides, rows: tuple[int, int]) -> tuple:
@@ -463,7 +522,7 @@ def _mixed_tile(sides: _Sides, rows: tuple[int, int]) -> tuple:
     for t, (t0, t1) in enumerate(tiles):
         block = scratch("block", (e - s, t1 - t0))
         mixed_block(q, ref, s, e, plan, block, scratch("tmp", (e - s, t1 - t0)), refs=(t0, t1))
-        top = empty_top(e - s, sides.k + PAD)
+        top = empty_top(e - s, _kept(sides.k))
         smallest_update(block, t0, sides.self_first(s), ref.n, *top)
         floor[:, t] = top[0][:, -1] - sides.mixed_bound  # the references left out: at least this far
         idx, ok = _candidates(*top)
@@ -475,14 +534,13 @@ def _mixed_tile(sides: _Sides, rows: tuple[int, int]) -> tuple:
     assert best is not None
 
     def recheck(local: np.ndarray, t0: int, t1: int) -> tuple[np.ndarray, ...]:
-        parts = []  # every reference of the tile, exactly, row by row (memory: one tile of pairs)
-        for pos, i in enumerate(local):
-            j = np.arange(t0, t1)
-            d = _mixed_keys(q, ref, np.full(j.size, s + i), j)
-            near = d <= best[0][i, -1]  # farther than the k-th kept: never among the k nearest
-            parts.append((np.full(int(near.sum()), pos), j[near], d[near]))
-        a, j, d = (np.concatenate(x) for x in zip(*parts, strict=True))
-        return _without_self(sides, s + local, a, j, d)
+        # the tile's float32 distances again, every reference the bound cannot rule out re-ranked exactly
+        again = scratch("block", (e - s, t1 - t0))
+        mixed_block(q, ref, s, e, plan, again, scratch("tmp", (e - s, t1 - t0)), refs=(t0, t1))
+        limit = best[0][local, -1] + sides.mixed_bound
+        a, c = np.nonzero(again[local] <= _below(limit)[:, None])
+        a, j = _useful(sides, s + local, a, t0 + c)
+        return a, j, _chunked(lambda x: _mixed_keys(q, ref, s + local[a[x]], j[x]), a.size)
 
     return _settle(best, floor, tiles, recheck, squared=False)
 
@@ -525,8 +583,11 @@ def knn_euclidean(
         scaled[-1, : b - a] = np.einsum("ij,ij->i", ref[a:b], ref[a:b], dtype=np.float32)
         tiles.append(scaled)
     norm_max = float(np.einsum("ij,ij->i", ref, ref, dtype=np.float64).max(initial=0.0))
+    q_max = float(np.einsum("ij,ij->i", query, query, dtype=np.float64).max(initial=0.0))
+    if (np.sqrt(q_max) + np.sqrt(norm_max)) ** 2 > 1e37:  # a float32 ‖r‖² or score would overflow to inf
+        raise MetricError("a row is too large for the float32 product (squared norm above 1e37)")
     norm2 = max((float(t[-1].max(initial=0.0)) for t in tiles), default=0.0)  # as the product adds it
-    ref_gamma = float(_gamma(int(np.count_nonzero(ref, axis=1).max(initial=0))))
+    ref_nnz = int(np.count_nonzero(ref, axis=1).max(initial=0))
     starts = [c0 for a, b in reference_tiles(ref.shape[0], ref_tile) for c0, _ in _blocks(a, b)]
     ref_at = sparse.positions("ref", np.array([*starts, ref.shape[0]], dtype=np.int64))
     sides = _Sides(
@@ -539,7 +600,9 @@ def knn_euclidean(
         sparse=sparse,
         ref_norm=float(np.sqrt(norm_max)),
         ref_norm2=norm2,
-        ref_gamma=ref_gamma,
+        ref_gamma=float(_gamma(ref_nnz)),
+        ref_nnz=ref_nnz,
+        dup_rank=_dup_rank(ref),
         ref_at=ref_at,
         farthest=farthest,
     )
@@ -567,8 +630,18 @@ def knn_mixed(
         both = np.vstack([query.num, ref.num]).astype(np.float64)
         span = float((both.max(axis=0) - both.min(axis=0)).sum())
     terms = 2.0 * query.cat_weight * n_cat + span
-    bound = SCORE_SLACK * float(_gamma(n_cat + p + 2)) * terms + 1e-12 * terms + 1e-300
-    sides = _Sides(query, ref, k, exclude_self, ref_tile, plan=mixed_plan(query, ref), mixed_bound=bound)
+    bound = SCORE_SLACK * (float(_gamma(n_cat + p + 2)) * terms + (n_cat + p + 2) * TINY32) + 1e-12 * terms
+    rows = np.hstack([ref.num.view(np.int32), ref.cat]) if ref.num.size else ref.cat  # bit patterns
+    sides = _Sides(
+        query,
+        ref,
+        k,
+        exclude_self,
+        ref_tile,
+        plan=mixed_plan(query, ref),
+        mixed_bound=bound,
+        dup_rank=_dup_rank(rows),
+    )
     return _run(_mixed_tile, sides, query.n, ref.n, executor, t0)
 
 

@@ -376,3 +376,33 @@ def test_map_chunks_blocks_are_one_full_product_unless_asked() -> None:
     np.testing.assert_array_equal(full, want)
     split = np.vstack(map_chunks(_copy_block, None, q, r, sparse=True))
     np.testing.assert_allclose(split, want, atol=1e-5)
+
+
+def test_subnormal_scores_are_within_the_bound() -> None:
+    # q·r and ‖r‖² in float32's subnormal range carry an absolute error γ's relative bound does not see
+    rng = np.random.default_rng(0)
+    r = (rng.standard_normal((300, 3)) * 1e-22).astype(np.float32)
+    q = (rng.standard_normal((40, 3)) * 1e-22).astype(np.float32)
+    _, want = _exact(q, r.astype(np.float64), 3)
+    np.testing.assert_array_equal(knn_euclidean(q, r, 3).idx, want)
+
+
+def test_a_row_whose_squared_norm_overflows_float32_is_an_error() -> None:
+    # each coordinate passes the 1e18 guard, but ‖r‖² is inf in float32: the score would be NaN
+    from dagster_privacy.errors import MetricError
+
+    q = np.full((1, 400), 9.5e17, np.float32)
+    with pytest.raises(MetricError, match="too large"):
+        knn_euclidean(q, np.vstack([q, np.zeros((20, 400), np.float32)]), 1)
+
+
+def test_a_collapsed_reference_is_settled_on_the_first_identical_rows() -> None:
+    # 3,000 identical references: each ties every other; the k nearest are the k lowest indices, and
+    # a re-rank skips every copy that k lower identical rows precede (a re-rank of all would take GBs)
+    r = np.tile(np.linspace(0, 1, 20, dtype=np.float32), (3000, 1))
+    q = (r[:50] + np.float32(1e-3)).astype(np.float32)
+    for same, query in ((False, q), (True, r)):
+        nn = knn_euclidean(query, r, 5, exclude_self=same, ref_tile=512)
+        want = np.array([[j for j in range(7) if not (same and j == i)][:5] for i in range(query.shape[0])])
+        np.testing.assert_array_equal(nn.idx, want)
+    assert nb._dup_rank(np.array([[1, 2], [3, 4], [1, 2], [1, 2]], np.int32)).tolist() == [0, 0, 1, 2]
