@@ -12,7 +12,7 @@
         │    each block stays in the core's cache│
         │          ▼                             │          ▼
         │    topk.smallest_update: each block folded into a running top-_kept(k) per row (float32
-        │    score, then row); per reference tile the candidates' exact float64 distances, _merge: the
+        │    score, then row); per reference tile the candidates' exact float64 distances, exact.merge: the
         │    running top-k across reference tiles; optionally each row's farthest reference
         │          ▼
         │    _settle: a (row, tile) whose last candidate's score is not beyond the k-th exact distance by the
@@ -40,15 +40,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .compiled import kernel
+from . import exact as ex
 from .errors import MetricError
 from .executors import IN_PROCESS, Executor
+from .mixed_space import MixedPlan, MixedRows, mixed_block, mixed_plan
 from .sparse_dims import SparseDims
 from .topk import NO_SELF, empty_top, largest_update, smallest_update
 
-#: a categorical value shared by more than this fraction of all (query, reference) pairs is counted by
-#: the one-hot product; rarer values by scattering their few matching pairs (MixedPlan)
-DENSE_SHARE = 1.0 / 512
 #: reference rows per tile of a k-NN query: each query tile walks the reference in tiles of this width,
 #: taking the k float32 candidates of each tile, re-ranking them exactly and keeping a running top-k
 #: (_merge), so memory does not grow with the reference side
@@ -61,10 +59,6 @@ KNN_BLOCK_BYTES = 32 * 2**20
 #: one 32 MB block per reference tile went to memory and back (product + selection 16–18 ms per 8M cells,
 #: against 8–10 ms in 2048-column blocks)
 BLOCK_COLS = 512
-#: unit roundoff of float32, and the absolute error of one operation in its subnormal range (γ's
-#: relative bound assumes no underflow: each rounded product or sum adds at most this much more)
-U32 = 2.0**-24
-TINY32 = 2.0**-149
 #: a float32 score ‖r‖² − 2 q·r is a sum of the m nonzero terms q_j·(−2r_j) and ‖r‖² (a zero term adds
 #: exactly nothing), in whatever order and blocking the BLAS takes: it is within γ_m · Σ|terms| of the
 #: exact one (γ_m = m·u / (1 − m·u), u = 2⁻²⁴; Higham, Accuracy and Stability of Numerical Algorithms,
@@ -107,110 +101,6 @@ def chunk_rows(n_reference: int, *, budget: int, bytes_per_cell: int = 4) -> int
 
 
 # ------------------------------------------------------------------------------------------ spaces
-
-
-@dataclass(frozen=True)
-class MixedRows:
-    """Rows of a mixed space: scaled numerical values and integer categorical codes."""
-
-    num: np.ndarray  # (n, p) float32, already multiplied by its weight
-    cat: np.ndarray  # (n, q) int32 codes (shared across the two sides)
-    cat_weight: float = 1.0
-
-    @property
-    def n(self) -> int:
-        return int(max(self.num.shape[0], self.cat.shape[0]))
-
-
-@dataclass(frozen=True)
-class MixedPlan:
-    """How the categorical matches of two sides are counted, per *value*: a value shared by many
-    (query, reference) pairs is one column of a float32 one-hot product (the reference side negated and
-    scaled by the categorical weight, so the product gives −w·matches); a rare value (a near-unique
-    code, most values of a wide column) adds its few matching pairs by a scatter. A wide column then
-    costs its matches, not one product column per distinct value."""
-
-    onehot_q: np.ndarray  # (n_query, width) float32
-    onehot_r_t: np.ndarray  # (width, n_reference) float32
-    #: per column with rare values: reference rows sorted by code, and per query row the [lo, hi)
-    #: range of reference rows sharing its (rare) code; empty ranges elsewhere
-    sparse: list[tuple[np.ndarray, np.ndarray, np.ndarray]]
-
-
-def mixed_plan(q: MixedRows, r: MixedRows) -> MixedPlan:
-    n_q, n_r = q.cat.shape[0], r.cat.shape[0]
-    dense: list[tuple[int, np.ndarray]] = []
-    sparse: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
-    for j in range(q.cat.shape[1]):
-        cq, cr = q.cat[:, j], r.cat[:, j]
-        width = int(max(cq.max(initial=0), cr.max(initial=0))) + 1
-        pairs = np.bincount(cq, minlength=width).astype(np.int64) * np.bincount(cr, minlength=width)
-        is_dense = pairs > DENSE_SHARE * n_q * n_r
-        if is_dense.any():
-            dense.append((j, np.nonzero(is_dense)[0]))
-        rare = (pairs > 0) & ~is_dense
-        if rare.any():
-            order = np.argsort(cr, kind="stable")
-            sorted_codes = cr[order]
-            keep = rare[cq]
-            lo = np.where(keep, np.searchsorted(sorted_codes, cq, side="left"), 0)
-            hi = np.where(keep, np.searchsorted(sorted_codes, cq, side="right"), 0)
-            sparse.append((order, lo, hi))
-    width = sum(v.size for _, v in dense)
-    oq = np.zeros((n_q, width), dtype=np.float32)
-    orf = np.zeros((n_r, width), dtype=np.float32)
-    off = 0
-    for j, vals in dense:
-        pos = np.full(int(max(q.cat[:, j].max(initial=0), r.cat[:, j].max(initial=0))) + 1, -1, np.int64)
-        pos[vals] = np.arange(vals.size)
-        for mat, codes in ((oq, q.cat[:, j]), (orf, r.cat[:, j])):
-            p = pos[codes]
-            hit = np.nonzero(p >= 0)[0]
-            mat[hit, off + p[hit]] = 1.0
-        off += vals.size
-    return MixedPlan(oq, np.ascontiguousarray(orf.T * np.float32(-q.cat_weight)), sparse)
-
-
-def mixed_block(
-    q: MixedRows,
-    r: MixedRows,
-    s: int,
-    e: int,
-    plan: MixedPlan,
-    out: np.ndarray,
-    tmp: np.ndarray,
-    *,
-    terms: dict[int, np.ndarray] | None = None,
-    refs: tuple[int, int] | None = None,
-) -> None:
-    """out = mixed distances of query rows s:e to reference rows ``refs`` = [t0, t1) (default: all),
-    float32; ``tmp`` is scratch of the same shape; ``terms[j]``, when given, receives numerical column
-    j's |Δ| (callers that need the distance without one column subtract it)."""
-    t0, t1 = refs if refs is not None else (0, r.n)
-    w = np.float32(q.cat_weight)
-    if plan.onehot_q.shape[1]:
-        np.matmul(plan.onehot_q[s:e], plan.onehot_r_t[:, t0:t1], out=out)  # −w·(matches on common values)
-        out += w * q.cat.shape[1]
-    else:
-        out.fill(w * q.cat.shape[1])
-    for order, lo, hi in plan.sparse:  # matches on rare values: their pairs, column by column
-        _subtract_pairs(out, s, e, t0, t1, order, lo, hi, w)
-    for j in range(q.num.shape[1]):
-        t = terms[j] if terms is not None and j in terms else tmp
-        np.subtract(q.num[s:e, j][:, None], r.num[None, t0:t1, j], out=t)
-        np.abs(t, out=t)
-        out += t
-
-
-@kernel
-def _subtract_pairs(out, s, e, t0, t1, order, lo, hi, w) -> None:  # noqa: ANN001
-    """out[i, r − t0] −= w for each query row s + i and each reference row r in [t0, t1) that shares its
-    rare code: ``order[lo[s + i]:hi[s + i]]`` (one categorical column, so a pair comes once)."""
-    for i in range(e - s):
-        for j in range(lo[s + i], hi[s + i]):
-            r = order[j]
-            if t0 <= r < t1:
-                out[i, r - t0] -= w
 
 
 def _finish(
@@ -261,14 +151,6 @@ def _blocks(t0: int, t1: int) -> list[tuple[int, int]]:
     multiple of PANEL (a padding column is past the last reference row: the kernels skip it)."""
     end = t0 + _padded(t1 - t0)
     return [(c0, min(c0 + BLOCK_COLS, end)) for c0 in range(t0, end, BLOCK_COLS)]
-
-
-def _merge(best: tuple[np.ndarray, np.ndarray] | None, dist: np.ndarray, idx: np.ndarray, k: int):
-    """The running top-k: the k smallest by (exact float64 distance, index) of both candidate sets."""
-    d = dist if best is None else np.concatenate([best[0], dist], axis=1)
-    i = idx if best is None else np.concatenate([best[1], idx], axis=1)
-    order = np.lexsort((i, d), axis=1)[:, :k]
-    return np.take_along_axis(d, order, 1), np.take_along_axis(i, order, 1)
 
 
 @dataclass(frozen=True)
@@ -332,73 +214,12 @@ def _kept(k: int) -> int:
     return max(k + PAD, CANDIDATES)
 
 
-def _gamma(m: np.ndarray | float) -> np.ndarray:
-    """γ_m = m·u / (1 − m·u): a float32 sum of m rounded terms is within γ_m · Σ|terms| of the exact."""
-    mu = np.asarray(m, dtype=np.float64) * U32
-    return mu / (1.0 - mu)
-
-
-def _euclidean_keys(q64: np.ndarray, ref: np.ndarray, ref_rows: np.ndarray) -> np.ndarray:
-    """The exact distances (float64 from the encoded rows) of query rows ``q64`` to ``ref[ref_rows]``,
-    pair by pair: the one order of the k nearest (with the reference index)."""
-    diff = q64 - ref[ref_rows].astype(np.float64)
-    return np.sqrt(np.einsum("ij,ij->i", diff, diff))
-
-
 def _mixed_keys(q: MixedRows, ref: MixedRows, q_rows: np.ndarray, ref_rows: np.ndarray) -> np.ndarray:
     """The exact mixed distances (float64) of the pairs (q_rows, ref_rows)."""
     d = q.cat_weight * (q.cat[q_rows] != ref.cat[ref_rows]).sum(axis=1).astype(np.float64)
     if q.num.shape[1]:
         d += np.abs(q.num[q_rows].astype(np.float64) - ref.num[ref_rows].astype(np.float64)).sum(axis=1)
     return d
-
-
-def _settle(
-    best: tuple[np.ndarray, np.ndarray],
-    floor: np.ndarray,
-    tiles: list[tuple[int, int]],
-    recheck,  # noqa: ANN001
-    *,
-    squared: bool,
-) -> tuple[np.ndarray, np.ndarray, int]:
-    """Make the k nearest exact. ``floor[i, t]``: every reference of tile t that row i did not keep as a
-    candidate is at least this far (squared for a euclidean query): its last candidate's float32 score less
-    the rounding bound. Where that is not beyond the k-th exact distance kept, a left-out reference could
-    still be among the k nearest, or tie the k-th with a lower index: ``recheck(rows, t0, t1)`` gives,
-    for those rows, every reference of the tile that the bound cannot rule out, as (position in rows,
-    reference, exact distance), the row itself left out; the k nearest by (distance, index) are taken
-    again. Returns the k nearest and the (row, tile) pairs re-ranked."""
-    dist, idx = best
-    count = 0
-    for t, (t0, t1) in enumerate(tiles):
-        kth = dist[:, -1] ** 2 if squared else dist[:, -1]
-        low = np.maximum(floor[:, t], 0.0)  # a distance is never negative
-        # a reference left out could be nearer than the k-th, or tie it with a lower index
-        rows = np.nonzero((low < kth) | ((low <= kth) & (t0 < idx[:, -1])))[0]
-        if rows.size == 0:
-            continue
-        count += rows.size
-        a, j, d = recheck(rows, t0, t1)
-        new = ~(idx[rows[a]] == j[:, None]).any(axis=1)  # kept already: once only
-        a, j, d = a[new], j[new], d[new]
-        if a.size == 0:
-            continue
-        order = np.lexsort((j, a))
-        a, j, d = a[order], j[order], d[order]
-        start = np.searchsorted(a, np.arange(rows.size))
-        width = int(np.bincount(a, minlength=rows.size).max())
-        slot = np.arange(a.size) - start[a]
-        cand_d = np.full((rows.size, width), np.inf)
-        cand_i = np.full((rows.size, width), -1, dtype=np.int64)
-        cand_d[a, slot], cand_i[a, slot] = d, j
-        dist[rows], idx[rows] = _merge((dist[rows], idx[rows]), cand_d, cand_i, dist.shape[1])
-    return dist, idx, count
-
-
-def _below(threshold: np.ndarray) -> np.ndarray:
-    """float32 thresholds t' with (x ≤ t' ⟺ x ≤ t) for every float32 x: t rounded down."""
-    t32 = threshold.astype(np.float32)
-    return np.where(t32 > threshold, np.nextafter(t32, np.float32(-np.inf)), t32)
 
 
 def _euclidean_tile(sides: _Sides, rows: tuple[int, int]) -> tuple:
@@ -416,7 +237,7 @@ def _euclidean_tile(sides: _Sides, rows: tuple[int, int]) -> tuple:
     terms = 2.0 * np.sqrt(qn) * r_max + sides.ref_norm2
     nnz = np.count_nonzero(q, axis=1)
     bound = SCORE_SLACK * (
-        _gamma(nnz + 1) * terms + sides.ref_gamma * r_max**2 + (nnz + sides.ref_nnz + 3) * TINY32
+        ex.gamma(nnz + 1) * terms + sides.ref_gamma * r_max**2 + (nnz + sides.ref_nnz + 3) * ex.TINY32
     )
     lower = qn - bound - 1e-12 * (qn + r_max**2)
     best = None
@@ -442,8 +263,8 @@ def _euclidean_tile(sides: _Sides, rows: tuple[int, int]) -> tuple:
             ok &= ~(top[0] + lower[:, None] > best[0][:, -1:] ** 2)
         rows_ok, cols_ok = np.nonzero(ok)
         dist = np.full(idx.shape, np.inf)  # an empty slot or a skipped candidate: never a neighbour
-        dist[rows_ok, cols_ok] = _euclidean_keys(q64[rows_ok], ref, idx[rows_ok, cols_ok])
-        best = _merge(best, dist, np.where(ok, idx, -1), sides.k)
+        dist[rows_ok, cols_ok] = ex.euclidean_keys(q64[rows_ok], ref, idx[rows_ok, cols_ok])
+        best = ex.merge(best, dist, np.where(ok, idx, -1), sides.k)
     assert best is not None
 
     norms = dict(zip(tiles, (t[-1] for t in sides.ref_scaled), strict=True))
@@ -453,62 +274,14 @@ def _euclidean_tile(sides: _Sides, rows: tuple[int, int]) -> tuple:
         # could be among the k nearest is a candidate, re-ranked exactly
         score = np.matmul(q[local], ref[t0:t1].T) * np.float32(-2.0)
         score += norms[(t0, t1)][: t1 - t0]
-        a, c = np.nonzero(score <= _below(best[0][local, -1] ** 2 - lower[local])[:, None])
-        a, j = _useful(sides, s + local, a, t0 + c)
-        return a, j, _chunked(lambda x: _euclidean_keys(q64[local[a[x]]], ref, j[x]), a.size)
+        a, c = np.nonzero(score <= ex.below(best[0][local, -1] ** 2 - lower[local])[:, None])
+        a, j = ex.useful(sides.dup_rank, sides.k, sides.exclude_self, s + local, a, t0 + c)
+        return a, j, ex.chunked(lambda x: ex.euclidean_keys(q64[local[a[x]]], ref, j[x]), a.size)
 
-    dist, idx, count = _settle(best, floor, tiles, recheck, squared=True)
+    dist, idx, count = ex.settle(best, floor, tiles, recheck, squared=True)
     if sides.farthest:  # squared distance = score + ‖q‖²
         return dist, idx, count, far[0] + np.einsum("ij,ij->i", q, q, dtype=np.float32), far[1]
     return dist, idx, count
-
-
-def _useful(sides: _Sides, query_rows: np.ndarray, a: np.ndarray, j: np.ndarray):
-    """Candidates (a: position in query_rows, j: reference) of a re-rank, without a self-query's row
-    meeting itself and without a reference that k identical rows of lower index precede."""
-    keep = sides.dup_rank[j] < sides.k + (1 if sides.exclude_self else 0)  # type: ignore[index]
-    if sides.exclude_self:
-        keep &= query_rows[a] != j
-    return a[keep], j[keep]
-
-
-#: pairs whose exact distance is computed at once: memory stays bounded however many a re-rank takes
-KEY_CHUNK = 1 << 16
-
-
-def _chunked(keys, n: int) -> np.ndarray:  # noqa: ANN001
-    """keys(slice) over [0, n) in chunks of KEY_CHUNK pairs, concatenated."""
-    out = np.empty(n)
-    for c in range(0, n, KEY_CHUNK):
-        part = slice(c, min(c + KEY_CHUNK, n))
-        out[part] = keys(part)
-    return out
-
-
-def _dup_rank(rows: np.ndarray) -> np.ndarray:
-    """Per row, how many rows of identical bits come before it (0 for a unique row or the first of its
-    kind). Rows are grouped on a hash of their 32-bit words and compared bit for bit within a group: a
-    row of a colliding hash that differs from its group's first gets 0 (never skipped)."""
-    n = rows.shape[0]
-    if rows.size == 0:  # no column: every row is the same
-        return np.arange(n, dtype=np.int64)
-    if rows.dtype.itemsize % 4:  # whole 32-bit words (an exact widening keeps equality)
-        rows = rows.astype(np.float64)
-    words = np.ascontiguousarray(rows).view(np.uint32).reshape(n, -1)
-    mult = np.random.default_rng(0).integers(1, 2**63, words.shape[1], dtype=np.uint64) | np.uint64(1)
-    h = np.empty(n, dtype=np.uint64)
-    for c in range(0, n, 8192):  # uint64 products wrap: a hash, memory bounded by the chunk
-        h[c : c + 8192] = (words[c : c + 8192].astype(np.uint64) * mult).sum(axis=1, dtype=np.uint64)
-    order = np.lexsort((np.arange(n), h))  # by hash, then row
-    start = np.searchsorted(h[order], h[order], side="left")
-    same = np.ones(n, dtype=bool)
-    for c in range(0, n, 8192):
-        part = order[c : c + 8192]
-        same[c : c + 8192] = (words[part] == words[order[start[c : c + 8192]]]).all(axis=1)
-    count = np.cumsum(same)
-    rank = np.zeros(n, dtype=np.int64)
-    rank[order] = np.where(same, count - count[start], 0)
-    return rank
 
 
 def _mixed_tile(sides: _Sides, rows: tuple[int, int]) -> tuple:
@@ -530,7 +303,7 @@ def _mixed_tile(sides: _Sides, rows: tuple[int, int]) -> tuple:
         for j in range(idx.shape[1]):  # exact distances of the candidates, in float64
             dist[:, j] = _mixed_keys(q, ref, q_rows, idx[:, j])
         dist[~ok] = np.inf
-        best = _merge(best, dist, np.where(ok, idx, -1), sides.k)
+        best = ex.merge(best, dist, np.where(ok, idx, -1), sides.k)
     assert best is not None
 
     def recheck(local: np.ndarray, t0: int, t1: int) -> tuple[np.ndarray, ...]:
@@ -538,11 +311,11 @@ def _mixed_tile(sides: _Sides, rows: tuple[int, int]) -> tuple:
         again = scratch("block", (e - s, t1 - t0))
         mixed_block(q, ref, s, e, plan, again, scratch("tmp", (e - s, t1 - t0)), refs=(t0, t1))
         limit = best[0][local, -1] + sides.mixed_bound
-        a, c = np.nonzero(again[local] <= _below(limit)[:, None])
-        a, j = _useful(sides, s + local, a, t0 + c)
-        return a, j, _chunked(lambda x: _mixed_keys(q, ref, s + local[a[x]], j[x]), a.size)
+        a, c = np.nonzero(again[local] <= ex.below(limit)[:, None])
+        a, j = ex.useful(sides.dup_rank, sides.k, sides.exclude_self, s + local, a, t0 + c)
+        return a, j, ex.chunked(lambda x: _mixed_keys(q, ref, s + local[a[x]], j[x]), a.size)
 
-    return _settle(best, floor, tiles, recheck, squared=False)
+    return ex.settle(best, floor, tiles, recheck, squared=False)
 
 
 def _run(fn, sides: _Sides, n_query: int, n_ref: int, executor: Executor | None, t0: float) -> Neighbors:
@@ -600,9 +373,9 @@ def knn_euclidean(
         sparse=sparse,
         ref_norm=float(np.sqrt(norm_max)),
         ref_norm2=norm2,
-        ref_gamma=float(_gamma(ref_nnz)),
+        ref_gamma=float(ex.gamma(ref_nnz)),
         ref_nnz=ref_nnz,
-        dup_rank=_dup_rank(ref),
+        dup_rank=ex.dup_rank(ref),
         ref_at=ref_at,
         farthest=farthest,
     )
@@ -630,7 +403,9 @@ def knn_mixed(
         both = np.vstack([query.num, ref.num]).astype(np.float64)
         span = float((both.max(axis=0) - both.min(axis=0)).sum())
     terms = 2.0 * query.cat_weight * n_cat + span
-    bound = SCORE_SLACK * (float(_gamma(n_cat + p + 2)) * terms + (n_cat + p + 2) * TINY32) + 1e-12 * terms
+    bound = (
+        SCORE_SLACK * (float(ex.gamma(n_cat + p + 2)) * terms + (n_cat + p + 2) * ex.TINY32) + 1e-12 * terms
+    )
     rows = np.hstack([ref.num.view(np.int32), ref.cat]) if ref.num.size else ref.cat  # bit patterns
     sides = _Sides(
         query,
@@ -640,7 +415,7 @@ def knn_mixed(
         ref_tile,
         plan=mixed_plan(query, ref),
         mixed_bound=bound,
-        dup_rank=_dup_rank(rows),
+        dup_rank=ex.dup_rank(rows),
     )
     return _run(_mixed_tile, sides, query.n, ref.n, executor, t0)
 

@@ -7,6 +7,7 @@ import pytest
 from scipy.spatial.distance import cdist
 
 from dagster_privacy import neighbors as nb
+from dagster_privacy.exact import dup_rank
 from dagster_privacy.neighbors import MixedRows, knn_euclidean, knn_mixed
 from dagster_privacy.sparse_dims import SparseDims
 from dagster_privacy.topk import NO_SELF, empty_top, largest_update, smallest_update
@@ -405,4 +406,4 @@ def test_a_collapsed_reference_is_settled_on_the_first_identical_rows() -> None:
         nn = knn_euclidean(query, r, 5, exclude_self=same, ref_tile=512)
         want = np.array([[j for j in range(7) if not (same and j == i)][:5] for i in range(query.shape[0])])
         np.testing.assert_array_equal(nn.idx, want)
-    assert nb._dup_rank(np.array([[1, 2], [3, 4], [1, 2], [1, 2]], np.int32)).tolist() == [0, 0, 1, 2]
+    assert dup_rank(np.array([[1, 2], [3, 4], [1, 2], [1, 2]], np.int32)).tolist() == [0, 0, 1, 2]
