@@ -79,12 +79,27 @@ def below(threshold: np.ndarray) -> np.ndarray:
     return np.where(t32 > threshold, np.nextafter(t32, np.float32(-np.inf)), t32)
 
 
+#: candidates per re-ranked row above which a re-rank looks for identical references (a tile of many
+#: copies: a collapsed synthetic table); below it, the few exact distances cost less than the search
+MANY = 64
+
+
 def useful(
-    dup_rank: np.ndarray, k: int, exclude_self: bool, query_rows: np.ndarray, a: np.ndarray, j: np.ndarray
+    tile_rows: Callable[[], np.ndarray],
+    t0: int,
+    k: int,
+    exclude_self: bool,
+    query_rows: np.ndarray,
+    a: np.ndarray,
+    j: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Candidates (a: position in query_rows, j: reference) of a re-rank, without a self-query's row
-    meeting itself and without a reference that k identical rows of lower index precede."""
-    keep = dup_rank[j] < k + (1 if exclude_self else 0)
+    """Candidates (a: position in query_rows, j: reference) of a re-rank of the tile starting at t0,
+    without a self-query's row meeting itself. When they are many, without a reference that k (k + 1 in
+    a self-query) identical rows of lower index in the same tile precede: they tie with it and win on
+    index, so it is never among the k nearest. ``tile_rows()``: the tile's rows, as compared."""
+    keep = np.ones(a.size, dtype=bool)
+    if a.size > MANY * max(1, query_rows.size):
+        keep = dup_rank(tile_rows())[j - t0] < k + (1 if exclude_self else 0)
     if exclude_self:
         keep &= query_rows[a] != j
     return a[keep], j[keep]

@@ -65,13 +65,14 @@ BLOCK_COLS = 512
 #: §3.1), Σ|terms| ≤ 2‖q‖·max‖r‖ + max‖r‖², and the float32 ‖r‖² is itself within γ of the exact. The
 #: bound (times this margin) decides which references a row could still have among its k nearest
 SCORE_SLACK = 2.0
-#: candidates kept per row and reference tile: k + PAD, at least CANDIDATES. A tile is settled when its
-#: last candidate's float32 score is, by more than the rounding bound, above the k-th exact distance
-#: kept; otherwise that row is re-ranked against the whole tile (_settle). Measured at 64k Adult-shaped
-#: rows (k = 1 in the entropy-weighted space, the worst conditioned): (row, tile) pairs re-ranked
-#: 29,611 with 3 candidates, 14,539 with 5, 5,443 with 9, 1,147 with 17; none in the one-hot space
-PAD = 4
-CANDIDATES = 16
+#: candidates kept per row and reference tile: k + PAD. A tile is settled when its last candidate's
+#: float32 score is, by more than the rounding bound, above the k-th exact distance kept; otherwise that
+#: row is re-ranked against the whole tile (exact.settle). Measured at 64k Adult-shaped rows, k = 1 in
+#: the entropy-weighted space (the worst conditioned): (row, tile) pairs re-ranked 29,611 with 3
+#: candidates, 14,539 with 5, 1,334 with 16, none in the one-hot space; the ten queries took 24.8–25.5 s
+#: with PAD 2, 24.9–25.6 s with 4, 25.6 s with at least 16: more candidates cost the selection kernel
+#: what they save in re-ranks
+PAD = 2
 
 
 @dataclass(frozen=True)
@@ -170,9 +171,6 @@ class _Sides:
     ref_norm2: float = 0.0  # euclidean: the largest float32 ‖r‖², as the product adds it
     ref_gamma: float = 0.0  # euclidean: γ of the float32 ‖r‖² (its most nonzero terms)
     ref_nnz: int = 0  # euclidean: the most nonzero terms of a reference row
-    #: per reference row: how many identical rows come before it. One with k (+1 in a self-query) before
-    #: it is never among the k nearest (they tie with it and win on index): a re-rank skips it
-    dup_rank: np.ndarray | None = None
     #: mixed: a float32 distance is within this of the exact one (γ of its terms times their largest sum)
     mixed_bound: float = 0.0
     ref_at: np.ndarray | None = None  # euclidean: SparseDims.positions of every block's first row, then n
@@ -211,7 +209,7 @@ def _candidates(values: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.nd
 
 def _kept(k: int) -> int:
     """Float32 candidates kept per row and reference tile."""
-    return max(k + PAD, CANDIDATES)
+    return k + PAD
 
 
 def _mixed_keys(q: MixedRows, ref: MixedRows, q_rows: np.ndarray, ref_rows: np.ndarray) -> np.ndarray:
@@ -275,7 +273,7 @@ def _euclidean_tile(sides: _Sides, rows: tuple[int, int]) -> tuple:
         score = np.matmul(q[local], ref[t0:t1].T) * np.float32(-2.0)
         score += norms[(t0, t1)][: t1 - t0]
         a, c = np.nonzero(score <= ex.below(best[0][local, -1] ** 2 - lower[local])[:, None])
-        a, j = ex.useful(sides.dup_rank, sides.k, sides.exclude_self, s + local, a, t0 + c)
+        a, j = ex.useful(lambda: ref[t0:t1], t0, sides.k, sides.exclude_self, s + local, a, t0 + c)
         return a, j, ex.chunked(lambda x: ex.euclidean_keys(q64[local[a[x]]], ref, j[x]), a.size)
 
     dist, idx, count = ex.settle(best, floor, tiles, recheck, squared=True)
@@ -312,10 +310,15 @@ def _mixed_tile(sides: _Sides, rows: tuple[int, int]) -> tuple:
         mixed_block(q, ref, s, e, plan, again, scratch("tmp", (e - s, t1 - t0)), refs=(t0, t1))
         limit = best[0][local, -1] + sides.mixed_bound
         a, c = np.nonzero(again[local] <= ex.below(limit)[:, None])
-        a, j = ex.useful(sides.dup_rank, sides.k, sides.exclude_self, s + local, a, t0 + c)
+        a, j = ex.useful(lambda: _bits(ref, t0, t1), t0, sides.k, sides.exclude_self, s + local, a, t0 + c)
         return a, j, ex.chunked(lambda x: _mixed_keys(q, ref, s + local[a[x]], j[x]), a.size)
 
     return ex.settle(best, floor, tiles, recheck, squared=False)
+
+
+def _bits(rows: MixedRows, t0: int, t1: int) -> np.ndarray:
+    """Rows t0:t1 of a mixed space as compared for identity: the numbers' bits and the codes."""
+    return np.hstack([rows.num[t0:t1].view(np.int32), rows.cat[t0:t1]])
 
 
 def _run(fn, sides: _Sides, n_query: int, n_ref: int, executor: Executor | None, t0: float) -> Neighbors:
@@ -375,7 +378,6 @@ def knn_euclidean(
         ref_norm2=norm2,
         ref_gamma=float(ex.gamma(ref_nnz)),
         ref_nnz=ref_nnz,
-        dup_rank=ex.dup_rank(ref),
         ref_at=ref_at,
         farthest=farthest,
     )
@@ -406,7 +408,6 @@ def knn_mixed(
     bound = (
         SCORE_SLACK * (float(ex.gamma(n_cat + p + 2)) * terms + (n_cat + p + 2) * ex.TINY32) + 1e-12 * terms
     )
-    rows = np.hstack([ref.num.view(np.int32), ref.cat]) if ref.num.size else ref.cat  # bit patterns
     sides = _Sides(
         query,
         ref,
@@ -415,7 +416,6 @@ def knn_mixed(
         ref_tile,
         plan=mixed_plan(query, ref),
         mixed_bound=bound,
-        dup_rank=ex.dup_rank(rows),
     )
     return _run(_mixed_tile, sides, query.n, ref.n, executor, t0)
 
