@@ -19,6 +19,7 @@ import polars as pl
 from . import tables as tb
 from .executors import IN_PROCESS, Executor
 from .neighbors import MixedRows, Neighbors, knn_euclidean, knn_mixed
+from .pairs import knn_pair, knn_self
 from .spaces import Encoder, Projection, joint_codes
 
 Space = Literal["euclidean", "projected", "hamming", "gower"]
@@ -217,9 +218,14 @@ class EvaluationContext:
         r = q if same else self.encoded(space, reference, cols)
         if self._on_query:
             self._on_query(f"{space} {query}→{reference}")
+        mirror = (space, cols, reference, query)
         if isinstance(q, MixedRows):
             assert isinstance(r, MixedRows)
             nn = knn_mixed(q, r, want, exclude_self=same, executor=self.executor)
+        elif same:  # each pair once (pairs.py)
+            nn = knn_self(q, want, executor=self.executor)  # type: ignore[arg-type]
+        elif mirror in self._plan and mirror not in self._nn:  # both directions from one product
+            return self._paired(key, mirror, q, r, want)[0].first(k)  # type: ignore[arg-type]
         else:
             nn = knn_euclidean(
                 q,  # type: ignore[arg-type]
@@ -229,12 +235,32 @@ class EvaluationContext:
                 executor=self.executor,
                 farthest=key in FARTHEST,
             )
+        return self._keep(key, nn).first(k)
+
+    def _paired(self, key: tuple, mirror: tuple, q: np.ndarray, r: np.ndarray, want: int) -> list[Neighbors]:
+        """A query and its mirror (synthetic→real with real→synthetic) read off the same blocks; the
+        side of a FARTHEST query goes first (its farthest is read along the rows)."""
+        k_mirror = self._plan[mirror]
+        if self._on_query:
+            self._on_query(f"{mirror[0]} {mirror[2]}→{mirror[3]}")
+        if mirror in FARTHEST:
+            back, fore = knn_pair(r, q, k_mirror, want, executor=self.executor, farthest=True)
+        else:
+            fore, back = knn_pair(q, r, want, k_mirror, executor=self.executor, farthest=key in FARTHEST)
+        seconds = max(fore.seconds, back.seconds)  # the pair's time, booked on the query asked for
+        fore = Neighbors(fore.dist, fore.idx, seconds, fore.farthest, fore.rechecked)
+        back = Neighbors(back.dist, back.idx, 0.0, back.farthest, back.rechecked)
+        return [self._keep(key, fore), self._keep(mirror, back)]
+
+    def _keep(self, key: tuple, nn: Neighbors) -> Neighbors:
+        """Pin exact copies, cache, and book the query's time."""
+        space, cols, query, reference = key
         if cols is None:
             nn = self._pin_copies(nn, query, reference)
         self._nn[key] = nn
         label = f"{space}{'' if cols is None else '[' + ','.join(cols) + ']'} {query}→{reference} k={nn.k}"
         self.query_seconds[label] = nn.seconds
-        return nn.first(k)
+        return nn
 
     def _pin_copies(self, nn: Neighbors, query: str, reference: str) -> Neighbors:
         """An identical row (decided on hashes) is the nearest neighbour at distance exactly 0.

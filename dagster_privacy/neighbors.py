@@ -220,6 +220,21 @@ def _mixed_keys(q: MixedRows, ref: MixedRows, q_rows: np.ndarray, ref_rows: np.n
     return d
 
 
+def score_bound(q: np.ndarray, qn: np.ndarray, r_max: float, norm2: float, other_nnz: int, extra: int = 0):
+    """Per query row, how far below its float32 score + ‖q‖² its exact d² can be (with SCORE_SLACK and
+    float64's own roundings): every score of q against a reference of norm ≤ r_max. ``extra``: more
+    roundings of a score read along a block's columns (pairs.py: − ‖q‖², which the score holds, then
+    + ‖r‖²), each within u · (2‖q‖·r_max + ‖q‖² + r_max²)."""
+    terms = 2.0 * np.sqrt(qn) * r_max + norm2 + (qn if extra else 0.0)
+    nnz = np.count_nonzero(q, axis=1)
+    bound = SCORE_SLACK * (
+        ex.gamma(nnz + 1 + extra) * terms
+        + ex.gamma(other_nnz) * r_max**2
+        + (nnz + other_nnz + 3 + extra) * ex.TINY32
+    )
+    return bound + 1e-12 * (qn + r_max**2)
+
+
 def _euclidean_tile(sides: _Sides, rows: tuple[int, int]) -> tuple:
     s, e = rows
     q = sides.query[s:e]  # type: ignore[index]
@@ -228,33 +243,55 @@ def _euclidean_tile(sides: _Sides, rows: tuple[int, int]) -> tuple:
     q1 = np.empty((e - s, sparse.dense.size + 1), dtype=np.float32)
     q1[:, :-1] = q[:, sparse.dense]
     q1[:, -1] = 1.0
-    q64 = q.astype(np.float64)
-    qn = np.einsum("ij,ij->i", q64, q64)
-    # exact d² ≥ float32 score + ‖q‖² − the score's rounding bound (SCORE_SLACK), less float64's own
-    r_max = sides.ref_norm
-    terms = 2.0 * np.sqrt(qn) * r_max + sides.ref_norm2
-    nnz = np.count_nonzero(q, axis=1)
-    bound = SCORE_SLACK * (
-        ex.gamma(nnz + 1) * terms + sides.ref_gamma * r_max**2 + (nnz + sides.ref_nnz + 3) * ex.TINY32
-    )
-    lower = qn - bound - 1e-12 * (qn + r_max**2)
-    best = None
     far = np.full(e - s, -np.inf, dtype=np.float32), np.zeros(e - s, dtype=np.int64)
     qa, qb = sparse.positions("query", np.array([s, e]))
-    ref_at = iter(sides.ref_at)  # per block, where its first reference row falls in the sparse dimensions
-    ra = next(ref_at)
     tiles = reference_tiles(ref.shape[0], sides.ref_tile)
-    floor = np.empty((e - s, len(tiles)))
-    for t, ((t0, t1), scaled) in enumerate(zip(tiles, sides.ref_scaled, strict=True)):
-        top = empty_top(e - s, _kept(sides.k))
-        for c0, c1 in _blocks(t0, t1):
-            block = np.matmul(q1, scaled[:, c0 - t0 : c1 - t0], out=scratch("block", (e - s, c1 - c0)))
-            rb = next(ref_at)
-            sparse.add_between(block, s, c0, qa, qb, ra, rb)
-            ra = rb
-            smallest_update(block, c0, sides.self_first(s), ref.shape[0], *top)
-            if sides.farthest:
-                largest_update(block, c0, ref.shape[0], *far)
+
+    def tops():  # per reference tile, its float32 candidates, computed as the ranking asks for them
+        ref_at = iter(sides.ref_at)  # per block, where its first reference row falls in the sparse dims
+        ra = next(ref_at)
+        for (t0, t1), scaled in zip(tiles, sides.ref_scaled, strict=True):
+            top = empty_top(e - s, _kept(sides.k))
+            for c0, c1 in _blocks(t0, t1):
+                block = np.matmul(q1, scaled[:, c0 - t0 : c1 - t0], out=scratch("block", (e - s, c1 - c0)))
+                rb = next(ref_at)
+                sparse.add_between(block, s, c0, qa, qb, ra, rb)
+                ra = rb
+                smallest_update(block, c0, sides.self_first(s), ref.shape[0], *top)
+                if sides.farthest:
+                    largest_update(block, c0, ref.shape[0], *far)
+            yield top
+
+    q64 = q.astype(np.float64)
+    qn = np.einsum("ij,ij->i", q64, q64)
+    lower = qn - score_bound(q, qn, sides.ref_norm, sides.ref_norm2, sides.ref_nnz)
+    norms = [t[-1] for t in sides.ref_scaled]
+    dist, idx, count = rank_tiles(q, s, ref, tiles, norms, tops(), lower, sides.k, sides.exclude_self)
+    if sides.farthest:  # squared distance = score + ‖q‖²
+        return dist, idx, count, far[0] + np.einsum("ij,ij->i", q, q, dtype=np.float32), far[1]
+    return dist, idx, count
+
+
+def rank_tiles(
+    q: np.ndarray,
+    s: int,
+    ref: np.ndarray,
+    tiles: list[tuple[int, int]],
+    norms: list[np.ndarray],
+    tops,  # noqa: ANN001
+    lower: np.ndarray,
+    k: int,
+    exclude_self: bool,
+) -> tuple[np.ndarray, np.ndarray, int]:
+    """The exact k nearest of query rows s… (``q``) among ``ref``, from each reference tile's float32
+    candidates (``tops``: per tile, (scores, rows) ascending, every reference left out scoring at
+    least the last): exact distances, except those the bound (``lower``: exact d² ≥ score + lower)
+    proves farther than the k-th kept; then the tiles the candidates cannot settle (exact.settle).
+    ``norms``: per tile, the float32 ‖r‖² its scores added."""
+    q64 = q.astype(np.float64)
+    best = None
+    floor = np.empty((q.shape[0], len(tiles)))
+    for t, top in enumerate(tops):
         floor[:, t] = top[0][:, -1] + lower  # the references left out of this tile: at least this far
         idx, ok = _candidates(*top)
         if best is not None:  # surely farther than the k-th kept: it could not be kept, no exact distance
@@ -262,24 +299,20 @@ def _euclidean_tile(sides: _Sides, rows: tuple[int, int]) -> tuple:
         rows_ok, cols_ok = np.nonzero(ok)
         dist = np.full(idx.shape, np.inf)  # an empty slot or a skipped candidate: never a neighbour
         dist[rows_ok, cols_ok] = ex.euclidean_keys(q64[rows_ok], ref, idx[rows_ok, cols_ok])
-        best = ex.merge(best, dist, np.where(ok, idx, -1), sides.k)
+        best = ex.merge(best, dist, np.where(ok, idx, -1), k)
     assert best is not None
-
-    norms = dict(zip(tiles, (t[-1] for t in sides.ref_scaled), strict=True))
+    at = {tile: t for t, tile in enumerate(tiles)}
 
     def recheck(local: np.ndarray, t0: int, t1: int) -> tuple[np.ndarray, ...]:
         # one float32 product over all dimensions, its scores under the same bound: every reference that
         # could be among the k nearest is a candidate, re-ranked exactly
         score = np.matmul(q[local], ref[t0:t1].T) * np.float32(-2.0)
-        score += norms[(t0, t1)][: t1 - t0]
+        score += norms[at[(t0, t1)]][: t1 - t0]
         a, c = np.nonzero(score <= ex.below(best[0][local, -1] ** 2 - lower[local])[:, None])
-        a, j = ex.useful(lambda: ref[t0:t1], t0, sides.k, sides.exclude_self, s + local, a, t0 + c)
+        a, j = ex.useful(lambda: ref[t0:t1], t0, k, exclude_self, s + local, a, t0 + c)
         return a, j, ex.chunked(lambda x: ex.euclidean_keys(q64[local[a[x]]], ref, j[x]), a.size)
 
-    dist, idx, count = ex.settle(best, floor, tiles, recheck, squared=True)
-    if sides.farthest:  # squared distance = score + ‖q‖²
-        return dist, idx, count, far[0] + np.einsum("ij,ij->i", q, q, dtype=np.float32), far[1]
-    return dist, idx, count
+    return ex.settle(best, floor, tiles, recheck, squared=True)
 
 
 def _mixed_tile(sides: _Sides, rows: tuple[int, int]) -> tuple:

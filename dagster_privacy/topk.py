@@ -107,3 +107,46 @@ def largest_update(
                     best = v
                     values[i] = v
                     rows[i] = r
+
+
+@kernel(fastmath={"nnan", "nsz"})
+def smallest_update_cols(
+    block: np.ndarray,
+    first_row: int,
+    col_norms: np.ndarray,
+    row_norms: np.ndarray,
+    n_cols: int,
+    values: np.ndarray,
+    rows: np.ndarray,
+) -> None:
+    """Fold a block into running top-ks of its *columns*: the same pairs read the other way (each pair
+    computed once, neighbors.py). Block entry (i, p) is the score ‖c_p‖² − 2 r_i·c_p of row
+    ``first_row + i`` for column p; column p's own score for that row is entry − ‖c_p‖² + ‖r_i‖²
+    (``col_norms[p]``, ``row_norms[i]``: float32, as the scores were computed). Columns from ``n_cols`` on
+    are padding, never updated. ``values`` / ``rows``: (block columns, k), ascending by (score, row)."""
+    n_rows, width = block.shape
+    k = values.shape[1]
+    width = min(width, n_cols)
+    thr = np.empty(width, dtype=np.float32)  # each column's k-th score, contiguous for the vector test
+    for p in range(width):
+        thr[p] = values[p, k - 1]
+    for i in range(n_rows):
+        x = block[i]
+        rn = row_norms[i]
+        r = first_row + i
+        runs = width // RUN
+        for c in range(runs + 1):
+            c0 = c * RUN
+            c1 = min(c0 + RUN, width)
+            if c < runs:
+                hit = 0
+                for p in range(RUN):  # vectorised (a fixed count): any column whose k-th this could beat?
+                    hit |= np.int32((x[c0 + p] - col_norms[c0 + p]) + rn <= thr[c0 + p])
+                if hit == 0:
+                    continue
+            for p in range(c0, c1):
+                v = (x[p] - col_norms[p]) + rn
+                if v > thr[p] or (v == thr[p] and r >= rows[p, k - 1]):
+                    continue
+                _insert(values[p], rows[p], v, r)
+                thr[p] = values[p, k - 1]

@@ -30,6 +30,7 @@ def _clip(x: float) -> float:
     risk=Risk.REIDENTIFICATION,
     default={"threshold": 0.9, "severity": "WARN"},
     expect=Expect(copy_min=0.999, indep_max=0.95),
+    queries=(("projected", "real", "synthetic", 1),),  # declared: paired with nndr's mirror (pairs.py)
 )  # 1/(1+DCR) cannot reach 0 (docs/metrics.md)
 def dcr(ctx: EvaluationContext) -> Measurement:
     """Distance to Closest Record: mean distance from each real row to its nearest synthetic row in Φ^k.
@@ -90,6 +91,7 @@ def mdcr(ctx: EvaluationContext) -> Measurement:
     risk=Risk.REIDENTIFICATION,
     default={"threshold": 0.9, "severity": "WARN"},
     expect=Expect(copy_min=0.999, indep_max=0.95),
+    queries=(("projected", "synthetic", "real", 2),),  # declared: paired with dcr's mirror (pairs.py)
 )  # an independent row scores d1/d2 ≈ 0.6–0.9
 def nndr(ctx: EvaluationContext) -> Measurement:
     """Nearest Neighbour Distance Ratio: per synthetic row, 1 for an exact copy, else d1/d2 in Φ^k.

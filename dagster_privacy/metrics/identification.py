@@ -10,6 +10,7 @@ import numpy as np
 from ..context import EvaluationContext
 from ..errors import NotApplicable
 from ..neighbors import knn_euclidean
+from ..pairs import knn_self
 from ..registry import Expect, metric
 from ..results import Measurement, Risk
 from .distance import _clip
@@ -75,7 +76,7 @@ def identifiability(ctx: EvaluationContext) -> Measurement:
 
     rr = ctx.shared(
         "entropy-weighted real→real k=1",
-        lambda: knn_euclidean(space("real"), space("real"), 1, exclude_self=True, executor=ctx.executor),
+        lambda: knn_self(space("real"), 1, executor=ctx.executor),
     )
     rs = ctx.shared(
         "entropy-weighted real→synthetic k=1",

@@ -1,0 +1,266 @@
+"""k-NN queries that compute each pair once: a self-query (real→real) and a query with its mirror
+(real→synthetic with synthetic→real) read both directions off one float32 block.
+
+    knn_self(x, k) / knn_pair(x, y, kx, ky)
+        │  cells: an x tile × a y tile (REF_TILE rows each; a self-query only the tiles a ≤ b), one task
+        │  each. Per 512 × 512 block: the product [x, 1]·[−2y; ‖y‖²] and the rare dimensions (as
+        │  neighbors.py), then topk.smallest_update along its rows (x's candidates in this y tile) and
+        │  topk.smallest_update_cols along its columns (y's candidates in this x tile: the same pair's
+        │  score, less ‖y‖², plus ‖x‖²). A self-query's diagonal block is read along its rows only.
+        ▼
+        every row's float32 candidates per tile of the other side → neighbors.rank_tiles (exact distances,
+        the rounding bound, exact.settle), one task per 512 query rows ─▶ Neighbors
+
+The neighbours are the exact k nearest by (float64 distance, index), the same as neighbors.knn_euclidean's
+(tests/test_pairs.py): a score read along the columns is another rounding of the same sum, within the
+bound ``score_bound(..., extra=3)`` allows for. The candidates wait between the two steps: (rows × tiles ×
+(k + PAD)) per side, so a query whose candidates would pass CANDIDATE_BYTES runs unpaired.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import neighbors as nb
+from .executors import IN_PROCESS, Executor
+from .neighbors import (
+    Neighbors,
+    _blocks,
+    _check_finite,
+    _check_k,
+    _finish,
+    _padded,
+    knn_euclidean,
+    query_tiles,
+    rank_tiles,
+    reference_tiles,
+    score_bound,
+    scratch,
+)
+from .sparse_dims import SparseDims
+from .topk import NO_SELF, empty_top, largest_update, smallest_update, smallest_update_cols
+
+#: the waiting candidates of a paired query (both sides): above this, the two directions run unpaired
+CANDIDATE_BYTES = 384 * 2**20
+#: query rows per block (and per task of the second step)
+ROWS = 512
+#: more roundings of a score read along the columns: − ‖y‖², + ‖x‖² (and a margin of one)
+EXTRA = 3
+
+
+@dataclass(frozen=True)
+class _Job:
+    x: np.ndarray
+    y: np.ndarray
+    kept_x: int  # candidates per row and tile: k + PAD
+    kept_y: int
+    same: bool
+    tile: int
+    y_scaled: tuple[np.ndarray, ...]  # per y tile: [−2·y_denseᵀ; ‖y‖²] (float32, padded)
+    x_norms: np.ndarray  # float32 ‖x‖², as the product would add them
+    y_norms: np.ndarray
+    sparse: SparseDims
+    y_at: dict[int, np.ndarray]  # per block start of y: where it falls in the sparse dimensions
+    farthest: bool
+
+
+def _cell(job: _Job, cell: tuple[int, int]) -> tuple:
+    """x tile a × y tile b: x's candidates in tile b (and the farthest), y's candidates in tile a."""
+    a, b = cell
+    xt = reference_tiles(job.x.shape[0], job.tile)[a]
+    yt = reference_tiles(job.y.shape[0], job.tile)[b]
+    diagonal = job.same and a == b
+    top_x = empty_top(xt[1] - xt[0], job.kept_x)
+    top_y = top_x if diagonal else empty_top(yt[1] - yt[0], job.kept_y)
+    far = np.full(xt[1] - xt[0], -np.inf, np.float32), np.zeros(xt[1] - xt[0], np.int64)
+    scaled, sparse, n_y = job.y_scaled[b], job.sparse, job.y.shape[0]
+    blocks = _blocks(*yt)
+    # a self-query's rows in blocks aligned with its columns (the diagonal); a pair's as knn_euclidean's
+    # query tiles, so that x's scores, and its farthest, are rounded as that query rounds them
+    step = ROWS if job.same else query_tiles(job.x.shape[0], job.y.shape[0], ref_tile=job.tile)[0][1]
+    cuts = [xt[0], *range((xt[0] // step + 1) * step, xt[1], step), xt[1]]
+    for s, e in zip(cuts[:-1], cuts[1:], strict=True):
+        q1 = np.empty((e - s, sparse.dense.size + 1), dtype=np.float32)
+        q1[:, :-1] = job.x[s:e][:, sparse.dense]
+        q1[:, -1] = 1.0
+        qa, qb = sparse.positions("query", np.array([s, e]))
+        rx = slice(s - xt[0], e - xt[0])
+        for c0, c1 in blocks:
+            if diagonal and c0 < s:  # read along the columns of the block (c0, s) already
+                continue
+            block = np.matmul(q1, scaled[:, c0 - yt[0] : c1 - yt[0]], out=scratch("block", (e - s, c1 - c0)))
+            sparse.add_between(block, s, c0, qa, qb, job.y_at[c0], job.y_at[c1])
+            self_first = s if job.same else NO_SELF
+            smallest_update(block, c0, self_first, n_y, top_x[0][rx], top_x[1][rx])
+            if job.farthest:
+                largest_update(block, c0, n_y, far[0][rx], far[1][rx])
+            if not (diagonal and c0 == s):
+                ry = slice(c0 - yt[0], min(c1, yt[1]) - yt[0])
+                smallest_update_cols(
+                    block,
+                    s,
+                    job.y_norms[c0:c1],
+                    job.x_norms[s:e],
+                    min(c1, n_y) - c0,
+                    top_y[0][ry],
+                    top_y[1][ry],
+                )
+    return top_x, top_y, far
+
+
+@dataclass(frozen=True)
+class _Rank:
+    q: np.ndarray
+    ref: np.ndarray
+    k: int
+    exclude_self: bool
+    tile: int
+    tops: tuple[np.ndarray, np.ndarray]  # (rows, ref tiles, k + PAD): float32 scores and reference rows
+    norms: list[np.ndarray]  # per reference tile, the float32 ‖r‖²
+    r_max: float
+    norm2: float
+    nnz: int
+
+
+def _rank(job: _Rank, rows: tuple[int, int]) -> tuple[np.ndarray, np.ndarray, int]:
+    s, e = rows
+    q = job.q[s:e]
+    qn = np.einsum("ij,ij->i", q, q, dtype=np.float64)
+    lower = qn - score_bound(q, qn, job.r_max, job.norm2, job.nnz, EXTRA)
+    tiles = reference_tiles(job.ref.shape[0], job.tile)
+    tops = ((job.tops[0][s:e, t], job.tops[1][s:e, t]) for t in range(len(tiles)))
+    return rank_tiles(q, s, job.ref, tiles, job.norms, tops, lower, job.k, job.exclude_self)
+
+
+def knn_self(
+    x: np.ndarray, k: int, *, executor: Executor | None = None, ref_tile: int | None = None
+) -> Neighbors:
+    """The exact k nearest other rows of every row (as knn_euclidean(x, x, k, exclude_self=True)), each
+    pair's score computed once."""
+    return _paired(x, x, k, k, same=True, executor=executor, ref_tile=ref_tile)[0]
+
+
+def knn_pair(
+    x: np.ndarray,
+    y: np.ndarray,
+    kx: int,
+    ky: int,
+    *,
+    executor: Executor | None = None,
+    ref_tile: int | None = None,
+    farthest: bool = False,
+) -> tuple[Neighbors, Neighbors]:
+    """The exact kx nearest y rows of every x row and the ky nearest x rows of every y row (as two
+    knn_euclidean queries; ``farthest``: x's farthest y row, Neighbors.farthest), each pair's score
+    computed once."""
+    return _paired(x, y, kx, ky, same=False, executor=executor, ref_tile=ref_tile, farthest=farthest)
+
+
+def _paired(
+    x: np.ndarray,
+    y: np.ndarray,
+    kx: int,
+    ky: int,
+    *,
+    same: bool,
+    executor: Executor | None,
+    ref_tile: int | None,
+    farthest: bool = False,
+) -> tuple[Neighbors, Neighbors]:
+    t0 = time.perf_counter()
+    tile = _padded(ref_tile or nb.REF_TILE)
+    kx = _check_k(kx, y.shape[0] - (1 if same else 0))
+    ky = _check_k(ky, x.shape[0] - (1 if same else 0))
+    n_tx, n_ty = len(reference_tiles(x.shape[0], tile)), len(reference_tiles(y.shape[0], tile))
+    waiting = 12 * (x.shape[0] * n_ty * (kx + nb.PAD) + (0 if same else y.shape[0] * n_tx * (ky + nb.PAD)))
+    if waiting > CANDIDATE_BYTES or (tile % ROWS and tile > ROWS):  # unpaired: each pair twice
+        one = knn_euclidean(
+            x, y, kx, exclude_self=same, executor=executor, ref_tile=ref_tile, farthest=farthest
+        )
+        if same:
+            return one, one
+        return one, knn_euclidean(y, x, ky, executor=executor, ref_tile=ref_tile)
+    _check_finite(x, y)
+    sparse = SparseDims.split(x, y)
+    x_norms = np.einsum("ij,ij->i", x, x, dtype=np.float32)
+    y_norms = np.einsum("ij,ij->i", y, y, dtype=np.float32)
+    n64 = [np.einsum("ij,ij->i", a, a, dtype=np.float64).max(initial=0.0) for a in (x, y)]
+    r_max = float(np.sqrt(max(n64)))
+    if (2 * r_max) ** 2 > 1e37:  # a float32 ‖r‖² or score would overflow to inf
+        from .errors import MetricError
+
+        raise MetricError("a row is too large for the float32 product (squared norm above 1e37)")
+    dense = y if sparse.dense.size == y.shape[1] else y[:, sparse.dense]
+    y_scaled = []
+    for a, b in reference_tiles(y.shape[0], tile):
+        scaled = np.zeros((sparse.dense.size + 1, _padded(b - a)), dtype=np.float32)
+        np.multiply(dense[a:b].T, np.float32(-2.0), out=scaled[:-1, : b - a])
+        scaled[-1, : b - a] = y_norms[a:b]
+        y_scaled.append(scaled)
+    y_norms = np.concatenate([y_norms, np.zeros(_padded(y.shape[0]) - y.shape[0] + 1, np.float32)])
+    starts = sorted(
+        {c for a, b in reference_tiles(y.shape[0], tile) for c0, c1 in _blocks(a, b) for c in (c0, c1)}
+    )
+    pos = sparse.positions("ref", np.minimum(np.array(starts, dtype=np.int64), y.shape[0]))
+    y_at = {c: pos[i] for i, c in enumerate(starts)}
+    job = _Job(
+        x, y, kx + nb.PAD, ky + nb.PAD, same, tile, tuple(y_scaled), x_norms, y_norms, sparse, y_at, farthest
+    )
+    cells = [(a, b) for a in range(n_tx) for b in range(n_ty) if not same or a <= b]
+    parts = dict(zip(cells, (executor or IN_PROCESS).map(_cell, job, cells), strict=True))
+    # every row's candidates per tile of the other side
+    tops_x = _gather(x.shape[0], n_ty, kx + nb.PAD, tile, [((a, b), parts[(a, b)][0]) for a, b in cells])
+    if same:
+        for a, b in cells:
+            if a != b:
+                tops_x[0][_rows(b, tile, x.shape[0]), a], tops_x[1][_rows(b, tile, x.shape[0]), a] = parts[
+                    (a, b)
+                ][1]
+    norm2 = float(max(x_norms.max(initial=0.0), y_norms.max(initial=0.0)))
+    nnz = int(max(np.count_nonzero(x, axis=1).max(initial=0), np.count_nonzero(y, axis=1).max(initial=0)))
+    y_norm_tiles = [y_norms[a:b] for a, b in reference_tiles(y.shape[0], tile)]
+    x_norm_tiles = [x_norms[a:b] for a, b in reference_tiles(x.shape[0], tile)]
+    far = None
+    if farthest:
+        far = _farthest(x, n_ty, tile, cells, parts, x_norms)
+    nx = _ranked(_Rank(x, y, kx, same, tile, tops_x, y_norm_tiles, r_max, norm2, nnz), executor, t0, far)
+    if same:
+        return nx, nx
+    tops_y = _gather(y.shape[0], n_tx, ky + nb.PAD, tile, [((b, a), parts[(a, b)][1]) for a, b in cells])
+    ny = _ranked(_Rank(y, x, ky, False, tile, tops_y, x_norm_tiles, r_max, norm2, nnz), executor, t0, None)
+    return nx, ny
+
+
+def _rows(t: int, tile: int, n: int) -> slice:
+    return slice(t * tile, min((t + 1) * tile, n))
+
+
+def _gather(n: int, tiles: int, kept: int, tile: int, parts: list) -> tuple[np.ndarray, np.ndarray]:
+    """(rows, tiles of the other side, kept) candidates from the cells: part ((row tile, other tile), top)."""
+    vals = np.full((n, tiles, kept), np.inf, dtype=np.float32)
+    rows = np.zeros((n, tiles, kept), dtype=np.int64)
+    for (a, b), (v, r) in parts:
+        vals[_rows(a, tile, n), b], rows[_rows(a, tile, n), b] = v, r
+    return vals, rows
+
+
+def _farthest(x, n_ty, tile, cells, parts, x_norms):  # noqa: ANN001, ANN202
+    """x's farthest y row over the tiles (ties: the lowest row), as squared float32 distances."""
+    vals = np.full((x.shape[0], n_ty), -np.inf, dtype=np.float32)
+    rows = np.zeros((x.shape[0], n_ty), dtype=np.int64)
+    for a, b in cells:
+        vals[_rows(a, tile, x.shape[0]), b], rows[_rows(a, tile, x.shape[0]), b] = parts[(a, b)][2]
+    t = np.argmax(vals, axis=1)  # the first tile of the largest: its rows are the lowest
+    pick = np.arange(x.shape[0])
+    return vals[pick, t] + x_norms, rows[pick, t]
+
+
+def _ranked(job: _Rank, executor: Executor | None, t0: float, far) -> Neighbors:  # noqa: ANN001
+    chunks = [(s, min(s + ROWS, job.q.shape[0])) for s in range(0, job.q.shape[0], ROWS)]
+    parts = (executor or IN_PROCESS).map(_rank, job, chunks)
+    dist = np.concatenate([p[0] for p in parts]) if parts else np.empty((0, job.k))
+    idx = np.concatenate([p[1] for p in parts]) if parts else np.empty((0, job.k), np.int64)
+    return _finish(dist, idx.astype(np.int64), t0, far, sum(int(p[2]) for p in parts))
