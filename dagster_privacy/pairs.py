@@ -108,7 +108,7 @@ def _cell(job: _Job, cell: tuple[int, int]) -> tuple:
                     top_y[0][ry],
                     top_y[1][ry],
                 )
-    return top_x, top_y, far
+    return _small(top_x), (None if diagonal else _small(top_y)), far
 
 
 @dataclass(frozen=True)
@@ -118,7 +118,7 @@ class _Rank:
     k: int
     exclude_self: bool
     tile: int
-    tops: tuple[np.ndarray, np.ndarray]  # (rows, ref tiles, k + PAD): float32 scores and reference rows
+    tops: tuple[np.ndarray, np.ndarray]  # (rows, ref tiles, k + PAD): float32 scores, int32 reference rows
     norms: list[np.ndarray]  # per reference tile, the float32 ‖r‖²
     r_max: float
     norm2: float
@@ -175,7 +175,7 @@ def _paired(
     kx = _check_k(kx, y.shape[0] - (1 if same else 0))
     ky = _check_k(ky, x.shape[0] - (1 if same else 0))
     n_tx, n_ty = len(reference_tiles(x.shape[0], tile)), len(reference_tiles(y.shape[0], tile))
-    waiting = 12 * (x.shape[0] * n_ty * (kx + nb.PAD) + (0 if same else y.shape[0] * n_tx * (ky + nb.PAD)))
+    waiting = 8 * (x.shape[0] * n_ty * (kx + nb.PAD) + (0 if same else y.shape[0] * n_tx * (ky + nb.PAD)))
     if waiting > CANDIDATE_BYTES or (tile % ROWS and tile > ROWS):  # unpaired: each pair twice
         one = knn_euclidean(
             x, y, kx, exclude_self=same, executor=executor, ref_tile=ref_tile, farthest=farthest
@@ -211,25 +211,22 @@ def _paired(
     )
     cells = [(a, b) for a in range(n_tx) for b in range(n_ty) if not same or a <= b]
     parts = dict(zip(cells, (executor or IN_PROCESS).map(_cell, job, cells), strict=True))
-    # every row's candidates per tile of the other side
-    tops_x = _gather(x.shape[0], n_ty, kx + nb.PAD, tile, [((a, b), parts[(a, b)][0]) for a, b in cells])
-    if same:
-        for a, b in cells:
-            if a != b:
-                tops_x[0][_rows(b, tile, x.shape[0]), a], tops_x[1][_rows(b, tile, x.shape[0]), a] = parts[
-                    (a, b)
-                ][1]
+    far = _farthest(x, n_ty, tile, cells, parts, x_norms) if farthest else None
+    # every row's candidates per tile of the other side, each cell's dropped once copied (memory)
+    tops_x = _empty(x.shape[0], n_ty, kx + nb.PAD)
+    tops_y = tops_x if same else _empty(y.shape[0], n_tx, ky + nb.PAD)
+    for a, b in cells:
+        top_x, top_y, _ = parts.pop((a, b))
+        _put(tops_x, _rows(a, tile, x.shape[0]), b, top_x)
+        if not (same and a == b):  # a diagonal cell's columns were folded into its rows' candidates
+            _put(tops_y, _rows(b, tile, y.shape[0]), a, top_y)
     norm2 = float(max(x_norms.max(initial=0.0), y_norms.max(initial=0.0)))
     nnz = int(max(np.count_nonzero(x, axis=1).max(initial=0), np.count_nonzero(y, axis=1).max(initial=0)))
     y_norm_tiles = [y_norms[a:b] for a, b in reference_tiles(y.shape[0], tile)]
     x_norm_tiles = [x_norms[a:b] for a, b in reference_tiles(x.shape[0], tile)]
-    far = None
-    if farthest:
-        far = _farthest(x, n_ty, tile, cells, parts, x_norms)
     nx = _ranked(_Rank(x, y, kx, same, tile, tops_x, y_norm_tiles, r_max, norm2, nnz), executor, t0, far)
     if same:
         return nx, nx
-    tops_y = _gather(y.shape[0], n_tx, ky + nb.PAD, tile, [((b, a), parts[(a, b)][1]) for a, b in cells])
     ny = _ranked(_Rank(y, x, ky, False, tile, tops_y, x_norm_tiles, r_max, norm2, nnz), executor, t0, None)
     return nx, ny
 
@@ -238,16 +235,27 @@ def _rows(t: int, tile: int, n: int) -> slice:
     return slice(t * tile, min((t + 1) * tile, n))
 
 
-def _gather(n: int, tiles: int, kept: int, tile: int, parts: list) -> tuple[np.ndarray, np.ndarray]:
-    """(rows, tiles of the other side, kept) candidates from the cells: part ((row tile, other tile), top)."""
-    vals = np.full((n, tiles, kept), np.inf, dtype=np.float32)
-    rows = np.zeros((n, tiles, kept), dtype=np.int64)
-    for (a, b), (v, r) in parts:
-        vals[_rows(a, tile, n), b], rows[_rows(a, tile, n), b] = v, r
-    return vals, rows
+def _empty(n: int, tiles: int, kept: int) -> tuple[np.ndarray, np.ndarray]:
+    """(rows, tiles of the other side, kept) candidates: float32 scores and int32 rows (a row past 2³¹
+    never comes: the candidates of 2³¹ rows would not fit CANDIDATE_BYTES). Untouched until filled."""
+    return np.empty((n, tiles, kept), dtype=np.float32), np.empty((n, tiles, kept), dtype=np.int32)
 
 
-def _farthest(x, n_ty, tile, cells, parts, x_norms):  # noqa: ANN001, ANN202
+def _small(top: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """A cell's candidates as they wait: int32 rows, an empty slot's any valid one (its score is inf)."""
+    return top[0], np.where(np.isfinite(top[0]), top[1], 0).astype(np.int32)
+
+
+def _put(
+    tops: tuple[np.ndarray, np.ndarray], rows: slice, tile: int, top: tuple[np.ndarray, np.ndarray]
+) -> None:
+    tops[0][rows, tile] = top[0]
+    tops[1][rows, tile] = top[1]
+
+
+def _farthest(
+    x: np.ndarray, n_ty: int, tile: int, cells: list[tuple[int, int]], parts: dict, x_norms: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """x's farthest y row over the tiles (ties: the lowest row), as squared float32 distances."""
     vals = np.full((x.shape[0], n_ty), -np.inf, dtype=np.float32)
     rows = np.zeros((x.shape[0], n_ty), dtype=np.int64)
@@ -258,7 +266,9 @@ def _farthest(x, n_ty, tile, cells, parts, x_norms):  # noqa: ANN001, ANN202
     return vals[pick, t] + x_norms, rows[pick, t]
 
 
-def _ranked(job: _Rank, executor: Executor | None, t0: float, far) -> Neighbors:  # noqa: ANN001
+def _ranked(
+    job: _Rank, executor: Executor | None, t0: float, far: tuple[np.ndarray, np.ndarray] | None
+) -> Neighbors:
     chunks = [(s, min(s + ROWS, job.q.shape[0])) for s in range(0, job.q.shape[0], ROWS)]
     parts = (executor or IN_PROCESS).map(_rank, job, chunks)
     dist = np.concatenate([p[0] for p in parts]) if parts else np.empty((0, job.k))
