@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import neighbors as nb
+from .errors import MetricError
 from .executors import IN_PROCESS, Executor
 from .neighbors import (
     Neighbors,
@@ -58,7 +59,9 @@ class _Job:
     kept_x: int  # candidates per row and tile: k + PAD
     kept_y: int
     same: bool
-    tile: int
+    tile: int  # y's tiles
+    x_tiles: list[tuple[int, int]]  # x's tiles: the cells' rows
+    step: int  # rows per product: a self-query's aligned with its columns, a pair's as knn_euclidean's
     y_scaled: tuple[np.ndarray, ...]  # per y tile: [−2·y_denseᵀ; ‖y‖²] (float32, padded)
     x_norms: np.ndarray  # float32 ‖x‖², as the product would add them
     y_norms: np.ndarray
@@ -70,7 +73,7 @@ class _Job:
 def _cell(job: _Job, cell: tuple[int, int]) -> tuple:
     """x tile a × y tile b: x's candidates in tile b (and the farthest), y's candidates in tile a."""
     a, b = cell
-    xt = reference_tiles(job.x.shape[0], job.tile)[a]
+    xt = job.x_tiles[a]
     yt = reference_tiles(job.y.shape[0], job.tile)[b]
     diagonal = job.same and a == b
     top_x = empty_top(xt[1] - xt[0], job.kept_x)
@@ -78,11 +81,8 @@ def _cell(job: _Job, cell: tuple[int, int]) -> tuple:
     far = np.full(xt[1] - xt[0], -np.inf, np.float32), np.zeros(xt[1] - xt[0], np.int64)
     scaled, sparse, n_y = job.y_scaled[b], job.sparse, job.y.shape[0]
     blocks = _blocks(*yt)
-    # a self-query's rows in blocks aligned with its columns (the diagonal); a pair's as knn_euclidean's
-    # query tiles, so that x's scores, and its farthest, are rounded as that query rounds them
-    step = ROWS if job.same else query_tiles(job.x.shape[0], job.y.shape[0], ref_tile=job.tile)[0][1]
-    cuts = [xt[0], *range((xt[0] // step + 1) * step, xt[1], step), xt[1]]
-    for s, e in zip(cuts[:-1], cuts[1:], strict=True):
+    for s in range(xt[0], xt[1], job.step):  # x tiles start at multiples of step: blocks as in the query
+        e = min(s + job.step, xt[1])
         q1 = np.empty((e - s, sparse.dense.size + 1), dtype=np.float32)
         q1[:, :-1] = job.x[s:e][:, sparse.dense]
         q1[:, -1] = 1.0
@@ -117,7 +117,8 @@ class _Rank:
     ref: np.ndarray
     k: int
     exclude_self: bool
-    tile: int
+    tiles: list[tuple[int, int]]  # the reference side's tiles, as the cells cut it
+    extra: int  # roundings beyond a row-read score (score_bound): a score read along the columns
     tops: tuple[np.ndarray, np.ndarray]  # (rows, ref tiles, k + PAD): float32 scores, int32 reference rows
     norms: list[np.ndarray]  # per reference tile, the float32 ‖r‖²
     r_max: float
@@ -129,10 +130,9 @@ def _rank(job: _Rank, rows: tuple[int, int]) -> tuple[np.ndarray, np.ndarray, in
     s, e = rows
     q = job.q[s:e]
     qn = np.einsum("ij,ij->i", q, q, dtype=np.float64)
-    lower = qn - score_bound(q, qn, job.r_max, job.norm2, job.nnz, EXTRA)
-    tiles = reference_tiles(job.ref.shape[0], job.tile)
-    tops = ((job.tops[0][s:e, t], job.tops[1][s:e, t]) for t in range(len(tiles)))
-    return rank_tiles(q, s, job.ref, tiles, job.norms, tops, lower, job.k, job.exclude_self)
+    lower = qn - score_bound(q, qn, job.r_max, job.norm2, job.nnz, job.extra)
+    tops = ((job.tops[0][s:e, t], job.tops[1][s:e, t]) for t in range(len(job.tiles)))
+    return rank_tiles(q, s, job.ref, job.tiles, job.norms, tops, lower, job.k, job.exclude_self)
 
 
 def knn_self(
@@ -172,67 +172,84 @@ def _paired(
 ) -> tuple[Neighbors, Neighbors]:
     t0 = time.perf_counter()
     tile = _padded(ref_tile or nb.REF_TILE)
-    kx = _check_k(kx, y.shape[0] - (1 if same else 0))
-    ky = _check_k(ky, x.shape[0] - (1 if same else 0))
-    n_tx, n_ty = len(reference_tiles(x.shape[0], tile)), len(reference_tiles(y.shape[0], tile))
-    waiting = 8 * (x.shape[0] * n_ty * (kx + nb.PAD) + (0 if same else y.shape[0] * n_tx * (ky + nb.PAD)))
-    if waiting > CANDIDATE_BYTES or (tile % ROWS and tile > ROWS):  # unpaired: each pair twice
+    y_tiles = reference_tiles(y.shape[0], tile)
+    if same:  # rows in blocks aligned with the columns: the diagonal blocks are whole
+        step, x_tiles = ROWS, y_tiles
+    else:  # rows as knn_euclidean's query tiles, so that x's scores (its farthest) round as there
+        step = query_tiles(x.shape[0], y.shape[0], ref_tile=tile)[0][1] if x.shape[0] else ROWS
+        per = step * max(1, round(tile / step))
+        x_tiles = [(a, min(a + per, x.shape[0])) for a in range(0, x.shape[0], per)]
+    # the cells' candidates and the gathered ones are alive together: counted twice
+    kept_x, kept_y = kx + nb.PAD, ky + nb.PAD
+    waiting = 16 * (x.shape[0] * len(y_tiles) * kept_x + (0 if same else y.shape[0] * len(x_tiles) * kept_y))
+    if waiting > CANDIDATE_BYTES or min(x.shape[0], y.shape[0]) == 0:  # unpaired: each pair twice
         one = knn_euclidean(
             x, y, kx, exclude_self=same, executor=executor, ref_tile=ref_tile, farthest=farthest
         )
         if same:
             return one, one
-        return one, knn_euclidean(y, x, ky, executor=executor, ref_tile=ref_tile)
+        two = knn_euclidean(y, x, ky, executor=executor, ref_tile=ref_tile)
+        return one, Neighbors(two.dist, two.idx, time.perf_counter() - t0, None, two.rechecked)  # both
+    kept_x = _check_k(kx, y.shape[0] - same) + nb.PAD
+    kept_y = _check_k(ky, x.shape[0] - same) + nb.PAD
+    kx, ky = kept_x - nb.PAD, kept_y - nb.PAD
     _check_finite(x, y)
     sparse = SparseDims.split(x, y)
     x_norms = np.einsum("ij,ij->i", x, x, dtype=np.float32)
     y_norms = np.einsum("ij,ij->i", y, y, dtype=np.float32)
-    n64 = [np.einsum("ij,ij->i", a, a, dtype=np.float64).max(initial=0.0) for a in (x, y)]
+    n64 = [float(np.einsum("ij,ij->i", a, a, dtype=np.float64).max(initial=0.0)) for a in (x, y)]
     r_max = float(np.sqrt(max(n64)))
-    if (2 * r_max) ** 2 > 1e37:  # a float32 ‖r‖² or score would overflow to inf
-        from .errors import MetricError
-
+    if (np.sqrt(n64[0]) + np.sqrt(n64[1])) ** 2 > 1e37:  # a float32 ‖r‖² or score would overflow
         raise MetricError("a row is too large for the float32 product (squared norm above 1e37)")
     dense = y if sparse.dense.size == y.shape[1] else y[:, sparse.dense]
     y_scaled = []
-    for a, b in reference_tiles(y.shape[0], tile):
+    for a, b in y_tiles:
         scaled = np.zeros((sparse.dense.size + 1, _padded(b - a)), dtype=np.float32)
         np.multiply(dense[a:b].T, np.float32(-2.0), out=scaled[:-1, : b - a])
         scaled[-1, : b - a] = y_norms[a:b]
         y_scaled.append(scaled)
     y_norms = np.concatenate([y_norms, np.zeros(_padded(y.shape[0]) - y.shape[0] + 1, np.float32)])
-    starts = sorted(
-        {c for a, b in reference_tiles(y.shape[0], tile) for c0, c1 in _blocks(a, b) for c in (c0, c1)}
-    )
+    starts = sorted({c for a, b in y_tiles for c0, c1 in _blocks(a, b) for c in (c0, c1)})
     pos = sparse.positions("ref", np.minimum(np.array(starts, dtype=np.int64), y.shape[0]))
     y_at = {c: pos[i] for i, c in enumerate(starts)}
     job = _Job(
-        x, y, kx + nb.PAD, ky + nb.PAD, same, tile, tuple(y_scaled), x_norms, y_norms, sparse, y_at, farthest
+        x,
+        y,
+        kept_x,
+        kept_y,
+        same,
+        tile,
+        x_tiles,
+        step,
+        tuple(y_scaled),
+        x_norms,
+        y_norms,
+        sparse,
+        y_at,
+        farthest,
     )
-    cells = [(a, b) for a in range(n_tx) for b in range(n_ty) if not same or a <= b]
+    cells = [(a, b) for a in range(len(x_tiles)) for b in range(len(y_tiles)) if not same or a <= b]
     parts = dict(zip(cells, (executor or IN_PROCESS).map(_cell, job, cells), strict=True))
-    far = _farthest(x, n_ty, tile, cells, parts, x_norms) if farthest else None
-    # every row's candidates per tile of the other side, each cell's dropped once copied (memory)
-    tops_x = _empty(x.shape[0], n_ty, kx + nb.PAD)
-    tops_y = tops_x if same else _empty(y.shape[0], n_tx, ky + nb.PAD)
+    far = _farthest(x, x_tiles, len(y_tiles), cells, parts, x_norms) if farthest else None
+    # every row's candidates per tile of the other side, each cell's dropped once copied
+    tops_x = _empty(x.shape[0], len(y_tiles), kept_x)
+    tops_y = tops_x if same else _empty(y.shape[0], len(x_tiles), kept_y)
     for a, b in cells:
         top_x, top_y, _ = parts.pop((a, b))
-        _put(tops_x, _rows(a, tile, x.shape[0]), b, top_x)
+        _put(tops_x, slice(*x_tiles[a]), b, top_x)
         if not (same and a == b):  # a diagonal cell's columns were folded into its rows' candidates
-            _put(tops_y, _rows(b, tile, y.shape[0]), a, top_y)
+            _put(tops_y, slice(*y_tiles[b]), a, top_y)
     norm2 = float(max(x_norms.max(initial=0.0), y_norms.max(initial=0.0)))
     nnz = int(max(np.count_nonzero(x, axis=1).max(initial=0), np.count_nonzero(y, axis=1).max(initial=0)))
-    y_norm_tiles = [y_norms[a:b] for a, b in reference_tiles(y.shape[0], tile)]
-    x_norm_tiles = [x_norms[a:b] for a, b in reference_tiles(x.shape[0], tile)]
-    nx = _ranked(_Rank(x, y, kx, same, tile, tops_x, y_norm_tiles, r_max, norm2, nnz), executor, t0, far)
+    y_norm_tiles = [y_norms[a:b] for a, b in y_tiles]
+    x_norm_tiles = [x_norms[a:b] for a, b in x_tiles]
+    # a self-query's candidates mix scores read along rows and columns; a pair's x reads rows only
+    fore = _Rank(x, y, kx, same, y_tiles, EXTRA if same else 0, tops_x, y_norm_tiles, r_max, norm2, nnz)
+    nx = _ranked(fore, executor, t0, far)
     if same:
         return nx, nx
-    ny = _ranked(_Rank(y, x, ky, False, tile, tops_y, x_norm_tiles, r_max, norm2, nnz), executor, t0, None)
-    return nx, ny
-
-
-def _rows(t: int, tile: int, n: int) -> slice:
-    return slice(t * tile, min((t + 1) * tile, n))
+    back = _Rank(y, x, ky, False, x_tiles, EXTRA, tops_y, x_norm_tiles, r_max, norm2, nnz)
+    return nx, _ranked(back, executor, t0, None)
 
 
 def _empty(n: int, tiles: int, kept: int) -> tuple[np.ndarray, np.ndarray]:
@@ -254,13 +271,18 @@ def _put(
 
 
 def _farthest(
-    x: np.ndarray, n_ty: int, tile: int, cells: list[tuple[int, int]], parts: dict, x_norms: np.ndarray
+    x: np.ndarray,
+    x_tiles: list[tuple[int, int]],
+    n_ty: int,
+    cells: list[tuple[int, int]],
+    parts: dict,
+    x_norms: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray]:
     """x's farthest y row over the tiles (ties: the lowest row), as squared float32 distances."""
     vals = np.full((x.shape[0], n_ty), -np.inf, dtype=np.float32)
     rows = np.zeros((x.shape[0], n_ty), dtype=np.int64)
     for a, b in cells:
-        vals[_rows(a, tile, x.shape[0]), b], rows[_rows(a, tile, x.shape[0]), b] = parts[(a, b)][2]
+        vals[slice(*x_tiles[a]), b], rows[slice(*x_tiles[a]), b] = parts[(a, b)][2]
     t = np.argmax(vals, axis=1)  # the first tile of the largest: its rows are the lowest
     pick = np.arange(x.shape[0])
     return vals[pick, t] + x_norms, rows[pick, t]
