@@ -2,8 +2,9 @@
 (real→synthetic with synthetic→real) read both directions off one float32 block.
 
     knn_self(x, k) / knn_pair(x, y, kx, ky)
-        │  cells: an x tile × a y tile (REF_TILE rows each; a self-query only the tiles a ≤ b), one task
-        │  each. Per 512 × 512 block: the product [x, 1]·[−2y; ‖y‖²] and the rare dimensions (as
+        │  cells: an x tile × a y tile (REF_TILE rows; a pair's x tiles are whole query tiles of
+        │  knn_euclidean, so x's scores round as there; a self-query only the tiles a ≤ b), a task each.
+        │  Per 512 × 512 block: the product [x, 1]·[−2y; ‖y‖²] and the rare dimensions (as
         │  neighbors.py), then topk.smallest_update along its rows (x's candidates in this y tile) and
         │  topk.smallest_update_cols along its columns (y's candidates in this x tile: the same pair's
         │  score, less ‖y‖², plus ‖x‖²). A self-query's diagonal block is read along its rows only.
