@@ -35,20 +35,20 @@ def settle(
     best: tuple[np.ndarray, np.ndarray],
     floor: np.ndarray,
     tiles: list[tuple[int, int]],
-    recheck: Callable[[np.ndarray, int, int], tuple[np.ndarray, np.ndarray, np.ndarray]],
+    recheck: Callable[[np.ndarray, int], tuple[np.ndarray, np.ndarray, np.ndarray]],
     *,
     squared: bool,
 ) -> tuple[np.ndarray, np.ndarray, int]:
     """Make the k nearest exact. ``floor[i, t]``: every reference of tile t that row i did not keep as a
     candidate is at least this far (squared for a euclidean query): its last candidate's float32 score less
     the rounding bound. Where that is not beyond the k-th exact distance kept, a left-out reference could
-    still be among the k nearest, or tie the k-th with a lower index: ``recheck(rows, t0, t1)`` gives,
+    still be among the k nearest, or tie the k-th with a lower index: ``recheck(rows, t)`` gives,
     for those rows, every reference of the tile that the bound cannot rule out, as (position in rows,
     reference, exact distance), the row itself left out; the k nearest by (distance, index) are taken
     again. Returns the k nearest and the (row, tile) pairs re-ranked."""
     dist, idx = best
     count = 0
-    for t, (t0, t1) in enumerate(tiles):
+    for t, (t0, _) in enumerate(tiles):
         kth = dist[:, -1] ** 2 if squared else dist[:, -1]
         low = np.maximum(floor[:, t], 0.0)  # a distance is never negative
         # a reference left out could be nearer than the k-th, or tie it with a lower index
@@ -56,7 +56,7 @@ def settle(
         if rows.size == 0:
             continue
         count += rows.size
-        a, j, d = recheck(rows, t0, t1)
+        a, j, d = recheck(rows, t)
         new = ~(idx[rows[a]] == j[:, None]).any(axis=1)  # kept already: once only
         a, j, d = a[new], j[new], d[new]
         if a.size == 0:

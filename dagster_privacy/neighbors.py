@@ -11,12 +11,12 @@
         │    BLOCK_COLS columns at a time, so    │
         │    each block stays in the core's cache│
         │          ▼                             │          ▼
-        │    topk.smallest_update: each block folded into a running top-_kept(k) per row (float32
+        │    topk.smallest_update: each block folded into a running top-(k + PAD) per row (float32
         │    score, then row); per reference tile the candidates' exact float64 distances, exact.merge: the
         │    running top-k across reference tiles; optionally each row's farthest reference
         │          ▼
-        │    _settle: a (row, tile) whose last candidate's score is not beyond the k-th exact distance by the
-        │    score's rounding bound is re-ranked against the whole tile in float64
+        │    exact.settle: a (row, tile) whose last candidate's score is not beyond the k-th exact distance
+        │    by the score's rounding bound is re-ranked against the whole tile in float64
         │          ▼
         └─ _finish: the k neighbours ordered by (exact distance, index) ─▶ Neighbors
 
@@ -48,8 +48,8 @@ from .sparse_dims import SparseDims
 from .topk import NO_SELF, empty_top, largest_update, smallest_update
 
 #: reference rows per tile of a k-NN query: each query tile walks the reference in tiles of this width,
-#: taking the k float32 candidates of each tile, re-ranking them exactly and keeping a running top-k
-#: (_merge), so memory does not grow with the reference side
+#: taking the k + PAD float32 candidates of each tile, re-ranking them exactly and keeping a running
+#: top-k (exact.merge), so memory does not grow with the reference side
 REF_TILE = 16384
 #: bytes of a k-NN tile's rows × REF_TILE: sets the query rows per tile (512), wide for an efficient GEMM
 KNN_BLOCK_BYTES = 32 * 2**20
@@ -86,7 +86,7 @@ class Neighbors:
     #: index), read off the same blocks; the float32 choice is to be recomputed exactly by the caller
     farthest: tuple[np.ndarray, np.ndarray] | None = None
     #: (query row, reference tile) pairs whose float32 candidates did not settle the k nearest: re-ranked
-    #: against the whole tile in float64 (_settle)
+    #: against the whole tile in float64 (exact.settle)
     rechecked: int = 0
 
     @property
@@ -169,7 +169,6 @@ class _Sides:
     sparse: SparseDims | None = None  # euclidean: which dimensions leave the product
     ref_norm: float = 0.0  # euclidean: the largest ‖r‖ (bounds a score's rounding)
     ref_norm2: float = 0.0  # euclidean: the largest float32 ‖r‖², as the product adds it
-    ref_gamma: float = 0.0  # euclidean: γ of the float32 ‖r‖² (its most nonzero terms)
     ref_nnz: int = 0  # euclidean: the most nonzero terms of a reference row
     #: mixed: a float32 distance is within this of the exact one (γ of its terms times their largest sum)
     mixed_bound: float = 0.0
@@ -205,11 +204,6 @@ def _candidates(values: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.nd
     are real (an empty slot, left when a tile has fewer than k other rows, is not)."""
     ok = np.isfinite(values)
     return np.where(ok, rows, 0), ok
-
-
-def _kept(k: int) -> int:
-    """Float32 candidates kept per row and reference tile."""
-    return k + PAD
 
 
 def _mixed_keys(q: MixedRows, ref: MixedRows, q_rows: np.ndarray, ref_rows: np.ndarray) -> np.ndarray:
@@ -251,7 +245,7 @@ def _euclidean_tile(sides: _Sides, rows: tuple[int, int]) -> tuple:
         ref_at = iter(sides.ref_at)  # per block, where its first reference row falls in the sparse dims
         ra = next(ref_at)
         for (t0, t1), scaled in zip(tiles, sides.ref_scaled, strict=True):
-            top = empty_top(e - s, _kept(sides.k))
+            top = empty_top(e - s, sides.k + PAD)
             for c0, c1 in _blocks(t0, t1):
                 block = np.matmul(q1, scaled[:, c0 - t0 : c1 - t0], out=scratch("block", (e - s, c1 - c0)))
                 rb = next(ref_at)
@@ -301,13 +295,13 @@ def rank_tiles(
         dist[rows_ok, cols_ok] = ex.euclidean_keys(q64[rows_ok], ref, idx[rows_ok, cols_ok])
         best = ex.merge(best, dist, np.where(ok, idx, -1), k)
     assert best is not None
-    at = {tile: t for t, tile in enumerate(tiles)}
 
-    def recheck(local: np.ndarray, t0: int, t1: int) -> tuple[np.ndarray, ...]:
+    def recheck(local: np.ndarray, t: int) -> tuple[np.ndarray, ...]:
         # one float32 product over all dimensions, its scores under the same bound: every reference that
         # could be among the k nearest is a candidate, re-ranked exactly
+        t0, t1 = tiles[t]
         score = np.matmul(q[local], ref[t0:t1].T) * np.float32(-2.0)
-        score += norms[at[(t0, t1)]][: t1 - t0]
+        score += norms[t][: t1 - t0]
         a, c = np.nonzero(score <= ex.below(best[0][local, -1] ** 2 - lower[local])[:, None])
         a, j = ex.useful(lambda: ref[t0:t1], t0, k, exclude_self, s + local, a, t0 + c)
         return a, j, ex.chunked(lambda x: ex.euclidean_keys(q64[local[a[x]]], ref, j[x]), a.size)
@@ -326,7 +320,7 @@ def _mixed_tile(sides: _Sides, rows: tuple[int, int]) -> tuple:
     for t, (t0, t1) in enumerate(tiles):
         block = scratch("block", (e - s, t1 - t0))
         mixed_block(q, ref, s, e, plan, block, scratch("tmp", (e - s, t1 - t0)), refs=(t0, t1))
-        top = empty_top(e - s, _kept(sides.k))
+        top = empty_top(e - s, sides.k + PAD)
         smallest_update(block, t0, sides.self_first(s), ref.n, *top)
         floor[:, t] = top[0][:, -1] - sides.mixed_bound  # the references left out: at least this far
         idx, ok = _candidates(*top)
@@ -337,8 +331,9 @@ def _mixed_tile(sides: _Sides, rows: tuple[int, int]) -> tuple:
         best = ex.merge(best, dist, np.where(ok, idx, -1), sides.k)
     assert best is not None
 
-    def recheck(local: np.ndarray, t0: int, t1: int) -> tuple[np.ndarray, ...]:
+    def recheck(local: np.ndarray, t: int) -> tuple[np.ndarray, ...]:
         # the tile's float32 distances again, every reference the bound cannot rule out re-ranked exactly
+        t0, t1 = tiles[t]
         again = scratch("block", (e - s, t1 - t0))
         mixed_block(q, ref, s, e, plan, again, scratch("tmp", (e - s, t1 - t0)), refs=(t0, t1))
         limit = best[0][local, -1] + sides.mixed_bound
@@ -384,17 +379,9 @@ def knn_euclidean(
     _check_finite(query, ref)
     ref_tile = _padded(ref_tile or REF_TILE)
     sparse = SparseDims.split(query, ref)
-    dense = ref if sparse.dense.size == ref.shape[1] else ref[:, sparse.dense]  # no copy when all are
-    tiles = []
-    for a, b in reference_tiles(ref.shape[0], ref_tile):
-        scaled = np.zeros((sparse.dense.size + 1, _padded(b - a)), dtype=np.float32)  # padding: score 0
-        np.multiply(dense[a:b].T, np.float32(-2.0), out=scaled[:-1, : b - a])
-        scaled[-1, : b - a] = np.einsum("ij,ij->i", ref[a:b], ref[a:b], dtype=np.float32)
-        tiles.append(scaled)
-    norm_max = float(np.einsum("ij,ij->i", ref, ref, dtype=np.float64).max(initial=0.0))
-    q_max = float(np.einsum("ij,ij->i", query, query, dtype=np.float64).max(initial=0.0))
-    if (np.sqrt(q_max) + np.sqrt(norm_max)) ** 2 > 1e37:  # a float32 ‖r‖² or score would overflow to inf
-        raise MetricError("a row is too large for the float32 product (squared norm above 1e37)")
+    norms = np.einsum("ij,ij->i", ref, ref, dtype=np.float32)
+    tiles = scaled_tiles(ref, sparse, reference_tiles(ref.shape[0], ref_tile), norms)
+    _, norm_max = check_norms(query, ref)
     norm2 = max((float(t[-1].max(initial=0.0)) for t in tiles), default=0.0)  # as the product adds it
     ref_nnz = int(np.count_nonzero(ref, axis=1).max(initial=0))
     starts = [c0 for a, b in reference_tiles(ref.shape[0], ref_tile) for c0, _ in _blocks(a, b)]
@@ -409,7 +396,6 @@ def knn_euclidean(
         sparse=sparse,
         ref_norm=float(np.sqrt(norm_max)),
         ref_norm2=norm2,
-        ref_gamma=float(ex.gamma(ref_nnz)),
         ref_nnz=ref_nnz,
         ref_at=ref_at,
         farthest=farthest,
@@ -460,6 +446,33 @@ def _check_finite(*arrays: np.ndarray) -> None:
     # a square above float32's range makes a score inf − inf = NaN, which no selection can order
     if any(a.size and float(np.abs(a).max()) > 1e18 for a in arrays):
         raise MetricError("a coordinate is too large for the float32 product (above 1e18)")
+
+
+def check_norms(query: np.ndarray, ref: np.ndarray) -> tuple[float, float]:
+    """The largest squared norm of each side (float64); an error where a float32 ‖r‖² or score of the
+    two would overflow to inf (its score NaN: never a candidate, silently skipped)."""
+    q_max, r_max = (
+        float(np.einsum("ij,ij->i", a, a, dtype=np.float64).max(initial=0.0)) for a in (query, ref)
+    )
+    if (np.sqrt(q_max) + np.sqrt(r_max)) ** 2 > 1e37:
+        raise MetricError("a row is too large for the float32 product (squared norm above 1e37)")
+    return q_max, r_max
+
+
+def scaled_tiles(
+    ref: np.ndarray, sparse: SparseDims, tiles: list[tuple[int, int]], norms: np.ndarray
+) -> list[np.ndarray]:
+    """Per reference tile, [−2·refᵀ; ‖r‖²] over the dense dimensions ((d_dense + 1) × the tile padded to
+    PANEL, contiguous; a padding column scores 0), so [q, 1] · it is the score ‖r‖² − 2 q·r in one
+    product. ``norms``: the float32 ‖r‖² of every row."""
+    dense = ref if sparse.dense.size == ref.shape[1] else ref[:, sparse.dense]  # no copy when all are
+    out = []
+    for a, b in tiles:
+        scaled = np.zeros((sparse.dense.size + 1, _padded(b - a)), dtype=np.float32)
+        np.multiply(dense[a:b].T, np.float32(-2.0), out=scaled[:-1, : b - a])
+        scaled[-1, : b - a] = norms[a:b]
+        out.append(scaled)
+    return out
 
 
 def _check_k(k: int, available: int) -> int:

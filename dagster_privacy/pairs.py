@@ -26,7 +26,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import neighbors as nb
-from .errors import MetricError
 from .executors import IN_PROCESS, Executor
 from .neighbors import (
     Neighbors,
@@ -35,10 +34,12 @@ from .neighbors import (
     _check_k,
     _finish,
     _padded,
+    check_norms,
     knn_euclidean,
     query_tiles,
     rank_tiles,
     reference_tiles,
+    scaled_tiles,
     score_bound,
     scratch,
 )
@@ -198,17 +199,8 @@ def _paired(
     sparse = SparseDims.split(x, y)
     x_norms = np.einsum("ij,ij->i", x, x, dtype=np.float32)
     y_norms = np.einsum("ij,ij->i", y, y, dtype=np.float32)
-    n64 = [float(np.einsum("ij,ij->i", a, a, dtype=np.float64).max(initial=0.0)) for a in (x, y)]
-    r_max = float(np.sqrt(max(n64)))
-    if (np.sqrt(n64[0]) + np.sqrt(n64[1])) ** 2 > 1e37:  # a float32 ‖r‖² or score would overflow
-        raise MetricError("a row is too large for the float32 product (squared norm above 1e37)")
-    dense = y if sparse.dense.size == y.shape[1] else y[:, sparse.dense]
-    y_scaled = []
-    for a, b in y_tiles:
-        scaled = np.zeros((sparse.dense.size + 1, _padded(b - a)), dtype=np.float32)
-        np.multiply(dense[a:b].T, np.float32(-2.0), out=scaled[:-1, : b - a])
-        scaled[-1, : b - a] = y_norms[a:b]
-        y_scaled.append(scaled)
+    r_max = float(np.sqrt(max(check_norms(x, y))))
+    y_scaled = scaled_tiles(y, sparse, y_tiles, y_norms)
     y_norms = np.concatenate([y_norms, np.zeros(_padded(y.shape[0]) - y.shape[0] + 1, np.float32)])
     starts = sorted({c for a, b in y_tiles for c0, c1 in _blocks(a, b) for c in (c0, c1)})
     pos = sparse.positions("ref", np.minimum(np.array(starts, dtype=np.int64), y.shape[0]))
