@@ -7,7 +7,8 @@ threads (executors.InProcess), BLAS (one thread: see ``held``) and OpenMP (threa
 pool, DuckDB's ``threads`` on our connections, and polars — whose pool is sized
 when polars is imported, so the package sets ``POLARS_MAX_THREADS`` (unless already set) before it
 imports polars, and the CLI's ``--threads`` restarts the process with it. numba runs no parallel
-kernel here (no ``prange``): its threading layer is never started. More threads than CPUs only add
+kernel here (no ``prange``): its threading layer is never started. glibc's malloc gets as many arenas
+as threads and keeps its freed pages (allocator.py). More threads than CPUs only add
 busy-waiting: on a machine shared with other work, OpenBLAS and OpenMP threads spin for their share.
 """
 
@@ -20,6 +21,8 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+from . import allocator
 
 THREADS_ENV = "DAGSTER_PRIVACY_THREADS"
 _held: int | None = None
@@ -104,6 +107,7 @@ def held(threads: int | None = None) -> Iterator[int]:
             # and busy-waits — the MLP of detection_mlp, 43k × 108, fit in 0.5 s on one thread and
             # 1.1–2.4 s on two beside a busy process; OpenMP (LightGBM) at most n
             _SAVED = (threadpool_limits(limits={"blas": 1, "openmp": n}), arrow)
+            allocator.hold(n)  # once per process: the arenas and thresholds stay set
         _USERS += 1
         _held = n
         _arrow_cpus(n)

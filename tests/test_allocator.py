@@ -1,0 +1,70 @@
+"""glibc's malloc held for an evaluation (allocator.py): temporaries reuse their pages.
+
+Counted, not timed: the minor page faults of the same workload (numpy temporaries of 1.7–10 MB on two
+threads, sizes varying as the engine's blocks do) in a fresh process, with glibc's defaults and held.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import subprocess
+import sys
+
+import pytest
+
+pytestmark = pytest.mark.skipif(
+    platform.system() != "Linux" or platform.libc_ver()[0] != "glibc", reason="glibc's mallopt"
+)
+
+WORKLOAD = """
+import resource
+from concurrent.futures import ThreadPoolExecutor
+import numpy as np
+from dagster_privacy import threads
+
+def work(seed):
+    rng = np.random.default_rng(seed)
+    for _ in range(60):
+        x = np.ones((int(rng.integers(2000, 12000)), 110))
+        y = (x * 2.0).astype(np.float32)
+        del x, y
+
+with threads.held(2):
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    with ThreadPoolExecutor(2) as pool:
+        list(pool.map(work, range(2)))
+    print(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
+"""
+
+
+def _faults(**env: str) -> int:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("MALLOC_", "GLIBC_TUNABLES"))}
+    out = subprocess.run(
+        [sys.executable, "-c", WORKLOAD], env={**clean, **env}, capture_output=True, text=True, check=True
+    )
+    return int(out.stdout.split()[-1])
+
+
+def test_held_malloc_faults_far_fewer_pages_than_glibc_defaults():
+    default = _faults(DAGSTER_PRIVACY_MALLOC="system")
+    held = _faults()
+    # measured here: 154,296 faults with the defaults, 6,667 held (each temporary's pages came back)
+    assert held * 5 < default, (held, default)
+
+
+def test_malloc_tuned_by_the_environment_is_left_alone():
+    code = "from dagster_privacy import allocator; print(allocator.hold(2))"
+    for env in (
+        {"MALLOC_ARENA_MAX": "4"},
+        {"GLIBC_TUNABLES": "glibc.malloc.arena_max=4"},
+        {"DAGSTER_PRIVACY_MALLOC": "system"},
+    ):
+        out = subprocess.run(
+            [sys.executable, "-c", code], env={**os.environ, **env}, capture_output=True, text=True
+        )
+        assert out.stdout.strip() == "False", env
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("MALLOC_", "GLIBC_TUNABLES"))}
+    clean.pop("DAGSTER_PRIVACY_MALLOC", None)
+    out = subprocess.run([sys.executable, "-c", code], env=clean, capture_output=True, text=True)
+    assert out.stdout.strip() == "True"
