@@ -214,19 +214,35 @@ def _mixed_keys(q: MixedRows, ref: MixedRows, q_rows: np.ndarray, ref_rows: np.n
     return d
 
 
-def score_bound(q: np.ndarray, qn: np.ndarray, r_max: float, norm2: float, other_nnz: int, extra: int = 0):
-    """Per query row, how far below its float32 score + ‖q‖² its exact d² can be (with SCORE_SLACK and
-    float64's own roundings): every score of q against a reference of norm ≤ r_max. ``extra``: more
-    roundings of a score read along a block's columns (pairs.py: − ‖q‖², which the score holds, then
-    + ‖r‖²), each within u · (2‖q‖·r_max + ‖q‖² + r_max²)."""
-    terms = 2.0 * np.sqrt(qn) * r_max + norm2 + (qn if extra else 0.0)
-    nnz = np.count_nonzero(q, axis=1)
-    bound = SCORE_SLACK * (
-        ex.gamma(nnz + 1 + extra) * terms
-        + ex.gamma(other_nnz) * r_max**2
-        + (nnz + other_nnz + 3 + extra) * ex.TINY32
-    )
-    return bound + 1e-12 * (qn + r_max**2)
+@dataclass(frozen=True)
+class ScoreBound:
+    """How far a float32 score ‖r‖² − 2 q·r can be from the exact one, for references of norm ≤ r_max
+    whose float32 ‖r‖² (as the product adds it) is ≤ norm2 and who have ≤ other_nnz nonzero terms."""
+
+    r_max: float
+    norm2: float
+    other_nnz: int
+    #: more roundings of a score read along a block's columns (pairs.py: − ‖q‖², which the score holds,
+    #: then + ‖r‖²), each within u · (2‖q‖·r_max + ‖q‖² + r_max²)
+    extra: int = 0
+
+    def lower(self, q: np.ndarray, qn: np.ndarray, reach: np.ndarray | None = None) -> np.ndarray:
+        """Per query row, ``qn`` (‖q‖², float64) less how far below its float32 score + ‖q‖² its exact d²
+        can be (with SCORE_SLACK and float64's own roundings): exact d² ≥ score + this. ``reach``: per
+        row, only references of norm ≤ reach count (a reference nearer than d is within ‖q‖ + d of the
+        origin): their scores round less than those of the largest norm."""
+        r, norm2, extra = self.r_max, self.norm2, self.extra
+        if reach is not None:  # a float32 ‖r‖² is within γ of the exact
+            r = np.minimum(r, reach)
+            norm2 = np.minimum(norm2, r * r * (1.0 + ex.gamma(self.other_nnz)))
+        terms = 2.0 * np.sqrt(qn) * r + norm2 + (qn if extra else 0.0)
+        nnz = np.count_nonzero(q, axis=1)
+        bound = SCORE_SLACK * (
+            ex.gamma(nnz + 1 + extra) * terms
+            + ex.gamma(self.other_nnz) * r**2
+            + (nnz + self.other_nnz + 3 + extra) * ex.TINY32
+        )
+        return qn - (bound + 1e-12 * (qn + r**2))
 
 
 def _euclidean_tile(sides: _Sides, rows: tuple[int, int]) -> tuple:
@@ -256,11 +272,9 @@ def _euclidean_tile(sides: _Sides, rows: tuple[int, int]) -> tuple:
                     largest_update(block, c0, ref.shape[0], *far)
             yield top
 
-    q64 = q.astype(np.float64)
-    qn = np.einsum("ij,ij->i", q64, q64)
-    lower = qn - score_bound(q, qn, sides.ref_norm, sides.ref_norm2, sides.ref_nnz)
+    bound = ScoreBound(sides.ref_norm, sides.ref_norm2, sides.ref_nnz)
     norms = [t[-1] for t in sides.ref_scaled]
-    dist, idx, count = rank_tiles(q, s, ref, tiles, norms, tops(), lower, sides.k, sides.exclude_self)
+    dist, idx, count = rank_tiles(q, s, ref, tiles, norms, tops(), bound, sides.k, sides.exclude_self)
     if sides.farthest:  # squared distance = score + ‖q‖²
         return dist, idx, count, far[0] + np.einsum("ij,ij->i", q, q, dtype=np.float32), far[1]
     return dist, idx, count
@@ -273,20 +287,23 @@ def rank_tiles(
     tiles: list[tuple[int, int]],
     norms: list[np.ndarray],
     tops,  # noqa: ANN001
-    lower: np.ndarray,
+    bound: ScoreBound,
     k: int,
     exclude_self: bool,
 ) -> tuple[np.ndarray, np.ndarray, int]:
     """The exact k nearest of query rows s… (``q``) among ``ref``, from each reference tile's float32
     candidates (``tops``: per tile, (scores, rows) ascending, every reference left out scoring at
-    least the last): exact distances, except those the bound (``lower``: exact d² ≥ score + lower)
-    proves farther than the k-th kept; then the tiles the candidates cannot settle (exact.settle).
-    ``norms``: per tile, the float32 ‖r‖² its scores added."""
+    least the last): exact distances, except those the bound (exact d² ≥ score + lower) proves farther
+    than the k-th kept; then the tiles the candidates cannot settle (exact.settle), under the bound of
+    the references that could still matter (norm ≤ ‖q‖ + the k-th distance kept). ``norms``: per tile,
+    the float32 ‖r‖² its scores added."""
     q64 = q.astype(np.float64)
+    qn = np.einsum("ij,ij->i", q64, q64)
+    lower = bound.lower(q, qn)
     best = None
-    floor = np.empty((q.shape[0], len(tiles)))
+    last = np.empty((q.shape[0], len(tiles)), dtype=np.float32)
     for t, top in enumerate(tops):
-        floor[:, t] = top[0][:, -1] + lower  # the references left out of this tile: at least this far
+        last[:, t] = top[0][:, -1]  # the references left out of this tile score at least this
         idx, ok = _candidates(*top)
         if best is not None:  # surely farther than the k-th kept: it could not be kept, no exact distance
             ok &= ~(top[0] + lower[:, None] > best[0][:, -1:] ** 2)
@@ -295,6 +312,10 @@ def rank_tiles(
         dist[rows_ok, cols_ok] = ex.euclidean_keys(q64[rows_ok], ref, idx[rows_ok, cols_ok])
         best = ex.merge(best, dist, np.where(ok, idx, -1), k)
     assert best is not None
+    # a reference that could still be among the k nearest lies within ‖q‖ + d_k of the origin (d_k only
+    # falls while settling); the margin covers the float64 roundings of ‖q‖ and d_k
+    lower = bound.lower(q, qn, reach=(np.sqrt(qn) + best[0][:, -1]) * (1.0 + 1e-9))
+    floor = last + lower[:, None]  # the references left out of each tile: at least this far (squared)
 
     def recheck(local: np.ndarray, t: int) -> tuple[np.ndarray, ...]:
         # one float32 product over all dimensions, its scores under the same bound: every reference that

@@ -14,7 +14,7 @@
 
 The neighbours are the exact k nearest by (float64 distance, index), the same as neighbors.knn_euclidean's
 (tests/test_pairs.py): a score read along the columns is another rounding of the same sum, within the
-bound ``score_bound(..., extra=3)`` allows for. The candidates wait between the two steps: (rows × tiles ×
+bound ``ScoreBound(..., extra=3)`` allows for. The candidates wait between the two steps: (rows × tiles ×
 (k + PAD)) per side, so a query whose candidates would pass CANDIDATE_BYTES runs unpaired.
 """
 
@@ -29,6 +29,7 @@ from . import neighbors as nb
 from .executors import IN_PROCESS, Executor
 from .neighbors import (
     Neighbors,
+    ScoreBound,
     _blocks,
     _check_finite,
     _check_k,
@@ -40,7 +41,6 @@ from .neighbors import (
     rank_tiles,
     reference_tiles,
     scaled_tiles,
-    score_bound,
     scratch,
 )
 from .sparse_dims import SparseDims
@@ -120,7 +120,7 @@ class _Rank:
     k: int
     exclude_self: bool
     tiles: list[tuple[int, int]]  # the reference side's tiles, as the cells cut it
-    extra: int  # roundings beyond a row-read score (score_bound): a score read along the columns
+    extra: int  # roundings beyond a row-read score (ScoreBound): a score read along the columns
     tops: tuple[np.ndarray, np.ndarray]  # (rows, ref tiles, k + PAD): float32 scores, int32 reference rows
     norms: list[np.ndarray]  # per reference tile, the float32 ‖r‖²
     r_max: float
@@ -131,10 +131,9 @@ class _Rank:
 def _rank(job: _Rank, rows: tuple[int, int]) -> tuple[np.ndarray, np.ndarray, int]:
     s, e = rows
     q = job.q[s:e]
-    qn = np.einsum("ij,ij->i", q, q, dtype=np.float64)
-    lower = qn - score_bound(q, qn, job.r_max, job.norm2, job.nnz, job.extra)
     tops = ((job.tops[0][s:e, t], job.tops[1][s:e, t]) for t in range(len(job.tiles)))
-    return rank_tiles(q, s, job.ref, job.tiles, job.norms, tops, lower, job.k, job.exclude_self)
+    bound = ScoreBound(job.r_max, job.norm2, job.nnz, job.extra)
+    return rank_tiles(q, s, job.ref, job.tiles, job.norms, tops, bound, job.k, job.exclude_self)
 
 
 def knn_self(

@@ -407,3 +407,25 @@ def test_a_collapsed_reference_is_settled_on_the_first_identical_rows() -> None:
         want = np.array([[j for j in range(7) if not (same and j == i)][:5] for i in range(query.shape[0])])
         np.testing.assert_array_equal(nn.idx, want)
     assert dup_rank(np.array([[1, 2], [3, 4], [1, 2], [1, 2]], np.int32)).tolist() == [0, 0, 1, 2]
+
+
+@pytest.mark.parametrize("same", [False, True])
+def test_a_far_outlier_does_not_widen_every_rows_rounding_bound(same: bool) -> None:
+    # one reference at norm 1000 beside a cloud of norm ~3: a score's rounding bound over every norm is
+    # ~1000 · ‖q‖ · γ, wider than the cloud's gaps, and (main) sent nearly every (row, tile) to a whole-tile
+    # re-rank. A reference that could be among the k nearest lies within ‖q‖ + d_k of the origin: under
+    # that bound the candidates settle; the neighbours stay the brute force's
+    from dagster_privacy.pairs import knn_self
+
+    rng = np.random.default_rng(11)
+    r = rng.normal(size=(1500, 8)).astype(np.float32)
+    r[700] = 1000.0 / np.sqrt(8)
+    q = r if same else rng.normal(size=(300, 8)).astype(np.float32)
+    want_d, want_i = _exact(q, r.astype(np.float64), 3, same=same)
+    for nn in [knn_euclidean(q, r, 3, exclude_self=same, ref_tile=256)] + (
+        [knn_self(r, 3, ref_tile=256)] if same else []
+    ):
+        np.testing.assert_array_equal(nn.idx, want_i)
+        np.testing.assert_allclose(nn.dist, want_d, rtol=0, atol=1e-12)
+        tiles = -(-r.shape[0] // 256)
+        assert nn.rechecked <= 0.01 * q.shape[0] * tiles, nn.rechecked
