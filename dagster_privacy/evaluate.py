@@ -12,13 +12,14 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from . import allocator
 from . import policy as pol
 from . import registry as reg
 from . import tables as tb
 from .context import EvaluationContext
 from .distance_summary import distance_summary
 from .errors import Aborted, safe_reason
-from .executors import Executor, executor_for, trim_heap
+from .executors import Executor, executor_for
 from .loading import load
 from .metrics import registry
 from .power import detection_floor
@@ -250,7 +251,7 @@ def run_metrics(
                     pass_level=plan.pass_level,
                 )
             )
-            trim_heap()  # the metric's temporaries freed in thread arenas: back to the system
+            allocator.trim()  # the metric's temporaries freed in thread arenas: back to the system
             if bar is not None:
                 bar.advance(bar.task_ids[0])
     finally:

@@ -18,8 +18,6 @@ every executor computes the same blocks with the same arithmetic and the results
 from __future__ import annotations
 
 import contextlib
-import ctypes
-import functools
 import os
 import socket
 import sys
@@ -30,41 +28,10 @@ from typing import Any, Protocol, TypeVar
 
 from threadpoolctl import threadpool_limits
 
+from . import allocator  # noqa: F401  (on import: glibc's mmap threshold fixed)
 from .errors import Aborted
 
 T = TypeVar("T")
-
-
-@functools.cache
-def _glibc() -> Any:
-    """The C library when it is glibc on Linux (its allocator is tuned below), else None."""
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        lib = ctypes.CDLL("libc.so.6")
-        return lib if hasattr(lib, "malloc_trim") and hasattr(lib, "mallopt") else None
-    except OSError:  # not glibc (musl, …): nothing to tune
-        return None
-
-
-def _fixed_mmap_threshold(nbytes: int = 8 * 2**20) -> None:
-    """Keep every large block an mmap that is returned to the system when freed. glibc raises its mmap
-    threshold after a large block is freed (up to 32 MB), after which blocks of our size come from
-    per-thread arenas and stay resident: measured at 32k rows, peak 1.35 GB with the default and
-    0.76 GB with a fixed threshold. Linux/glibc only; an explicit MALLOC_MMAP_THRESHOLD_ wins."""
-    if _glibc() is not None and "MALLOC_MMAP_THRESHOLD_" not in os.environ:
-        _glibc().mallopt(-3, nbytes)  # -3: M_MMAP_THRESHOLD
-
-
-_fixed_mmap_threshold()
-
-
-def trim_heap() -> None:
-    """Hand the heap's free pages back to the system (glibc ``malloc_trim``). Blocks below the mmap
-    threshold, freed by the threads of a map, stay resident in glibc's arenas: measured at 128k rows,
-    the resident size between metrics fell by 70 MB with a trim after each. Linux/glibc only."""
-    if _glibc() is not None:
-        _glibc().malloc_trim(0)
 
 
 class ExecutorError(Aborted):
@@ -347,5 +314,4 @@ __all__ = [
     "executor_for",
     "one_blas_thread",
     "single_threaded",
-    "trim_heap",
 ]
