@@ -1,14 +1,16 @@
 """What makes the k nearest exact (neighbors.py): the rounding bound of a float32 score, the re-rank of a
 (row, tile) that bound cannot settle, and the exact distances, in bounded chunks.
 
-A float32 score only chooses candidates; the k nearest are decided on exact float64 distances, then
-the reference index. ``settle`` re-ranks against the whole tile every (row, tile) whose left-out
-references the bound cannot prove farther than the k-th kept.
+``ScoreBound``: how far below a float32 score + ‖q‖² the exact d² can be. A float32 score only chooses
+candidates; the k nearest are decided on exact float64 distances, then the reference index. ``settle``
+re-ranks against the whole tile every (row, tile) whose left-out references the bound cannot prove
+farther than the k-th kept.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -22,6 +24,45 @@ def gamma(m: np.ndarray | float) -> np.ndarray:
     """γ_m = m·u / (1 − m·u): a float32 sum of m rounded terms is within γ_m · Σ|terms| of the exact."""
     mu = np.asarray(m, dtype=np.float64) * U32
     return mu / (1.0 - mu)
+
+
+#: a float32 score ‖r‖² − 2 q·r is a sum of the m nonzero terms q_j·(−2r_j) and ‖r‖² (a zero term adds
+#: exactly nothing), in whatever order and blocking the BLAS takes: it is within γ_m · Σ|terms| of the
+#: exact one (γ_m = m·u / (1 − m·u), u = 2⁻²⁴; Higham, Accuracy and Stability of Numerical Algorithms,
+#: §3.1), Σ|terms| ≤ 2‖q‖·max‖r‖ + max‖r‖², and the float32 ‖r‖² is itself within γ of the exact. The
+#: bound (times this margin) decides which references a row could still have among its k nearest
+SCORE_SLACK = 2.0
+
+
+@dataclass(frozen=True)
+class ScoreBound:
+    """How far a float32 score ‖r‖² − 2 q·r can be from the exact one, for references of norm ≤ r_max
+    whose float32 ‖r‖² (as the product adds it) is ≤ norm2 and who have ≤ other_nnz nonzero terms."""
+
+    r_max: float
+    norm2: float
+    other_nnz: int
+    #: more roundings of a score read along a block's columns (pairs.py: − ‖q‖², which the score holds,
+    #: then + ‖r‖²), each within u · (2‖q‖·r_max + ‖q‖² + r_max²)
+    extra: int = 0
+
+    def lower(self, q: np.ndarray, qn: np.ndarray, reach: np.ndarray | None = None) -> np.ndarray:
+        """Per query row, ``qn`` (‖q‖², float64) less how far below its float32 score + ‖q‖² its exact d²
+        can be (with SCORE_SLACK and float64's own roundings): exact d² ≥ score + this. ``reach``: per
+        row, only references of norm ≤ reach count (a reference nearer than d is within ‖q‖ + d of the
+        origin): their scores round less than those of the largest norm."""
+        r, norm2, extra = self.r_max, self.norm2, self.extra
+        if reach is not None:  # a float32 ‖r‖² is within γ of the exact
+            r = np.minimum(r, reach)
+            norm2 = np.minimum(norm2, r * r * (1.0 + gamma(self.other_nnz)))
+        terms = 2.0 * np.sqrt(qn) * r + norm2 + (qn if extra else 0.0)
+        nnz = np.count_nonzero(q, axis=1)
+        bound = SCORE_SLACK * (
+            gamma(nnz + 1 + extra) * terms
+            + gamma(self.other_nnz) * r**2
+            + (nnz + self.other_nnz + 3 + extra) * TINY32
+        )
+        return qn - (bound + 1e-12 * (qn + r**2))
 
 
 def euclidean_keys(q64: np.ndarray, ref: np.ndarray, ref_rows: np.ndarray) -> np.ndarray:

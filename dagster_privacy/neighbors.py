@@ -59,12 +59,6 @@ KNN_BLOCK_BYTES = 32 * 2**20
 #: one 32 MB block per reference tile went to memory and back (product + selection 16–18 ms per 8M cells,
 #: against 8–10 ms in 2048-column blocks)
 BLOCK_COLS = 512
-#: a float32 score ‖r‖² − 2 q·r is a sum of the m nonzero terms q_j·(−2r_j) and ‖r‖² (a zero term adds
-#: exactly nothing), in whatever order and blocking the BLAS takes: it is within γ_m · Σ|terms| of the
-#: exact one (γ_m = m·u / (1 − m·u), u = 2⁻²⁴; Higham, Accuracy and Stability of Numerical Algorithms,
-#: §3.1), Σ|terms| ≤ 2‖q‖·max‖r‖ + max‖r‖², and the float32 ‖r‖² is itself within γ of the exact. The
-#: bound (times this margin) decides which references a row could still have among its k nearest
-SCORE_SLACK = 2.0
 #: candidates kept per row and reference tile: k + PAD. A tile is settled when its last candidate's
 #: float32 score is, by more than the rounding bound, above the k-th exact distance kept; otherwise that
 #: row is re-ranked against the whole tile (exact.settle). Measured at 64k Adult-shaped rows, k = 1 in
@@ -214,37 +208,6 @@ def _mixed_keys(q: MixedRows, ref: MixedRows, q_rows: np.ndarray, ref_rows: np.n
     return d
 
 
-@dataclass(frozen=True)
-class ScoreBound:
-    """How far a float32 score ‖r‖² − 2 q·r can be from the exact one, for references of norm ≤ r_max
-    whose float32 ‖r‖² (as the product adds it) is ≤ norm2 and who have ≤ other_nnz nonzero terms."""
-
-    r_max: float
-    norm2: float
-    other_nnz: int
-    #: more roundings of a score read along a block's columns (pairs.py: − ‖q‖², which the score holds,
-    #: then + ‖r‖²), each within u · (2‖q‖·r_max + ‖q‖² + r_max²)
-    extra: int = 0
-
-    def lower(self, q: np.ndarray, qn: np.ndarray, reach: np.ndarray | None = None) -> np.ndarray:
-        """Per query row, ``qn`` (‖q‖², float64) less how far below its float32 score + ‖q‖² its exact d²
-        can be (with SCORE_SLACK and float64's own roundings): exact d² ≥ score + this. ``reach``: per
-        row, only references of norm ≤ reach count (a reference nearer than d is within ‖q‖ + d of the
-        origin): their scores round less than those of the largest norm."""
-        r, norm2, extra = self.r_max, self.norm2, self.extra
-        if reach is not None:  # a float32 ‖r‖² is within γ of the exact
-            r = np.minimum(r, reach)
-            norm2 = np.minimum(norm2, r * r * (1.0 + ex.gamma(self.other_nnz)))
-        terms = 2.0 * np.sqrt(qn) * r + norm2 + (qn if extra else 0.0)
-        nnz = np.count_nonzero(q, axis=1)
-        bound = SCORE_SLACK * (
-            ex.gamma(nnz + 1 + extra) * terms
-            + ex.gamma(self.other_nnz) * r**2
-            + (nnz + self.other_nnz + 3 + extra) * ex.TINY32
-        )
-        return qn - (bound + 1e-12 * (qn + r**2))
-
-
 def _euclidean_tile(sides: _Sides, rows: tuple[int, int]) -> tuple:
     s, e = rows
     q = sides.query[s:e]  # type: ignore[index]
@@ -272,7 +235,7 @@ def _euclidean_tile(sides: _Sides, rows: tuple[int, int]) -> tuple:
                     largest_update(block, c0, ref.shape[0], *far)
             yield top
 
-    bound = ScoreBound(sides.ref_norm, sides.ref_norm2, sides.ref_nnz)
+    bound = ex.ScoreBound(sides.ref_norm, sides.ref_norm2, sides.ref_nnz)
     norms = [t[-1] for t in sides.ref_scaled]
     dist, idx, count = rank_tiles(q, s, ref, tiles, norms, tops(), bound, sides.k, sides.exclude_self)
     if sides.farthest:  # squared distance = score + ‖q‖²
@@ -287,7 +250,7 @@ def rank_tiles(
     tiles: list[tuple[int, int]],
     norms: list[np.ndarray],
     tops,  # noqa: ANN001
-    bound: ScoreBound,
+    bound: ex.ScoreBound,
     k: int,
     exclude_self: bool,
 ) -> tuple[np.ndarray, np.ndarray, int]:
@@ -446,7 +409,8 @@ def knn_mixed(
         span = float((both.max(axis=0) - both.min(axis=0)).sum())
     terms = 2.0 * query.cat_weight * n_cat + span
     bound = (
-        SCORE_SLACK * (float(ex.gamma(n_cat + p + 2)) * terms + (n_cat + p + 2) * ex.TINY32) + 1e-12 * terms
+        ex.SCORE_SLACK * (float(ex.gamma(n_cat + p + 2)) * terms + (n_cat + p + 2) * ex.TINY32)
+        + 1e-12 * terms
     )
     sides = _Sides(
         query,

@@ -26,10 +26,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import neighbors as nb
+from .exact import ScoreBound
 from .executors import IN_PROCESS, Executor
 from .neighbors import (
     Neighbors,
-    ScoreBound,
     _blocks,
     _check_finite,
     _check_k,

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from scipy.spatial.distance import cdist
 
+from dagster_privacy import exact as ex
 from dagster_privacy import neighbors as nb
 from dagster_privacy.exact import dup_rank
 from dagster_privacy.neighbors import MixedRows, knn_euclidean, knn_mixed
@@ -315,12 +316,12 @@ def test_candidates_skipped_by_the_rounding_bound_change_nothing(monkeypatch: py
     r[450:] = r[:450]  # every row twice, 450 rows apart: ties across tiles
     q = (r[::7] + rng.normal(0, 1e-3, (129, 6))).astype(np.float32)
     got = [knn_euclidean(q, r, k, ref_tile=64) for k in (1, 5)]
-    monkeypatch.setattr(nb, "SCORE_SLACK", 1e30)  # no candidate skipped
+    monkeypatch.setattr(ex, "SCORE_SLACK", 1e30)  # no candidate skipped
     want = [knn_euclidean(q, r, k, ref_tile=64) for k in (1, 5)]
     for g, w in zip(got, want, strict=True):
         np.testing.assert_array_equal(g.idx, w.idx)
         np.testing.assert_array_equal(g.dist, w.dist)
-    monkeypatch.setattr(nb, "SCORE_SLACK", -1e4)  # a bound that is wrong: the test must see it
+    monkeypatch.setattr(ex, "SCORE_SLACK", -1e4)  # a bound that is wrong: the test must see it
     assert not np.array_equal(knn_euclidean(q, r, 5, ref_tile=64).idx, want[1].idx)
 
 
