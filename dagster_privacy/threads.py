@@ -107,7 +107,7 @@ def held(threads: int | None = None) -> Iterator[int]:
             # and busy-waits — the MLP of detection_mlp, 43k × 108, fit in 0.5 s on one thread and
             # 1.1–2.4 s on two beside a busy process; OpenMP (LightGBM) at most n
             _SAVED = (threadpool_limits(limits={"blas": 1, "openmp": n}), arrow)
-            allocator.hold(n)  # once per process: the arenas and thresholds stay set
+            allocator.hold(n)  # the trim threshold, released below; the arena cap stays (allocator.py)
         _USERS += 1
         _held = n
         _arrow_cpus(n)
@@ -120,6 +120,7 @@ def held(threads: int | None = None) -> Iterator[int]:
                 limits, arrow = _SAVED
                 limits.restore_original_limits()
                 _arrow_cpus(arrow)
+                allocator.release()
                 _SAVED, _held = None, None
 
 

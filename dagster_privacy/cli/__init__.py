@@ -356,7 +356,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         warnings.simplefilter("ignore")
     global _ENTRY
     _ENTRY = argv is None
-    if _ENTRY:  # this process is the command: malloc held before any pool starts a thread
+    if _ENTRY:  # this process is the command: malloc held from its start (allocator.py)
         allocator.hold(thread_count())
     try:
         cli.main(
