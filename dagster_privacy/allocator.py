@@ -8,8 +8,9 @@ tuned):
 - **The mmap threshold**, fixed at ``MMAP_BYTES`` when the package is imported: glibc raises its own
   after a large block is freed (up to 32 MB), after which blocks of our size come from the threads'
   arenas and stay resident (measured at 32k rows: peak 1.35 GB with glibc's default, 0.76 GB fixed).
-- **The trim threshold and the arenas**, set by ``hold`` while an evaluation runs (threads.held, and
-  the CLI as soon as the command starts): a fixed mmap threshold also fixes glibc's trim threshold at
+- **The trim threshold and the arenas**, set by ``hold`` while an evaluation runs (threads.held: the
+  loading, the encodings, every query and metric; a long-lived CLI command such as ``console`` is not
+  held): a fixed mmap threshold also fixes glibc's trim threshold at
   128 KB, so every temporary freed at the top of an arena went back to the kernel (madvise) and the next
   one faulted its pages in again, zeroed. ``hold`` keeps ``TRIM_BYTES`` at the top of each arena and caps
   new arenas at the evaluation's thread count. Measured at 64k Adult-shaped rows, all ids, 2 cores:

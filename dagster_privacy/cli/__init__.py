@@ -13,12 +13,10 @@ from pathlib import Path
 
 import click
 
-from .. import allocator
 from ..errors import TableError, first_line
 from ..executors import ExecutorError
 from ..policy import PolicyError
 from ..results import Evaluation, Status
-from ..threads import thread_count
 from .args import UsageFailure, parse_kinds, split_list
 from .calibrate import calibrate_command
 from .console import console_command
@@ -356,8 +354,6 @@ def main(argv: Sequence[str] | None = None) -> None:
         warnings.simplefilter("ignore")
     global _ENTRY
     _ENTRY = argv is None
-    if _ENTRY:  # this process is the command: malloc held from its start (allocator.py)
-        allocator.hold(thread_count())
     try:
         cli.main(
             args=list(argv) if argv is not None else None, prog_name="dagster-privacy", standalone_mode=False
