@@ -161,9 +161,7 @@ class _Sides:
     #: [q, 1] · it is the score ‖r‖² − 2 q·r in one product (the sparse dimensions added afterwards)
     ref_scaled: tuple[np.ndarray, ...] | None = None
     sparse: SparseDims | None = None  # euclidean: which dimensions leave the product
-    ref_norm: float = 0.0  # euclidean: the largest ‖r‖ (bounds a score's rounding)
-    ref_norm2: float = 0.0  # euclidean: the largest float32 ‖r‖², as the product adds it
-    ref_nnz: int = 0  # euclidean: the most nonzero terms of a reference row
+    bound: ex.ScoreBound | None = None  # euclidean: how far a score can round (the reference's norms)
     #: mixed: a float32 distance is within this of the exact one (γ of its terms times their largest sum)
     mixed_bound: float = 0.0
     ref_at: np.ndarray | None = None  # euclidean: SparseDims.positions of every block's first row, then n
@@ -235,9 +233,9 @@ def _euclidean_tile(sides: _Sides, rows: tuple[int, int]) -> tuple:
                     largest_update(block, c0, ref.shape[0], *far)
             yield top
 
-    bound = ex.ScoreBound(sides.ref_norm, sides.ref_norm2, sides.ref_nnz)
+    assert sides.bound is not None
     norms = [t[-1] for t in sides.ref_scaled]
-    dist, idx, count = rank_tiles(q, s, ref, tiles, norms, tops(), bound, sides.k, sides.exclude_self)
+    dist, idx, count = rank_tiles(q, s, ref, tiles, norms, tops(), sides.bound, sides.k, sides.exclude_self)
     if sides.farthest:  # squared distance = score + ‖q‖²
         return dist, idx, count, far[0] + np.einsum("ij,ij->i", q, q, dtype=np.float32), far[1]
     return dist, idx, count
@@ -378,9 +376,7 @@ def knn_euclidean(
         ref_tile,
         ref_scaled=tuple(tiles),
         sparse=sparse,
-        ref_norm=float(np.sqrt(norm_max)),
-        ref_norm2=norm2,
-        ref_nnz=ref_nnz,
+        bound=ex.ScoreBound(float(np.sqrt(norm_max)), norm2, ref_nnz),
         ref_at=ref_at,
         farthest=farthest,
     )

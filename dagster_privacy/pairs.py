@@ -120,20 +120,16 @@ class _Rank:
     k: int
     exclude_self: bool
     tiles: list[tuple[int, int]]  # the reference side's tiles, as the cells cut it
-    extra: int  # roundings beyond a row-read score (ScoreBound): a score read along the columns
     tops: tuple[np.ndarray, np.ndarray]  # (rows, ref tiles, k + PAD): float32 scores, int32 reference rows
     norms: list[np.ndarray]  # per reference tile, the float32 ‖r‖²
-    r_max: float
-    norm2: float
-    nnz: int
+    bound: ScoreBound  # extra roundings where a score was read along the columns
 
 
 def _rank(job: _Rank, rows: tuple[int, int]) -> tuple[np.ndarray, np.ndarray, int]:
     s, e = rows
     q = job.q[s:e]
     tops = ((job.tops[0][s:e, t], job.tops[1][s:e, t]) for t in range(len(job.tiles)))
-    bound = ScoreBound(job.r_max, job.norm2, job.nnz, job.extra)
-    return rank_tiles(q, s, job.ref, job.tiles, job.norms, tops, bound, job.k, job.exclude_self)
+    return rank_tiles(q, s, job.ref, job.tiles, job.norms, tops, job.bound, job.k, job.exclude_self)
 
 
 def knn_self(
@@ -236,11 +232,11 @@ def _paired(
     y_norm_tiles = [y_norms[a:b] for a, b in y_tiles]
     x_norm_tiles = [x_norms[a:b] for a, b in x_tiles]
     # a self-query's candidates mix scores read along rows and columns; a pair's x reads rows only
-    fore = _Rank(x, y, kx, same, y_tiles, EXTRA if same else 0, tops_x, y_norm_tiles, r_max, norm2, nnz)
-    nx = _ranked(fore, executor, t0, far)
+    fore_bound = ScoreBound(r_max, norm2, nnz, EXTRA if same else 0)
+    nx = _ranked(_Rank(x, y, kx, same, y_tiles, tops_x, y_norm_tiles, fore_bound), executor, t0, far)
     if same:
         return nx, nx
-    back = _Rank(y, x, ky, False, x_tiles, EXTRA, tops_y, x_norm_tiles, r_max, norm2, nnz)
+    back = _Rank(y, x, ky, False, x_tiles, tops_y, x_norm_tiles, ScoreBound(r_max, norm2, nnz, EXTRA))
     return nx, _ranked(back, executor, t0, None)
 
 

@@ -7,8 +7,8 @@ threads (executors.InProcess), BLAS (one thread: see ``held``) and OpenMP (threa
 pool, DuckDB's ``threads`` on our connections, and polars — whose pool is sized
 when polars is imported, so the package sets ``POLARS_MAX_THREADS`` (unless already set) before it
 imports polars, and the CLI's ``--threads`` restarts the process with it. numba runs no parallel
-kernel here (no ``prange``): its threading layer is never started. glibc's malloc gets as many arenas
-as threads and keeps its freed pages (allocator.py). More threads than CPUs only add
+kernel here (no ``prange``): its threading layer is never started. glibc's malloc keeps its freed pages
+while the evaluation runs and caps new arenas at its threads (allocator.py). More threads than CPUs only add
 busy-waiting: on a machine shared with other work, OpenBLAS and OpenMP threads spin for their share.
 """
 
