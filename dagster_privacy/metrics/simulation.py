@@ -2,20 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
 
 import numpy as np
 
-from ..chunks import map_chunks
 from ..compiled import kernel
 from ..context import EvaluationContext
 from ..errors import MetricError
+from ..nearest_sets import nearest_sets
 from ..registry import Expect, metric
 from ..results import Measurement, Risk
-
-T = TypeVar("T")
 
 
 @metric(
@@ -277,79 +273,17 @@ def gcap(ctx: EvaluationContext) -> Measurement:
 
 # ------------------------------------------------------------------------------------------ AIR
 
-#: exact squared-distance slack under which two synthetic rows count as equally near (float64 rounding)
-_TIE_TOL = 1e-9
-#: relative slack of the float32 scores when gathering candidates for the nearest (a superset)
-_F32_SLACK = 2e-6
-#: (real, synthetic) candidate pairs recomputed in float64 at once
-_PAIR_BATCH = 1 << 20
 
-
-def nearest_sets(
-    query: np.ndarray,
-    ref: np.ndarray,
-    reduce: Callable[[Any, int, int, np.ndarray, np.ndarray], T],
-    extra: Any,
-    executor: Any = None,
-) -> list[T]:
-    """``reduce(extra, start, n, rows, refs)`` per chunk of n query rows, (rows, refs) the pairs of
-    every reference row at the minimum Euclidean distance; the reductions come back in row order, the
-    pairs themselves are never all held at once.
-
-    The float32 chunked product (``chunks.map_chunks``) gathers the candidates within a slack
-    of each row's minimum score; their squared distances are then recomputed exactly in float64 and
-    the ones within ``_TIE_TOL`` of the row's exact minimum are kept: ties are counted as a set, as the
-    seed's argmin sets are, and do not depend on row order. ``rows`` are chunk-local, sorted.
-    """
-    q64, r64 = query.astype(np.float64), ref.astype(np.float64)
-    qn = np.einsum("ij,ij->i", q64, q64)
-    rn_max = float(np.einsum("ij,ij->i", r64, r64).max(initial=0.0))
-    job = (q64, r64, qn, rn_max, reduce, extra)  # a slack and an exact recomputation: rare dims may go
-    return map_chunks(_nearest_chunk, job, query, ref, executor=executor, sparse=True)
-
-
-def _nearest_chunk(extra: tuple, start: int, block: np.ndarray) -> Any:
-    q64, r64, qn, rn_max, reduce, reduce_extra = extra
-    dims = max(1, q64.shape[1])
-    stop = start + block.shape[0]
-    local = np.arange(stop - start)
-    first = block.argmin(axis=1)
-    low = block[local, first]
-    thr = low + _F32_SLACK * (1.0 + qn[start:stop] + rn_max)
-    block[local, first] = np.inf  # the runner-up decides whether a row needs a closer look
-    second = block.min(axis=1)
-    block[local, first] = low
-    multi = np.nonzero(second <= thr)[0]
-    single = np.ones(stop - start, dtype=bool)
-    single[multi] = False
-    sub_rows, refs_multi = np.nonzero(block[multi] <= thr[multi, None])
-    rows = np.concatenate([local[single], multi[sub_rows]])
-    refs = np.concatenate([first[single], refs_multi])
-    order = np.argsort(rows, kind="stable")
-    rows, refs = rows[order], refs[order]
-    d2 = np.empty(rows.size, dtype=np.float64)
-    step = max(1, _PAIR_BATCH // dims)
-    for a in range(0, rows.size, step):
-        diff = q64[start + rows[a : a + step]] - r64[refs[a : a + step]]
-        d2[a : a + step] = np.einsum("ij,ij->i", diff, diff)
-    best = np.full(stop - start, np.inf)
-    np.minimum.at(best, rows, d2)
-    keep = d2 <= best[rows] + _TIE_TOL
-    return reduce(reduce_extra, start, stop - start, rows[keep], refs[keep])
-
-
-def _air_counts(
-    extra: tuple, start: int, n: int, rows: np.ndarray, refs: np.ndarray
-) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-    """Per real row of a chunk: the tied synthetic rows, and per sensitive column the correct ones."""
+def _air_counts(extra: tuple, ids: np.ndarray, rows: np.ndarray, refs: np.ndarray) -> dict[str, np.ndarray]:
+    """Per real row ``ids``: its tied synthetic rows, and per sensitive column the correct ones."""
     y_val, z_val, numeric = extra
-    n_ties = np.bincount(rows, minlength=n)[:n]
-    tp = {}
+    n = ids.size
+    out = {"ties": np.bincount(rows, minlength=n)[:n]}
     for s in y_val:
-        ys, zs = y_val[s][start + rows], z_val[s][refs]
+        ys, zs = y_val[s][ids[rows]], z_val[s][refs]
         ok = _close10(ys, zs) if numeric[s] else ys == zs
-        tp[s] = np.bincount(rows[ok], minlength=n)[:n]
-    return n_ties, tp
+        out["tp:" + s] = np.bincount(rows[ok], minlength=n)[:n]
+    return out
 
 
 def _close10(y: np.ndarray, z: np.ndarray) -> np.ndarray:
@@ -422,9 +356,9 @@ def air(ctx: EvaluationContext) -> Measurement:
             else:
                 y_val[s] = ctx.codes("real")[:, _col(ctx, s)].astype(np.int64)
                 z_val[s] = ctx.codes("synthetic")[:, _col(ctx, s)].astype(np.int64)
-        parts = nearest_sets(q, r, _air_counts, (y_val, z_val, numeric), ctx.executor)
-        n_ties = np.concatenate([p[0] for p in parts]) if parts else np.zeros(0, np.int64)
-        tp = {s: np.concatenate([p[1][s] for p in parts]) for s in group}
+        counts = nearest_sets(q, r, _air_counts, (y_val, z_val, numeric), ctx.executor)
+        n_ties = counts["ties"]
+        tp = {s: counts["tp:" + s] for s in group}
         for s in group:
             if numeric[s]:
                 n_match = _n_close10(y_val[s], z_val[s])
