@@ -287,6 +287,13 @@ class EvaluationContext:
             dist[i] = [0.0, *dist[i, rest]]
         return Neighbors(dist, idx, nn.seconds, nn.farthest, nn.rechecked)
 
+    def release_spaces(self) -> None:
+        """Free the encoded spaces and the cached neighbour queries (the evaluation does once no metric
+        left to run reads them); asked for again, they are computed again, the same."""
+        self._euclid.clear()
+        self._projected.clear()
+        self._nn.clear()
+
     def shared(self, label: str, compute: Callable[[], T]) -> T:
         """A derived result several metrics use (an extreme pair, a weighted space and its queries),
         computed once per evaluation; its time is booked as shared work under ``label``."""

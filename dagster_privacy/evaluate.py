@@ -238,8 +238,13 @@ def run_metrics(
     results: list[MetricResult] = []
     ctx.plan([q for mid in plan.ids for q in specs[mid].queries])
     bar = _progress(progress, len(plan.ids))
+    distances: dict[str, Any] | None = None
     try:
-        for mid in plan.ids:
+        for i, mid in enumerate(plan.ids):
+            if distances is None and not any(specs[m].spaces for m in plan.ids[i:]):
+                # nothing left reads a space or a query: the distances are read now and they are freed
+                distances = _distances(ctx)
+                ctx.release_spaces()
             if bar is not None:
                 bar.update(bar.task_ids[0], description=f"privacy metrics: {mid}")
             entry = plan.entry(mid)
@@ -289,7 +294,7 @@ def run_metrics(
         tables=fingerprints or {},
         schema=ctx.schema.to_json(),
         versions=versions(),
-        distances=_distances(ctx),
+        distances=_distances(ctx) if distances is None else distances,
         timings=Timings(
             total=time.perf_counter() - t0,
             encode=ctx.encode_seconds,

@@ -50,6 +50,8 @@ class MetricSpec:
     #: neighbour queries (space, query side, reference side, k) the metric asks the context for; the
     #: evaluation computes each once with the largest k any selected metric declares
     queries: tuple[tuple[str, str, str, int], ...] = ()
+    #: whether it may read an encoded space or a neighbour query (False: tables, codes and hashes only)
+    spaces: bool = True
 
     @property
     def summary(self) -> str:
@@ -72,10 +74,12 @@ def metric(
     expect: Expect,
     needs: Sequence[str] = ("real", "synthetic"),
     queries: Sequence[tuple[str, str, str, int]] = (),
+    spaces: bool = True,
 ) -> Callable[[MetricFn], MetricFn]:
     """Register a metric. Its keyword-only parameters with defaults are its parameters; ``default`` is
     its entry in the ``standard`` policy; ``expect`` what the common tests check; ``queries`` declares
-    its shared neighbour queries so the context can compute each once at the largest k."""
+    its shared neighbour queries so the context can compute each once at the largest k; ``spaces=False``
+    that it reads no encoded space or query, so the evaluation may free them before it runs."""
 
     def register(func: MetricFn) -> MetricFn:
         if id in _REGISTRY:
@@ -92,7 +96,17 @@ def metric(
             if p.kind is inspect.Parameter.KEYWORD_ONLY and p.default is not inspect.Parameter.empty
         }
         _REGISTRY[id] = MetricSpec(
-            id, family, source, Risk(risk), tuple(needs), func, dict(default), expect, params, tuple(queries)
+            id,
+            family,
+            source,
+            Risk(risk),
+            tuple(needs),
+            func,
+            dict(default),
+            expect,
+            params,
+            tuple(queries),
+            spaces=spaces,
         )
         return func
 

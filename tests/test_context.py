@@ -24,3 +24,36 @@ def test_each_shared_query_is_computed_once_at_the_largest_declared_k() -> None:
     before = dict(ctx.query_seconds)
     assert ctx.neighbors("euclidean", "real", "synthetic", 1).k == 1
     assert ctx.query_seconds == before
+
+
+def _figures(ev) -> dict:
+    return {r.id: (r.value, r.raw, r.details) for r in ev.results}
+
+
+def test_spaces_and_queries_are_freed_before_the_metrics_that_read_none_and_no_figure_moves() -> None:
+    split = leaky_split(load_demo()[:800], 0.2, seed=0)
+    runs = {}
+    for ids in (["dcr", "singling_out_multivariate"], ["dcr"], ["singling_out_multivariate"]):
+        ctx, fp = prepare(split.train, split.synthetic, split.control)
+        runs[tuple(ids)] = (ctx, run_metrics(ctx, resolve("report-only", ids), fingerprints=fp))
+    both_ctx, both = runs[("dcr", "singling_out_multivariate")]
+    dcr_ctx, dcr = runs[("dcr",)]
+    _, so = runs[("singling_out_multivariate",)]
+    # freed before singling out ran (it reads codes only), kept where the last metric reads them
+    assert not both_ctx._euclid and not both_ctx._nn and not both_ctx._projected
+    assert dcr_ctx._euclid and dcr_ctx._nn
+    assert _figures(both) == {**_figures(dcr), **_figures(so)}
+    assert both.distances == dcr.distances == so.distances and both.distances["sides"]
+
+
+def test_a_metric_that_declares_no_spaces_reads_none() -> None:
+    from dagster_privacy.metrics import registry
+    from dagster_privacy.registry import run
+
+    split = leaky_split(load_demo()[:600], 0.2, seed=1)
+    declared = [spec for spec in registry().values() if not spec.spaces]
+    assert {s.id for s in declared} >= {"singling_out_univariate", "singling_out_multivariate"}
+    for spec in declared:
+        ctx, _ = prepare(split.train, split.synthetic, split.control)
+        run(spec, ctx, {})
+        assert not ctx._euclid and not ctx._nn and not ctx._projected, spec.id

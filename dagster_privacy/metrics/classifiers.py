@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -19,29 +20,54 @@ from ..registry import Expect, metric
 from ..results import Measurement, Risk
 
 _BATCH = 256  # MLP mini-batch size
+_GATHER = 1 << 16  # labelled rows gathered at once
 
 
 def _clip(x: float) -> float:
     return float(min(1.0, max(0.0, x)))
 
 
-def _labelled(ctx: EvaluationContext) -> tuple[np.ndarray, np.ndarray]:
+@dataclass(frozen=True)
+class _Labelled:
     """D of seed 000 §2.2.3 / §2.2.11: real rows labelled 1, synthetic rows labelled 0, in a canonical order.
 
     Features are the one-hot + min-max dimensions ordered by column name, rows ordered by label and a
     hash of their values over the columns sorted by name: the data a model sees, and so its seeded
     fit, do not depend on the order of the input rows or columns (identical rows are interchangeable).
+    D is never held whole: ``rows(idx)`` gathers the rows a fit or a prediction reads from the context's
+    encodings (a model's training rows were a copy of D's anyway).
     """
-    names = sorted(ctx.schema.names)
-    labels = ctx.encoder.euclidean_labels()
-    dims = sorted(range(len(labels)), key=lambda d: (labels[d], d))
-    x = np.vstack([ctx.euclidean("real"), ctx.euclidean("synthetic")])[:, dims]
-    y = np.concatenate([np.ones(ctx.n("real"), dtype=np.int8), np.zeros(ctx.n("synthetic"), dtype=np.int8)])
-    h = np.concatenate(
-        [ctx.table(role).select(names).hash_rows(seed=0).to_numpy() for role in ("real", "synthetic")]
-    )
-    order = np.lexsort((h, y))
-    return np.ascontiguousarray(x[order]), y[order]
+
+    sides: tuple[np.ndarray, np.ndarray]  # the real and synthetic encodings
+    order: np.ndarray  # labelled row i is row order[i] of real ∪ synthetic
+    dims: np.ndarray
+    y: np.ndarray
+
+    @classmethod
+    def of(cls, ctx: EvaluationContext) -> _Labelled:
+        names = sorted(ctx.schema.names)
+        labels = ctx.encoder.euclidean_labels()
+        dims = np.array(sorted(range(len(labels)), key=lambda d: (labels[d], d)), dtype=np.int64)
+        y = np.concatenate(
+            [np.ones(ctx.n("real"), dtype=np.int8), np.zeros(ctx.n("synthetic"), dtype=np.int8)]
+        )
+        h = np.concatenate(
+            [ctx.table(role).select(names).hash_rows(seed=0).to_numpy() for role in ("real", "synthetic")]
+        )
+        order = np.lexsort((h, y))
+        return cls((ctx.euclidean("real"), ctx.euclidean("synthetic")), order, dims, y[order])
+
+    def rows(self, idx: np.ndarray) -> np.ndarray:
+        """Labelled rows ``idx`` (float32, C order), a block of _GATHER rows at a time."""
+        src = self.order[idx]
+        real, syn = self.sides
+        out = np.empty((src.size, self.dims.size), dtype=real.dtype)
+        for a in range(0, src.size, _GATHER):
+            s, block = src[a : a + _GATHER], out[a : a + _GATHER]
+            from_real = s < real.shape[0]
+            block[from_real] = real[np.ix_(s[from_real], self.dims)]
+            block[~from_real] = syn[np.ix_(s[~from_real] - real.shape[0], self.dims)]
+        return out
 
 
 def _seed(ctx: EvaluationContext, name: str) -> int:
@@ -73,14 +99,18 @@ def detection_mlp(
     from sklearn.model_selection import StratifiedKFold
     from sklearn.neural_network import MLPClassifier
 
-    x, y = _labelled(ctx)
+    data = _Labelled.of(ctx)
+    y = data.y
     if min(ctx.n("real"), ctx.n("synthetic")) < folds:
         raise MetricError(f"D-MLP needs at least {folds} real and {folds} synthetic rows")
     seed = _seed(ctx, "detection_mlp")
     n_train = y.size - y.size // folds
     passes = max(epochs, math.ceil(min_steps * _BATCH / max(1, n_train)))
     aucs = []
-    for train, test in StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed).split(x, y):
+    # the folds depend on y only (X is a placeholder, as scikit-learn documents)
+    for train, test in StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed).split(
+        np.zeros(y.size), y
+    ):
         model = MLPClassifier(
             hidden_layer_sizes=(hidden,),
             batch_size=min(_BATCH, train.size),
@@ -90,8 +120,8 @@ def detection_mlp(
         )
         with warnings.catch_warnings():  # a fixed number of epochs is the setting, not a failure
             warnings.simplefilter("ignore", ConvergenceWarning)
-            model.fit(x[train], y[train])
-        aucs.append(float(roc_auc_score(y[test], model.predict_proba(x[test])[:, 1])))
+            model.fit(data.rows(train), y[train])
+        aucs.append(float(roc_auc_score(y[test], model.predict_proba(data.rows(test))[:, 1])))
     auc = float(np.mean(aucs))
     return Measurement(
         value=_clip(2.0 * auc - 1.0),
@@ -124,9 +154,13 @@ def mir(
     import lightgbm as lgb
     from sklearn.model_selection import train_test_split
 
-    x, y = _labelled(ctx)
+    data = _Labelled.of(ctx)
     seed = _seed(ctx, "mir")
-    x_tr, x_te, y_tr, y_te = train_test_split(x, y, test_size=test_share, stratify=y, random_state=seed)
+    # the split of row positions is the split of the rows themselves (train_test_split indexes each array)
+    i_tr, i_te, y_tr, y_te = train_test_split(
+        np.arange(data.y.size), data.y, test_size=test_share, stratify=data.y, random_state=seed
+    )
+    x_tr, x_te = data.rows(i_tr), data.rows(i_te)
     model = lgb.LGBMClassifier(
         n_estimators=n_estimators,
         num_leaves=31,

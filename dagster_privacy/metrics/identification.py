@@ -19,6 +19,7 @@ from .distance import _clip
 
 #: ε of seed 000 eqs. 21–22
 _ID_EPS = 1e-8
+_ROWS = 1 << 16  # rows weighted at once
 
 
 def _entropy_weighted(ctx: EvaluationContext) -> dict[str, np.ndarray]:
@@ -45,7 +46,10 @@ def _entropy_weighted(ctx: EvaluationContext) -> dict[str, np.ndarray]:
                 h = np.where(p > 0, -p * np.log(p), 0.0)
             w = 1.0 / (h + _ID_EPS)
             factor[:, j] = 1.0 / (w + _ID_EPS)
-        out[role] = np.ascontiguousarray(ctx.euclidean(role) * factor[:, col_of_dim], dtype=np.float32)
+        x = ctx.euclidean(role)
+        out[role] = weighted = np.empty(x.shape, dtype=np.float32)
+        for a in range(0, x.shape[0], _ROWS):  # elementwise, so in blocks: no float64 copy of the space
+            weighted[a : a + _ROWS] = x[a : a + _ROWS] * factor[a : a + _ROWS][:, col_of_dim]
     return out
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
@@ -54,11 +55,36 @@ def _lgbm_params(seed: int, n_estimators: int) -> dict[str, Any]:
     }
 
 
-#: models whose jobs are built at once (each holds its own feature matrices: ~11 MB at 128k rows), then
-#: fitted side by side: 8 rather than 4 leaves fewer cores idle behind the slowest model of a batch
-#: (64k rows: inference_ml 7.6 → 7.0 s)
-_FITS_AT_ONCE = 8
 _Finish = Callable[[np.ndarray, np.ndarray], dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class Features:
+    """What every model of inference_ml reads (put once in the executor's store): the LightGBM
+    parameters and the features of every column (canonical order) of the rows the models use. A job
+    takes its secret's other columns when it runs, so only the running models hold a feature matrix."""
+
+    params: dict[str, Any]
+    synthetic: np.ndarray  # every synthetic row, in content order
+    train: np.ndarray  # the training targets
+    control: np.ndarray  # the control targets
+
+    @classmethod
+    def of(
+        cls,
+        ctx: EvaluationContext,
+        cols: list[str],
+        order: np.ndarray,
+        targets: tuple[np.ndarray, np.ndarray],
+        params: dict[str, Any],
+    ) -> Features:
+        t_idx, c_idx = targets
+        return cls(
+            params,
+            _features(ctx, "synthetic", order, cols),
+            _features(ctx, "real", t_idx, cols),
+            _features(ctx, "holdout", c_idx, cols),
+        )
 
 
 def _secret_job(
@@ -76,9 +102,7 @@ def _secret_job(
     t_idx, c_idx = targets
     aux = [c for c in cols if c != s]
     cat_idx = [i for i, c in enumerate(aux) if ctx.schema.kind(c) != "numerical"]
-    x_syn = _features(ctx, "synthetic", order, aux)
-    x_t = _features(ctx, "real", t_idx, aux)
-    x_c = _features(ctx, "holdout", c_idx, aux)
+    at = np.array([cols.index(c) for c in aux], dtype=np.int64)  # the other columns, in Features
     if ctx.schema.kind(s) == "numerical":
         y_syn = _values(ctx, "synthetic", s)[order]
         y_t, y_c = _values(ctx, "real", s)[t_idx], _values(ctx, "holdout", s)[c_idx]
@@ -91,7 +115,7 @@ def _secret_job(
         )
         if np.ptp(y_syn[keep]) == 0:
             return regression(np.full(mt.sum(), y_syn[keep][0]), np.full(mc.sum(), y_syn[keep][0]))
-        return ("regression", x_syn[keep], y_syn[keep], cat_idx, x_t[mt], x_c[mc]), regression
+        return ("regression", at, keep, y_syn[keep], cat_idx, mt, mc), regression
     j = ctx.schema.names.index(s)
     y_syn = ctx.codes("synthetic")[order, j]
     y_t, y_c = ctx.codes("real")[t_idx, j], ctx.codes("holdout")[c_idx, j]
@@ -109,16 +133,23 @@ def _secret_job(
     classification = partial(_classification_part, y_t, y_c, classes[counts.argmax()], n, conf)
     if classes.size < 2:
         return classification(np.full(n, classes[0]), np.full(n, classes[0]))
-    return ("classification", x_syn, y_syn, cat_idx, x_t, x_c), classification
+    return ("classification", at, None, y_syn, cat_idx, None, None), classification
 
 
-def _fit_predict(params: dict[str, Any], job: tuple) -> tuple[np.ndarray, np.ndarray]:
+def _rows(x: np.ndarray, rows: np.ndarray | None, cols: np.ndarray) -> np.ndarray:
+    """x[rows][:, cols] (all rows when None) in one copy, C order."""
+    return x[:, cols] if rows is None else x[np.ix_(np.flatnonzero(rows), cols)]
+
+
+def _fit_predict(features: Features, job: tuple) -> tuple[np.ndarray, np.ndarray]:
     """One LightGBM model of inference_ml (one OpenMP thread, deterministic): fitted on the synthetic
     rows, predicting the training and control targets. Module-level: it may run as a Ray task."""
     import lightgbm as lgb
 
-    task, x, y, cat_idx, x_t, x_c = job
-    model = (lgb.LGBMRegressor if task == "regression" else lgb.LGBMClassifier)(**params)
+    task, at, keep, y, cat_idx, mt, mc = job
+    x = _rows(features.synthetic, keep, at)
+    x_t, x_c = _rows(features.train, mt, at), _rows(features.control, mc, at)
+    model = (lgb.LGBMRegressor if task == "regression" else lgb.LGBMClassifier)(**features.params)
     model.fit(x, y, categorical_feature=cat_idx or "auto")
     return model.predict(x_t), model.predict(x_c)
 

@@ -29,7 +29,7 @@ from ._common import (
     sample_targets,
     worst_of,
 )
-from ._models import _FITS_AT_ONCE, _fit_predict, _lgbm_params, _secret_job, _values
+from ._models import Features, _fit_predict, _lgbm_params, _secret_job, _values
 
 
 def _secrets(ctx: EvaluationContext) -> list[str]:
@@ -181,20 +181,19 @@ def inference_ml(
     cols = canonical_columns(ctx)
     conf = family_confidence(len(secrets))
     parts: dict[str, dict[str, Any]] = {s: {} for s in secrets}  # in secret order, filled below
-    params = _lgbm_params(ctx.seed, n_estimators)
-    # the models are independent: fitted side by side on the executor, a few secrets at a time (each
-    # job holds its own feature matrices: only this batch's are built)
-    for b0 in range(0, len(secrets), _FITS_AT_ONCE):
-        fits = []
-        for s in secrets[b0 : b0 + _FITS_AT_ONCE]:
-            prepared = _secret_job(ctx, s, cols, order, (t_idx, c_idx), n, conf, min_class_rows)
-            if isinstance(prepared, dict):  # decided without a model
-                parts[s] = prepared
-            else:
-                fits.append((s, *prepared))
-        predictions = ctx.executor.map(_fit_predict, params, [job for _, job, _ in fits])
-        for (s, _, finish), (p_t, p_c) in zip(fits, predictions, strict=True):
-            parts[s] = finish(p_t, p_c)
+    # the models are independent: fitted side by side on the executor; each takes its columns of the
+    # shared features when it runs
+    features = Features.of(ctx, cols, order, (t_idx, c_idx), _lgbm_params(ctx.seed, n_estimators))
+    fits = []
+    for s in secrets:
+        prepared = _secret_job(ctx, s, cols, order, (t_idx, c_idx), n, conf, min_class_rows)
+        if isinstance(prepared, dict):  # decided without a model
+            parts[s] = prepared
+        else:
+            fits.append((s, *prepared))
+    predictions = ctx.executor.map(_fit_predict, features, [job for _, job, _ in fits])
+    for (s, _, finish), (p_t, p_c) in zip(fits, predictions, strict=True):
+        parts[s] = finish(p_t, p_c)
     return worst_of(
         parts, label="column", sizes=_sizes(ctx, n), extra={"model": "lightgbm", "n_estimators": n_estimators}
     )

@@ -300,6 +300,7 @@ def _attack_size(job: _SizeJob, k: int) -> tuple[int, dict[str, Any], np.ndarray
     risk=Risk.SINGLING_OUT,
     needs=("real", "synthetic", "holdout"),
     default={"threshold": 0.1, "severity": "ERROR"},  # 0.00 vs 0.24
+    spaces=False,  # codes and tables only
     expect=Expect(copy_min=0.9, indep_max=0.15),
 )
 def singling_out_univariate(ctx: EvaluationContext, *, n_attacks: int = 2000) -> Measurement:
@@ -353,6 +354,7 @@ def singling_out_univariate(ctx: EvaluationContext, *, n_attacks: int = 2000) ->
     risk=Risk.SINGLING_OUT,
     needs=("real", "synthetic", "holdout"),
     default={"threshold": 0.15, "severity": "ERROR"},  # excess, worst of ≤ 10 sizes; Adult f = 0.2: +0.23
+    spaces=False,  # codes and tables only
     expect=Expect(copy_min=0.9, indep_max=0.15),
 )
 def singling_out_multivariate(
