@@ -11,8 +11,11 @@ Two routes give the same sets:
   whose ``TIE_K``-th nearest is farther than its minimum + ``TIE_TOL`` has its whole set among them;
   the few other rows take the scan.
 - **scan** (ties common, as on a table of few distinct keys): each chunk of query rows against the
-  whole reference in float32 (chunks.map_chunks); the candidates within a rounding slack of the row's
-  float32 minimum are recomputed in float64 and the ones within ``TIE_TOL`` of the exact minimum kept.
+  whole reference in float32 (chunks.map_chunks); the candidates within twice the score's proven
+  rounding bound (exact.ScoreBound, as the k-NN engine's) + ``TIE_TOL`` of the row's float32 minimum
+  are recomputed in float64 and the ones within ``TIE_TOL`` of the exact minimum kept. A score is within
+  B of its exact value, so the true nearest scores at most B above its exact d² − ‖q‖², which is at
+  most the float32 minimum's exact value, itself at most B below that minimum.
 
 Which route runs is decided on an evenly spaced sample of query rows (the scan on ``SAMPLE`` rows):
 it changes the time, not the sets.
@@ -26,15 +29,14 @@ from typing import Any
 import numpy as np
 
 from .chunks import map_chunks
-from .neighbors import knn_euclidean
+from .exact import ScoreBound
+from .neighbors import check_finite, check_norms, knn_euclidean
 
 #: a row's set of references at its minimum distance; the reduction's per-row integer arrays by name
 Reduce = Callable[[Any, np.ndarray, np.ndarray, np.ndarray], dict[str, np.ndarray]]
 
 #: exact squared-distance slack under which two reference rows count as equally near (float64 rounding)
 TIE_TOL = 1e-9
-#: relative slack of the float32 scores when the scan gathers candidates for the nearest (a superset)
-F32_SLACK = 2e-6
 #: (query, reference) candidate pairs recomputed in float64 at once
 PAIR_BATCH = 1 << 20
 #: nearest references the k-NN route asks for: a row with fewer ties than this is settled by them
@@ -50,6 +52,8 @@ def nearest_sets(
     """``reduce(extra, ids, rows, refs)`` per chunk of query rows ``ids``, (rows, refs) the pairs of
     every reference row at the minimum Euclidean distance of query row ``ids[rows]``, rows sorted; its
     per-row arrays are put together in query-row order. The pairs are never all held at once."""
+    check_finite(query, ref)  # on either route, before any work: a NaN has no distance
+    _, rn_max = check_norms(query, ref)
     n = query.shape[0]
     out: dict[str, np.ndarray] = {}
 
@@ -63,21 +67,26 @@ def nearest_sets(
     put(empty, reduce(extra, empty, empty, empty))  # the names, also for an empty query
     rest = np.arange(n)
     k = min(TIE_K, ref.shape[0])
-    if k and n > SAMPLE and _ties_rare(query, ref, k, executor):
+    bound = ScoreBound(
+        float(np.sqrt(rn_max)),
+        float(np.einsum("ij,ij->i", ref, ref, dtype=np.float32).max(initial=0.0)),  # as the scan adds it
+        int(np.count_nonzero(ref, axis=1).max(initial=0)),
+    )
+    if k and n > SAMPLE and _ties_rare(query, ref, k, bound, executor):
         rest = _by_knn(query, ref, k, reduce, extra, executor, put)
     if rest.size:
         sub = query if rest.size == n else np.ascontiguousarray(query[rest])
-        job = (sub, rest, ref, _ref_norm_max(ref), reduce, extra)
+        job = (sub, rest, ref, bound, reduce, extra)
         for ids, part in map_chunks(_scan_chunk, job, sub, ref, executor=executor, sparse=True):
             put(ids, part)
     return out
 
 
-def _ties_rare(query: np.ndarray, ref: np.ndarray, k: int, executor: Any) -> bool:
+def _ties_rare(query: np.ndarray, ref: np.ndarray, k: int, bound: ScoreBound, executor: Any) -> bool:
     """Whether at most TIED_SHARE of an evenly spaced sample of rows have k or more references tied."""
     sample = np.ascontiguousarray(query[np.linspace(0, query.shape[0] - 1, SAMPLE).astype(np.int64)])
     ids = np.arange(SAMPLE)
-    job = (sample, ids, ref, _ref_norm_max(ref), _tie_counts, None)
+    job = (sample, ids, ref, bound, _tie_counts, None)
     tied = sum(
         int((part["ties"] >= k).sum())
         for _, part in map_chunks(_scan_chunk, job, sample, ref, executor=executor, sparse=True)
@@ -125,25 +134,15 @@ def _exact_d2(q64: np.ndarray, ref_rows: np.ndarray) -> np.ndarray:
     return np.einsum("ij,ij->i", diff, diff)
 
 
-def _ref_norm_max(ref: np.ndarray) -> float:
-    """The largest squared norm of the reference rows, in float64 (a block of rows at a time)."""
-    step = max(1, PAIR_BATCH // max(1, ref.shape[1]))
-    out = 0.0
-    for a in range(0, ref.shape[0], step):
-        r = ref[a : a + step].astype(np.float64)
-        out = max(out, float(np.einsum("ij,ij->i", r, r).max(initial=0.0)))
-    return out
-
-
 def _scan_chunk(extra: tuple, start: int, block: np.ndarray) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-    query, ids, ref, rn_max, reduce, reduce_extra = extra
+    query, ids, ref, bound, reduce, reduce_extra = extra
     stop = start + block.shape[0]
     q64 = query[start:stop].astype(np.float64)
     qn = np.einsum("ij,ij->i", q64, q64)
     local = np.arange(stop - start)
     first = block.argmin(axis=1)
     low = block[local, first]
-    thr = low + F32_SLACK * (1.0 + qn + rn_max)
+    thr = low + 2.0 * (qn - bound.lower(q64, qn)) + TIE_TOL
     block[local, first] = np.inf  # the runner-up decides whether a row needs a closer look
     second = block.min(axis=1)
     block[local, first] = low

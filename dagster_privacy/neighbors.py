@@ -358,7 +358,7 @@ def knn_euclidean(
     if farthest and exclude_self:
         raise ValueError("the farthest reference is read only when no row is excluded")
     k = _check_k(k, ref.shape[0] - (1 if exclude_self else 0))
-    _check_finite(query, ref)
+    check_finite(query, ref)
     ref_tile = _padded(ref_tile or REF_TILE)
     sparse = SparseDims.split(query, ref)
     norms = np.einsum("ij,ij->i", ref, ref, dtype=np.float32)
@@ -395,7 +395,7 @@ def knn_mixed(
     """Exact k nearest references of every query row in a mixed (Hamming / Gower) space, tile by tile."""
     t0 = time.perf_counter()
     k = _check_k(k, ref.n - (1 if exclude_self else 0))
-    _check_finite(query.num, ref.num)
+    check_finite(query.num, ref.num)
     ref_tile = _padded(ref_tile or REF_TILE)
     # a float32 distance sums w·(#codes) − w per match and p numbers' |Δ| (each a rounded difference)
     n_cat, p = query.cat.shape[1], query.num.shape[1]
@@ -420,7 +420,7 @@ def knn_mixed(
     return _run(_mixed_tile, sides, query.n, ref.n, executor, t0)
 
 
-def _check_finite(*arrays: np.ndarray) -> None:
+def check_finite(*arrays: np.ndarray) -> None:
     """A NaN or inf coordinate has no distance: an error, never a row silently skipped or picked."""
     if not all(np.isfinite(a).all() for a in arrays):
         raise MetricError("a coordinate is not a finite number")

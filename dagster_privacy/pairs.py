@@ -31,10 +31,10 @@ from .executors import IN_PROCESS, Executor
 from .neighbors import (
     Neighbors,
     _blocks,
-    _check_finite,
     _check_k,
     _finish,
     _padded,
+    check_finite,
     check_norms,
     knn_euclidean,
     query_tiles,
@@ -190,7 +190,7 @@ def _paired(
     kept_x = _check_k(kx, y.shape[0] - same) + nb.PAD
     kept_y = _check_k(ky, x.shape[0] - same) + nb.PAD
     kx, ky = kept_x - nb.PAD, kept_y - nb.PAD
-    _check_finite(x, y)
+    check_finite(x, y)
     sparse = SparseDims.split(x, y)
     x_norms = np.einsum("ij,ij->i", x, x, dtype=np.float32)
     y_norms = np.einsum("ij,ij->i", y, y, dtype=np.float32)

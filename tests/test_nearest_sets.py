@@ -84,3 +84,52 @@ def test_an_empty_query_and_a_one_row_reference() -> None:
     query = np.random.default_rng(0).normal(size=(600, 3)).astype(np.float32)
     got, ties = _sets(query, ref)
     assert got == [{0}] * 600 and ties.tolist() == [1] * 600
+
+
+def _rounded_apart(d: int = 120) -> tuple[np.ndarray, np.ndarray]:
+    """q = (1, 1, 0.01, …) and two references near it: a's small coordinates picked so each float32
+    partial sum of q·(−2a) rounds down, b's so each rounds up (two accumulators, even and odd terms, as
+    this machine's BLAS adds them). b is nearer in float64 (by 4e-6), a nearer in float32 (by 2.4e-5),
+    more than the former fixed slack of 2e-6 · (1 + ‖q‖² + max ‖r‖²) allowed for."""
+    rng = np.random.default_rng(1)
+    q = np.full(d, 0.01, np.float32)
+    q[:2] = 1.0
+
+    def build(sign: int) -> np.ndarray:
+        r = np.empty(d, np.float32)
+        r[:2] = 1.0
+        acc = [np.float32(-2.0), np.float32(-2.0)]
+        for j in range(2, d):
+            cand = (0.01 + rng.uniform(-0.001, 0.001, 256)).astype(np.float32)
+            exact = np.float64(acc[j % 2]) + -2.0 * float(q[j]) * cand.astype(np.float64)
+            err = exact.astype(np.float32).astype(np.float64) - exact
+            pick = int(np.argmin(err) if sign < 0 else np.argmax(err))
+            r[j], acc[j % 2] = cand[pick], np.float32(exact[pick])
+        return r
+
+    a, b = build(-1), build(+1)
+    a[-1] = q[-1] + 0.001
+    far = np.full((62, d), 0.01, np.float32)
+    far[:, :2] = 0.0
+    return np.ascontiguousarray(np.tile(q, (600, 1))), np.ascontiguousarray(np.vstack([a, b, far]))
+
+
+@pytest.mark.parametrize("route", ["knn", "scan"])
+def test_a_reference_float32_rounding_puts_behind_is_still_the_nearest(monkeypatch, route: str) -> None:
+    query, ref = _rounded_apart()
+    want = _brute(query, ref)
+    assert want[0] == {1}  # b, by the float64 definition
+    monkeypatch.setattr(ns, "TIED_SHARE", 1.0 if route == "knn" else -1.0)
+    got, _ = _sets(query, ref)
+    assert got == want
+
+
+def test_a_coordinate_that_is_not_finite_is_an_error_on_either_route() -> None:
+    from dagster_privacy.errors import MetricError
+
+    rng = np.random.default_rng(2)
+    ref = rng.normal(size=(50, 3)).astype(np.float32)
+    ref[7, 1] = np.nan
+    for n in (300, 600):  # below and above the sample: the scan, then the k-NN route
+        with pytest.raises(MetricError, match="not a finite number"):
+            _sets(rng.normal(size=(n, 3)).astype(np.float32), ref)
