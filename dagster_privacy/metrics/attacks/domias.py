@@ -24,28 +24,39 @@ from ...results import Measurement, Risk
 from ...stats import z_score
 from ._common import content_order, n_targets
 
+_ROWS = 1 << 14  # rows whitened at once
+
 
 class KDE:
     """Gaussian KDE with Scott's bandwidth (times ``scale``) and the data's own covariance."""
 
     def __init__(self, data: np.ndarray, *, scale: float = 1.0, executor: Any = None) -> None:
         self.executor = executor  # where the chunks of log_density run (chunks.map_chunks)
-        x = np.asarray(data, dtype=np.float64)
+        x = np.asarray(data)
         n, k = x.shape
-        cov = np.atleast_2d(np.cov(x, rowvar=False)) if n > 1 else np.eye(k)
+        cov = np.atleast_2d(np.cov(x, rowvar=False, dtype=np.float64)) if n > 1 else np.eye(k)
         ridge = 1e-6 * max(float(np.trace(cov)) / k, 1e-12)
         self.factor = n ** (-1.0 / (k + 4)) * scale
         h = cov * self.factor**2 + np.eye(k) * ridge
         chol = np.linalg.cholesky(h)
         self.whiten = np.linalg.inv(chol).T  # x @ whiten = L⁻¹ x
-        self.data = np.ascontiguousarray((x @ self.whiten).astype(np.float32))
+        self.data = _whitened(x, self.whiten)
         self.log_norm = -math.log(n) - 0.5 * k * math.log(2 * math.pi) - float(np.log(np.diag(chol)).sum())
 
     def log_density(self, points: np.ndarray) -> np.ndarray:
-        q = np.ascontiguousarray((np.asarray(points, np.float64) @ self.whiten).astype(np.float32))
+        q = _whitened(np.asarray(points), self.whiten)
         qn = np.einsum("ij,ij->i", q, q, dtype=np.float32)
         parts = map_chunks(_log_sum_exp, qn, q, self.data, executor=self.executor)
         return (np.concatenate(parts) if parts else np.empty(0)) + self.log_norm
+
+
+def _whitened(x: np.ndarray, whiten: np.ndarray) -> np.ndarray:
+    """float32(float64(x) @ whiten), a block of rows at a time: no float64 copy of x (a row's product is
+    the same whatever block it is in)."""
+    out = np.empty((x.shape[0], whiten.shape[1]), dtype=np.float32)
+    for a in range(0, x.shape[0], _ROWS):
+        out[a : a + _ROWS] = np.asarray(x[a : a + _ROWS], dtype=np.float64) @ whiten
+    return out
 
 
 def _log_sum_exp(qn: np.ndarray, s: int, block: np.ndarray) -> np.ndarray:
