@@ -287,12 +287,15 @@ class EvaluationContext:
             dist[i] = [0.0, *dist[i, rest]]
         return Neighbors(dist, idx, nn.seconds, nn.farthest, nn.rechecked)
 
-    def release_spaces(self) -> None:
-        """Free the encoded spaces and the cached neighbour queries (the evaluation does once no metric
-        left to run reads them); asked for again, they are computed again, the same."""
-        self._euclid.clear()
-        self._projected.clear()
-        self._nn.clear()
+    def release(self, *, spaces: bool, queries: set[tuple[str, str, str]]) -> None:
+        """Free what no metric left to run reads (the evaluation calls this before each metric): the
+        encoded spaces unless ``spaces``, and every cached query (space, query side, reference side) not
+        in ``queries``. Asked for again after all, each is computed again, the same."""
+        if not spaces:
+            self._euclid.clear()
+            self._projected.clear()
+        for key in [key for key in self._nn if (key[0], key[2], key[3]) not in queries]:
+            del self._nn[key]
 
     def shared(self, label: str, compute: Callable[[], T]) -> T:
         """A derived result several metrics use (an extreme pair, a weighted space and its queries),

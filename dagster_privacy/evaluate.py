@@ -17,7 +17,7 @@ from . import policy as pol
 from . import registry as reg
 from . import tables as tb
 from .context import EvaluationContext
-from .distance_summary import distance_summary
+from .distance_summary import SIDES, SPACE, distance_summary
 from .errors import Aborted, safe_reason
 from .executors import Executor, executor_for
 from .loading import load
@@ -238,13 +238,12 @@ def run_metrics(
     results: list[MetricResult] = []
     ctx.plan([q for mid in plan.ids for q in specs[mid].queries])
     bar = _progress(progress, len(plan.ids))
-    distances: dict[str, Any] | None = None
+    histograms = {(SPACE, side, "real") for side in SIDES}  # read by _distances, after the metrics
     try:
         for i, mid in enumerate(plan.ids):
-            if distances is None and not any(specs[m].spaces for m in plan.ids[i:]):
-                # nothing left reads a space or a query: the distances are read now and they are freed
-                distances = _distances(ctx)
-                ctx.release_spaces()
+            left = [specs[m] for m in plan.ids[i:]]  # what no metric left reads is freed (memory)
+            reads = {q[:3] for s in left for q in s.queries} | histograms
+            ctx.release(spaces=any(s.spaces for s in left), queries=reads)
             if bar is not None:
                 bar.update(bar.task_ids[0], description=f"privacy metrics: {mid}")
             entry = plan.entry(mid)
@@ -294,7 +293,7 @@ def run_metrics(
         tables=fingerprints or {},
         schema=ctx.schema.to_json(),
         versions=versions(),
-        distances=_distances(ctx) if distances is None else distances,
+        distances=_distances(ctx),
         timings=Timings(
             total=time.perf_counter() - t0,
             encode=ctx.encode_seconds,

@@ -39,9 +39,10 @@ def test_spaces_and_queries_are_freed_before_the_metrics_that_read_none_and_no_f
     both_ctx, both = runs[("dcr", "singling_out_multivariate")]
     dcr_ctx, dcr = runs[("dcr",)]
     _, so = runs[("singling_out_multivariate",)]
-    # freed before singling out ran (it reads codes only), kept where the last metric reads them
-    assert not both_ctx._euclid and not both_ctx._nn and not both_ctx._projected
-    assert dcr_ctx._euclid and dcr_ctx._nn
+    # dcr's space and query freed before singling out ran (it reads codes only), kept where dcr is the last
+    # metric (the histograms' queries come after the metrics, in either)
+    assert not both_ctx._projected and not [k for k in both_ctx._nn if k[0] == "projected"]
+    assert dcr_ctx._projected and ("projected", None, "real", "synthetic") in dcr_ctx._nn
     assert _figures(both) == {**_figures(dcr), **_figures(so)}
     assert both.distances == dcr.distances == so.distances and both.distances["sides"]
 
@@ -57,3 +58,16 @@ def test_a_metric_that_declares_no_spaces_reads_none() -> None:
         ctx, _ = prepare(split.train, split.synthetic, split.control)
         run(spec, ctx, {})
         assert not ctx._euclid and not ctx._nn and not ctx._projected, spec.id
+
+
+def test_every_query_of_the_standard_evaluation_is_computed_once_though_queries_are_freed() -> None:
+    """Each metric declares the queries it reads (registry ``queries=``); a query no metric left reads is
+    freed. A read left undeclared would compute its query a second time: counted here."""
+    split = leaky_split(load_demo()[:800], 0.2, seed=3)
+    computed: list[str] = []
+    ctx, fp = prepare(split.train, split.synthetic, split.control)
+    ctx._on_query = computed.append
+    ev = run_metrics(ctx, resolve("standard"), fingerprints=fp)
+    assert len(computed) == len(set(computed)) >= 8, computed
+    assert ev.distances["sides"]
+    assert {k[2:] for k in ctx._nn} == {("synthetic", "real"), ("holdout", "real")}  # the histograms'

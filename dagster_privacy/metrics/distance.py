@@ -59,6 +59,7 @@ def dcr(ctx: EvaluationContext) -> Measurement:
     risk=Risk.REIDENTIFICATION,
     default={"threshold": 0.5, "severity": "WARN"},
     expect=Expect(copy_min=0.999, indep_max=0.2),
+    queries=(("euclidean", "real", "synthetic", 1), ("euclidean", "real", "real", 1)),
 )
 def mdcr(ctx: EvaluationContext) -> Measurement:
     """Median Distance to Closest Record: median real→synthetic over median real→real NN distance.
@@ -126,6 +127,7 @@ def nndr(ctx: EvaluationContext) -> Measurement:
     risk=Risk.REIDENTIFICATION,
     default={"threshold": 0.7, "severity": "WARN"},
     expect=Expect(copy_min=0.999, indep_max=0.65),
+    queries=(("euclidean", "real", "real", 1), ("euclidean", "real", "synthetic", 1)),
 )  # ≈ 0.5 for a same-size sample
 def authenticity(ctx: EvaluationContext) -> Measurement:
     """Authenticity: share of real rows whose nearest real neighbour is closer than their nearest synthetic.
@@ -148,6 +150,12 @@ def authenticity(ctx: EvaluationContext) -> Measurement:
     risk=Risk.MEMBERSHIP,
     default={"threshold": 0.3, "severity": "WARN"},
     expect=Expect(copy_min=0.999, indep_max=0.2),
+    queries=(
+        ("euclidean", "real", "synthetic", 1),
+        ("euclidean", "real", "real", 1),
+        ("euclidean", "synthetic", "real", 1),
+        ("euclidean", "synthetic", "synthetic", 1),
+    ),
 )
 def nnaa(ctx: EvaluationContext) -> Measurement:
     """Nearest Neighbour Adversarial Accuracy (seed 000 §2.2.10, eq. 30).
@@ -229,6 +237,7 @@ def _extreme_details(norm: np.ndarray, ext: Extremes) -> dict:
     risk=Risk.REIDENTIFICATION,
     default={"threshold": 0.8, "severity": "WARN"},  # 0.77 vs 0.67
     expect=Expect(copy_min=0.999, indep_max=0.15),
+    queries=(("euclidean", "real", "synthetic", 1),),
 )
 def cvp(ctx: EvaluationContext, *, threshold: float = 0.2) -> Measurement:
     """Close Value Probability: share of real rows whose nearest synthetic row is close (eq. 16).
@@ -255,6 +264,7 @@ def cvp(ctx: EvaluationContext, *, threshold: float = 0.2) -> Measurement:
     risk=Risk.REIDENTIFICATION,
     default={"threshold": 1.0, "severity": "WARN"},  # saturates at 1: never fails
     expect=Expect(copy_min=0.999, indep_max=1.0),
+    queries=(("euclidean", "real", "synthetic", 1),),
 )  # saturates at 1 on real data (d_max normalisation)
 def dvp(ctx: EvaluationContext, *, threshold: float = 0.8) -> Measurement:
     """Distant Value Probability: share of real rows whose nearest synthetic row is far (eq. 17).
@@ -280,6 +290,7 @@ def dvp(ctx: EvaluationContext, *, threshold: float = 0.8) -> Measurement:
     risk=Risk.REIDENTIFICATION,
     default={"threshold": 0.95, "severity": "WARN"},  # 0.91 vs 0.87
     expect=Expect(copy_min=0.999, indep_max=0.75),
+    queries=(("euclidean", "real", "synthetic", 1),),
 )  # normalised NN distance ≈ 0.36 → value ≈ 0.64
 def nsnd(ctx: EvaluationContext) -> Measurement:
     """Nearest Synthetic Neighbour Distance: mean normalised real→synthetic nearest distance (eq. 24).

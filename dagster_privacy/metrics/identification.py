@@ -22,8 +22,8 @@ _ID_EPS = 1e-8
 _ROWS = 1 << 16  # rows weighted at once
 
 
-def _entropy_weighted(ctx: EvaluationContext) -> dict[str, np.ndarray]:
-    """Ŷ and Ẑ of seed 000 eq. 22 in the one-hot + min-max space (float32).
+def _entropy_weighted(ctx: EvaluationContext, role: str) -> np.ndarray:
+    """Ŷ (role "real") or Ẑ ("synthetic") of seed 000 eq. 22 in the one-hot + min-max space (float32).
 
     Per attribute a and value v: P(Y[a] = v) = the share of real rows holding exactly v (eq. 20's
     frequency; for a numerical attribute the exact value, decided on the shared integer codes, so a
@@ -35,22 +35,20 @@ def _entropy_weighted(ctx: EvaluationContext) -> dict[str, np.ndarray]:
     col_of_dim = np.array([names.index(c) for c in ctx.encoder.euclidean_labels()], dtype=np.int64)
     real_codes = ctx.codes("real")
     n_real = real_codes.shape[0]
-    out = {}
-    for role in ("real", "synthetic"):
-        codes = ctx.codes(role)
-        factor = np.empty(codes.shape, dtype=np.float64)
-        for j in range(codes.shape[1]):
-            width = int(max(real_codes[:, j].max(initial=0), codes[:, j].max(initial=0))) + 1
-            p = np.bincount(real_codes[:, j], minlength=width)[codes[:, j]] / n_real
-            with np.errstate(divide="ignore", invalid="ignore"):
-                h = np.where(p > 0, -p * np.log(p), 0.0)
-            w = 1.0 / (h + _ID_EPS)
-            factor[:, j] = 1.0 / (w + _ID_EPS)
-        x = ctx.euclidean(role)
-        out[role] = weighted = np.empty(x.shape, dtype=np.float32)
-        for a in range(0, x.shape[0], _ROWS):  # elementwise, so in blocks: no float64 copy of the space
-            weighted[a : a + _ROWS] = x[a : a + _ROWS] * factor[a : a + _ROWS][:, col_of_dim]
-    return out
+    codes = ctx.codes(role)
+    factor = np.empty(codes.shape, dtype=np.float64)
+    for j in range(codes.shape[1]):
+        width = int(max(real_codes[:, j].max(initial=0), codes[:, j].max(initial=0))) + 1
+        p = np.bincount(real_codes[:, j], minlength=width)[codes[:, j]] / n_real
+        with np.errstate(divide="ignore", invalid="ignore"):
+            h = np.where(p > 0, -p * np.log(p), 0.0)
+        w = 1.0 / (h + _ID_EPS)
+        factor[:, j] = 1.0 / (w + _ID_EPS)
+    x = ctx.euclidean(role)
+    weighted = np.empty(x.shape, dtype=np.float32)
+    for a in range(0, x.shape[0], _ROWS):  # elementwise, so in blocks: no float64 copy of the space
+        weighted[a : a + _ROWS] = x[a : a + _ROWS] * factor[a : a + _ROWS][:, col_of_dim]
+    return weighted
 
 
 @metric(
@@ -69,13 +67,14 @@ def identifiability(ctx: EvaluationContext) -> Measurement:
     synthetic row. raw = value = eq. 23. Exact copies and duplicates are decided on row hashes (the
     weighted space has tiny coordinates, so float32 ties are common): a copy is at distance 0.
     """
-    # the weighted tables live only while their two queries are computed (the queries are shared; the
-    # tables, ~95 MB at 128k rows, would otherwise stay resident for the rest of the evaluation)
+    # the weighted tables live only while their queries are computed (the queries are shared; the
+    # tables, ~95 MB at 128k rows, would otherwise stay resident for the rest of the evaluation), and Ẑ
+    # only after the real→real query, whose candidates are the larger transient
     held: dict[str, np.ndarray] = {}
 
     def space(role: str) -> np.ndarray:
-        if not held:
-            held.update(_entropy_weighted(ctx))
+        if role not in held:
+            held[role] = _entropy_weighted(ctx, role)
         return held[role]
 
     rr = ctx.shared(
@@ -109,6 +108,7 @@ def identifiability(ctx: EvaluationContext) -> Measurement:
     risk=Risk.MEMBERSHIP,
     default={"threshold": 0.1, "severity": "WARN", "optional": True},  # needs the source-row mapping
     expect=Expect(copy_min=None, indep_max=None),
+    queries=(("projected", "real", "synthetic", 1),),
 )  # needs the source-row mapping g
 def hidden_rate(ctx: EvaluationContext) -> Measurement:
     """Hidden rate: real rows whose nearest synthetic row is one generated from them, per synthetic row.

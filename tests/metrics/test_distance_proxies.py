@@ -67,7 +67,7 @@ def test_identifiability_weights_by_hand() -> None:
     real = {"c": ["a", "a", "b"], "x": [0.0, 10.0, 10.0]}
     syn = {"c": ["b"], "x": [0.0]}
     ctx, _ = prepare(pl.DataFrame(real), pl.DataFrame(syn), column_kinds={"x": "numerical"})
-    w = _entropy_weighted(ctx)
+    w = {role: _entropy_weighted(ctx, role) for role in ("real", "synthetic")}
 
     def by_rows(a):  # the context holds rows in content order (evaluate.prepare): compare as a set
         a = np.asarray(a, dtype=float)

@@ -111,6 +111,7 @@ def _classifier(ctx: EvaluationContext, syn: np.ndarray, ref: np.ndarray, target
     needs=("real", "synthetic", "holdout"),
     default={"threshold": 0.05, "severity": "ERROR"},  # clean Adult releases: 20/20 ≤ 0.0072
     expect=Expect(copy_min=0.9, indep_max=0.1),
+    queries=(("euclidean", "real", "synthetic", 5), ("euclidean", "holdout", "synthetic", 5)),
 )
 def membership_inference(ctx: EvaluationContext, *, n_targets: int | None = None) -> Measurement:
     """Membership inference: the worst of four no-box attacks, advantage at 1 % FPR (module docstring).
