@@ -296,6 +296,9 @@ class EvaluationContext:
             self._projected.clear()
         for key in [key for key in self._nn if (key[0], key[2], key[3]) not in queries]:
             del self._nn[key]
+        # nor planned: a query asked for after all runs alone, not paired with a mirror it would recompute
+        for key in [key for key in self._plan if (key[0], key[2], key[3]) not in queries]:
+            del self._plan[key]
 
     def shared(self, label: str, compute: Callable[[], T]) -> T:
         """A derived result several metrics use (an extreme pair, a weighted space and its queries),

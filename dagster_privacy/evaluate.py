@@ -231,8 +231,11 @@ def run_metrics(
     fingerprints: dict[str, TableInfo] | None = None,
     progress: bool = False,
     started: float | None = None,
+    free: bool = True,
 ) -> Evaluation:
-    """Run the plan's metrics on a prepared context and judge each by its policy entry."""
+    """Run the plan's metrics on a prepared context and judge each by its policy entry; with ``free``,
+    what no metric left to run reads is freed before each metric (``free=False`` for a context other
+    contexts borrow from: calibration's sweeps)."""
     t0 = time.perf_counter() if started is None else started
     specs = registry()
     results: list[MetricResult] = []
@@ -241,9 +244,10 @@ def run_metrics(
     histograms = {(SPACE, side, "real") for side in SIDES}  # read by _distances, after the metrics
     try:
         for i, mid in enumerate(plan.ids):
-            left = [specs[m] for m in plan.ids[i:]]  # what no metric left reads is freed (memory)
-            reads = {q[:3] for s in left for q in s.queries} | histograms
-            ctx.release(spaces=any(s.spaces for s in left), queries=reads)
+            if free:  # what no metric left reads is freed (memory)
+                left = [specs[m] for m in plan.ids[i:]]
+                reads = {q[:3] for s in left for q in s.queries} | histograms
+                ctx.release(spaces=any(s.spaces for s in left), queries=reads)
             if bar is not None:
                 bar.update(bar.task_ids[0], description=f"privacy metrics: {mid}")
             entry = plan.entry(mid)

@@ -71,3 +71,21 @@ def test_every_query_of_the_standard_evaluation_is_computed_once_though_queries_
     assert len(computed) == len(set(computed)) >= 8, computed
     assert ev.distances["sides"]
     assert {k[2:] for k in ctx._nn} == {("synthetic", "real"), ("holdout", "real")}  # the histograms'
+
+
+def test_a_query_asked_after_its_mirror_was_freed_is_computed_alone() -> None:
+    """The histograms ask synthetic→real after the metrics; cvp's real→synthetic (its mirror, paired with
+    it while planned) was freed before singling out: synthetic→real alone, not the pair again."""
+    split = leaky_split(load_demo()[:600], 0.2, seed=4)
+    computed: list[str] = []
+    ctx, fp = prepare(split.train, split.synthetic, split.control)
+    ctx._on_query = computed.append
+    run_metrics(ctx, resolve("standard", ["cvp", "singling_out_univariate"]), fingerprints=fp)
+    assert len(computed) == len(set(computed)), computed
+
+
+def test_a_context_others_borrow_from_keeps_what_it_computed() -> None:
+    split = leaky_split(load_demo()[:600], 0.2, seed=4)
+    ctx, fp = prepare(split.train, split.synthetic, split.control)
+    run_metrics(ctx, resolve("standard", ["mdcr", "singling_out_univariate"]), fingerprints=fp, free=False)
+    assert ctx._euclid and ("euclidean", None, "real", "real") in ctx._nn

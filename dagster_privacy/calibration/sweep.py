@@ -227,7 +227,7 @@ class _Setup:
     def run(self, ctx: EvaluationContext) -> Evaluation:
         from ..evaluate import run_metrics
 
-        return run_metrics(ctx, self.plan)
+        return run_metrics(ctx, self.plan, free=False)  # a level's context may be the next levels' base
 
 
 def _leaky_repeat(

@@ -335,3 +335,14 @@ def test_leave_one_out_nearest_is_the_same_in_many_chunks_on_threads(monkeypatch
         d += (cat_q[:, None, keep_cat] != cat_r[None, :, keep_cat]).sum(axis=2)
         expected = (d <= d.min(axis=1, keepdims=True) + _gower.TIE).argmax(axis=1)
         np.testing.assert_array_equal(chunked[:, i], expected)
+
+
+def test_a_models_feature_matrix_is_in_c_order_as_the_former_column_stack() -> None:
+    from dagster_privacy.metrics.attacks._models import _rows
+
+    x = np.arange(24, dtype=np.float64).reshape(6, 4)
+    cols = np.array([3, 0, 2])
+    for rows in (None, np.array([True, False, True, True, False, True])):
+        got = _rows(x, rows, cols)
+        want = np.column_stack([x[:, c] if rows is None else x[rows, c] for c in cols])
+        assert got.flags.c_contiguous and np.array_equal(got, want)

@@ -137,8 +137,9 @@ def _secret_job(
 
 
 def _rows(x: np.ndarray, rows: np.ndarray | None, cols: np.ndarray) -> np.ndarray:
-    """x[rows][:, cols] (all rows when None) in one copy, C order."""
-    return x[:, cols] if rows is None else x[np.ix_(np.flatnonzero(rows), cols)]
+    """x[rows][:, cols] (all rows when None) in one copy, C order (x[:, cols] alone would be F order)."""
+    picked = np.arange(x.shape[0]) if rows is None else np.flatnonzero(rows)
+    return x[np.ix_(picked, cols)]
 
 
 def _fit_predict(features: Features, job: tuple) -> tuple[np.ndarray, np.ndarray]:
