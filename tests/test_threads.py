@@ -78,7 +78,7 @@ def test_threads_1_uses_one_core_and_gives_the_same_json(tmp_path) -> None:
         assert p.returncode in (0, 1), p.stderr[-2000:]
         out[label] = json.loads((tmp_path / f"{label}.json").read_text())
         if label == "one":  # two interpreter starts (the restart) weigh on a 3-second run: 64k in
-            assert cpu / wall <= 1.15, (cpu, wall)  # 64k measured 1.00 (docs/scale.md)
+            assert cpu / wall <= 1.15, (cpu, wall)  # bench_scale.py measured 1.00 (docs/scale.md)
 
     def strip(d):
         if isinstance(d, dict):
