@@ -89,18 +89,49 @@ def concat_csv(parts: list[Path], out: Path) -> Path:
     return out
 
 
+#: a small launcher between this process and the measured command: a child's ru_maxrss starts from the
+#: high-water mark of the address space it was forked from (Linux records it at exec), so a command
+#: spawned straight from a benchmark that had itself grown to 1.5 GB reported 1.5 GB whatever it used;
+#: forked from this launcher (~10 MB) it reports its own peak, written (KiB) on the pipe argv[1] names.
+_LAUNCH = """
+import os, sys
+fd, cmd = int(sys.argv[1]), sys.argv[2:]
+pid = os.fork()
+if pid == 0:
+    os.close(fd)
+    try:
+        os.execvp(cmd[0], cmd)
+    except OSError:
+        os._exit(127)
+_, status, usage = os.wait4(pid, 0)
+os.write(fd, str(usage.ru_maxrss).encode())
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
+
+
 def run_measured(cmd: list[str], *, env: dict[str, str] | None = None) -> tuple[float, float, int, str, str]:
     """Run a command as a child: (wall seconds, peak MB of the child and its waited children, rc, out,
-    err)."""
+    err). The child is forked from a small launcher (_LAUNCH), so its peak is its own."""
     t0 = time.perf_counter()
+    read, write = os.pipe()
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
-        p = subprocess.Popen(cmd, stdout=out, stderr=err, env=env)
-        _, status, usage = os.wait4(p.pid, 0)
+        try:
+            p = subprocess.Popen(
+                [sys.executable, "-c", _LAUNCH, str(write), *cmd],
+                stdout=out,
+                stderr=err,
+                env=env,
+                pass_fds=(write,),
+            )
+        finally:
+            os.close(write)
+        with os.fdopen(read) as pipe:
+            peak_kib = pipe.read()
+        p.wait()
         wall = time.perf_counter() - t0
-        p.returncode = os.waitstatus_to_exitcode(status)
         out.seek(0)
         err.seek(0)
-        return wall, usage.ru_maxrss / 1024.0, p.returncode, out.read(), err.read()
+        return wall, int(peak_kib or 0) / 1024.0, p.returncode, out.read(), err.read()
 
 
 def _fmt(x: float | None) -> str:
