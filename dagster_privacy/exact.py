@@ -65,11 +65,17 @@ class ScoreBound:
         return qn - (bound + 1e-12 * (qn + r**2))
 
 
+def squared(q64: np.ndarray, ref_rows: np.ndarray) -> np.ndarray:
+    """The exact squared distances (float64 from the encoded rows) of query rows ``q64`` to the float32
+    rows ``ref_rows``, pair by pair: the one definition the k nearest and the nearest sets are decided on."""
+    diff = q64 - ref_rows.astype(np.float64)
+    return np.einsum("ij,ij->i", diff, diff)
+
+
 def euclidean_keys(q64: np.ndarray, ref: np.ndarray, ref_rows: np.ndarray) -> np.ndarray:
-    """The exact distances (float64 from the encoded rows) of query rows ``q64`` to ``ref[ref_rows]``,
-    pair by pair: the one order of the k nearest (with the reference index)."""
-    diff = q64 - ref[ref_rows].astype(np.float64)
-    return np.sqrt(np.einsum("ij,ij->i", diff, diff))
+    """The exact distances of query rows ``q64`` to ``ref[ref_rows]``, pair by pair: the one order of the
+    k nearest (with the reference index)."""
+    return np.sqrt(squared(q64, ref[ref_rows]))
 
 
 def settle(

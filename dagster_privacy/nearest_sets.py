@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from .chunks import map_chunks
-from .exact import ScoreBound
+from .exact import ScoreBound, squared
 from .neighbors import check_finite, check_norms, knn_euclidean
 
 #: a row's set of references at its minimum distance; the reduction's per-row integer arrays by name
@@ -114,9 +114,9 @@ def _by_knn(
     for a in range(0, query.shape[0], step):
         q = query[a : a + step].astype(np.float64)
         for j in range(k):
-            d2[a : a + step, j] = _exact_d2(q, ref[idx[a : a + step, j]])
+            d2[a : a + step, j] = squared(q, ref[idx[a : a + step, j]])
     best = d2.min(axis=1)
-    # the engine orders by the exact distance, a square root: a reference left out is at least as far
+    # the engine orders by the square root of the same exact.squared: a reference left out is at least as far
     # as the k-th kept up to one rounding of that root; with the whole reference kept nothing is left out
     whole = k == ref.shape[0]
     settled = np.full(idx.shape[0], True) if whole else d2[:, -1] * (1.0 - 1e-15) > best + TIE_TOL
@@ -126,12 +126,6 @@ def _by_knn(
         rows, cols = np.nonzero(d2[ids] <= best[ids, None] + TIE_TOL)
         put(ids, reduce(extra, ids, rows, idx[ids[rows], cols]))
     return np.nonzero(~settled)[0]
-
-
-def _exact_d2(q64: np.ndarray, ref_rows: np.ndarray) -> np.ndarray:
-    """Exact squared distances of float64 rows ``q64`` to float32 rows ``ref_rows``, pair by pair."""
-    diff = q64 - ref_rows.astype(np.float64)
-    return np.einsum("ij,ij->i", diff, diff)
 
 
 def _scan_chunk(extra: tuple, start: int, block: np.ndarray) -> tuple[np.ndarray, dict[str, np.ndarray]]:
@@ -157,7 +151,7 @@ def _scan_chunk(extra: tuple, start: int, block: np.ndarray) -> tuple[np.ndarray
     d2 = np.empty(rows.size, dtype=np.float64)
     step = max(1, PAIR_BATCH // max(1, query.shape[1]))
     for a in range(0, rows.size, step):
-        d2[a : a + step] = _exact_d2(q64[rows[a : a + step]], ref[refs[a : a + step]])
+        d2[a : a + step] = squared(q64[rows[a : a + step]], ref[refs[a : a + step]])
     best = np.full(stop - start, np.inf)
     np.minimum.at(best, rows, d2)
     keep = d2 <= best[rows] + TIE_TOL
