@@ -5,6 +5,8 @@
         ▼
     Executor.map(fn, shared, items) ──▶ [fn(shared, item) for each item]   (small results back:
                                                                            indices, distances, counts)
+    Executor.imap(...): the same results in order, each handed on as it is done (a paired query keeps
+                        only its rows' candidates of each cell: pairs.py)
         ├─ InProcess: blocks side by side on threads in this process (the default)
         └─ RayExecutor: ``ray.put(shared)`` once (zero-copy per node), one Ray task per item
 
@@ -95,13 +97,18 @@ class InProcess:
         return self._workers or thread_count()
 
     def map(self, fn: Callable[[Any, Any], T], shared: Any, items: Sequence[Any]) -> list[T]:
+        return list(self.imap(fn, shared, items))
+
+    def imap(self, fn: Callable[[Any, Any], T], shared: Any, items: Sequence[Any]) -> Iterator[T]:
+        """As map, each result handed on in order as it is done (the caller keeps what it needs of it)."""
         # the BLAS limit is process-wide: held once around all blocks, never per thread
         workers = self.workers
         with one_blas_thread():
             if workers <= 1 or len(items) <= 1:
-                return [fn(shared, item) for item in items]
+                yield from (fn(shared, item) for item in items)
+                return
             with ThreadPoolExecutor(max_workers=workers) as pool:
-                return list(pool.map(lambda item: fn(shared, item), items))
+                yield from pool.map(lambda item: fn(shared, item), items)
 
 
 IN_PROCESS = InProcess()
@@ -168,8 +175,12 @@ class RayExecutor:
         return ray
 
     def map(self, fn: Callable[[Any, Any], T], shared: Any, items: Sequence[Any]) -> list[T]:
+        return list(self.imap(fn, shared, items))
+
+    def imap(self, fn: Callable[[Any, Any], T], shared: Any, items: Sequence[Any]) -> Iterator[T]:
+        """As map, each result fetched in order once it is done: the ones waiting stay in the object store."""
         if not items:
-            return []
+            return
         ray = self.connect()
         # a task's error left unretrieved is logged with its message, which may quote a value (read by
         # Ray when the error happens: set for a Ray initialised by the caller too)
@@ -180,8 +191,9 @@ class RayExecutor:
         try:
             ref = ray.put(shared)
             refs = [task.remote(fn, ref, item) for item in items]
-            self._wait(ray, refs)
-            return list(ray.get(refs))
+            for one in refs:
+                self._wait(ray, [one])
+                yield ray.get(one)
         except ray.exceptions.RayTaskError as exc:  # our function raised: that metric's error, as here
             if isinstance(exc.cause, Aborted):  # ours, raised in a task: its own line, not Ray's wrapper
                 raise type(exc.cause)(str(exc.cause)) from None
@@ -291,6 +303,15 @@ def _answers(endpoint: tuple[str, int], timeout: float = 2.0) -> bool:
         return False
 
 
+def results(
+    executor: Executor, fn: Callable[[Any, Any], T], shared: Any, items: Sequence[Any]
+) -> Iterator[T]:
+    """``executor.map``'s results in order as they are done, where the executor can hand them on
+    (``imap``); from an executor with ``map`` only, all at once."""
+    imap = getattr(executor, "imap", None)
+    return imap(fn, shared, items) if callable(imap) else iter(executor.map(fn, shared, items))
+
+
 def executor_for(spec: str | Executor | None) -> Executor:
     """An executor from an argument: None or ``"in-process"``; ``"local"``, ``"auto"`` or ``ray://HOST:PORT``;
     or an Executor as it is."""
@@ -313,5 +334,6 @@ __all__ = [
     "RayExecutor",
     "executor_for",
     "one_blas_thread",
+    "results",
     "single_threaded",
 ]

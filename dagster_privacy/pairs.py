@@ -27,7 +27,7 @@ import numpy as np
 
 from . import neighbors as nb
 from .exact import ScoreBound
-from .executors import IN_PROCESS, Executor
+from .executors import IN_PROCESS, Executor, results
 from .neighbors import (
     Neighbors,
     _blocks,
@@ -46,7 +46,8 @@ from .neighbors import (
 from .sparse_dims import SparseDims
 from .topk import NO_SELF, empty_top, largest_update, smallest_update, smallest_update_cols
 
-#: the waiting candidates of a paired query (both sides): above this, the two directions run unpaired
+#: the waiting candidates of a paired query (both sides; a cell's are copied in as it is done, then
+#: dropped): above this, the two directions run unpaired
 CANDIDATE_BYTES = 384 * 2**20
 #: query rows per block (and per task of the second step)
 ROWS = 512
@@ -69,6 +70,7 @@ class _Job:
     y_norms: np.ndarray
     sparse: SparseDims
     y_at: dict[int, np.ndarray]  # per block start of y: where it falls in the sparse dimensions
+    x_at: dict[int, np.ndarray]  # per step start of x (and x's end): the same for x
     farthest: bool
 
 
@@ -88,7 +90,7 @@ def _cell(job: _Job, cell: tuple[int, int]) -> tuple:
         q1 = np.empty((e - s, sparse.dense.size + 1), dtype=np.float32)
         q1[:, :-1] = job.x[s:e][:, sparse.dense]
         q1[:, -1] = 1.0
-        qa, qb = sparse.positions("query", np.array([s, e]))
+        qa, qb = job.x_at[s], job.x_at[e]
         rx = slice(s - xt[0], e - xt[0])
         for c0, c1 in blocks:
             if diagonal and c0 < s:  # read along the columns of the block (c0, s) already
@@ -176,9 +178,9 @@ def _paired(
         step = query_tiles(x.shape[0], y.shape[0], ref_tile=tile)[0][1] if x.shape[0] else ROWS
         per = step * max(1, round(tile / step))
         x_tiles = [(a, min(a + per, x.shape[0])) for a in range(0, x.shape[0], per)]
-    # the cells' candidates and the gathered ones are alive together: counted twice
+    # 8 bytes a candidate (float32 score, int32 row); a cell's own are dropped once copied in
     kept_x, kept_y = kx + nb.PAD, ky + nb.PAD
-    waiting = 16 * (x.shape[0] * len(y_tiles) * kept_x + (0 if same else y.shape[0] * len(x_tiles) * kept_y))
+    waiting = 8 * (x.shape[0] * len(y_tiles) * kept_x + (0 if same else y.shape[0] * len(x_tiles) * kept_y))
     if waiting > CANDIDATE_BYTES or min(x.shape[0], y.shape[0]) == 0:  # unpaired: each pair twice
         one = knn_euclidean(
             x, y, kx, exclude_self=same, executor=executor, ref_tile=ref_tile, farthest=farthest
@@ -200,6 +202,9 @@ def _paired(
     starts = sorted({c for a, b in y_tiles for c0, c1 in _blocks(a, b) for c in (c0, c1)})
     pos = sparse.positions("ref", np.minimum(np.array(starts, dtype=np.int64), y.shape[0]))
     y_at = {c: pos[i] for i, c in enumerate(starts)}
+    x_starts = sorted({c for a, b in x_tiles for c in (*range(a, b, step), b)})
+    x_pos = sparse.positions("query", np.array(x_starts, dtype=np.int64))
+    x_at = {c: x_pos[i] for i, c in enumerate(x_starts)}
     job = _Job(
         x,
         y,
@@ -214,19 +219,23 @@ def _paired(
         y_norms,
         sparse,
         y_at,
+        x_at,
         farthest,
     )
     cells = [(a, b) for a in range(len(x_tiles)) for b in range(len(y_tiles)) if not same or a <= b]
-    parts = dict(zip(cells, (executor or IN_PROCESS).map(_cell, job, cells), strict=True))
-    far = _farthest(x, x_tiles, len(y_tiles), cells, parts, x_norms) if farthest else None
-    # every row's candidates per tile of the other side, each cell's dropped once copied
+    # every row's candidates per tile of the other side, each cell's copied in as it is done
     tops_x = _empty(x.shape[0], len(y_tiles), kept_x)
     tops_y = tops_x if same else _empty(y.shape[0], len(x_tiles), kept_y)
-    for a, b in cells:
-        top_x, top_y, _ = parts.pop((a, b))
+    far_tiles = _empty_far(x.shape[0], len(y_tiles)) if farthest else None
+    for (a, b), (top_x, top_y, far_ab) in zip(
+        cells, results(executor or IN_PROCESS, _cell, job, cells), strict=True
+    ):
         _put(tops_x, slice(*x_tiles[a]), b, top_x)
         if not (same and a == b):  # a diagonal cell's columns were folded into its rows' candidates
             _put(tops_y, slice(*y_tiles[b]), a, top_y)
+        if far_tiles is not None:
+            _put(far_tiles, slice(*x_tiles[a]), b, far_ab)
+    far = _farthest(far_tiles, x_norms) if far_tiles is not None else None
     norm2 = float(max(x_norms.max(initial=0.0), y_norms.max(initial=0.0)))
     nnz = int(max(np.count_nonzero(x, axis=1).max(initial=0), np.count_nonzero(y, axis=1).max(initial=0)))
     y_norm_tiles = [y_norms[a:b] for a, b in y_tiles]
@@ -258,21 +267,16 @@ def _put(
     tops[1][rows, tile] = top[1]
 
 
-def _farthest(
-    x: np.ndarray,
-    x_tiles: list[tuple[int, int]],
-    n_ty: int,
-    cells: list[tuple[int, int]],
-    parts: dict,
-    x_norms: np.ndarray,
-) -> tuple[np.ndarray, np.ndarray]:
+def _empty_far(n: int, tiles: int) -> tuple[np.ndarray, np.ndarray]:
+    """x's farthest y row per y tile: float32 scores and rows, every (row, tile) filled by its cell."""
+    return np.empty((n, tiles), dtype=np.float32), np.empty((n, tiles), dtype=np.int64)
+
+
+def _farthest(tiles: tuple[np.ndarray, np.ndarray], x_norms: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """x's farthest y row over the tiles (ties: the lowest row), as squared float32 distances."""
-    vals = np.full((x.shape[0], n_ty), -np.inf, dtype=np.float32)
-    rows = np.zeros((x.shape[0], n_ty), dtype=np.int64)
-    for a, b in cells:
-        vals[slice(*x_tiles[a]), b], rows[slice(*x_tiles[a]), b] = parts[(a, b)][2]
+    vals, rows = tiles
     t = np.argmax(vals, axis=1)  # the first tile of the largest: its rows are the lowest
-    pick = np.arange(x.shape[0])
+    pick = np.arange(vals.shape[0])
     return vals[pick, t] + x_norms, rows[pick, t]
 
 

@@ -20,7 +20,7 @@ from .holdout import _GOLDEN, RESAMPLES, SHARED_K, SPACE, _clip, _round, _share,
 
 #: neighbours of the shared real→real query the splits read their two nearest distances from: a row
 #: whose SPLIT_K nearest all fall in one half (probability 2^−SPLIT_K per row) gets its own exact query
-SPLIT_K = 16
+SPLIT_K = 8
 
 
 def _split_keys(ctx: EvaluationContext, salt: int) -> np.ndarray:

@@ -19,7 +19,8 @@ from dagster_privacy.demo import load_demo
 from dagster_privacy.evaluate import prepare
 from dagster_privacy.metrics import get as get_metric
 from dagster_privacy.metrics.holdout import _share, _tail
-from dagster_privacy.metrics.proximity import _split_keys
+from dagster_privacy.metrics.proximity import SPLIT_K, _split_distances, _split_keys
+from dagster_privacy.pairs import knn_self
 from dagster_privacy.registry import run as run_metric
 
 IDS = [
@@ -130,6 +131,24 @@ def test_split_is_seeded_halves_independent_of_row_and_column_order() -> None:
     assert np.array_equal(k1, k2)
     assert not np.array_equal(np.argsort(k1), np.argsort(_split_keys(ctx, 124)))
     assert np.unique(k1).size == df.height  # duplicates get distinct keys
+
+
+@pytest.mark.parametrize("k", [1, 2, SPLIT_K])
+def test_split_distances_are_the_halves_nearest_whatever_the_shared_k(k: int) -> None:
+    # the shared real→real query serves the splits where a row's k nearest reach both halves; the
+    # other rows get their own exact query (k = 1: most rows): either way d(r, R2) and d(r, R1 ∖ r)
+    df = load_demo().head(300)
+    df = pl.concat([df, df.head(12)])  # exact copies: distances of 0 within and across the halves
+    ctx, _ = prepare(df, df)
+    x = ctx.euclidean("real")
+    order = np.random.default_rng(5).permutation(x.shape[0])
+    r1, r2 = order[: x.shape[0] // 2], order[x.shape[0] // 2 :]
+    d12, d11 = _split_distances(ctx, x, knn_self(x, k), r1, r2)
+    x64 = x.astype(np.float64)  # exact distances as the engine defines them (exact.squared's einsum)
+    d = np.sqrt(np.stack([np.einsum("ij,ij->i", x64 - x64[i], x64 - x64[i]) for i in r1]))
+    d[np.arange(r1.size), r1] = np.inf  # never the row itself
+    assert np.array_equal(d12, d[:, r2].min(axis=1))
+    assert np.array_equal(d11, d[:, r1].min(axis=1))
 
 
 def test_holdout_metrics_need_a_holdout() -> None:
