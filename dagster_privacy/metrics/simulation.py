@@ -172,54 +172,102 @@ _GCAP_ROWS = 1024
 @dataclass(frozen=True)
 class _Hamming:
     """What every GCAP job reads (put once in the executor's store): the key codes of both sides (the
-    synthetic side column-major) and per sensitive column the codes of both sides."""
+    synthetic side column-major), split by width (_by_width), and per sensitive column the codes of both
+    sides."""
 
-    q: np.ndarray  # (real rows, keys) int32
-    r_t: np.ndarray  # (keys, synthetic rows) int32
-    v_real: np.ndarray  # (sensitive, real rows) int64
-    v_syn: np.ndarray  # (sensitive, synthetic rows) int64
+    q: tuple[np.ndarray, ...]  # (real rows, keys): the byte keys (uint8), the wide ones
+    r_t: tuple[np.ndarray, ...]  # (keys, synthetic rows): the same keys, the same types
+    v_real: np.ndarray  # (sensitive, real rows), in the narrowest type that holds both sides' codes
+    v_syn: np.ndarray  # (sensitive, synthetic rows)
+
+
+def _by_width(q: np.ndarray, r: np.ndarray) -> tuple[tuple[np.ndarray, ...], tuple[np.ndarray, ...]]:
+    """The key codes of the real (q) and synthetic (r) rows, the columns whose codes fit a byte in uint8
+    and the others in the narrowest type that holds them: the kernel compares 64 byte codes per vector,
+    and a synthetic side of a dozen byte keys stays in a core's L2 cache where int32 codes streamed from
+    L3 for every real row. Returns (q's byte keys, q's wide keys), the same of r transposed."""
+    low = np.minimum(q.min(axis=0, initial=0), r.min(axis=0, initial=0))
+    high = np.maximum(q.max(axis=0, initial=0), r.max(axis=0, initial=0))
+    byte = (low >= 0) & (high <= 255)
+    wide = _holding(int(low[~byte].min(initial=0)), int(high[~byte].max(initial=0)))
+    cols = (np.nonzero(byte)[0], np.uint8), (np.nonzero(~byte)[0], wide)
+    q_parts = tuple(np.ascontiguousarray(q[:, c], dtype=t) for c, t in cols)
+    r_parts = tuple(np.ascontiguousarray(r[:, c].T, dtype=t) for c, t in cols)
+    return q_parts, r_parts
+
+
+def _holding(low: int, high: int) -> type[np.integer]:
+    """The narrowest integer type that holds every value in [low, high]."""
+    types = (np.uint8, np.int8, np.uint16, np.int16, np.uint32, np.int32)
+    return next((t for t in types if np.iinfo(t).min <= low and high <= np.iinfo(t).max), np.int64)
+
+
+def _narrow(*codes: np.ndarray) -> tuple[np.ndarray, ...]:
+    """The same integer codes in the narrowest type that holds them all."""
+    dtype = _holding(min(int(c.min(initial=0)) for c in codes), max(int(c.max(initial=0)) for c in codes))
+    return tuple(np.ascontiguousarray(c, dtype=dtype) for c in codes)
+
+
+#: references whose distances to one real row are counted at once: they stay in the L1 cache
+_RUN = 2048
 
 
 def _gcap_rows(job: _Hamming, rows: tuple[int, int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     s, e = rows
-    return _hamming_ties(job.q[s:e], job.r_t, np.ascontiguousarray(job.v_real[:, s:e]), job.v_syn)
+    (qn, qw), (rn, rw) = job.q, job.r_t
+    dist = np.empty(min(rn.shape[1], _RUN), dtype=np.min_scalar_type(qn.shape[1] + qw.shape[1]))  # ≤ keys
+    v = np.ascontiguousarray(job.v_real[:, s:e])
+    return _hamming_ties(qn[s:e], rn, qw[s:e], rw, v, job.v_syn, dist)
 
 
 @kernel
-def _hamming_ties(q: np.ndarray, r_t: np.ndarray, v_query: np.ndarray, v_ref: np.ndarray):  # noqa: ANN201
-    """Per query row i: the minimum Hamming distance to the reference rows (differing codes), how many
-    reference rows are at it, and per sensitive column s how many of those hold the row's code
-    (``v_query[s, i] == v_ref[s, j]``). Integer counts: exact; one row's distances at a time (in cache)."""
-    n_rows, n_keys = q.shape
+def _mismatches(d: np.ndarray, codes: np.ndarray, r_t: np.ndarray, j0: int) -> None:
+    """d[j] += how many of the keys differ between ``codes`` and reference row j0 + j."""
+    for c in range(codes.shape[0]):
+        code, col = codes[c], r_t[c, j0 : j0 + d.shape[0]]
+        for j in range(d.shape[0]):
+            d[j] += col[j] != code
+
+
+@kernel
+def _hamming_ties(q, r_t, q_wide, r_wide, v_query, v_ref, dist):  # noqa: ANN001, ANN201
+    """Per query row i: the minimum Hamming distance to the reference rows (differing codes of the byte
+    keys ``q`` / ``r_t`` and the wide ones), how many reference rows are at it, and per sensitive column s
+    how many of those hold the row's code (``v_query[s, i] == v_ref[s, j]``). Integer counts: exact; one
+    row's distances a run of _RUN references at a time (``dist``: scratch of that length, a type that holds
+    the number of keys)."""
+    n_rows, n_keys = q.shape[0], q.shape[1] + q_wide.shape[1]
     width = r_t.shape[1]
     low = np.empty(n_rows, dtype=np.int64)
     n_ties = np.zeros(n_rows, dtype=np.int64)
     correct = np.zeros((v_query.shape[0], n_rows), dtype=np.int64)
-    dist = np.empty(width, dtype=np.int32)
     for i in range(n_rows):
-        for b in range((width + 2047) // 2048):  # a run of distances stays in the L1 cache over the keys
-            j0 = b * 2048
-            j1 = min(j0 + 2048, width)
-            d = dist[j0:j1]
+        m = np.int64(n_keys)  # the running minimum; the counts are of the rows at it so far
+        for j0 in range(0, width, _RUN):  # a run of distances stays in the L1 cache throughout
+            d = dist[: min(_RUN, width - j0)]
             d[:] = 0
-            for c in range(n_keys):
-                code, col = q[i, c], r_t[c, j0:j1]
-                for j in range(j1 - j0):
-                    d[j] += col[j] != code
-        m = np.int32(n_keys)
-        for j in range(width):
-            m = min(m, dist[j])
+            _mismatches(d, q[i], r_t, j0)
+            _mismatches(d, q_wide[i], r_wide, j0)
+            low_here = np.int64(n_keys)
+            for j in range(d.shape[0]):
+                low_here = min(low_here, np.int64(d[j]))
+            if low_here > m:
+                continue
+            if low_here < m:  # a nearer distance: the rows counted so far are not at the minimum
+                m = low_here
+                n_ties[i] = 0
+                correct[:, i] = 0
+            t = 0
+            for j in range(d.shape[0]):
+                t += d[j] == m
+            n_ties[i] += t
+            for c in range(v_query.shape[0]):
+                v, target = v_ref[c, j0 : j0 + d.shape[0]], v_query[c, i]
+                hit = 0
+                for j in range(d.shape[0]):
+                    hit += (d[j] == m) & (v[j] == target)
+                correct[c, i] += hit
         low[i] = m
-        t = 0
-        for j in range(width):
-            t += dist[j] == m
-        n_ties[i] = t
-        for c in range(v_query.shape[0]):
-            v, target = v_ref[c], v_query[c, i]
-            hit = 0
-            for j in range(width):
-                hit += (dist[j] == m) & (v[j] == target)
-            correct[c, i] = hit
     return low, n_ties, correct
 
 
@@ -248,7 +296,7 @@ def gcap(ctx: EvaluationContext) -> Measurement:
         cols = [_col(ctx, s) for s in group]
         v_real = np.ascontiguousarray(ctx.codes("real")[:, cols].T.astype(np.int64))  # (sensitive, rows)
         v_syn = np.ascontiguousarray(ctx.codes("synthetic")[:, cols].T.astype(np.int64))
-        job = _Hamming(q.astype(np.int32), np.ascontiguousarray(r.T, dtype=np.int32), v_real, v_syn)
+        job = _Hamming(*_by_width(q, r), *_narrow(v_real, v_syn))
         n = q.shape[0]
         parts = ctx.executor.map(
             _gcap_rows, job, [(a, min(a + _GCAP_ROWS, n)) for a in range(0, n, _GCAP_ROWS)]

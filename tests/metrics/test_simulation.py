@@ -88,6 +88,35 @@ def test_gcap_counts_every_tied_nearest_row() -> None:
     assert r.details["per_column"]["s"]["mean_tied_rows"] == pytest.approx(5 / 3)
 
 
+@pytest.mark.parametrize("wide", [300, 70_000])
+def test_gcap_kernel_is_the_definition_with_wide_and_negative_codes(wide: int) -> None:
+    # byte keys (uint8), a key of 300 or 70,000 codes and one with negative codes (the wide part, uint16,
+    # int32): per real row the minimum Hamming distance, its ties and the ties sharing the sensitive code,
+    # against a brute force; 5,000 synthetic rows are three runs of references, so a nearer distance in a
+    # later run replaces the counts of an earlier one
+    from dagster_privacy.metrics.simulation import _gcap_rows, _Hamming, _by_width, _narrow
+
+    rng = np.random.default_rng(3)
+    sizes = [(0, 2), (0, 3), (0, 250), (0, wide), (-5, 5)]
+
+    def codes(n: int) -> np.ndarray:
+        return np.column_stack([rng.integers(a, b, n) for a, b in sizes]).astype(np.int32)
+
+    q, r = codes(40), codes(5000)
+    r[4500:, :3] = q[7, :3]  # one real row meets its nearest only in the last run
+    v_q, v_r = rng.integers(0, 3, (2, 40)), rng.integers(0, 3, (2, 5000))
+    (qn, qw), (rn, rw) = _by_width(q, r)
+    assert qn.dtype == np.uint8 and qn.shape[1] == 3 and qw.shape[1] == 2 and rn.shape == (3, 5000)
+    assert qw.dtype == (np.int32 if wide > 32_767 else np.int16)
+    low, ties, correct = _gcap_rows(_Hamming((qn, qw), (rn, rw), *_narrow(v_q, v_r)), (0, 40))
+    dist = (q[:, None, :] != r[None, :, :]).sum(axis=2)
+    at = dist == dist.min(axis=1, keepdims=True)
+    assert np.array_equal(low, dist.min(axis=1)) and np.array_equal(ties, at.sum(axis=1))
+    for c in range(2):
+        assert np.array_equal(correct[c], (at & (v_q[c][:, None] == v_r[c][None, :])).sum(axis=1))
+    assert low[7] <= 2 and ties[7] >= 1
+
+
 def _copy(_: object, start: int, block: np.ndarray) -> np.ndarray:
     return block.copy()  # the block is scratch
 
