@@ -45,7 +45,7 @@ from .errors import MetricError
 from .executors import IN_PROCESS, Executor
 from .mixed_space import MixedPlan, MixedRows, mixed_block, mixed_plan
 from .sparse_dims import SparseDims
-from .topk import NO_SELF, empty_top, largest_update, smallest_update
+from .topk import NO_ROW, NO_SELF, empty_top, largest_update, smallest_update
 
 #: reference rows per tile of a k-NN query: each query tile walks the reference in tiles of this width,
 #: taking the k + PAD float32 candidates of each tile, re-ranking them exactly and keeping a running
@@ -193,8 +193,8 @@ def scratch(name: str, shape: tuple[int, int]) -> np.ndarray:
 
 def _candidates(values: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """A tile's running top-k as candidates: the reference rows (a valid index everywhere) and which
-    are real (an empty slot, left when a tile has fewer than k other rows, is not)."""
-    ok = np.isfinite(values)
+    are real (an empty slot, left when a tile has fewer than k other rows, or a seed's, is not)."""
+    ok = np.isfinite(values) & (rows != NO_ROW)
     return np.where(ok, rows, 0), ok
 
 
@@ -217,12 +217,14 @@ def _euclidean_tile(sides: _Sides, rows: tuple[int, int]) -> tuple:
     far = np.full(e - s, -np.inf, dtype=np.float32), np.zeros(e - s, dtype=np.int64)
     qa, qb = sparse.positions("query", np.array([s, e]))
     tiles = reference_tiles(ref.shape[0], sides.ref_tile)
+    seed = np.full(e - s, np.inf, dtype=np.float32)  # rank_tiles lowers it after each tile
 
     def tops():  # per reference tile, its float32 candidates, computed as the ranking asks for them
         ref_at = iter(sides.ref_at)  # per block, where its first reference row falls in the sparse dims
         ra = next(ref_at)
         for (t0, t1), scaled in zip(tiles, sides.ref_scaled, strict=True):
             top = empty_top(e - s, sides.k + PAD)
+            top[0][:] = seed[:, None]  # only a reference scoring at most the seed can be among the k
             for c0, c1 in _blocks(t0, t1):
                 block = np.matmul(q1, scaled[:, c0 - t0 : c1 - t0], out=scratch("block", (e - s, c1 - c0)))
                 rb = next(ref_at)
@@ -235,10 +237,18 @@ def _euclidean_tile(sides: _Sides, rows: tuple[int, int]) -> tuple:
 
     assert sides.bound is not None
     norms = [t[-1] for t in sides.ref_scaled]
-    dist, idx, count = rank_tiles(q, s, ref, tiles, norms, tops(), sides.bound, sides.k, sides.exclude_self)
+    dist, idx, count = rank_tiles(
+        q, s, ref, tiles, norms, tops(), sides.bound, sides.k, sides.exclude_self, seed=seed
+    )
     if sides.farthest:  # squared distance = score + ‖q‖²
         return dist, idx, count, far[0] + np.einsum("ij,ij->i", q, q, dtype=np.float32), far[1]
     return dist, idx, count
+
+
+def _above32(x: np.ndarray) -> np.ndarray:
+    """x rounded up to float32 (inf stays inf)."""
+    x32 = x.astype(np.float32)
+    return np.where(x32 < x, np.nextafter(x32, np.float32(np.inf)), x32)
 
 
 def rank_tiles(
@@ -251,13 +261,21 @@ def rank_tiles(
     bound: ex.ScoreBound,
     k: int,
     exclude_self: bool,
+    *,
+    seed: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray, int]:
     """The exact k nearest of query rows s… (``q``) among ``ref``, from each reference tile's float32
     candidates (``tops``: per tile, (scores, rows) ascending, every reference left out scoring at
     least the last): exact distances, except those the bound (exact d² ≥ score + lower) proves farther
     than the k-th kept; then the tiles the candidates cannot settle (exact.settle), under the bound of
     the references that could still matter (norm ≤ ‖q‖ + the k-th distance kept). ``norms``: per tile,
-    the float32 ‖r‖² its scores added."""
+    the float32 ‖r‖² its scores added.
+
+    ``seed``: set after each tile to the float32 score above which a reference of a later tile is
+    surely farther than the k-th kept (its index is higher, so it does not win a tie either), for a
+    ``tops`` that computes the next tile only when asked to seed its running top-k with it: a tile
+    then keeps only references scoring at most the seed, in slots that held (seed, NO_ROW), and its
+    last score is the seed where it kept fewer: still at most every reference it left out."""
     q64 = q.astype(np.float64)
     qn = np.einsum("ij,ij->i", q64, q64)
     lower = bound.lower(q, qn)
@@ -272,6 +290,9 @@ def rank_tiles(
         dist = np.full(idx.shape, np.inf)  # an empty slot or a skipped candidate: never a neighbour
         dist[rows_ok, cols_ok] = ex.euclidean_keys(q64[rows_ok], ref, idx[rows_ok, cols_ok])
         best = ex.merge(best, dist, np.where(ok, idx, -1), k)
+        if seed is not None:  # exact d² ≥ score + lower > the k-th² for a score above it (a margin
+            kth2 = best[0][:, -1] ** 2  # for this subtraction's rounding: a higher seed only keeps more)
+            seed[:] = _above32(kth2 - lower + 1e-9 * (kth2 + np.abs(lower)))
     assert best is not None
     # a reference that could still be among the k nearest lies within ‖q‖ + d_k of the origin (d_k only
     # falls while settling); the margin covers the float64 roundings of ‖q‖ and d_k

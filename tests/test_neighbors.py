@@ -62,6 +62,39 @@ def test_the_nearest_are_exact_where_float32_scores_cannot_tell_them_apart(
     np.testing.assert_allclose(nn.dist, want_d, rtol=0, atol=1e-12)
 
 
+@pytest.mark.parametrize(("k", "same"), [(1, False), (5, False), (3, True)])
+def test_later_tiles_seeded_with_the_kth_keep_fewer_candidates_and_the_same_neighbours(
+    k: int, same: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # after each reference tile the ranking seeds the next tile's top-k with the score above which a
+    # reference is surely farther than the k-th kept: later tiles keep fewer candidates, the same k
+    # nearest (exact copies across tiles: ties settled by index)
+    rng = np.random.default_rng(11)
+    r = rng.random((2000, 8)).astype(np.float32)
+    r[1500:1520] = r[10:30]
+    q = r if same else rng.random((300, 8)).astype(np.float32)
+    kept = []
+    candidates = nb._candidates
+
+    def counted(values: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        idx, ok = candidates(values, rows)
+        kept.append(int(ok.sum()))
+        return idx, ok
+
+    monkeypatch.setattr(nb, "_candidates", counted)
+    want_d, want_i = _exact(q, r, k, same=same)
+    got = {}
+    for seeded in (True, False):
+        if not seeded:  # every seed +inf: each tile keeps its own k + PAD
+            monkeypatch.setattr(nb, "_above32", lambda x: np.full(x.shape, np.inf, np.float32))
+        kept.clear()
+        nn = knn_euclidean(q, r, k, exclude_self=same, ref_tile=256)
+        got[seeded] = sum(kept)
+        np.testing.assert_array_equal(nn.idx, want_i)
+        np.testing.assert_allclose(nn.dist, want_d, rtol=0, atol=1e-12)
+    assert got[True] < 0.5 * got[False]
+
+
 @pytest.mark.parametrize("same", [False, True])
 def test_mixed_nearest_are_exact_below_float32_resolution(same: bool) -> None:
     # every pair differs in its one category (1) and by less than half an ulp of 1 in its one number: the
