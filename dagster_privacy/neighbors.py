@@ -167,6 +167,7 @@ class _Sides:
     ref_at: np.ndarray | None = None  # euclidean: SparseDims.positions of every block's first row, then n
     plan: MixedPlan | None = None  # mixed: how categorical matches are counted
     farthest: bool = False  # euclidean: also each query row's farthest reference
+    pad: int = PAD  # candidates kept per row and tile beyond k
 
     @property
     def n_ref(self) -> int:
@@ -223,7 +224,7 @@ def _euclidean_tile(sides: _Sides, rows: tuple[int, int]) -> tuple:
         ref_at = iter(sides.ref_at)  # per block, where its first reference row falls in the sparse dims
         ra = next(ref_at)
         for (t0, t1), scaled in zip(tiles, sides.ref_scaled, strict=True):
-            top = empty_top(e - s, sides.k + PAD)
+            top = empty_top(e - s, sides.k + sides.pad)
             top[0][:] = seed[:, None]  # only a reference scoring at most the seed can be among the k
             for c0, c1 in _blocks(t0, t1):
                 block = np.matmul(q1, scaled[:, c0 - t0 : c1 - t0], out=scratch("block", (e - s, c1 - c0)))
@@ -372,9 +373,11 @@ def knn_euclidean(
     executor: Executor | None = None,
     ref_tile: int | None = None,
     farthest: bool = False,
+    pad: int | None = None,
 ) -> Neighbors:
     """Exact k nearest references of every query row in a euclidean space, tile by tile; with
-    ``farthest``, also each row's farthest reference from the same blocks (Neighbors.farthest)."""
+    ``farthest``, also each row's farthest reference from the same blocks (Neighbors.farthest).
+    ``pad``: candidates kept per row and tile beyond k (default PAD; more where near-ties are many)."""
     t0 = time.perf_counter()
     if farthest and exclude_self:
         raise ValueError("the farthest reference is read only when no row is excluded")
@@ -400,6 +403,7 @@ def knn_euclidean(
         bound=ex.ScoreBound(float(np.sqrt(norm_max)), norm2, ref_nnz),
         ref_at=ref_at,
         farthest=farthest,
+        pad=PAD if pad is None else pad,
     )
     return _run(_euclidean_tile, sides, query.shape[0], ref.shape[0], executor, t0)
 

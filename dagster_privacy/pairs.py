@@ -135,11 +135,16 @@ def _rank(job: _Rank, rows: tuple[int, int]) -> tuple[np.ndarray, np.ndarray, in
 
 
 def knn_self(
-    x: np.ndarray, k: int, *, executor: Executor | None = None, ref_tile: int | None = None
+    x: np.ndarray,
+    k: int,
+    *,
+    executor: Executor | None = None,
+    ref_tile: int | None = None,
+    pad: int | None = None,
 ) -> Neighbors:
     """The exact k nearest other rows of every row (as knn_euclidean(x, x, k, exclude_self=True)), each
-    pair's score computed once."""
-    return _paired(x, x, k, k, same=True, executor=executor, ref_tile=ref_tile)[0]
+    pair's score computed once. ``pad``: as knn_euclidean's."""
+    return _paired(x, x, k, k, same=True, executor=executor, ref_tile=ref_tile, pad=pad)[0]
 
 
 def knn_pair(
@@ -168,8 +173,10 @@ def _paired(
     executor: Executor | None,
     ref_tile: int | None,
     farthest: bool = False,
+    pad: int | None = None,
 ) -> tuple[Neighbors, Neighbors]:
     t0 = time.perf_counter()
+    pad = nb.PAD if pad is None else pad
     tile = _padded(ref_tile or nb.REF_TILE)
     y_tiles = reference_tiles(y.shape[0], tile)
     if same:  # rows in blocks aligned with the columns: the diagonal blocks are whole
@@ -179,19 +186,19 @@ def _paired(
         per = step * max(1, round(tile / step))
         x_tiles = [(a, min(a + per, x.shape[0])) for a in range(0, x.shape[0], per)]
     # 8 bytes a candidate (float32 score, int32 row); a cell's own are dropped once copied in
-    kept_x, kept_y = kx + nb.PAD, ky + nb.PAD
+    kept_x, kept_y = kx + pad, ky + pad
     waiting = 8 * (x.shape[0] * len(y_tiles) * kept_x + (0 if same else y.shape[0] * len(x_tiles) * kept_y))
     if waiting > CANDIDATE_BYTES or min(x.shape[0], y.shape[0]) == 0:  # unpaired: each pair twice
         one = knn_euclidean(
-            x, y, kx, exclude_self=same, executor=executor, ref_tile=ref_tile, farthest=farthest
+            x, y, kx, exclude_self=same, executor=executor, ref_tile=ref_tile, farthest=farthest, pad=pad
         )
         if same:
             return one, one
-        two = knn_euclidean(y, x, ky, executor=executor, ref_tile=ref_tile)
+        two = knn_euclidean(y, x, ky, executor=executor, ref_tile=ref_tile, pad=pad)
         return one, Neighbors(two.dist, two.idx, time.perf_counter() - t0, None, two.rechecked)  # both
-    kept_x = _check_k(kx, y.shape[0] - same) + nb.PAD
-    kept_y = _check_k(ky, x.shape[0] - same) + nb.PAD
-    kx, ky = kept_x - nb.PAD, kept_y - nb.PAD
+    kept_x = _check_k(kx, y.shape[0] - same) + pad
+    kept_y = _check_k(ky, x.shape[0] - same) + pad
+    kx, ky = kept_x - pad, kept_y - pad
     check_finite(x, y)
     sparse = SparseDims.split(x, y)
     x_norms = np.einsum("ij,ij->i", x, x, dtype=np.float32)

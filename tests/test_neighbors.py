@@ -62,6 +62,26 @@ def test_the_nearest_are_exact_where_float32_scores_cannot_tell_them_apart(
     np.testing.assert_allclose(nn.dist, want_d, rtol=0, atol=1e-12)
 
 
+@pytest.mark.parametrize("same", [False, True])
+def test_more_candidates_per_tile_settle_more_tiles_and_find_the_same_neighbours(same: bool) -> None:
+    # neighbours about as near as a float32 score far from the origin can tell (as in the entropy-weighted
+    # space): with more candidates per tile fewer (row, tile) pairs are re-ranked against the whole tile
+    # (here none with 8); the k nearest are the same
+    from dagster_privacy.pairs import knn_self
+
+    rng = np.random.default_rng(8)
+    r = (30.0 + rng.random((900, 6))).astype(np.float32)
+    q = r if same else (30.0 + rng.random((120, 6))).astype(np.float32)
+    want_d, want_i = _exact(q, r, 2, same=same)
+    got = {}
+    for pad in (2, 8):
+        nn = knn_self(r, 2, ref_tile=256, pad=pad) if same else knn_euclidean(q, r, 2, ref_tile=256, pad=pad)
+        np.testing.assert_array_equal(nn.idx, want_i)
+        np.testing.assert_allclose(nn.dist, want_d, rtol=0, atol=1e-12)
+        got[pad] = nn.rechecked
+    assert got[8] < got[2]
+
+
 @pytest.mark.parametrize(("k", "same"), [(1, False), (5, False), (3, True)])
 def test_later_tiles_seeded_with_the_kth_keep_fewer_candidates_and_the_same_neighbours(
     k: int, same: bool, monkeypatch: pytest.MonkeyPatch

@@ -94,7 +94,7 @@ def test_gcap_kernel_is_the_definition_with_wide_and_negative_codes(wide: int) -
     # int32): per real row the minimum Hamming distance, its ties and the ties sharing the sensitive code,
     # against a brute force; 5,000 synthetic rows are three runs of references, so a nearer distance in a
     # later run replaces the counts of an earlier one
-    from dagster_privacy.metrics.simulation import _gcap_rows, _Hamming, _by_width, _narrow
+    from dagster_privacy.metrics.simulation import _by_width, _gcap_rows, _Hamming, _narrow
 
     rng = np.random.default_rng(3)
     sizes = [(0, 2), (0, 3), (0, 250), (0, wide), (-5, 5)]
