@@ -37,7 +37,7 @@ def _chunk(job: _Chunks, rows: tuple[int, int]) -> Any:
     if isinstance(job.query, MixedRows):
         assert isinstance(job.ref, MixedRows) and job.plan is not None
         block = nb.scratch("chunk", (e - s, job.ref.n))
-        mixed_block(job.query, job.ref, s, e, job.plan, block, nb.scratch("chunk_tmp", block.shape))
+        mixed_block(job.query, job.ref, s, e, job.plan, block)
     else:
         assert job.ref_t2 is not None and job.norms is not None and job.sparse is not None
         q = job.query[s:e]

@@ -4,6 +4,7 @@ selects from these blocks; chunks.py reduces them)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -41,6 +42,7 @@ class MixedPlan:
     #: per column with rare values: reference rows sorted by code, and per query row the [lo, hi)
     #: range of reference rows sharing its (rare) code; empty ranges elsewhere
     sparse: list[tuple[np.ndarray, np.ndarray, np.ndarray]]
+    ref_num_t: np.ndarray  # (numerical columns, n_reference) float32: the reference's numbers by column
 
 
 def mixed_plan(q: MixedRows, r: MixedRows) -> MixedPlan:
@@ -74,7 +76,8 @@ def mixed_plan(q: MixedRows, r: MixedRows) -> MixedPlan:
             hit = np.nonzero(p >= 0)[0]
             mat[hit, off + p[hit]] = 1.0
         off += vals.size
-    return MixedPlan(oq, np.ascontiguousarray(orf.T * np.float32(-q.cat_weight)), sparse)
+    onehot_r_t = np.ascontiguousarray(orf.T * np.float32(-q.cat_weight))
+    return MixedPlan(oq, onehot_r_t, sparse, np.ascontiguousarray(r.num.T, dtype=np.float32))
 
 
 def mixed_block(
@@ -84,14 +87,13 @@ def mixed_block(
     e: int,
     plan: MixedPlan,
     out: np.ndarray,
-    tmp: np.ndarray,
     *,
-    terms: dict[int, np.ndarray] | None = None,
+    terms: tuple[Sequence[int], np.ndarray] | None = None,
     refs: tuple[int, int] | None = None,
 ) -> None:
     """out = mixed distances of query rows s:e to reference rows ``refs`` = [t0, t1) (default: all),
-    float32; ``tmp`` is scratch of the same shape; ``terms[j]``, when given, receives numerical column
-    j's |Δ| (callers that need the distance without one column subtract it)."""
+    float32; ``terms`` = (numerical columns, (len, rows, refs) array): receives those columns' |Δ|
+    (callers that need the distance without one column subtract it)."""
     t0, t1 = refs if refs is not None else (0, r.n)
     w = np.float32(q.cat_weight)
     if plan.onehot_q.shape[1]:
@@ -101,11 +103,31 @@ def mixed_block(
         out.fill(w * q.cat.shape[1])
     for order, lo, hi in plan.sparse:  # matches on rare values: their pairs, column by column
         _subtract_pairs(out, s, e, t0, t1, order, lo, hi, w)
-    for j in range(q.num.shape[1]):
-        t = terms[j] if terms is not None and j in terms else tmp
-        np.subtract(q.num[s:e, j][:, None], r.num[None, t0:t1, j], out=t)
-        np.abs(t, out=t)
-        out += t
+    slot = np.full(q.num.shape[1], -1, dtype=np.int64)
+    kept = np.empty((0, 0, 0), dtype=np.float32)
+    if terms is not None:
+        slot[list(terms[0])], kept = np.arange(len(terms[0])), terms[1]
+    _add_numbers(out, q.num[s:e], plan.ref_num_t, t0, slot, kept)
+
+
+@kernel
+def _add_numbers(out, q, r_t, t0, slot, kept) -> None:  # noqa: ANN001
+    """out[i, j] += |q[i, c] − r_t[c, t0 + j]| column by column, in float32 (each sum rounded as numpy's
+    subtract, abs and add passes over the block rounded it, in one pass); ``kept[slot[c]]`` receives
+    column c's terms where slot[c] ≥ 0."""
+    for i in range(out.shape[0]):
+        o = out[i]
+        for c in range(q.shape[1]):
+            qv, rc, at = q[i, c], r_t[c], slot[c]
+            if at >= 0:
+                k = kept[at, i]
+                for j in range(o.shape[0]):
+                    t = abs(qv - rc[t0 + j])
+                    k[j] = t
+                    o[j] += t
+            else:
+                for j in range(o.shape[0]):
+                    o[j] += abs(qv - rc[t0 + j])
 
 
 @kernel

@@ -323,7 +323,7 @@ def _mixed_tile(sides: _Sides, rows: tuple[int, int]) -> tuple:
     q_rows = np.arange(s, e)
     for t, (t0, t1) in enumerate(tiles):
         block = scratch("block", (e - s, t1 - t0))
-        mixed_block(q, ref, s, e, plan, block, scratch("tmp", (e - s, t1 - t0)), refs=(t0, t1))
+        mixed_block(q, ref, s, e, plan, block, refs=(t0, t1))
         top = empty_top(e - s, sides.k + PAD)
         smallest_update(block, t0, sides.self_first(s), ref.n, *top)
         floor[:, t] = top[0][:, -1] - sides.mixed_bound  # the references left out: at least this far
@@ -339,7 +339,7 @@ def _mixed_tile(sides: _Sides, rows: tuple[int, int]) -> tuple:
         # the tile's float32 distances again, every reference the bound cannot rule out re-ranked exactly
         t0, t1 = tiles[t]
         again = scratch("block", (e - s, t1 - t0))
-        mixed_block(q, ref, s, e, plan, again, scratch("tmp", (e - s, t1 - t0)), refs=(t0, t1))
+        mixed_block(q, ref, s, e, plan, again, refs=(t0, t1))
         limit = best[0][local, -1] + sides.mixed_bound
         a, c = np.nonzero(again[local] <= ex.below(limit)[:, None])
         a, j = ex.useful(lambda: _bits(ref, t0, t1), t0, sides.k, sides.exclude_self, s + local, a, t0 + c)

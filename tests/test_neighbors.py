@@ -483,3 +483,26 @@ def test_a_far_outlier_does_not_widen_every_rows_rounding_bound(same: bool) -> N
         np.testing.assert_allclose(nn.dist, want_d, rtol=0, atol=1e-12)
         tiles = -(-r.shape[0] // 256)
         assert nn.rechecked <= 0.01 * q.shape[0] * tiles, nn.rechecked
+
+
+def test_mixed_blocks_add_the_numbers_as_numpys_passes_round_them() -> None:
+    # the numerical terms are added in one compiled pass: each distance rounds as numpy's passes over the
+    # block (|q − r| per column, added in column order, float32) rounded it, bit for bit; the kept
+    # columns' terms are those |q − r|
+    from dagster_privacy.mixed_space import mixed_block, mixed_plan
+
+    rng = np.random.default_rng(4)
+    codes = rng.integers(0, 4, (300, 2)).astype(np.int32)
+    num = (rng.random((300, 5)) * rng.choice([1e-3, 1.0, 1e3], 5)).astype(np.float32)
+    q, r = MixedRows(num[:40], codes[:40], 0.5), MixedRows(num[40:], codes[40:], 0.5)
+    no_num = np.zeros((300, 0), np.float32)
+    cat_q, cat_r = MixedRows(no_num[:40], codes[:40], 0.5), MixedRows(no_num[40:], codes[40:], 0.5)
+    want = np.empty((40, 130), dtype=np.float32)
+    mixed_block(cat_q, cat_r, 0, 40, mixed_plan(cat_q, cat_r), want, refs=(100, 230))  # categories only
+    for j in range(5):  # numpy's passes
+        want += np.abs(q.num[:, j][:, None] - r.num[None, 100:230, j])
+    got, kept = np.empty((40, 130), dtype=np.float32), np.empty((2, 40, 130), dtype=np.float32)
+    mixed_block(q, r, 0, 40, mixed_plan(q, r), got, terms=([3, 1], kept), refs=(100, 230))
+    np.testing.assert_array_equal(got, want)
+    for slot, j in enumerate((3, 1)):
+        np.testing.assert_array_equal(kept[slot], np.abs(q.num[:, j][:, None] - r.num[None, 100:230, j]))

@@ -107,12 +107,12 @@ def _loo_chunk(job: _LeaveOneOut, rows: tuple[int, int]) -> np.ndarray:
     shape = (e - s, r.n)  # buffers of this chunk only: a thread's own scratch would outlive the call
     b, t = np.empty(shape, dtype=np.float32), np.empty(shape, dtype=np.float32)
     num = [q.num_cols.index(c) for c in job.drop if c in q.num_cols]
-    terms = {j: np.empty(shape, dtype=np.float32) for j in num}
-    mixed_block(q.mixed, r.mixed, s, e, job.plan, b, t, terms=terms)
+    terms = np.empty((len(num), *shape), dtype=np.float32)
+    mixed_block(q.mixed, r.mixed, s, e, job.plan, b, terms=(num, terms))
     out = np.empty((e - s, len(job.drop)), dtype=np.int64)
     for i, c in enumerate(job.drop):
         if c in q.num_cols:
-            np.subtract(b, terms[q.num_cols.index(c)], out=t)
+            np.subtract(b, terms[num.index(q.num_cols.index(c))], out=t)
         else:
             j = q.cat_cols.index(c)
             np.equal(q.cat[s:e, j][:, None], r.cat[None, :, j], out=t, casting="unsafe")

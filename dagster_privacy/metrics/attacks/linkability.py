@@ -142,8 +142,8 @@ def _link_rows(job: _LinkJob, rows: tuple[int, int]) -> tuple[np.ndarray, np.nda
     s, e = rows
     blocks = []
     for q, h, plan in ((job.q1, job.h1, job.plans[0]), (job.q2, job.h2, job.plans[1])):
-        b, t = np.empty((e - s, h.rows.n), dtype=np.float32), np.empty((e - s, h.rows.n), dtype=np.float32)
-        mixed_block(q.mixed, h.rows.mixed, s, e, plan, b, t)
+        b = np.empty((e - s, h.rows.n), dtype=np.float32)
+        mixed_block(q.mixed, h.rows.mixed, s, e, plan, b)
         blocks.append(b)
     return _link_chunk(blocks[0], blocks[1], job.h1, job.h2, job.k, job.syn_order)
 
