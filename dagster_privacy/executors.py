@@ -307,9 +307,13 @@ def results(
     executor: Executor, fn: Callable[[Any, Any], T], shared: Any, items: Sequence[Any]
 ) -> Iterator[T]:
     """``executor.map``'s results in order as they are done, where the executor can hand them on
-    (``imap``); from an executor with ``map`` only, all at once."""
-    imap = getattr(executor, "imap", None)
-    return imap(fn, shared, items) if callable(imap) else iter(executor.map(fn, shared, items))
+    (``imap``); from an executor with ``map`` only, or whose own ``map`` is more derived than its
+    ``imap`` (a subclass that overrides ``map`` alone), all at once through that ``map``."""
+    mro = type(executor).__mro__
+    owner = {name: next((c for c in mro if name in vars(c)), None) for name in ("map", "imap")}
+    if owner["imap"] is not None and owner["map"] is not None and issubclass(owner["imap"], owner["map"]):
+        return executor.imap(fn, shared, items)  # type: ignore[attr-defined]
+    return iter(executor.map(fn, shared, items))
 
 
 def executor_for(spec: str | Executor | None) -> Executor:

@@ -364,6 +364,15 @@ def _run(fn, sides: _Sides, n_query: int, n_ref: int, executor: Executor | None,
     return _finish(dist, idx.astype(np.int64), t0, far, sum(int(p[2]) for p in parts))
 
 
+def check_pad(pad: int | None) -> int:
+    """Candidates per row and tile beyond k: PAD when None, else a non-negative integer."""
+    if pad is None:
+        return PAD
+    if isinstance(pad, bool) or not isinstance(pad, (int, np.integer)) or pad < 0:
+        raise ValueError(f"pad must be a non-negative integer, got {pad!r}")
+    return int(pad)
+
+
 def knn_euclidean(
     query: np.ndarray,
     ref: np.ndarray,
@@ -403,7 +412,7 @@ def knn_euclidean(
         bound=ex.ScoreBound(float(np.sqrt(norm_max)), norm2, ref_nnz),
         ref_at=ref_at,
         farthest=farthest,
-        pad=PAD if pad is None else pad,
+        pad=check_pad(pad),
     )
     return _run(_euclidean_tile, sides, query.shape[0], ref.shape[0], executor, t0)
 

@@ -36,6 +36,7 @@ from .neighbors import (
     _padded,
     check_finite,
     check_norms,
+    check_pad,
     knn_euclidean,
     query_tiles,
     rank_tiles,
@@ -176,7 +177,7 @@ def _paired(
     pad: int | None = None,
 ) -> tuple[Neighbors, Neighbors]:
     t0 = time.perf_counter()
-    pad = nb.PAD if pad is None else pad
+    pad = check_pad(pad)
     tile = _padded(ref_tile or nb.REF_TILE)
     y_tiles = reference_tiles(y.shape[0], tile)
     if same:  # rows in blocks aligned with the columns: the diagonal blocks are whole

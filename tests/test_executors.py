@@ -274,3 +274,21 @@ def test_what_ray_writes_on_fd_2_while_connecting_is_replayed_or_dropped(capfd) 
         assert b"connected" in held.text()
     out, err = capfd.readouterr()
     assert "InvalidAuthToken" not in err and "[C++] connected" in err
+
+
+def test_a_subclass_that_overrides_map_runs_every_block_through_it() -> None:
+    # review: results() took the imap InProcess defines, bypassing a subclass's own map
+    from dagster_privacy.executors import InProcess
+    from dagster_privacy.pairs import knn_self
+
+    seen = []
+
+    class Counting(InProcess):
+        def map(self, fn, shared, items):  # noqa: ANN001, ANN201
+            seen.append(fn.__name__)
+            return super().map(fn, shared, items)
+
+    x = np.random.default_rng(1).random((300, 4)).astype(np.float32)
+    want = knn_self(x, 2, ref_tile=64)
+    got = knn_self(x, 2, ref_tile=64, executor=Counting())
+    assert "_cell" in seen and np.array_equal(got.idx, want.idx)

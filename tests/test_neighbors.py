@@ -506,3 +506,12 @@ def test_mixed_blocks_add_the_numbers_as_numpys_passes_round_them() -> None:
     np.testing.assert_array_equal(got, want)
     for slot, j in enumerate((3, 1)):
         np.testing.assert_array_equal(kept[slot], np.abs(q.num[:, j][:, None] - r.num[None, 100:230, j]))
+
+
+def test_a_negative_pad_is_an_error_not_a_crash() -> None:
+    from dagster_privacy.pairs import knn_self
+
+    x = np.random.default_rng(0).random((50, 3)).astype(np.float32)
+    for query in (lambda: knn_euclidean(x, x, 1, pad=-1), lambda: knn_self(x, 1, pad=-1)):
+        with pytest.raises(ValueError, match="pad"):
+            query()

@@ -337,6 +337,21 @@ def test_leave_one_out_nearest_is_the_same_in_many_chunks_on_threads(monkeypatch
         np.testing.assert_array_equal(chunked[:, i], expected)
 
 
+def test_a_column_dropped_twice_gives_the_nearest_without_it_both_times() -> None:
+    # review: a numerical sensitive column named twice left one of its kept terms unwritten (np.empty)
+    from dagster_privacy.executors import InProcess
+    from dagster_privacy.metrics.attacks import _gower
+
+    rng = np.random.default_rng(12)
+    num_q, num_r = rng.random((40, 2)).astype(np.float32), rng.random((90, 2)).astype(np.float32)
+    cat_q, cat_r = rng.integers(0, 3, (40, 1)).astype(np.int32), rng.integers(0, 3, (90, 1)).astype(np.int32)
+    q = _gower.Rows(num_q, cat_q, ("a", "b"), ("c",))
+    r = _gower.Rows(num_r, cat_r, ("a", "b"), ("c",))
+    once = _gower.leave_one_out_nearest(q, r, ["a"], InProcess(1))
+    twice = _gower.leave_one_out_nearest(q, r, ["a", "a"], InProcess(1))
+    np.testing.assert_array_equal(twice, np.hstack([once, once]))
+
+
 def test_a_models_feature_matrix_is_in_c_order_as_the_former_column_stack() -> None:
     from dagster_privacy.metrics.attacks._models import _rows
 

@@ -106,7 +106,7 @@ def _loo_chunk(job: _LeaveOneOut, rows: tuple[int, int]) -> np.ndarray:
     q, r = job.q, job.r
     shape = (e - s, r.n)  # buffers of this chunk only: a thread's own scratch would outlive the call
     b, t = np.empty(shape, dtype=np.float32), np.empty(shape, dtype=np.float32)
-    num = [q.num_cols.index(c) for c in job.drop if c in q.num_cols]
+    num = list(dict.fromkeys(q.num_cols.index(c) for c in job.drop if c in q.num_cols))  # a column once
     terms = np.empty((len(num), *shape), dtype=np.float32)
     mixed_block(q.mixed, r.mixed, s, e, job.plan, b, terms=(num, terms))
     out = np.empty((e - s, len(job.drop)), dtype=np.int64)
