@@ -267,17 +267,16 @@ def _finite(s: pl.Series, *, role: str) -> pl.Series:
 
 
 def _as_text(s: pl.Series, *, role: str) -> pl.Series:
-    """Categorical/binary values as text; numbers that are whole print without a decimal point."""
+    """Categorical/binary values as text; a number that is whole prints without a decimal point, value by
+    value (a per-column choice printed 17.0 as "17" in a table of whole numbers and as "17.0" in one
+    that also held 0.5: a copy across the two was not a copy)."""
     if _is_text(s.dtype) or s.dtype in (pl.Boolean, pl.Null):
         return s.cast(pl.String)
     if s.dtype.is_numeric():
         f = _finite(s, role=role)
-        whole = f.drop_nulls()
-        if whole.len() == 0 or bool(
-            ((whole - whole.round(0)).abs() == 0).all() & (whole.abs() < _WHOLE_LIMIT).all()
-        ):
-            return f.cast(pl.Int64).cast(pl.String)
-        return f.cast(pl.String)
+        whole = ((f - f.round(0)).abs() == 0) & (f.abs() < _WHOLE_LIMIT)
+        as_int = f.cast(pl.Int64, strict=False).cast(pl.String)
+        return pl.select(pl.when(whole).then(as_int).otherwise(f.cast(pl.String))).to_series().alias(s.name)
     return s.cast(pl.String)
 
 

@@ -154,6 +154,23 @@ def test_numbers_as_categories_print_alike_across_dtypes() -> None:
     assert ev["crp"].details["common_rows"] == 2
 
 
+def test_a_whole_number_prints_alike_whether_or_not_its_table_holds_fractions() -> None:
+    # review: 17.0 printed "17" in a table of whole numbers and "17.0" beside 0.5, so a copy of a real
+    # row sat at Hamming distance 1 from it in gcap (a value's text now depends on the value only)
+    real = pl.DataFrame({"k": [17.0, 18.0, 19.0], "s": [1, 2, 1]})
+    syn = pl.DataFrame({"k": [17.0, 0.5, 2.5], "s": [1, 2, 2]})
+    kinds = {"k": "categorical", "s": "categorical"}
+    ctx, _ = prepare(real, syn, column_kinds=kinds)
+    assert sorted(ctx.table("real").get_column("k")) == ["17", "18", "19"]
+    assert sorted(ctx.table("synthetic").get_column("k")) == ["0.5", "17", "2.5"]
+    ev = dp.evaluate(
+        real, syn, metrics=["gcap"], policy="report-only", progress=False,
+        key_columns=["k"], sensitive_columns=["s"], column_kinds=kinds,
+    )  # fmt: skip
+    # distances to the nearest synthetic key: 0 (the copy of 17), 1, 1
+    assert ev["gcap"].details["per_column"]["s"]["mean_hamming_distance"] == pytest.approx(2 / 3)
+
+
 def test_a_table_wider_than_the_limit_is_refused_in_one_line_before_parsing(tmp_path) -> None:
     """Issue 31 case 6: 5 rows × 10,000 columns (159 KB) exhausted memory and took minutes to sniff; it
     is refused from its header line (exit 2 in the CLI), and so is a frame of that width."""
