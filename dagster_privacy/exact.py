@@ -120,6 +120,12 @@ def settle(
     return dist, idx, count
 
 
+def above(x: np.ndarray) -> np.ndarray:
+    """float32 values x' ≥ x: x rounded up (inf stays inf)."""
+    x32 = x.astype(np.float32)
+    return np.where(x32 < x, np.nextafter(x32, np.float32(np.inf)), x32)
+
+
 def below(threshold: np.ndarray) -> np.ndarray:
     """float32 thresholds t' with (x ≤ t' ⟺ x ≤ t) for every float32 x: t rounded down."""
     t32 = threshold.astype(np.float32)

@@ -246,12 +246,6 @@ def _euclidean_tile(sides: _Sides, rows: tuple[int, int]) -> tuple:
     return dist, idx, count
 
 
-def _above32(x: np.ndarray) -> np.ndarray:
-    """x rounded up to float32 (inf stays inf)."""
-    x32 = x.astype(np.float32)
-    return np.where(x32 < x, np.nextafter(x32, np.float32(np.inf)), x32)
-
-
 def rank_tiles(
     q: np.ndarray,
     s: int,
@@ -293,7 +287,7 @@ def rank_tiles(
         best = ex.merge(best, dist, np.where(ok, idx, -1), k)
         if seed is not None:  # exact d² ≥ score + lower > the k-th² for a score above it (a margin
             kth2 = best[0][:, -1] ** 2  # for this subtraction's rounding: a higher seed only keeps more)
-            seed[:] = _above32(kth2 - lower + 1e-9 * (kth2 + np.abs(lower)))
+            seed[:] = ex.above(kth2 - lower + 1e-9 * (kth2 + np.abs(lower)))
     assert best is not None
     # a reference that could still be among the k nearest lies within ‖q‖ + d_k of the origin (d_k only
     # falls while settling); the margin covers the float64 roundings of ‖q‖ and d_k
@@ -324,7 +318,7 @@ def _mixed_tile(sides: _Sides, rows: tuple[int, int]) -> tuple:
     for t, (t0, t1) in enumerate(tiles):
         block = scratch("block", (e - s, t1 - t0))
         mixed_block(q, ref, s, e, plan, block, refs=(t0, t1))
-        top = empty_top(e - s, sides.k + PAD)
+        top = empty_top(e - s, sides.k + sides.pad)
         smallest_update(block, t0, sides.self_first(s), ref.n, *top)
         floor[:, t] = top[0][:, -1] - sides.mixed_bound  # the references left out: at least this far
         idx, ok = _candidates(*top)

@@ -106,7 +106,7 @@ def test_later_tiles_seeded_with_the_kth_keep_fewer_candidates_and_the_same_neig
     got = {}
     for seeded in (True, False):
         if not seeded:  # every seed +inf: each tile keeps its own k + PAD
-            monkeypatch.setattr(nb, "_above32", lambda x: np.full(x.shape, np.inf, np.float32))
+            monkeypatch.setattr(ex, "above", lambda x: np.full(x.shape, np.inf, np.float32))
         kept.clear()
         nn = knn_euclidean(q, r, k, exclude_self=same, ref_tile=256)
         got[seeded] = sum(kept)

@@ -215,7 +215,7 @@ _RUN = 2048
 def _gcap_rows(job: _Hamming, rows: tuple[int, int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     s, e = rows
     (qn, qw), (rn, rw) = job.q, job.r_t
-    dist = np.empty(min(rn.shape[1], _RUN), dtype=np.min_scalar_type(qn.shape[1] + qw.shape[1]))  # ≤ keys
+    dist = np.empty(min(rn.shape[1], _RUN), dtype=_holding(0, qn.shape[1] + qw.shape[1]))  # ≤ the keys
     v = np.ascontiguousarray(job.v_real[:, s:e])
     return _hamming_ties(qn[s:e], rn, qw[s:e], rw, v, job.v_syn, dist)
 
