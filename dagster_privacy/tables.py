@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 import numpy as np
@@ -52,6 +52,8 @@ class Column:
     kind: Kind
     #: a numerical column stored as text: the datetime format its values parse with
     format: str | None = None
+    #: how the real table holds it ("boolean", "number", "time", "text"): every side is read into it
+    reads: str = "text"
 
 
 @dataclass
@@ -185,8 +187,21 @@ def infer_schema(
             excluded.append((name, f"unsupported type {dtype}"))
     if not columns:
         raise TableError("the real table has no usable column (numerical, categorical or binary)")
+    columns = [replace(c, reads=_reads(real.schema[c.name])) for c in columns]
     columns.sort(key=lambda c: c.name)  # name order: nothing downstream depends on the input's column order
     return Schema(columns, excluded, notes)
+
+
+def _reads(dtype: pl.DataType) -> str:
+    """How the real table holds a column, which every other side is read into (issue 44: a side typed
+    otherwise, yes/no as BOOLEAN from a CSV and as text from Parquet, must not hide a copy)."""
+    if dtype == pl.Boolean:
+        return "boolean"
+    if dtype.is_temporal():
+        return "time"
+    if dtype.is_numeric():
+        return "number"
+    return "text"
 
 
 def _parse_datetimes(s: pl.Series, fmt: str) -> pl.Series:
@@ -266,18 +281,69 @@ def _finite(s: pl.Series, *, role: str) -> pl.Series:
     return pl.Series(s.name, r, dtype=pl.Float64).fill_nan(None)  # to_numpy made missing NaN
 
 
-def _as_text(s: pl.Series, *, role: str) -> pl.Series:
-    """Categorical/binary values as text; a number that is whole prints without a decimal point, value by
-    value (a per-column choice printed 17.0 as "17" in a table of whole numbers and as "17.0" in one
-    that also held 0.5: a copy across the two was not a copy)."""
-    if _is_text(s.dtype) or s.dtype in (pl.Boolean, pl.Null):
+#: text that is a plain decimal number: read as that number wherever it arrives (a CSV reader types
+#: it, Parquet and frames keep it as text)
+_NUMBER = r"^\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*$"
+#: the words DuckDB's CSV reader types as BOOLEAN (any case, surrounding blanks ignored)
+_BOOLEAN_WORDS = {"true": "true", "t": "true", "yes": "true", "false": "false", "f": "false", "no": "false"}
+
+
+def _as_text(s: pl.Series, *, role: str, reads: str = "text") -> pl.Series:
+    """Categorical/binary values as text keys that do not depend on how a side was typed: a number (also
+    one written as text) prints as its float32-precision number, whole numbers without a decimal point,
+    value by value (a per-column choice printed 17.0 as "17" in a table of whole numbers and as "17.0"
+    in one that also held 0.5: a copy across the two was not a copy); a boolean (also a word DuckDB
+    reads as one, and 0 / 1 where the real table holds booleans) as true / false; other text as it is."""
+    if s.dtype == pl.Null:
         return s.cast(pl.String)
+    if s.dtype == pl.Boolean:
+        return s.cast(pl.String) if reads != "number" else _as_text(s.cast(pl.Int8), role=role)
     if s.dtype.is_numeric():
+        if reads == "boolean":
+            return _numbers_as_booleans(s, role=role)
         f = _finite(s, role=role)
         whole = ((f - f.round(0)).abs() == 0) & (f.abs() < _WHOLE_LIMIT)
         as_int = f.cast(pl.Int64, strict=False).cast(pl.String)
         return pl.select(pl.when(whole).then(as_int).otherwise(f.cast(pl.String))).to_series().alias(s.name)
-    return s.cast(pl.String)
+    if s.dtype.is_temporal():
+        return _seconds(s).cast(pl.String)
+    return _text_keys(s.cast(pl.String), role=role, reads=reads)
+
+
+def _text_keys(text: pl.Series, *, role: str, reads: str) -> pl.Series:
+    """Text values read as the numbers or booleans they spell (computed once per distinct value)."""
+    values = text.unique().drop_nulls()
+    stripped = values.str.strip_chars()
+    words = stripped.str.to_lowercase().replace_strict(_BOOLEAN_WORDS, default=None)
+    if reads == "number":  # 0 / 1 written as false / true
+        words = words.replace_strict({"true": "1", "false": "0"}, default=None)
+    number = stripped.str.contains(_NUMBER)
+    parsed = stripped.cast(pl.Float64, strict=False)
+    number = number & parsed.is_finite().fill_null(False) & (parsed.abs() < _FLOAT32_MAX)
+    if reads == "boolean":  # 0 / 1 where the real table holds booleans
+        as_number = parsed.replace_strict({1.0: "true", 0.0: "false"}, default=None)
+    else:
+        as_number = _as_text(parsed.fill_null(0.0), role=role)
+    keys = pl.select(
+        pl.when(number & as_number.is_not_null()).then(as_number).when(words.is_not_null()).then(words)
+        .otherwise(values)
+    ).to_series()
+    changed = keys != values
+    if not changed.any():
+        return text
+    return text.replace_strict(values.filter(changed), keys.filter(changed), default=text).alias(text.name)
+
+
+def _numbers_as_booleans(s: pl.Series, *, role: str) -> pl.Series:
+    """0 / 1 in a column the real table holds as booleans; another number cannot be read as one."""
+    f = s.cast(pl.Float64)
+    bad = int((f.is_not_null() & ~f.is_in([0.0, 1.0])).sum())
+    if bad:
+        raise TableError(
+            f"column {s.name!r} holds booleans in the real table; {bad} value(s) of the {role} table "
+            "are numbers other than 0 and 1"
+        )
+    return f.replace_strict({1.0: "true", 0.0: "false"}, default=None, return_dtype=pl.String).alias(s.name)
 
 
 def _seconds(s: pl.Series) -> pl.Series:
@@ -292,14 +358,38 @@ def _seconds(s: pl.Series) -> pl.Series:
     return s.dt.epoch("ms").cast(pl.Float64) / 1000.0
 
 
-def _as_number(s: pl.Series, *, role: str) -> pl.Series:
+def _as_number(s: pl.Series, *, role: str, reads: str = "number") -> pl.Series:
     if s.dtype == pl.Null or s.null_count() == s.len():  # all missing, whatever the dtype
         return pl.Series(s.name, [None] * s.len(), dtype=pl.Float64)
     if s.dtype.is_temporal():
         return _seconds(s)
     if s.dtype == pl.Boolean or s.dtype.is_numeric():
         return _finite(s, role=role) + 0.0  # + 0.0 turns -0.0 into 0.0 for hashing
-    raise TableError(f"column {s.name!r} is numerical in the real table but text in the {role} table")
+    return _as_number(_parse_text(s.cast(pl.String), role=role, reads=reads), role=role)
+
+
+def _parse_text(text: pl.Series, *, role: str, reads: str) -> pl.Series:
+    """A numerical column that arrived as text, read as the real table holds it (times: ISO forms and
+    DATETIME_FORMATS; numbers: plain decimals); a value that does not read is bad input, counted."""
+    stripped = text.str.strip_chars()
+    if reads == "time":
+        parsed = stripped.str.to_datetime(strict=False, time_zone="UTC")
+        for fmt in DATETIME_FORMATS:
+            if parsed.null_count() == text.null_count():
+                break
+            parsed = parsed.fill_null(_parse_datetimes(text, fmt).dt.replace_time_zone("UTC"))
+        what = "datetimes"
+    else:
+        number = stripped.str.contains(_NUMBER)
+        parsed = pl.select(pl.when(number).then(stripped.cast(pl.Float64, strict=False))).to_series()
+        what = "numbers"
+    bad = int(parsed.null_count() - text.null_count())
+    if bad:
+        raise TableError(
+            f"column {text.name!r} is numerical in the real table; {bad} value(s) of the {role} table "
+            f"do not read as {what}"
+        )
+    return parsed.alias(text.name)
 
 
 def canonical(df: pl.DataFrame, schema: Schema, *, role: str) -> pl.DataFrame:
@@ -309,7 +399,11 @@ def canonical(df: pl.DataFrame, schema: Schema, *, role: str) -> pl.DataFrame:
         s = df.get_column(c.name)
         if c.format is not None and not s.dtype.is_temporal() and s.dtype != pl.Null:
             s = _datetime_series(s, c.format, role=role)
-        out.append(_as_number(s, role=role) if c.kind == "numerical" else _as_text(s, role=role))
+        out.append(
+            _as_number(s, role=role, reads=c.reads)
+            if c.kind == "numerical"
+            else _as_text(s, role=role, reads=c.reads)
+        )
     return pl.DataFrame(out)
 
 
@@ -317,9 +411,9 @@ def _datetime_series(s: pl.Series, fmt: str, *, role: str) -> pl.Series:
     """A datetime column stored as text, parsed; a value that does not parse is bad input (counted, never
     shown)."""
     if not _is_text(s.dtype):
-        raise TableError(
-            f"column {s.name!r} is a datetime in the real table but not text in the {role} table"
-        )
+        if s.dtype.is_temporal() or s.dtype.is_numeric():  # a side typed as time (or epoch numbers)
+            return s
+        raise TableError(f"column {s.name!r} is a datetime in the real table but not in the {role} table")
     bad = _unparsed(s, fmt)
     if bad:
         raise TableError(f"column {s.name!r} of the {role} table: {bad} value(s) do not parse as {fmt}")
@@ -421,17 +515,6 @@ def validate(tables: Mapping[str, pl.DataFrame], schema: Schema, *, ignore: Sequ
         extra = [c for c in df.columns if c not in real_cols and c not in ignore]
         if extra:
             raise TableError(f"the {role} table has column(s) not in the real table: {', '.join(extra)}")
-        for c in schema.columns:
-            col = df.get_column(c.name)
-            if (
-                c.kind == "numerical"
-                and c.format is None
-                and not _is_numeric(col.dtype)
-                and col.null_count() < col.len()
-            ):
-                raise TableError(
-                    f"column {c.name!r} is numerical in the real table but text in the {role} table"
-                )
 
 
 def unseen_categories(real: pl.DataFrame, other: pl.DataFrame, schema: Schema) -> dict[str, int]:

@@ -86,7 +86,7 @@ def test_validation_errors_are_one_clear_line() -> None:
     cases = {
         "lacks column": pl.DataFrame({"a": [1]}),
         "not in the real table": pl.DataFrame({"a": [1], "b": ["x"], "c": [0]}),
-        "numerical in the real table but text": pl.DataFrame({"a": ["one"], "b": ["x"]}),
+        "numerical in the real table; 1 value": pl.DataFrame({"a": ["one"], "b": ["x"]}),
         "is empty": pl.DataFrame({"a": [], "b": []}, schema={"a": pl.Int64, "b": pl.String}),
     }
     for needle, syn in cases.items():
