@@ -325,7 +325,10 @@ def _text_keys(text: pl.Series, *, role: str, reads: str) -> pl.Series:
     else:
         as_number = _as_text(parsed.fill_null(0.0), role=role)
     keys = pl.select(
-        pl.when(number & as_number.is_not_null()).then(as_number).when(words.is_not_null()).then(words)
+        pl.when(number & as_number.is_not_null())
+        .then(as_number)
+        .when(words.is_not_null())
+        .then(words)
         .otherwise(values)
     ).to_series()
     changed = keys != values

@@ -174,6 +174,8 @@ def test_the_cli_fails_a_csv_against_parquet_leak(sides, tmp_path) -> None:
 
 
 def test_decimal_and_text_numbers_are_one_value() -> None:
-    real = pl.DataFrame({"x": [decimal.Decimal("1.50"), decimal.Decimal("2.25")] * 15, "c": ["a", "b", "c"] * 10})
+    real = pl.DataFrame(
+        {"x": [decimal.Decimal("1.50"), decimal.Decimal("2.25")] * 15, "c": ["a", "b", "c"] * 10}
+    )
     syn = pl.DataFrame({"x": ["1.5", " 2.250 "] * 3, "c": ["a", "b", "c"] * 2})
     assert _copies(real, syn) == 6
