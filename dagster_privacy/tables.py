@@ -8,6 +8,7 @@ binary columns as String (a missing value stays null and is a category of its ow
 from __future__ import annotations
 
 import hashlib
+import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
@@ -471,7 +472,7 @@ def _values_in(real: pl.Series, synthetic: pl.Series) -> int | None:
 def _value_keys(s: pl.Series) -> pl.Series | None:
     """One comparable text key per value, the same for the same value however it is rendered: a number
     (also one written as text, '0007000000' or '7000000.0') as its float32-precision number, a time as
-    its seconds (also one written as text), other text stripped; None: not comparable."""
+    its seconds (also one written as text), other text in its identifier_form; None: not comparable."""
     try:
         if s.dtype.is_temporal():
             return "t:" + _seconds(s).cast(pl.String)
@@ -495,10 +496,24 @@ def _value_keys(s: pl.Series) -> pl.Series | None:
             .then("n:" + pl.col("n").cast(pl.String))
             .when(pl.col("t").is_not_null())
             .then("t:" + pl.col("t").cast(pl.String))
-            .otherwise("s:" + pl.col("s"))
+            .otherwise("s:" + pl.col("s").replace_strict(_identifier_forms(text), default=pl.col("s")))
         )
         .to_series()
     )
+
+
+def identifier_form(value: str) -> str:
+    """What counts as the same identifier (docs/metrics.md, "Columns left out"): Unicode NFKC, accents
+    dropped, case folded, whitespace and punctuation (every character that is not a letter, digit or
+    symbol) removed; a value made only of those keeps its folded form."""
+    folded = unicodedata.normalize("NFKC", value).casefold()
+    bare = "".join(ch for ch in unicodedata.normalize("NFKD", folded) if not unicodedata.combining(ch))
+    kept = "".join(ch for ch in unicodedata.normalize("NFKC", bare) if unicodedata.category(ch)[0] in "LNS")
+    return kept or folded.strip()
+
+
+def _identifier_forms(text: pl.Series) -> dict[str, str]:
+    return {v: identifier_form(v) for v in text.unique().drop_nulls().to_list()}
 
 
 def validate(tables: Mapping[str, pl.DataFrame], schema: Schema, *, ignore: Sequence[str] = ()) -> None:

@@ -179,3 +179,31 @@ def test_decimal_and_text_numbers_are_one_value() -> None:
     )
     syn = pl.DataFrame({"x": ["1.5", " 2.250 "] * 3, "c": ["a", "b", "c"] * 2})
     assert _copies(real, syn) == 6
+
+
+@pytest.mark.parametrize(
+    "respell",
+    [
+        str.upper,
+        lambda e: e + ".",
+        lambda e: " " + e.replace(".", " . ") + " ",
+        lambda e: e.replace("e", "é").replace("a", "à"),
+        lambda e: "".join(chr(ord(c) + 0xFEE0) if "!" <= c <= "~" else c for c in e),  # full width
+    ],
+    ids=["upper", "trailing-dot", "spaces", "accents", "fullwidth"],
+)
+def test_an_identifier_published_under_another_spelling_is_found(respell) -> None:
+    """Issue 44, break 3: a left-out identifier is compared in its normalised form."""
+    emails = [f"p.{i}@ex.org" for i in range(30)]
+    real = pl.DataFrame({"email": emails, "plan": ["a", "b", "c"] * 10})
+    syn = pl.DataFrame({"email": [respell(e) for e in emails[:7]], "plan": ["a"] * 7})
+    ctx, _ = prepare(real, syn)
+    assert ("email", "identifier: unique per row") in ctx.schema.excluded
+    assert ctx.schema.left_out["email"] == 7
+
+
+def test_different_identifiers_stay_different() -> None:
+    real = pl.DataFrame({"email": [f"p.{i}@ex.org" for i in range(30)], "plan": ["a", "b"] * 15})
+    syn = pl.DataFrame({"email": [f"p.{i}@ex.net" for i in range(5)], "plan": ["a"] * 5})
+    ctx, _ = prepare(real, syn)
+    assert ctx.schema.left_out["email"] == 0
