@@ -257,6 +257,7 @@ def run_metrics(
                     reg.run(specs[mid], ctx, entry.params),
                     fail_level=plan.fail_level,
                     pass_level=plan.pass_level,
+                    accepted_floor=plan.policy.accepted_floor_people,
                 )
             )
             allocator.trim()  # the metric's temporaries freed in thread arenas: back to the system
@@ -268,8 +269,9 @@ def run_metrics(
     findings = left_out_findings(ctx.schema)
     return Evaluation(
         results=results,
-        verdict=Status.FAIL if findings else pol.verdict(results, plan.policy.required_risks),
-        required_risks=plan.policy.required_risks,
+        verdict=Status.FAIL if findings else pol.verdict(results, plan.policy.required, plan.policy.waivers),
+        required_risks=plan.policy.required,
+        waivers=dict(plan.policy.waivers),
         levels={
             "false_alarm": plan.policy.false_alarm,
             "assurance": plan.policy.assurance,

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from .errors import OwnMessage, safe_reason
 from .metric_policy import MetricPolicy
@@ -29,6 +29,8 @@ from .results import verdict as verdict  # the one verdict rule lives beside the
 PRESETS_DIR = Path(__file__).parent / "presets"
 PRESET_NAMES = ("strict", "standard", "report-only")
 MAX_POLICY_BYTES = 1_000_000
+#: a waiver's reason is read by the privacy officer who signs off: a word or two says nothing
+WAIVER_REASON_MIN = 10
 
 
 class PolicyError(OwnMessage, ValueError):
@@ -69,7 +71,20 @@ class Policy(BaseModel):
         description="a gate passes when its upper bound at this level is at or below its threshold",
     )
     required_risks: list[str] | None = Field(
-        None, description="risks the verdict requires (None: every risk with a gating metric)"
+        None,
+        description="risks the verdict requires (None: all four); a risk left out needs a waiver",
+    )
+    accepted_floor_people: int = Field(
+        50,
+        ge=1,
+        strict=True,
+        description="a count gate passes only when this many rare training records copied verbatim would "
+        "have failed it with 95 % probability (its floor in people); a higher floor lacks evidence",
+    )
+    waivers: dict[str, str] = Field(
+        default_factory=dict,
+        description="risk → why this policy does not require it; a waiver forces a sign-off and shows in "
+        "the report, the check metadata and the audit",
     )
 
     @field_validator("required_risks")
@@ -81,6 +96,44 @@ class Policy(BaseModel):
         if unknown:
             raise ValueError(f"unknown risk(s): {', '.join(unknown)} (one of: {', '.join(RISK_NAMES)})")
         return v
+
+    @model_validator(mode="after")
+    def _protection(self) -> Policy:
+        """A policy may require fewer than the four risks only by naming a waiver with its reason for
+        each one it leaves out (issue 44: ``required_risks: []`` published a 30 % copy release); a
+        waiver forces a sign-off."""
+        from .results import RISK_NAMES
+
+        unknown = [r for r in self.waivers if r not in RISK_NAMES]
+        if unknown:
+            raise ValueError(
+                f"waiver for unknown risk(s): {', '.join(unknown)} (one of: {', '.join(RISK_NAMES)})"
+            )
+        vague = [r for r, why in self.waivers.items() if len(str(why).strip()) < WAIVER_REASON_MIN]
+        if vague:
+            raise ValueError(
+                f"the waiver of {', '.join(vague)} needs a reason of at least {WAIVER_REASON_MIN} characters"
+            )
+        if self.required_risks is not None:
+            both = [r for r in self.required_risks if r in self.waivers]
+            if both:
+                raise ValueError(f"{', '.join(both)} is both required and waived")
+            dropped = [r for r in RISK_NAMES if r not in self.required_risks and r not in self.waivers]
+            if dropped:
+                raise ValueError(
+                    f"required_risks leaves out {', '.join(dropped)} without a waiver: add "
+                    f"`waivers: {{{dropped[0]}: <why>}}` for each (a waiver forces a sign-off) or require it"
+                )
+        if self.waivers:
+            self.require_signoff = True
+        return self
+
+    @property
+    def required(self) -> list[str]:
+        """The risks the verdict requires: all four but the waived ones."""
+        from .results import RISK_NAMES
+
+        return [r for r in RISK_NAMES if r not in self.waivers]
 
     @field_validator("metrics")
     @classmethod
@@ -232,7 +285,7 @@ def from_mapping(
         line = _line_of(node, loc)
         at = f"{where}, line {line}" if line else where
         field = ".".join(str(p) for p in loc)
-        raise PolicyError(f"{at}: {field}: {err['msg']}") from None
+        raise PolicyError(f"{at}: {field + ': ' if field else ''}{err['msg']}") from None
 
 
 def load_policy(policy: str | Path | Policy | Mapping[str, Any] | None = "standard") -> Policy:
@@ -379,7 +432,12 @@ def resolve(
 
 
 def judge(
-    entry: MetricPolicy, result: MetricResult, *, fail_level: float = 0.05, pass_level: float = 0.05
+    entry: MetricPolicy,
+    result: MetricResult,
+    *,
+    fail_level: float = 0.05,
+    pass_level: float = 0.05,
+    accepted_floor: int = 50,
 ) -> MetricResult:
     """The judged copy of an unjudged result: threshold, severity and status from the policy entry.
 
@@ -399,6 +457,16 @@ def judge(
     facts = (Status.ERROR, Status.NOT_APPLICABLE, Status.NOTHING_TO_ATTACK)
     if result.status in facts or (result.status is Status.INCONCLUSIVE and result.decision is None):
         return result.model_copy(update=gate)  # a fact of the run (too few rows: inconclusive)
+    if result.evidence and entry.threshold is not None and "registered" in result.evidence[0]:
+        from .exposure_test import decide  # counts of people: the exact test (issue 45)
+
+        status, reason, decision = decide(
+            [dict(p) for p in result.evidence], float(entry.threshold), fail_level, pass_level, accepted_floor
+        )
+        st = Status(status)
+        if st is Status.FAIL and entry.severity is not Severity.ERROR:
+            st = Status.WARN
+        return result.model_copy(update={**gate, "status": st, "reason": reason, "decision": decision})
     if result.evidence and entry.threshold is not None:
         return _judge_evidence(entry, result, gate, fail_level, pass_level)
     figure = result.model_copy(update=gate).gated_figure

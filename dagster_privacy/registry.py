@@ -61,7 +61,7 @@ class MetricSpec:
 
 _REGISTRY: dict[str, MetricSpec] = {}
 #: report order of the families (architecture.md "Metric ids"); within a family, registration order
-FAMILIES = ("simulation", "distance", "classifiers", "holdout", "attacks")
+FAMILIES = ("simulation", "distance", "classifiers", "holdout", "exposure", "attacks")
 
 
 def metric(

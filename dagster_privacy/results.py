@@ -232,7 +232,9 @@ def risk_decisions(
 
 def blocked_by(results: Sequence[MetricResult], required: Sequence[str] | None = None) -> list[str]:
     """What blocks the verdict: each failing gate of a required risk (or of no verdict risk: a policy
-    that makes a distinguishability proxy a gate), and each required risk lacking evidence."""
+    that makes a distinguishability proxy a gate), each required risk lacking evidence, and each
+    required risk no gate assessed (``required`` a list: the policy's; None: every risk with a gate,
+    as documents written before the policy named them read)."""
     out = [
         r.id
         for r in results
@@ -243,9 +245,13 @@ def blocked_by(results: Sequence[MetricResult], required: Sequence[str] | None =
         )
     ]
     by_id = {r.id: r for r in results}
-    for name, d in risk_decisions(results, required).items():
+    decisions = risk_decisions(results, required)
+    for name, d in decisions.items():
         if d["required"] and d["status"] == "lacking evidence":
             out.append(f"{name}: lacking evidence ({', '.join(_needs(by_id[g]) for g in d['lacking'])})")
+    missing = [n for n in RISK_NAMES if required is not None and n in required and n not in decisions]
+    if missing:
+        out.append(f"not assessed: {', '.join(missing)} (no gate of the policy ran for it)")
     return out
 
 
@@ -256,13 +262,18 @@ def _needs(r: MetricResult) -> str:
     return f"{r.id}: {reason[at:].rstrip(')')}" if at >= 0 else r.id
 
 
-def verdict(results: Sequence[MetricResult], required: Sequence[str] | None = None) -> Status:
-    """fail if a gate of a required risk failed or errored, or a required risk lacks evidence (a gate
-    inconclusive or not applicable without being optional); else warn if another result did not pass;
-    else pass. ``results`` are judged ones; ``required`` None: every risk with a gate."""
+def verdict(
+    results: Sequence[MetricResult],
+    required: Sequence[str] | None = None,
+    waived: Mapping[str, str] | None = None,
+) -> Status:
+    """fail if a gate of a required risk failed or errored, a required risk lacks evidence or was not
+    assessed; else warn if the policy waives a risk (it is published only with a sign-off) or another
+    result did not pass; else pass. ``results`` are judged ones; ``required`` None: every risk with a
+    gate."""
     if blocked_by(results, required):
         return Status.FAIL
-    return Status.WARN if any(not r.passed for r in results) else Status.PASS
+    return Status.WARN if waived or any(not r.passed for r in results) else Status.PASS
 
 
 class PolicyRef(TypedDict):
@@ -316,6 +327,9 @@ class Evaluation(BaseModel):
     )
     required_risks: list[str] | None = Field(
         None, description="the risks the verdict requires (None: every risk with a gate)"
+    )
+    waivers: dict[str, str] = Field(
+        default_factory=dict, description="risks the policy waives, with its reasons (forces a sign-off)"
     )
     levels: dict[str, float | int] = Field(
         default_factory=dict, description="false_alarm, assurance and each gate's fail level"
@@ -371,6 +385,7 @@ class Evaluation(BaseModel):
                 "findings": self.findings,
                 "blocked_by": self.blocked_by,
                 "required_risks": self.required_risks,
+                "waivers": self.waivers,
                 "risks": self.risks,
                 "risks_not_assessed": self.risks_not_assessed,
                 "levels": self.levels,
@@ -399,8 +414,10 @@ class Evaluation(BaseModel):
         unjudged = [r.id for r in results if r.status is None]
         if unjudged:
             raise ValueError(f"results not judged by a policy: {', '.join(unjudged)}")
-        required = d.get("required_risks")
-        if Status(d["verdict"]) is not (Status.FAIL if d.get("findings") else verdict(results, required)):
+        required, waivers = d.get("required_risks"), d.get("waivers") or {}
+        if Status(d["verdict"]) is not (
+            Status.FAIL if d.get("findings") else verdict(results, required, waivers)
+        ):
             raise ValueError("the document's verdict disagrees with its results (edited?)")
         return cls(
             results=results,
@@ -415,6 +432,7 @@ class Evaluation(BaseModel):
             timings=d.get("timings", {}),
             findings=d.get("findings", []),
             required_risks=required,
+            waivers=waivers,
             levels=d.get("levels", {}),
             detection_floor=d.get("detection_floor", {}),
         )

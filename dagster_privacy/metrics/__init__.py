@@ -10,6 +10,7 @@ from . import (  # noqa: F401
     attacks,  # attack simulations with control baselines (seed 004 §4.3)
     classifiers,  # D-MLP and MIR (seed 000 §2.2.3, §2.2.11)
     distance,  # seed 000 §2.2
+    exposure,  # exposed records counted against chance (issue 45; its own family, after holdout)
     holdout,  # holdout-referenced indicators (seed 004 §4.2, seed 001)
     identification,  # identifiability, hidden and hitting rate (seed 000 §2.2.5, §2.2.12, §2.2.13)
     proximity,  # seed 003's proximity ratio score (a holdout indicator, registered after holdout's)

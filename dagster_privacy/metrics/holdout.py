@@ -135,7 +135,8 @@ def _percentile_value(train: np.ndarray, hold: np.ndarray, alpha: float) -> tupl
     source="seed 004 §4.2.1",
     risk=Risk.REIDENTIFICATION,
     needs=("real", "synthetic", "holdout"),
-    default={"threshold": 0.02, "severity": "ERROR"},  # excess share; a 5 % copy leak: +0.05 (docs)
+    # excess share; a 5 % copy leak: +0.05 (docs). Informs: exposed_records counts the people (issue 45)
+    default={"threshold": 0.02, "severity": "WARN"},
     expect=Expect(copy_min=0.999, indep_max=0.02),
 )
 def ims(ctx: EvaluationContext) -> Measurement:

@@ -19,7 +19,9 @@ from ..results import Measurement, Risk
     family="simulation",
     source="seed 000 §2.1.4",
     risk=Risk.REIDENTIFICATION,
-    default={"threshold": 0.05, "severity": "ERROR"},  # excess share; a 5 % copy leak: +0.09 (docs)
+    # excess share; a 5 % copy leak: +0.09 (docs). Informs: a share of rows, where exposed_records
+    # counts the people copied against chance (issue 45)
+    default={"threshold": 0.05, "severity": "WARN"},
     expect=Expect(copy_min=0.999, indep_max=0.02),
 )
 def crp(ctx: EvaluationContext) -> Measurement:

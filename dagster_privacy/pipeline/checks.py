@@ -16,7 +16,7 @@ from .. import policy as pol
 from ..errors import safe_reason
 from ..executors import RayExecutor
 from ..metrics import registry
-from ..results import RISK_NAMES, VERDICT_RISKS, Evaluation
+from ..results import VERDICT_RISKS, Evaluation
 from .assets import DUCKDB_KEY, RELEASE_KEY
 from .resources import ReadOnlyDuckDB
 from .translator import DEFAULT_TRANSLATOR, PrivacyCheckTranslator
@@ -37,12 +37,9 @@ def risk_check_name(risk: str) -> str:
 
 
 def required_risks(plan: pol.EvaluationPlan) -> list[str]:
-    """The verdict risks of a plan that the verdict requires: those with a gate, limited to the policy's
-    ``required_risks`` when it names them (results.risk_decisions)."""
-    specs = registry()
-    gated = {VERDICT_RISKS.get(specs[m].risk.value) for m in plan.gating}
-    wanted = plan.policy.required_risks
-    return [r for r in RISK_NAMES if r in gated and (wanted is None or r in wanted)]
+    """The verdict risks the policy requires (all four but the waived ones), whether or not a gate of
+    the plan covers them: a risk no gate assesses fails its check ("not assessed")."""
+    return plan.policy.required
 
 
 def required_check_names(
@@ -330,7 +327,7 @@ def evaluate_checks(
             raise RuntimeError(f"the evaluation returned no result for {', '.join(sorted(missing))}")
         decisions = ev.risks
         for risk in required_risks(plan):
-            d = decisions.get(risk, {"status": "lacking evidence", "gates": [], "failing": [], "lacking": []})
+            d = decisions.get(risk, {"status": "not assessed", "gates": [], "failing": [], "lacking": []})
             out.append(
                 dg.AssetCheckResult(
                     asset_key=key,

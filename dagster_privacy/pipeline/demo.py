@@ -43,6 +43,7 @@ FAST_METRICS = (
     "nnaa",
     "ims",
     "dcr_percentile",
+    "exposed_records",
     "dcr_holdout_diff",
     "nndr_holdout_diff",
     "singling_out_univariate",

@@ -41,9 +41,11 @@ class PrivacyCheckTranslator:
         )
 
     def risk_result_description(self, risk: str, d: dict[str, Any]) -> str:
-        what = {"fail": f"failed ({', '.join(d['failing'])})", "pass": "passed"}.get(
-            d["status"], f"lacks evidence ({', '.join(d['lacking'])})"
-        )
+        what = {
+            "fail": f"failed ({', '.join(d['failing'])})",
+            "pass": "passed",
+            "not assessed": "not assessed: the policy requires it and no gate of the evaluation covers it",
+        }.get(d["status"], f"lacks evidence ({', '.join(d['lacking'])})")
         return f"{risk} risk {what}"
 
     def risk_metadata(
@@ -81,6 +83,7 @@ class PrivacyCheckTranslator:
             "detection_floor": md.number(floor),
             "verdict": md.text(ev.verdict.value),
             "blocked_by": md.json(ev.blocked_by),
+            "waivers": md.json(ev.waivers),
             "seed": md.text(str(ev.seed)),
             "policy": md.json(dict(ev.policy)),
             "tables": md.json(dict(ev.tables)),  # publication compares the inputs with these

@@ -78,23 +78,35 @@ def risk_lines(ev: Evaluation) -> list[RiskLine]:
     return out
 
 
+def _waived(ev: Evaluation) -> str:
+    return "; ".join(f"{risk} ({why})" for risk, why in ev.waivers.items())
+
+
 def verdict_sentence(ev: Evaluation, release: str) -> str:
+    """The verdict in one sentence; every other sentence of the summary follows from the same verdict."""
     if ev.verdict is Status.FAIL or ev.verdict is Status.ERROR:
         why = "; ".join(ev.blocked_by) or "; ".join(ev.findings) or "a gate failed"
         return f"Release {release} is blocked: {why}."
-    lacking = [line.risk for line in risk_lines(ev) if line.status == "not assessed"]
-    tail = f" Not assessed: {', '.join(lacking)}." if lacking else ""
+    if ev.waivers:
+        return (
+            f"Release {release} passed the gates of the risks its policy requires, but the policy waives "
+            f"{_waived(ev)}: it is published only after a privacy officer signs off."
+        )
     if ev.verdict is Status.WARN:
-        return f"Release {release} passed its gates; an advisory figure is over its threshold.{tail}"
-    return f"Release {release} passed: every assessed risk shows evidence of safety within tolerance.{tail}"
+        return f"Release {release} passed its gates; an advisory figure is over its threshold."
+    return f"Release {release} passed: every required risk shows evidence of safety within tolerance."
 
 
 def next_steps(ev: Evaluation, *, signoff: bool) -> str:
-    lines = risk_lines(ev)
-    if any(line.status == "fail" for line in lines) or ev.verdict in (Status.FAIL, Status.ERROR):
-        if any(line.status == "lacking evidence" for line in lines) and not any(
-            line.status == "fail" for line in lines
-        ):
+    """What to do next, from the verdict and what blocks it (never from a risk the policy waives)."""
+    if ev.verdict in (Status.FAIL, Status.ERROR):
+        blocks = ev.blocked_by
+        if blocks and all(b.startswith("not assessed") for b in blocks):
+            return (
+                "Do not publish. Some required risks were not assessed: evaluate again with every gate of "
+                "the policy (without a --metrics subset)."
+            )
+        if blocks and all(": lacking evidence" in b or b.startswith("not assessed") for b in blocks):
             return (
                 "Do not publish. The evaluation lacks evidence: evaluate again with a larger holdout "
                 "(the reasons below say how many rows would decide)."
@@ -103,6 +115,12 @@ def next_steps(ev: Evaluation, *, signoff: bool) -> str:
             "Do not publish. Reject the release and ask for a new one: fewer training epochs or a "
             "differentially private generator, or remove the synthetic rows that copy training records "
             "(`dagster-privacy remediate`); then evaluate again."
+        )
+    if ev.waivers:
+        return (
+            f"The policy waives {', '.join(ev.waivers)}: read why, and the evidence below, then approve or "
+            "reject this report in the privacy console (`dagster-privacy console`); your decision is "
+            "bound to this report's sha256 and recorded in the audit with the waivers."
         )
     if signoff:
         return (

@@ -10,11 +10,19 @@ from pathlib import Path
 
 import dagster as dg
 import polars as pl
+from gates import covering
 
 from dagster_privacy.demo import load_demo
 from dagster_privacy.pipeline import PublishTarget, build_privacy_checks, build_published_release
 
-POLICY = {"metrics": {"crp": {"threshold": 0.05}, "dcr": {"threshold": 0.95, "severity": "WARN"}}}
+POLICY = covering(
+    {
+        "metrics": {
+            "crp": {"threshold": 0.05, "severity": "ERROR"},
+            "dcr": {"threshold": 0.95, "severity": "WARN"},
+        }
+    }
+)
 MONTHS = dg.MonthlyPartitionsDefinition(start_date="2026-08-01", end_date="2026-11-01")
 QUIET = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
 

@@ -12,12 +12,20 @@ import dagster as dg
 import polars as pl
 import pyarrow.parquet as pq
 import pytest
+from gates import covering
 
 from dagster_privacy.demo import load_demo
 from dagster_privacy.pipeline import PublishTarget, build_privacy_checks, build_published_release
 from dagster_privacy.tables import fingerprint
 
-POLICY = {"metrics": {"crp": {"threshold": 0.05}, "dcr": {"threshold": 0.95, "severity": "WARN"}}}
+POLICY = covering(
+    {
+        "metrics": {
+            "crp": {"threshold": 0.05, "severity": "ERROR"},
+            "dcr": {"threshold": 0.95, "severity": "WARN"},
+        }
+    }
+)
 QUIET = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
 REQUIRED = ["privacy_risk_membership"]
 
@@ -192,7 +200,7 @@ def test_two_policies_on_one_asset_by_name_prefix(tmp_path) -> None:
     from dagster_privacy.pipeline.evidence import check_history
 
     frames = _frames()
-    loose = {"metrics": {"crp": {"threshold": 0.9}}}
+    loose = covering({"metrics": {"crp": {"threshold": 0.9}}}, threshold=0.9)
 
     real_table, holdout_table, synthetic_table = _assets(frames["leaky"])
 
@@ -203,10 +211,8 @@ def test_two_policies_on_one_asset_by_name_prefix(tmp_path) -> None:
     ]
     required = {p: required_check_names(pol, schema_gate=False, name_prefix=p + "_")
                 for p, pol in (("strict", POLICY), ("loose", loose))}  # fmt: skip
-    assert required == {
-        "strict": ["strict_privacy_risk_membership"],
-        "loose": ["loose_privacy_risk_membership"],
-    }
+    risks = [f"privacy_risk_{r}" for r in ("singling_out", "linkability", "inference", "membership")]
+    assert required == {p: [f"{p}_{r}" for r in risks] for p in ("strict", "loose")}
     published = [
         build_published_release(
             synthetic_asset=synthetic_table,
@@ -344,7 +350,7 @@ def test_a_sign_off_is_of_the_report_of_the_policy_that_requires_it(tmp_path) ->
     sides = {"real_asset": real_table, "holdout_asset": holdout_table, "release_resource_key": None}
     reports = {"reports_dir": tmp_path / "reports", "release_resource_key": None}
     hook = {p: build_report_hook(asset=synthetic_table, name_prefix=p, **reports) for p in ("strict_", "")}
-    loose = {"metrics": {"crp": {"threshold": 0.9}}}
+    loose = covering({"metrics": {"crp": {"threshold": 0.9}}}, threshold=0.9)
     checks = [
         *build_privacy_checks(asset=synthetic_table, policy=POLICY, name_prefix="strict_", **sides,
                               on_evaluation=hook["strict_"]),

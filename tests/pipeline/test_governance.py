@@ -8,6 +8,7 @@ from pathlib import Path
 import dagster as dg
 import pytest
 from conftest import Release
+from gates import OTHER_RISK_CHECKS, OTHER_RISKS_YAML
 from test_pipeline import (
     POLICY,
     PUB,
@@ -311,7 +312,8 @@ def test_component_with_a_signoff_policy_gets_the_signoff_check_and_the_report(
     monkeypatch.setenv("DAGSTER_PRIVACY_REPORTS", str(tmp_path / "reports"))
     write_db(tmp_path / "release.duckdb", real=release.real, holdout=release.holdout, synthetic=release.clean)
     defs = component_defs(
-        tmp_path, "require_signoff: true\nmetrics:\n  crp: {threshold: 0.05, severity: ERROR}\n"
+        tmp_path,
+        "require_signoff: true\nmetrics:\n  crp: {threshold: 0.05, severity: ERROR}\n" + OTHER_RISKS_YAML,
     )
     check_names = {k.name for c in defs.asset_checks for k in c.check_keys}
     assert check_names == {
@@ -319,6 +321,7 @@ def test_component_with_a_signoff_policy_gets_the_signoff_check_and_the_report(
         "privacy_risk_membership",
         "privacy_signoff",
         "published_release_still_passes",
+        *OTHER_RISK_CHECKS,
     }
     res = run(defs, dg.DagsterInstance.ephemeral())
     evs = evaluations(res)

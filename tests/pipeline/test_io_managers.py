@@ -12,12 +12,20 @@ from typing import Any
 import dagster as dg
 import polars as pl
 import pytest
+from gates import covering
 
 from dagster_privacy.demo import load_demo
 from dagster_privacy.pipeline import PrivacyRelease, ReadOnlyDuckDB, build_privacy_checks
 from dagster_privacy.pipeline.demo import write_tables
 
-POLICY = {"metrics": {"crp": {"threshold": 0.05}, "dcr": {"threshold": 0.95, "severity": "WARN"}}}
+POLICY = covering(
+    {
+        "metrics": {
+            "crp": {"threshold": 0.05, "severity": "ERROR"},
+            "dcr": {"threshold": 0.95, "severity": "WARN"},
+        }
+    }
+)
 QUIET = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
 
 

@@ -16,6 +16,7 @@ import duckdb
 import polars as pl
 import pytest
 from conftest import Release
+from gates import OTHER_RISK_CHECKS, covering
 
 from dagster_privacy.pipeline import (
     PublishTarget,
@@ -31,13 +32,15 @@ from dagster_privacy.pipeline.resources import RELEASE_ID_ENV, RELEASE_ID_TAG
 from dagster_privacy.tables import TableError, fingerprint
 
 CANARY = "CANARY-7f3a9c1e-do-not-leak"
-POLICY = {
-    "seed": 0,
-    "metrics": {
-        "crp": {"threshold": 0.05, "severity": "ERROR"},
-        "dcr": {"threshold": 0.9, "severity": "WARN"},
-    },
-}
+POLICY = covering(
+    {
+        "seed": 0,
+        "metrics": {
+            "crp": {"threshold": 0.05, "severity": "ERROR"},
+            "dcr": {"threshold": 0.9, "severity": "WARN"},
+        },
+    }
+)
 SYN = dg.AssetKey("synthetic_table")
 PUB = dg.AssetKey("published_release")
 
@@ -160,9 +163,13 @@ def test_clean_release_is_published_with_typed_metadata(tmp_path: Path, release:
     assert materialized(res) == {"real_table", "holdout_table", "synthetic_table", "published_release"}
     evs = evaluations(res)
     # the implicit job runs every check: the published release is re-judged too, and passes
-    assert set(evs) == {"crp", "dcr", "privacy_risk_membership", "published_release_still_passes"} and all(
-        e.passed for e in evs.values()
-    )
+    assert set(evs) == {
+        "crp",
+        "dcr",
+        "privacy_risk_membership",
+        "published_release_still_passes",
+        *OTHER_RISK_CHECKS,
+    } and all(e.passed for e in evs.values())
     # issue 32: the metric checks inform, the risk check blocks
     specs = {s.name: s for c in defs.asset_checks for s in c.check_specs}
     assert specs["privacy_risk_membership"].blocking and not specs["crp"].blocking
@@ -175,7 +182,7 @@ def test_clean_release_is_published_with_typed_metadata(tmp_path: Path, release:
     assert isinstance(crp.metadata["summary"], dg.MarkdownMetadataValue)
     assert value(crp, "tables")["synthetic"]["sha256"] == fp and "dagster_privacy" in value(crp, "versions")
     assert value(crp, "sizes")["synthetic"] == release.clean.height and value(crp, "timing")["seconds"] >= 0
-    assert value(crp, "hook").startswith("called with 2")
+    assert value(crp, "hook").startswith("called with 5")
     # one observation of the synthetic asset per evaluation: every metric's value, as numbers to chart
     obs = [
         e.event_specific_data.asset_observation
@@ -260,7 +267,12 @@ def test_evaluation_that_raises_fails_every_spec(tmp_path: Path, release: Releas
     res = run(defs, instance, selection=dg.AssetSelection.checks_for_assets(SYN))  # the checks read it
     assert not res.success
     evs = evaluations(res)
-    assert set(evs) == {"crp", "dcr", "privacy_risk_membership"}  # every spec evaluated: none left PLANNED
+    assert set(evs) == {
+        "crp",
+        "dcr",
+        "privacy_risk_membership",
+        *OTHER_RISK_CHECKS,
+    }  # every spec evaluated: none left PLANNED
     assert all(not e.passed for e in evs.values())
     assert all("cannot read the holdout table" in value(e, "reason") for e in evs.values())
     refused = run(defs, instance, selection=[PUB])
@@ -278,13 +290,15 @@ def test_hook_that_raises_fails_closed(tmp_path: Path, release: Release) -> None
 
 
 def test_warn_failures_do_not_block(tmp_path: Path, release: Release) -> None:
-    policy = {
-        "seed": 0,
-        "metrics": {
-            "crp": {"threshold": 0.05, "severity": "ERROR"},
-            "dcr": {"threshold": 0.0, "severity": "WARN"},
-        },
-    }
+    policy = covering(
+        {
+            "seed": 0,
+            "metrics": {
+                "crp": {"threshold": 0.05, "severity": "ERROR"},
+                "dcr": {"threshold": 0.0, "severity": "WARN"},
+            },
+        }
+    )
     write_db(tmp_path / "release.duckdb", real=release.real, holdout=release.holdout, synthetic=release.clean)
     res = run(make_defs(tmp_path, policy=policy), dg.DagsterInstance.ephemeral())
     assert res.success
@@ -334,10 +348,11 @@ def test_stale_or_changed_release_is_refused(tmp_path: Path, release: Release) -
 
 
 def test_required_checks_include_signoff_and_extra() -> None:
-    assert required_check_names(POLICY, schema_gate=True) == ["privacy_risk_membership", "schema_gate"]
+    risks = [f"privacy_risk_{r}" for r in ("singling_out", "linkability", "inference", "membership")]
+    assert required_check_names(POLICY, schema_gate=True) == [*risks, "schema_gate"]
     assert required_check_names(
         {**POLICY, "require_signoff": True}, schema_gate=False, extra=("human_review",)
-    ) == ["privacy_risk_membership", "privacy_signoff", "human_review"]
+    ) == [*risks, "privacy_signoff", "human_review"]
 
 
 def test_missing_required_check_refuses(tmp_path: Path, release: Release) -> None:
@@ -509,9 +524,10 @@ def test_schema_gate_counts_without_values(tmp_path: Path, release: Release) -> 
         dg.DagsterInstance.ephemeral(),
         selection=dg.AssetSelection.checks_for_assets(SYN)
         - dg.AssetSelection.checks(
-            dg.AssetCheckKey(SYN, "crp"),
-            dg.AssetCheckKey(SYN, "dcr"),
-            dg.AssetCheckKey(SYN, "privacy_risk_membership"),
+            *(
+                dg.AssetCheckKey(SYN, c)
+                for c in ("crp", "dcr", "privacy_risk_membership", *sorted(OTHER_RISK_CHECKS))
+            )
         ),
     )
     gate = evaluations(res)["schema_gate"]

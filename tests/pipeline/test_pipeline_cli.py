@@ -10,6 +10,8 @@
 
 from __future__ import annotations
 
+from gates import OTHER_RISKS_YAML
+
 import contextlib
 import json
 import os
@@ -39,7 +41,7 @@ def _env(tmp: Path, **extra: str) -> dict[str, str]:
     policy = tmp / "policy.yaml"
     policy.write_text(
         "seed: 0\nmetrics:\n  crp: {threshold: 0.05, severity: ERROR}\n"
-        "  dcr: {threshold: 0.9, severity: WARN}\n"
+        "  dcr: {threshold: 0.9, severity: WARN}\n" + OTHER_RISKS_YAML
     )
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DAGSTER_PRIVACY_", "DAGSTER_HOME"))}
     env.update(

@@ -12,6 +12,7 @@ import duckdb
 import polars as pl
 import pytest
 from click.testing import CliRunner
+from gates import covering
 
 from dagster_privacy.cli.governance import signoff_command
 from dagster_privacy.demo import load_demo
@@ -30,14 +31,16 @@ from dagster_privacy.pipeline.signoff import (
 from dagster_privacy.report import file_sha256
 
 CANARY = "Zq7CanarySignoffOcc"
-POLICY = {
-    "name": "signoff-test",
-    "require_signoff": True,
-    "metrics": {
-        "crp": {"threshold": 0.05, "severity": "ERROR"},
-        "dcr": {"threshold": 0.95, "severity": "WARN"},
-    },
-}
+POLICY = covering(
+    {
+        "name": "signoff-test",
+        "require_signoff": True,
+        "metrics": {
+            "crp": {"threshold": 0.05, "severity": "ERROR"},
+            "dcr": {"threshold": 0.95, "severity": "WARN"},
+        },
+    }
+)
 QUIET = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
 SYN = dg.AssetKey("synthetic_table")
 

@@ -11,6 +11,7 @@ import numpy as np
 import polars as pl
 import pytest
 from browser import dump_dom, find_chromium, screenshot
+from gates import covering
 
 import dagster_privacy as dp
 from dagster_privacy.demo import load_demo
@@ -26,15 +27,17 @@ from dagster_privacy.results import Evaluation, MetricResult, Status
 
 ARTIFACTS = Path(__file__).parents[1] / "artifacts"
 CANARY = "Zq7CanaryOccupation"
-POLICY = {
-    "name": "report-test",
-    "require_signoff": True,
-    "metrics": {
-        "crp": {"threshold": 0.05, "severity": "ERROR"},
-        "dcr": {"threshold": 0.95, "severity": "WARN"},
-        "mdcr": {"threshold": 0.9, "severity": "WARN"},
-    },
-}
+POLICY = covering(
+    {
+        "name": "report-test",
+        "require_signoff": True,
+        "metrics": {
+            "crp": {"threshold": 0.05, "severity": "ERROR"},
+            "dcr": {"threshold": 0.95, "severity": "WARN"},
+            "mdcr": {"threshold": 0.9, "severity": "WARN"},
+        },
+    }
+)
 SECTIONS = (
     "verdict",
     "decision",
@@ -122,9 +125,9 @@ def test_passing_report(passing, tmp_path):
         assert f'id="metric-{r.id}"' in html
     for t in ev.tables.values():
         assert t["sha256"] in html
-    # figures: metrics, distances; no attack metric ran, no history yet: said so in words
-    assert html.count('src="data:image/png;base64,') == 2
-    assert "No attack metric with training and control success rates ran" in html
+    # figures: metrics, distances, the attacks' success rates; no history yet: said so in words
+    assert html.count('src="data:image/png;base64,') == 3
+    assert "No attack metric with training and control success rates ran" not in html
     assert "No earlier evaluation is recorded" in html
     assert CANARY not in html
 
@@ -142,7 +145,7 @@ def test_failing_report(failing, tmp_path):
     assert re.search(r"Blocking: <code>crp</code>", html)
     assert '<span class="st st-fail">fail</span>' in html
     assert re.search(r"evidence of risk: excess 0\.4\d", html)  # the reason, with the figure: 300 of 700
-    assert html.count('src="data:image/png;base64,') == 3  # metrics, distances, history
+    assert html.count('src="data:image/png;base64,') == 4  # metrics, distances, attacks, history
     # the distance table shows the copies as counts, not rows
     assert re.search(r"synthetic → train</td><td class=num>700</td><td class=num>3\d\d ", html)
     assert CANARY not in html
@@ -164,7 +167,9 @@ def test_wp29_mapping_from_each_results_risk(passing):
         assert title in wp
     row = next(r for r in wp.split("<tr>") if r.startswith("<td>Re-identification"))
     assert "<code>crp</code>" in row and "<code>dcr</code>" in row
-    assert wp.count("not measured") >= 3  # nothing here measured singling out, linkability, inference
+    for title in ("Singling out", "Linkability", "Inference"):  # the policy gates every risk (issue 44)
+        row = next(r for r in wp.split("<tr>") if r.startswith(f"<td>{title}"))
+        assert "not measured" not in row
 
 
 def test_attack_figure_from_train_and_control_rates(passing):

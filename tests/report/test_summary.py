@@ -92,7 +92,7 @@ def test_evaluate_takes_a_release_id_and_refuses_a_path_as_one(tables, tmp_path)
     base = ["evaluate", "--real", str(tmp_path / "train.csv"), "--synthetic", str(tmp_path / "release.csv"),
             "--metrics", "crp", "--report", str(tmp_path / "r.html")]  # fmt: skip
     res = CliRunner().invoke(cli, [*base, "--release-id", "2026-11.v1"])
-    assert res.exit_code == 0, res.output
+    assert res.exit_code == 1 and "not assessed: singling out" in res.output, res.output  # crp alone
     html = (tmp_path / "r.html").read_text()
     assert '<code id="release-id">2026-11.v1</code>' in html and "cannot be signed off" in html
     bad = CliRunner().invoke(cli, [*base, "--release-id", "../../etc"])

@@ -1,0 +1,183 @@
+"""The decision on exposed records (issue 45): an exact conditional binomial test of "no excess", and
+the floor in people it implies.
+
+Under no memorisation a rare training record and a rare holdout record are equally likely to be
+reproduced (exposure.py keeps the two sides exchangeable), so given the m = k_t + k_c exposed records
+of a part, the training count is Binomial(m, π) with π = n_t / (n_t + n_c), the rare records' share on
+the training side. The p-value is P(X ≥ k_t): exact at any count, 0 to 50 included, where a normal
+interval on two rates of a few per thousand is not. Each part (verbatim, near) is tested at its weight's
+share of the gate's level (weighted Bonferroni), so the gate's false alarm stays within its level.
+
+The **floor in people**: the smallest number K of rare training records copied into the release (each
+copy counted by the part with probability ``registered``: 1 for verbatim copies, the measured share for
+one-cell edits) for which the part fails with probability ≥ ``POWER``, with the chance counts drawn as
+Poisson around what the holdout side shows (k_c, and k_c · n_t / n_c on the training side).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .exposure import PARTS
+
+#: the probability with which a leak at the floor fails the gate
+POWER = 0.95
+_TAIL = 1e-10
+
+
+def pi(n_t: int, n_c: int) -> float:
+    """The chance share of exposures on the training side."""
+    return n_t / (n_t + n_c) if n_t + n_c else 1.0
+
+
+def p_value(k_t: int, k_c: int, share: float) -> float:
+    """P(X ≥ k_t), X ~ Binomial(k_t + k_c, share): how surprising k_t training exposures are by chance."""
+    from scipy.stats import binom
+
+    if k_t <= 0:
+        return 1.0
+    return float(binom.sf(k_t - 1, k_t + k_c, share))
+
+
+def _poisson(lam: float) -> tuple[np.ndarray, np.ndarray]:
+    from scipy.stats import poisson
+
+    top = int(poisson.isf(_TAIL, lam)) + 1 if lam > 0 else 0
+    x = np.arange(top + 1)
+    return x, poisson.pmf(x, lam) if lam > 0 else (x == 0).astype(np.float64)
+
+
+def power(
+    extra: int, lam_t: float, lam_c: float, share: float, level: float, registered: float = 1.0
+) -> float:
+    """P(the part fails at ``level``) when ``extra`` rare training records are copied, each counted
+    with probability ``registered``, on top of Poisson(lam_t) and Poisson(lam_c) chance exposures."""
+    from scipy.stats import binom
+
+    a, pa = _poisson(lam_t)
+    b, pb = _poisson(lam_c)
+    if registered >= 1.0:
+        js, pj = np.array([extra]), np.array([1.0])
+    else:
+        js = np.arange(extra + 1)
+        pj = binom.pmf(js, extra, registered)
+        keep = pj > _TAIL
+        js, pj = js[keep], pj[keep]
+    total = 0.0
+    for j, wj in zip(js, pj, strict=True):
+        k_t = a[:, None] + j
+        m = k_t + b[None, :]
+        rejects = (binom.sf(k_t - 1, m, share) <= level) & (k_t > 0)
+        total += float(wj * (pa @ rejects.astype(np.float64) @ pb))
+    return total
+
+
+def floor(
+    n_t: int, k_c: int, n_c: int, level: float, *, registered: float = 1.0, limit: int | None = None
+) -> int | None:
+    """The floor in people (module docstring); None when even ``limit`` copies (default: every rare
+    training record) would not fail with probability POWER, or no rare holdout record measures chance."""
+    if n_c == 0 or n_t == 0 or registered <= 0:
+        return None
+    share = pi(n_t, n_c)
+    lam_c = float(k_c)
+    lam_t = lam_c * n_t / n_c
+    top = n_t if limit is None else min(limit, n_t)
+
+    def caught(k: int) -> bool:
+        return power(k, lam_t, lam_c, share, level, registered) >= POWER
+
+    if not caught(top):
+        return None
+    lo, hi = 0, top  # caught(hi); power grows with k
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if caught(mid):
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
+def decide(
+    parts: list[dict[str, float]], threshold: float, fail_level: float, pass_level: float, accepted_floor: int
+) -> tuple[str, str | None, dict[str, object]]:
+    """The gate's decision on its parts: ``fail`` when a part's training count is beyond chance at its
+    share of ``fail_level`` and the exposed share beyond chance exceeds ``threshold`` (0: any excess;
+    evidence of risk); ``pass`` when not and the verbatim floor in people is at or below
+    ``accepted_floor`` (a release copying that many rare records would have failed with 95 %
+    probability: evidence of safety at that size); else ``inconclusive``. Returns (status, reason,
+    decision). Unlike judge's upper-bound pass on an excess share, the pass here is the test's power at
+    this table's own chance counts: a floor in people, not an interval on a rate."""
+    rows = []
+    for p in parts:
+        k_t, n_t, k_c, n_c = (int(p[k]) for k in ("k_t", "n_t", "k_c", "n_c"))
+        level = fail_level * float(p["weight"])
+        share = pi(n_t, n_c)
+        rows.append(
+            {
+                "part": PARTS[int(p["part"])],
+                "exposed": k_t,
+                "rare": n_t,
+                "exposed_holdout": k_c,
+                "rare_holdout": n_c,
+                "chance": k_c * n_t / n_c if n_c else None,
+                "pi": share,
+                "p_value": p_value(k_t, k_c, share) if n_c else None,
+                "level": level,
+                "floor_people": floor(n_t, k_c, n_c, level, registered=float(p["registered"])),
+                "registered": float(p["registered"]),
+            }
+        )
+    named = {r["part"]: r for r in rows}
+    exposed = named["verbatim"]["exposed"] + named["near_isolated"]["exposed"]  # disjoint by definition
+    chance = (named["verbatim"]["chance"] or 0.0) + (named["near_isolated"]["chance"] or 0.0)
+    by_part = f"verbatim {named['verbatim']['exposed']}, within one cell {named['near_isolated']['exposed']}"
+    floors = {
+        "verbatim": named["verbatim"]["floor_people"],
+        "isolated_verbatim": named["verbatim_isolated"]["floor_people"],
+        "one_cell_edit": named["near_isolated"]["floor_people"],
+    }
+    decision: dict[str, object] = {
+        "test": "exact conditional binomial per part, weighted Bonferroni",
+        "excess": exposed - chance,
+        "lower": None,
+        "upper": None,
+        "fail_level": fail_level,
+        "pass_level": pass_level,
+        "parts": rows,
+        "trials": min(r["rare"] for r in rows) if rows else 0,
+        "exposed": exposed,
+        "chance": chance,
+        "floor_people": floors,
+    }
+    counted = f"{exposed} rare real records exposed ({by_part}); chance explains about {chance:.1f}"
+    rare = named["verbatim"]["rare"]
+    over = rare > 0 and (exposed - chance) / rare > threshold
+    beyond = [r for r in rows if over and r["p_value"] is not None and r["p_value"] <= r["level"]]
+    if beyond:
+        worst = min(beyond, key=lambda r: r["p_value"])
+        return (
+            "fail",
+            f"evidence of risk: {counted}; {worst['part']} p = {worst['p_value']:.2g} ≤ {worst['level']:.2g}",
+            decision,
+        )
+    if all(r["rare"] == 0 for r in rows):
+        return "pass", None, decision
+    verbatim_floor = floors.get("verbatim")
+    if verbatim_floor is not None and verbatim_floor <= accepted_floor:
+        return "pass", None, decision
+    why = (
+        "no rare holdout record measures chance"
+        if verbatim_floor is None
+        else f"a release copying up to {verbatim_floor - 1} rare records verbatim could pass"
+    )
+    return (
+        "inconclusive",
+        f"inconclusive: {counted}, none beyond chance, but {why} (the policy accepts a floor of "
+        f"{accepted_floor} people: accepted_floor_people); a larger holdout would lower the floor",
+        decision,
+    )
+
+
+__all__ = ["POWER", "decide", "floor", "p_value", "pi", "power"]

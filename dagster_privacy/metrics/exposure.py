@@ -1,0 +1,132 @@
+"""exposed_records: the real people a release reproduces, counted against chance (issue 45).
+
+Rare training records reproduced verbatim or within one cell (exposure.py), against the rare holdout
+records the release reproduces by the same rule (chance); policy.judge decides with the exact
+conditional binomial test of exposure_test.py, part by part.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import exposure as ex
+from ..context import EvaluationContext
+from ..registry import Expect, metric
+from ..results import Measurement, Risk
+
+#: how many exposed training records the JSON lists (row numbers and mechanism, never values)
+LIST_CAP = 1000
+#: each part's share of the gate's level (weighted Bonferroni; the parts overlap, the union bound does
+#: not care): every verbatim copy is the harm the gate exists for; the isolated strata catch copies of
+#: the rarest records, where chance explains almost none
+WEIGHTS = {"verbatim": 0.6, "verbatim_isolated": 0.2, "near_isolated": 0.2}
+
+
+@metric(
+    "exposed_records",
+    family="exposure",
+    source="issue 45 (Meeus et al. 2023, arXiv 2306.10308: rare records first)",
+    risk=Risk.MEMBERSHIP,
+    needs=("real", "synthetic", "holdout"),
+    spaces=False,
+    # threshold: the exposed share beyond chance tolerated (0: a count beyond chance fails); a pass
+    # also needs the floor in people within the policy's accepted_floor_people
+    default={"threshold": 0.0, "severity": "ERROR"},
+    expect=Expect(copy_min=0.999, indep_max=0.02),
+)
+def exposed_records(
+    ctx: EvaluationContext, *, tolerance: float = 0.25, edit_samples: int = 400
+) -> Measurement:
+    """Rare real records reproduced by the release, per person, beside what chance explains.
+
+    Parts (docs/metrics.md, "Exposed records"): verbatim (a synthetic row equal to a training record no
+    other training record equals) and near (within one cell, numerical cells on a grid of ``tolerance``
+    real standard deviations, of a training record no other training record lies within one cell of).
+    The same counts on the holdout side are chance. value = the training records exposed beyond chance
+    (k_t − k_c · n_t / n_c, summed over parts) over the rare training records, in [0, 1]; raw = the
+    exposed training records (people); baseline = what chance explains (people). flagged = the
+    synthetic rows that expose a rare training record (remediation drops them).
+    """
+    roles = ("real", "holdout", "synthetic")
+    hashes = {r: ctx.row_hashes(r) for r in roles}
+    verbatim = ex.verbatim(hashes["real"], hashes["holdout"], hashes["synthetic"])
+    widths = ex.grid_widths(ctx.table("real"), ctx.schema, tolerance)
+    grids = {r: ex.grid(ctx.table(r), ctx.schema, widths) for r in roles}
+    iso_t, iso_h = ex.isolated(grids["real"], grids["holdout"])
+    masked = {r: ex.masked_hashes(g) for r, g in grids.items()}
+    hit_t, hit_h = ex.within_one(masked["real"], masked["holdout"], masked["synthetic"])
+    near_t = iso_t & hit_t & ~verbatim.exposed_train
+    near = ex.Part(
+        iso_t,
+        iso_h,
+        near_t,
+        iso_h & hit_h & ~verbatim.exposed_holdout,
+        ex.exposing_near(masked["real"], masked["synthetic"], near_t),
+    )
+    parts = {
+        "verbatim": verbatim,
+        "verbatim_isolated": ex.restricted(verbatim, iso_t, iso_h, hashes["synthetic"], hashes["real"]),
+        "near_isolated": near,
+    }
+    registered = ex.edit_registration(
+        grids["real"], masked["real"], iso_t, verbatim.rare_train, ctx.rng("exposed_records"),
+        samples=edit_samples,
+    )  # fmt: skip
+    evidence = tuple(
+        {
+            **p.counts(),
+            "part": ex.PARTS.index(name),
+            "weight": WEIGHTS[name],
+            "registered": registered if name == "near_isolated" else 1.0,
+        }
+        for name, p in parts.items()
+    )
+    people = (verbatim.exposed_train | near.exposed_train, verbatim.exposed_holdout | near.exposed_holdout)
+    exposed = int(people[0].sum())
+    rare_h = int(verbatim.rare_holdout.sum())
+    chance = int(people[1].sum()) * int(verbatim.rare_train.sum()) / rare_h if rare_h else 0.0
+    rare = int(verbatim.rare_train.sum())
+    value = min(1.0, max(0.0, (exposed - chance) / rare)) if rare else 0.0
+    exposing = verbatim.exposing | near.exposing
+    return Measurement(
+        value=value,
+        raw=float(exposed),
+        baseline=float(chance),
+        evidence=evidence,
+        flagged=np.flatnonzero(exposing),
+        sizes={
+            "real": ctx.n("real"),
+            "synthetic": ctx.n("synthetic"),
+            "holdout": ctx.n("holdout"),
+            "queries": int(ctx.n("real") + ctx.n("holdout")),
+        },
+        details={
+            "tolerance_sd": tolerance,
+            "exposed": {name: int(p.exposed_train.sum()) for name, p in parts.items()},
+            "exposed_holdout": {name: int(p.exposed_holdout.sum()) for name, p in parts.items()},
+            "rare": {name: int(p.rare_train.sum()) for name, p in parts.items()},
+            "rare_holdout": {name: int(p.rare_holdout.sum()) for name, p in parts.items()},
+            "chance": chance,
+            "edit_registration": registered,
+            "exposing_synthetic_rows": int(exposing.sum()),
+            "exposed_records": _listed(ctx, parts),
+        },
+    )
+
+
+def _listed(ctx: EvaluationContext, parts: dict[str, ex.Part]) -> dict[str, object]:
+    """The exposed training records by their row number in the real input as given (0-based, the
+    header not counted), with the mechanism; capped at LIST_CAP. Never a value."""
+    order = getattr(ctx, "input_rows", {}).get("real")
+    rows: list[dict[str, object]] = []
+    for name in ("verbatim", "near_isolated"):  # verbatim_isolated is a stratum of verbatim
+        at = np.flatnonzero(parts[name].exposed_train)
+        mechanism = "verbatim" if name == "verbatim" else "within one cell"
+        rows += [{"row": int(order[i] if order is not None else i), "mechanism": mechanism} for i in at]
+    rows.sort(key=lambda r: (r["row"], r["mechanism"]))
+    return {
+        "rows": rows[:LIST_CAP],
+        "total": len(rows),
+        "capped": len(rows) > LIST_CAP,
+        "row_numbers": "0-based position in the real table as given (header not counted)",
+    }
