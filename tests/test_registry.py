@@ -140,8 +140,8 @@ def test_the_presets_resolve_to_the_policies_of_version_0_1_plus_the_new_metrics
     import hashlib
     import json
 
-    added = {"membership_inference"}
-    new_fields = ("false_alarm", "assurance", "required_risks")
+    added = {"membership_inference", "exposed_records"}
+    new_fields = ("false_alarm", "assurance", "required_risks", "waivers", "accepted_floor_people")
     re_derived = {  # issue 32: (standard, strict) entries of 0.1.0
         "crp": ({"threshold": 0.05}, {"threshold": 0.01}),
         "ims": ({"threshold": 0.05, "on": "ci_upper"}, {"threshold": 0.02, "on": "ci_upper"}),
@@ -158,6 +158,11 @@ def test_the_presets_resolve_to_the_policies_of_version_0_1_plus_the_new_metrics
         if name != "report-only":
             for m, (std, strict) in re_derived.items():
                 d["metrics"][m].update(std if name == "standard" else strict)
+        if name == "standard":  # issue 45: the exact-match shares inform; exposed_records counts people
+            for m in ("crp", "ims"):
+                d["metrics"][m]["severity"] = "ERROR"
+        if name == "report-only":  # issue 44: it waives every risk, which forces a sign-off
+            d["require_signoff"] = False
         return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()
 
     assert of_0_1("standard") == "febecb3bf75657633ce35c7c33120361ebbadb22f007a02ac93a8ff6403a38c0"

@@ -47,7 +47,12 @@ def print_table(ev: Evaluation) -> None:
     for r in ev.results:
         ci = "—" if r.ci is None else f"[{r.ci[0]:.3f}, {r.ci[1]:.3f}]"
         d = r.decision
-        excess = "—" if d is None else f"{d['excess']:.3f} [{d['lower']:.3f}, {d['upper']:.3f}]"
+        if d is None:
+            excess = "—"
+        elif "exposed" in d:  # a count of people (exposed_records): exposed beside what chance explains
+            excess = f"{d['exposed']} people, chance {d['chance']:.1f}"
+        else:
+            excess = f"{d['excess']:.3f} [{d['lower']:.3f}, {d['upper']:.3f}]"
         st = r.status.value
         t.add_row(
             r.id,
@@ -66,6 +71,12 @@ def print_table(ev: Evaluation) -> None:
         tone = "green" if st == "pass" else "red" if st == "fail" else "yellow"
         extra = "" if d["required"] else " (not required)"
         console.print(f"risk {name}: [{tone}]{st}[/]{extra}", markup=True, highlight=False)
+    for name, why in ev.waivers.items():
+        console.print(
+            f"risk {name}: [yellow]waived by the policy[/] ({why}): publication needs a sign-off",
+            markup=True,
+            highlight=False,
+        )
     floor = ev.detection_floor.get("verbatim_copy_fraction")
     if ev.detection_floor:
         text = "none (no exact-match gate can catch a copy here)" if floor is None else f"{floor:.3f}"

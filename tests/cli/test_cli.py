@@ -15,6 +15,10 @@ from dagster_privacy.cli import main
 from dagster_privacy.demo import load_demo
 
 CANARY = "CANARY-VALUE-7f3a"
+#: crp gates membership; the other three risks are waived by name (issue 44), so the verdict can pass
+CRP_GATE = "preset: standard\nmetrics:\n  crp: {threshold: 0.05, severity: ERROR}\nwaivers:\n" + "".join(
+    f"  {r}: not assessed in this CLI test\n" for r in ("singling out", "linkability", "inference")
+)
 
 
 @pytest.fixture(scope="module")
@@ -34,6 +38,7 @@ def files(tmp_path_factory):
     con = duckdb.connect(str(d / "db.duckdb"))
     con.sql(f"create table release as select * from read_csv('{d / 'clean.csv'}')")
     con.close()
+    (d / "crp_gate.yaml").write_text(CRP_GATE)
     return d
 
 
@@ -58,6 +63,8 @@ def test_leaky_release_fails_with_exit_1_and_writes_json(files, capsys) -> None:
         "crp,dcr",
         "--metrics",
         "nnaa",
+        "--policy",
+        str(files / "crp_gate.yaml"),
         "--json",
         str(files / "e.json"),
     )
@@ -85,8 +92,10 @@ def test_clean_release_from_duckdb_passes_with_exit_0(files, capsys) -> None:
         f"{files / 'db.duckdb'}:release",
         "--metrics",
         "crp",
+        "--policy",
+        str(files / "crp_gate.yaml"),
     )
-    assert code == 0 and "PASS" in out
+    assert code == 0 and "WARN" in out and "waive" in out  # three risks waived: never a plain PASS
 
 
 @pytest.mark.parametrize(

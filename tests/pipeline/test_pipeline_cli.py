@@ -10,8 +10,6 @@
 
 from __future__ import annotations
 
-from gates import OTHER_RISKS_YAML
-
 import contextlib
 import json
 import os
@@ -27,6 +25,7 @@ import dagster as dg
 import polars as pl
 import pytest
 from conftest import Release
+from gates import OTHER_RISKS_YAML
 from test_pipeline import CANARY, published_ids, write_db
 
 pytestmark = pytest.mark.slow

@@ -12,7 +12,7 @@ import duckdb
 import polars as pl
 import pytest
 from click.testing import CliRunner
-from gates import covering
+from gates import OTHER_RISK_CHECKS, covering
 
 from dagster_privacy.cli.governance import signoff_command
 from dagster_privacy.demo import load_demo
@@ -159,7 +159,7 @@ def test_release_waits_for_signoff_and_the_check_writes_the_report(env: Env):
     assert path.is_file() and file_sha256(path) == sha and path.is_relative_to(env.reports)
     html = path.read_text()
     assert "Verdict: PASS" in html and "This policy requires a recorded sign-off." in html
-    assert html.count('src="data:image/png;base64,') == 2  # metric figure, distance figure
+    assert html.count('src="data:image/png;base64,') == 3  # metric, distance and attack figures
     assert "privacy_report" in meta and sha in meta["privacy_report"].value
     assert checks["dcr"].metadata[REPORT_SHA256].value == sha  # every result names the same report
     with pytest.raises(SignoffError, match="awaiting sign-off"):
@@ -201,7 +201,7 @@ def test_approval_publishes(env: Env):
 def test_a_new_evaluation_invalidates_the_approval(env: Env):
     old = current_evaluation(env.instance, SYN).report_sha256
     res = env.checks_only(
-        "crp", "dcr", "privacy_risk_membership"
+        "crp", "dcr", "privacy_risk_membership", *sorted(OTHER_RISK_CHECKS)
     )  # re-evaluate the metrics only: the approval record stays the latest
     assert res.success
     assert current_evaluation(env.instance, SYN).report_sha256 != old
