@@ -130,13 +130,15 @@ def decide(
             }
         )
     named = {r["part"]: r for r in rows}
-    exposed = named["verbatim"]["exposed"] + named["near_isolated"]["exposed"]  # disjoint by definition
-    chance = (named["verbatim"]["chance"] or 0.0) + (named["near_isolated"]["chance"] or 0.0)
-    by_part = f"verbatim {named['verbatim']['exposed']}, within one cell {named['near_isolated']['exposed']}"
+    empty = {"exposed": 0, "rare": 0, "chance": 0.0, "floor_people": None}
+    v, iso, near = (named.get(p, empty) for p in ("verbatim", "verbatim_isolated", "near_isolated"))
+    exposed = v["exposed"] + near["exposed"]  # disjoint by definition
+    chance = (v["chance"] or 0.0) + (near["chance"] or 0.0)
+    by_part = f"verbatim {v['exposed']}, within one cell {near['exposed']}"
     floors = {
-        "verbatim": named["verbatim"]["floor_people"],
-        "isolated_verbatim": named["verbatim_isolated"]["floor_people"],
-        "one_cell_edit": named["near_isolated"]["floor_people"],
+        "verbatim": v["floor_people"],
+        "isolated_verbatim": iso["floor_people"],
+        "one_cell_edit": near["floor_people"],
     }
     decision: dict[str, object] = {
         "test": "exact conditional binomial per part, weighted Bonferroni",
@@ -152,7 +154,7 @@ def decide(
         "floor_people": floors,
     }
     counted = f"{exposed} rare real records exposed ({by_part}); chance explains about {chance:.1f}"
-    rare = named["verbatim"]["rare"]
+    rare = v["rare"]
     over = rare > 0 and (exposed - chance) / rare > threshold
     beyond = [r for r in rows if over and r["p_value"] is not None and r["p_value"] <= r["level"]]
     if beyond:

@@ -51,8 +51,11 @@ def _floor_of(r: MetricResult, n_train: int, n_syn: int) -> float | None:
 
 
 def detection_floor(results: Sequence[MetricResult], sizes: dict[str, int]) -> dict[str, Any]:
-    """``{"verbatim_copy_fraction": f, "by": gate, "power": 0.95, "how": ...}``; f None when no judged
-    exact-match gate ran (or none would catch even a full copy: the table repeats too much)."""
+    """``{"verbatim_copy_fraction": f, "by": gate, "power": 0.95, "how": ..., "people": {...}}``; f None
+    when no judged exact-match gate ran (or none would catch even a full copy: the table repeats too
+    much); ``people``: the smallest number of rare training records copied verbatim (also: isolated ones,
+    and copies with one cell edited) that fails exposed_records with 95 % probability (None: it did not
+    run; a value None: no number of copies would)."""
     n_train, n_syn = int(sizes.get("real", 0)), int(sizes.get("synthetic", 0))
     best: tuple[float, str] | None = None
     for r in results:
@@ -61,12 +64,17 @@ def detection_floor(results: Sequence[MetricResult], sizes: dict[str, int]) -> d
         f = _floor_of(r, n_train, n_syn)
         if f is not None and (best is None or f < best[0]):
             best = (f, r.id)
+    people = next(
+        (r.decision.get("floor_people") for r in results if r.id == "exposed_records" and r.decision), None
+    )
     return {
         "verbatim_copy_fraction": best[0] if best else None,
         "by": best[1] if best else None,
         "power": POWER,
         "how": "analytic: the smallest share of training rows copied verbatim that an exact-match gate "
         "catches with 95 % probability on these table sizes and natural duplicate shares",
+        # issue 45: the floor in people, from exposed_records' exact test at its own chance counts
+        "people": people,
     }
 
 

@@ -95,6 +95,14 @@ class RateDetails(TypedDict):
 
 #: the details keys of an attack result that hold a RateDetails (report/plots.py reads these)
 RATE_KEYS = ("e_train", "e_control")
+#: details keys that travel in the JSON only (row numbers of exposed records): never in Dagster metadata,
+#: the report or the console (issue 45)
+JSON_ONLY_DETAILS = frozenset({"exposed_records"})
+
+
+def shareable_details(details: Mapping[str, Any]) -> dict[str, Any]:
+    """A result's details without the JSON-only keys: what metadata and pages may carry."""
+    return {k: v for k, v in details.items() if k not in JSON_ONLY_DETAILS}
 
 
 def to_jsonable(x: Any) -> Any:

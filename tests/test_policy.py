@@ -245,7 +245,7 @@ def test_levels_are_bonferroni_over_the_gates_and_booleans_are_refused() -> None
     assert plan.fail_level == pytest.approx(0.05 / len(plan.gating)) and plan.pass_level == pytest.approx(
         0.05
     )
-    assert len(plan.gating) == 8
+    assert len(plan.gating) == 7  # issue 45: crp and ims inform, exposed_records gates
     for bad in ({"false_alarm": True}, {"false_alarm": 0.6}, {"assurance": 0.4}):
         with pytest.raises(dp.PolicyError):
             pol.from_mapping({**bad, "metrics": {"crp": {"threshold": 0.1}}})

@@ -138,7 +138,8 @@ def release_page(
         out.append(
             f"<p>Latest evaluation: <span class={verdict_class}>{esc(latest.verdict)}</span>, "
             f"{_when(latest.time)}, run <code>{esc(latest.run_id[:8])}</code>.</p>"
-            f'<p>Evidence report: <a href="{esc(release_url(view.release_id, "/report"))}">'
+            + (f"<p>{esc(latest.exposed_records)}</p>" if latest.exposed_records else "")
+            + f'<p>Evidence report: <a href="{esc(release_url(view.release_id, "/report"))}">'
             "open the report</a>"
             f" — sha256 <code>{esc(latest.report_sha256)}</code>"
             + ("" if report_ok else ' <span class="fail">(the file is missing or changed: not served)</span>')

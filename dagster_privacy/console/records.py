@@ -29,6 +29,7 @@ class Evaluated:
     report_path: str | None
     report_sha256: str | None
     partition: str | None = None  # a partitioned release: the partition it is of
+    exposed_records: str | None = None  # the count of exposed records in words (counts, never rows)
 
 
 @dataclass
@@ -70,6 +71,7 @@ def evaluations(instance: dg.DagsterInstance, asset: dg.AssetKey, *, limit: int 
             report_path=p["report_path"],
             report_sha256=str(p["report_sha256"]),
             partition=p.get("partition"),
+            exposed_records=p.get("exposed_records"),
         )
         for p in check_history(instance, asset, limit=limit)
         if p["report_sha256"]

@@ -11,6 +11,7 @@ import numpy as np
 
 from .. import exposure as ex
 from ..context import EvaluationContext
+from ..errors import NotApplicable
 from ..registry import Expect, metric
 from ..results import Measurement, Risk
 
@@ -68,6 +69,12 @@ def exposed_records(
         "verbatim_isolated": ex.restricted(verbatim, iso_t, iso_h, hashes["synthetic"], hashes["real"]),
         "near_isolated": near,
     }
+    if not verbatim.rare_train.any():
+        raise NotApplicable(
+            "nothing to attack: every training record has a twin, so no copy exposes one person",
+            sizes={r: ctx.n(r) for r in roles},
+            status="nothing_to_attack",
+        )
     registered = ex.edit_registration(
         grids["real"], masked["real"], iso_t, verbatim.rare_train, ctx.rng("exposed_records"),
         samples=edit_samples,
@@ -80,6 +87,7 @@ def exposed_records(
             "registered": registered if name == "near_isolated" else 1.0,
         }
         for name, p in parts.items()
+        if p.rare_train.any()  # an empty stratum (no isolated record) tests nothing
     )
     people = (verbatim.exposed_train | near.exposed_train, verbatim.exposed_holdout | near.exposed_holdout)
     exposed = int(people[0].sum())

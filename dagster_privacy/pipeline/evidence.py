@@ -63,8 +63,8 @@ def check_history(
 ) -> list[dict[str, Any]]:
     """Earlier evaluations of the privacy checks on ``asset``, oldest first, one point per run:
     ``{"release", "run_id", "time", "values": {metric: value}, "failed": [metric, ...], "verdict",
-    "report_path", "report_sha256", "partition"}`` (the report's fields None when the evaluation wrote
-    none; the partition None on an unpartitioned asset);
+    "exposed_records", "report_path", "report_sha256", "partition"}`` (the report's fields None when
+    the evaluation wrote none; the partition None on an unpartitioned asset);
     ``name_prefix``: the checks' own (``build_privacy_checks(name_prefix=…)``)."""
     ids = list(metric_ids) if metric_ids is not None else list(registry())
     runs: dict[str, dict[str, Any]] = {}
@@ -86,6 +86,7 @@ def check_history(
                     "values": {},
                     "failed": [],
                     "verdict": md.recorded(ev.metadata, "verdict"),
+                    "exposed_records": md.recorded(ev.metadata, "exposed_records"),
                     "report_path": md.recorded(ev.metadata, REPORT_PATH),
                     "report_sha256": md.recorded(ev.metadata, REPORT_SHA256),
                     "partition": rec.partition,  # a partitioned release: the partition judged

@@ -10,7 +10,8 @@ from typing import Any
 import dagster as dg
 
 from .. import policy as pol
-from ..results import Evaluation, MetricResult, Severity
+from ..report.summary import people_sentence
+from ..results import Evaluation, MetricResult, Severity, shareable_details
 from . import metadata as md
 
 #: the metadata keys of the per-evaluation observation: ``dagster_privacy/<metric id>``
@@ -81,6 +82,8 @@ class PrivacyCheckTranslator:
             "lacking_evidence": md.json(d["lacking"]),
             "levels": md.json(ev.levels),
             "detection_floor": md.number(floor),
+            "floor_people": md.json(ev.detection_floor.get("people")),
+            "exposed_records": md.text(people_sentence(ev)),
             "verdict": md.text(ev.verdict.value),
             "blocked_by": md.json(ev.blocked_by),
             "waivers": md.json(ev.waivers),
@@ -139,9 +142,11 @@ class PrivacyCheckTranslator:
             "reason": md.text(r.reason),
             "sizes": md.json(r.sizes),
             "timing": md.json({"seconds": r.seconds}),  # not a plotted number: it charts the machine
-            "details": md.json(r.details),
+            "details": md.json(shareable_details(r.details)),
             "seed": md.text(str(ev.seed)),
             "verdict": md.text(ev.verdict.value),
+            "exposed_records": md.text(people_sentence(ev)),  # counts only: the console reads it
+            "waivers": md.json(ev.waivers),
             "policy": md.json(dict(ev.policy)),
             "versions": md.json(ev.versions),
             "tables": md.json(dict(ev.tables)),

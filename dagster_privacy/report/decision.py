@@ -8,7 +8,7 @@ import re
 from html import escape
 
 from ..results import Evaluation, Status
-from .summary import floor_sentence, next_steps, plain_words, risk_lines, verdict_sentence
+from .summary import floor_sentence, next_steps, people_sentence, plain_words, risk_lines, verdict_sentence
 
 
 def figure(x: float | None, fmt: str = ".3f") -> str:
@@ -68,6 +68,7 @@ def decision_section(ev: Evaluation) -> str:
         f"<tr><td>assurance</td><td>a gate passes only when its upper bound at {lv.get('assurance', '—')} "
         "is within its threshold; otherwise it fails or lacks evidence</td></tr>"
         f"<tr><td>detection floor</td><td>{escape(floor_text)}</td></tr>"
+        f"<tr><td>people</td><td>{escape(_people_guarantee(ev))}</td></tr>"
         f"<tr><td>not assessed</td><td>{escape(', '.join(ev.risks_not_assessed) or 'none')}</td></tr>"
         "</tbody></table>"
         '<table id="decision-table"><thead><tr><th>risk</th><th>gate</th><th>status</th><th>excess over '
@@ -77,6 +78,23 @@ def decision_section(ev: Evaluation) -> str:
         "<p>The excess is how much more often an attack succeeds on training records than on records the "
         "generator never saw. A gate fails when even the lower bound exceeds its threshold, passes when "
         "the upper bound is within it, and otherwise lacks evidence (more rows would decide).</p>"
+    )
+
+
+def _people_guarantee(ev: Evaluation) -> str:
+    """The guarantee table's row in people (issue 45)."""
+    people = ev.detection_floor.get("people")
+    if not people:
+        return "no count of exposed records ran: the verdict says nothing in people"
+    k = people.get("verbatim")
+    return (
+        (
+            f"a release that copies {k} or more rare training records verbatim fails with 95 % probability; "
+            if k is not None
+            else "no number of verbatim copies is sure to fail on these tables; "
+        )
+        + "a record is counted only when no other training record equals it (copies of records many "
+        "people share are not exposures), and only beyond what the holdout shows by chance"
     )
 
 
@@ -112,7 +130,7 @@ def summary_section(ev: Evaluation, release: str, *, signoff: bool) -> str:
         "<th>in plain words (training records vs never-seen real records)</th></tr></thead><tbody>"
         + "".join(rows)
         + "</tbody></table>"
-        f"<p>{escape(floor_sentence(ev))}</p>"
+        f"<p>{escape(people_sentence(ev))} {escape(floor_sentence(ev))}</p>"
         f'<p class="box"><b>What to do next.</b> {_code_spans(next_steps(ev, signoff=signoff))}</p></section>'
     )
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..results import Evaluation, MetricResult, Status
 from .risks import risk_class
-from .summary import floor_sentence, next_steps, plain_words, risk_lines, verdict_sentence
+from .summary import floor_sentence, next_steps, people_sentence, plain_words, risk_lines, verdict_sentence
 
 ICONS = {
     Status.PASS: "pass",
@@ -68,7 +68,14 @@ def markdown_summary(
         )
         words = plain_words(g).replace("|", "/") if g else "not assessed by this policy"
         lines.append(f"| {line.risk} | {line.status} | {by} | {words} |")
-    lines += ["", floor_sentence(ev).strip(), "", f"**Next:** {next_steps(ev, signoff=signoff)}", ""]
+    lines += [
+        "",
+        people_sentence(ev),
+        floor_sentence(ev).strip(),
+        "",
+        f"**Next:** {next_steps(ev, signoff=signoff)}",
+        "",
+    ]
     lines += [
         "| metric | risk | value | 95 % CI | raw | baseline | threshold | severity | status | note |",
         "|---|---|---|---|---|---|---|---|---|---|",

@@ -44,7 +44,11 @@ def _pct(x: float) -> str:
 
 
 def plain_words(r: MetricResult) -> str:
-    """A gate's evidence as a sentence: its worst part's success on training and on never-seen records."""
+    """A gate's evidence as a sentence: its worst part's success on training and on never-seen records
+    (a count of people for exposed_records)."""
+    if r.decision and "exposed" in r.decision:
+        d = r.decision
+        return f"{d['exposed']} rare training records are exposed; chance explains about {d['chance']:.0f}"
     parts = [p for p in (r.evidence or []) if p.get("n_t") and p.get("n_c")]
     if not parts:
         return r.reason or "no counts: judged on its figure"
@@ -130,6 +134,28 @@ def next_steps(ev: Evaluation, *, signoff: bool) -> str:
     return "Nothing blocks publication; this policy does not ask for a sign-off."
 
 
+def people_sentence(ev: Evaluation) -> str:
+    """What the count of exposed records found and what it could have missed, in people (issue 45)."""
+    r = next((r for r in ev.results if r.id == "exposed_records" and r.decision), None)
+    if r is None:
+        return "No count of exposed real records ran."
+    d = r.decision or {}
+    parts = {p["part"]: p["exposed"] for p in d.get("parts", [])}
+    head = (
+        f"{d.get('exposed', 0)} rare real records are exposed (verbatim {parts.get('verbatim', 0)}, "
+        f"within one cell {parts.get('near_isolated', 0)}); chance explains about {d.get('chance', 0.0):.0f}."
+    )
+    floors = d.get("floor_people") or {}
+
+    def said(k: int | None) -> str:
+        return "no number of" if k is None else f"{k}"
+
+    return head + (
+        f" A release copying {said(floors.get('verbatim'))} rare training records verbatim, or "
+        f"{said(floors.get('one_cell_edit'))} with one cell edited, fails this gate with 95 % probability."
+    )
+
+
 def floor_sentence(ev: Evaluation) -> str:
     lv, floor = ev.levels, ev.detection_floor.get("verbatim_copy_fraction")
     alarm = lv.get("false_alarm")
@@ -147,4 +173,12 @@ def floor_sentence(ev: Evaluation) -> str:
     )
 
 
-__all__ = ["RiskLine", "floor_sentence", "next_steps", "plain_words", "risk_lines", "verdict_sentence"]
+__all__ = [
+    "RiskLine",
+    "floor_sentence",
+    "next_steps",
+    "people_sentence",
+    "plain_words",
+    "risk_lines",
+    "verdict_sentence",
+]

@@ -1,0 +1,194 @@
+"""Exposed records counted against chance (issue 45): the exact test, the counts against brute force,
+the response to inserted copies, the floor in people, the list of rows and where it may travel."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import polars as pl
+import pytest
+
+import dagster_privacy as dp
+from dagster_privacy import exposure as ex
+from dagster_privacy import exposure_test as et
+from dagster_privacy.calibration import leaky_split
+from dagster_privacy.demo import load_demo
+from dagster_privacy.policy import judge, load_policy
+
+CANARY = "CANARY-EXPOSED-5d1e"
+
+# ------------------------------------------------------------------------------------------ the test
+
+
+def test_p_value_is_the_binomial_tail_by_hand() -> None:
+    assert et.p_value(15, 0, 2 / 3) == pytest.approx((2 / 3) ** 15, rel=1e-12)
+    assert et.p_value(2, 1, 0.5) == pytest.approx(0.5)  # P(X ≥ 2), X ~ Bin(3, ½) = 4/8
+    assert et.p_value(3, 2, 0.5) == pytest.approx(16 / 32)  # C(5,3)+C(5,4)+C(5,5) = 16 of 32
+    assert et.p_value(0, 7, 0.5) == 1.0
+
+
+@pytest.mark.parametrize("level", [0.05, 0.05 / 7 * 0.6, 0.001])
+def test_floor_without_chance_is_the_smallest_k_with_pi_to_the_k_below_the_level(level) -> None:
+    # no chance exposure: k copies give p = π^k exactly, and nothing random is left
+    want = math.ceil(math.log(level) / math.log(2 / 3) - 1e-12)
+    assert et.floor(6000, 0, 3000, level) == want
+    assert et.power(want, 0.0, 0.0, 2 / 3, level) == 1.0 and et.power(want - 1, 0.0, 0.0, 2 / 3, level) == 0.0
+
+
+def test_floor_grows_with_chance_and_with_edits_that_do_not_register() -> None:
+    level = 0.05 / 7 * 0.6
+    base = et.floor(6000, 0, 3000, level)
+    with_chance = et.floor(6000, 3, 3000, level)
+    assert base is not None and with_chance is not None and with_chance > base
+    half = et.floor(6000, 3, 3000, level, registered=0.5)
+    assert half is not None and half > with_chance
+    assert et.floor(6000, 3, 0, level) is None  # no holdout record measures chance
+
+
+def test_the_false_alarm_of_the_exact_test_is_within_its_level() -> None:
+    """Under the null the conditional test is exact: simulate exchangeable exposures."""
+    rng = np.random.default_rng(7)
+    level, fails, n = 0.05, 0, 4000
+    for _ in range(n):
+        k_t, k_c = rng.poisson(6.0), rng.poisson(3.0)
+        fails += et.p_value(int(k_t), int(k_c), 2 / 3) <= level
+    assert fails / n <= level  # discrete: at most the level, here about 0.03
+
+
+# ---------------------------------------------------------------------------------------- the counts
+
+
+def _brute_within(a: np.ndarray, b: np.ndarray, r: int) -> np.ndarray:
+    """(len(a), len(b)) bool: rows differ in at most r cells (None equal to None)."""
+    return (a[:, None, :] != b[None, :, :]).sum(axis=2) <= r
+
+
+def _random_frame(rng: np.random.Generator, n: int) -> pl.DataFrame:
+    return pl.DataFrame({f"c{j}": rng.integers(0, 3, n).astype(str) for j in range(4)})
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_within_one_and_isolated_equal_the_brute_force(seed) -> None:
+    rng = np.random.default_rng(seed)
+    train, hold, syn = _random_frame(rng, 60), _random_frame(rng, 30), _random_frame(rng, 40)
+    t, h, s = (df.to_numpy() for df in (train, hold, syn))
+    hit_t, hit_h = ex.within_one(*(ex.masked_hashes(df) for df in (train, hold, syn)))
+    assert (hit_t == _brute_within(t, s, 1).any(axis=1)).all()
+    assert (hit_h == _brute_within(h, s, 1).any(axis=1)).all()
+    iso_t, iso_h = ex.isolated(train, hold)
+    near_tt = _brute_within(t, t, 2)
+    np.fill_diagonal(near_tt, False)  # leave-one-out
+    assert (iso_t == ~near_tt.any(axis=1)).all()
+    assert (iso_h == ~_brute_within(h, t, 2).any(axis=1)).all()
+
+
+def test_verbatim_counts_by_hand() -> None:
+    train = np.array([1, 2, 2, 3, 4], dtype=np.uint64)  # 2 twice: not rare
+    hold = np.array([2, 5, 6], dtype=np.uint64)  # 2 equals a training record: not rare
+    syn = np.array([2, 3, 5, 9], dtype=np.uint64)
+    p = ex.verbatim(train, hold, syn)
+    assert p.counts() == {"k_t": 1, "n_t": 3, "k_c": 1, "n_c": 2}  # 3 exposed of {1,3,4}; 5 of {5,6}
+    assert p.exposing.tolist() == [False, True, False, False]
+
+
+# ----------------------------------------------------------------------------------- the evaluation
+
+
+@pytest.fixture(scope="module")
+def split():
+    return leaky_split(load_demo().head(3000), 0.0, seed=3)
+
+
+def _evaluate(train: pl.DataFrame, synthetic: pl.DataFrame, control: pl.DataFrame) -> dp.Evaluation:
+    return dp.evaluate(train, synthetic, holdout=control, metrics=["exposed_records"], progress=False)
+
+
+def _unique_rows(train: pl.DataFrame, k: int, seed: int) -> pl.DataFrame:
+    return train.filter(~train.is_duplicated()).sample(k, seed=seed)
+
+
+def test_clean_passes_and_inserted_copies_of_unique_records_fail(split) -> None:
+    clean = _evaluate(split.train, split.release, split.control)["exposed_records"]
+    assert clean.status is dp.Status.PASS
+    before = clean.decision["parts"][0]["exposed"]
+    counts = []
+    for k in (5, 15, 40):
+        syn = pl.concat([split.release, _unique_rows(split.train, k, seed=k)])
+        r = _evaluate(split.train, syn, split.control)["exposed_records"]
+        counts.append(r.decision["parts"][0]["exposed"])
+        assert counts[-1] == before + k  # each copy is one more person exposed verbatim
+    assert r.status is dp.Status.FAIL and "evidence of risk" in r.reason
+
+
+def test_exposed_records_are_listed_by_input_row_and_nowhere_else(split, tmp_path) -> None:
+    train = split.train.with_columns(pl.lit(CANARY).alias("workclass")).with_columns(
+        pl.when(pl.int_range(pl.len()) % 2 == 0).then(pl.lit("other")).otherwise(pl.col("workclass"))
+        .alias("workclass")
+    )  # fmt: skip
+    planted = [7, 101, 555, 1200]
+    syn = pl.concat([split.release, train[planted]])
+    ev = _evaluate(train, syn, split.control)
+    r = ev["exposed_records"]
+    listed = {row["row"] for row in r.details["exposed_records"]["rows"] if row["mechanism"] == "verbatim"}
+    unique = set(np.flatnonzero(~train.is_duplicated().to_numpy()).tolist())
+    assert {p for p in planted if p in unique} <= listed
+    doc = ev.to_json()
+    assert CANARY not in doc
+    json.loads(doc)["metrics"][0]["details"]["exposed_records"]["rows"]  # in the JSON
+    from dagster_privacy.report.html import render_report
+    from dagster_privacy.report.markdown import markdown_summary
+
+    html = render_report(ev)
+    md = markdown_summary(ev, release_id="r1")
+    for text in (html, md):
+        assert CANARY not in text and '"row"' not in text and "row_numbers" not in text
+        assert "rare real records are exposed" in text
+    from dagster_privacy.results import shareable_details
+
+    assert "exposed_records" not in shareable_details(r.details)  # what Dagster metadata carries
+
+
+def test_the_count_does_not_depend_on_row_order(split) -> None:
+    syn = pl.concat([split.release, _unique_rows(split.train, 12, seed=1)])
+    a = _evaluate(split.train, syn, split.control)["exposed_records"]
+    shuffled = [df.sample(fraction=1.0, shuffle=True, seed=9) for df in (split.train, syn, split.control)]
+    b = _evaluate(*shuffled)["exposed_records"]
+    assert a.decision["parts"] == b.decision["parts"] and a.value == b.value
+
+
+def test_one_cell_edits_of_isolated_records_are_counted_near(split) -> None:
+    grid_cols = split.train.columns
+    iso_t, _ = ex.isolated(split.train, split.control)  # text columns: the grid changes nothing
+    rows = split.train.filter(pl.Series(iso_t)).head(30)
+    edited = rows.with_columns(pl.lit("edited-value").alias(grid_cols[1]))
+    r = _evaluate(split.train, pl.concat([split.release, edited]), split.control)["exposed_records"]
+    near = next(p for p in r.decision["parts"] if p["part"] == "near_isolated")
+    assert near["exposed"] >= 30
+    assert 0 < r.details["edit_registration"] <= 1
+
+
+def test_the_floor_in_people_is_in_the_json_and_the_detection_floor(split) -> None:
+    ev = _evaluate(split.train, split.release, split.control)
+    people = ev.detection_floor["people"]
+    assert set(people) == {"verbatim", "isolated_verbatim", "one_cell_edit"}
+    v = next(p for p in ev["exposed_records"].decision["parts"] if p["part"] == "verbatim")
+    least = math.ceil(math.log(v["level"]) / math.log(v["pi"]))  # the floor were chance to expose none
+    assert people["verbatim"] is not None and least <= people["verbatim"] <= 10 * least
+    assert json.loads(ev.to_json())["detection_floor"]["people"] == people
+
+
+def test_a_floor_above_what_the_policy_accepts_lacks_evidence(split) -> None:
+    ev = _evaluate(split.train, split.release, split.control)
+    r = ev["exposed_records"]
+    entry = load_policy("standard").metrics["exposed_records"]
+    strict = judge(entry, r.model_copy(update={"status": None}), fail_level=0.05, accepted_floor=5)
+    assert strict.status is dp.Status.INCONCLUSIVE and "accepts a floor of 5 people" in strict.reason
+
+
+def test_sides_of_twins_expose_nobody() -> None:
+    """A table where every record has a twin: copies of shared records are not exposures."""
+    base = pl.DataFrame({"a": ["x", "y", "z"] * 20, "b": ["p", "q", "p"] * 20})
+    r = _evaluate(base, base, base)["exposed_records"]
+    assert r.status is dp.Status.NOTHING_TO_ATTACK and r.passed and "twin" in r.reason
