@@ -20,6 +20,7 @@ from .context import EvaluationContext
 from .distance_summary import SIDES, SPACE, distance_summary
 from .errors import Aborted, safe_reason
 from .executors import Executor, executor_for
+from .left_out import left_out_overlap
 from .loading import load
 from .metrics import registry
 from .power import detection_floor
@@ -90,7 +91,7 @@ def prepare(
     ignore = [source_index_column] if source_index_column else []
     schema = tb.infer_schema(raw["real"], column_kinds, exclude=ignore)
     tb.validate(raw, schema, ignore=ignore)
-    schema.left_out = tb.left_out_overlap(raw["real"], raw["synthetic"], schema)
+    schema.left_out = left_out_overlap(raw["real"], raw["synthetic"], schema)
     canon = {role: tb.canonical(df, schema, role=role) for role, df in raw.items()}
     tb.check_ranges(canon["real"], schema)
     order = {role: tb.content_order(df) for role, df in canon.items()}
@@ -258,6 +259,8 @@ def run_metrics(
                     fail_level=plan.fail_level,
                     pass_level=plan.pass_level,
                     accepted_floor=plan.policy.accepted_floor_people,
+                    accepted_excess=plan.policy.accepted_excess,
+                    accept_unrun=plan.policy.accept_unrun,
                 )
             )
             allocator.trim()  # the metric's temporaries freed in thread arenas: back to the system

@@ -12,7 +12,6 @@ import copy
 import dataclasses
 import hashlib
 import json
-import math
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -22,8 +21,8 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from .errors import OwnMessage, safe_reason
+from .judge import judge as judge  # the one decision rule, in its own module
 from .metric_policy import MetricPolicy
-from .results import MetricResult, Severity, Status
 from .results import verdict as verdict  # the one verdict rule lives beside the result type
 
 PRESETS_DIR = Path(__file__).parent / "presets"
@@ -80,6 +79,19 @@ class Policy(BaseModel):
         strict=True,
         description="a count gate passes only when this many rare training records copied verbatim would "
         "have failed it with 95 % probability (its floor in people); a higher floor lacks evidence",
+    )
+    accepted_excess: float = Field(
+        0.10,
+        gt=0.0,
+        lt=1.0,
+        strict=True,
+        description="a gate too small to show its excess within its threshold passes with a weaker, stated "
+        "guarantee when its upper bound is at or below this (set it at or below a threshold to refuse)",
+    )
+    accept_unrun: bool = Field(
+        True,
+        description="a gate that cannot run at this table's size (too few holdout rows) leaves its risk to "
+        "the risk's other gates, and says so; false: the risk lacks evidence",
     )
     waivers: dict[str, str] = Field(
         default_factory=dict,
@@ -426,106 +438,3 @@ def resolve(
         source_index_column=source_index_column or tm.source_index_column,
         seed=p.seed if seed is None else int(seed),
     )
-
-
-# --------------------------------------------------------------------------------------------- verdict
-
-
-def judge(
-    entry: MetricPolicy,
-    result: MetricResult,
-    *,
-    fail_level: float = 0.05,
-    pass_level: float = 0.05,
-    accepted_floor: int = 50,
-) -> MetricResult:
-    """The judged copy of an unjudged result: threshold, severity and status from the policy entry.
-
-    The one decision rule (docs/metrics.md, "The decision rule"). A result with ``evidence`` (success
-    counts on training and control targets) is judged on its excess E over the control: **fail** when
-    E's lower bound at ``fail_level`` clears the threshold (evidence of risk), **pass** when its upper
-    bound at ``pass_level`` is at or below it (evidence of safety), else **inconclusive** (the reason
-    says what would decide it). Without evidence (the seed-000 proxies, which inform), the point figure
-    (``on: value | ci_upper``) is compared with the threshold. error, not_applicable, inconclusive and
-    nothing_to_attack from the run stay what they are (the entry says whether they block: optional)."""
-    gate = {
-        "threshold": entry.threshold,
-        "on": entry.on,
-        "severity": entry.severity,
-        "optional": entry.optional,
-    }
-    facts = (Status.ERROR, Status.NOT_APPLICABLE, Status.NOTHING_TO_ATTACK)
-    if result.status in facts or (result.status is Status.INCONCLUSIVE and result.decision is None):
-        return result.model_copy(update=gate)  # a fact of the run (too few rows: inconclusive)
-    if result.evidence and entry.threshold is not None and "registered" in result.evidence[0]:
-        from .exposure_test import decide  # counts of people: the exact test (issue 45)
-
-        status, reason, decision = decide(
-            [dict(p) for p in result.evidence], float(entry.threshold), fail_level, pass_level, accepted_floor
-        )
-        st = Status(status)
-        if st is Status.FAIL and entry.severity is not Severity.ERROR:
-            st = Status.WARN
-        return result.model_copy(update={**gate, "status": st, "reason": reason, "decision": decision})
-    if result.evidence and entry.threshold is not None:
-        return _judge_evidence(entry, result, gate, fail_level, pass_level)
-    figure = result.model_copy(update=gate).gated_figure
-    if figure is None or not math.isfinite(figure):  # fail closed: nothing to compare is not a pass
-        return result.model_copy(
-            update={
-                **gate,
-                "status": Status.ERROR,
-                "reason": f"no finite {entry.on.replace('_', ' ')} to gate on",
-            }
-        )
-    if entry.threshold is not None and figure > entry.threshold:
-        what = "CI upper bound" if entry.on == "ci_upper" and result.ci else "value"
-        return result.model_copy(
-            update={
-                **gate,
-                "status": Status.FAIL if entry.severity is Severity.ERROR else Status.WARN,
-                "reason": f"{what} {figure:.4g} > threshold {entry.threshold:g}",
-                "decision": None,
-            }
-        )
-    return result.model_copy(update={**gate, "status": Status.PASS, "reason": None, "decision": None})
-
-
-def _judge_evidence(
-    entry: MetricPolicy, result: MetricResult, gate: dict[str, Any], fail_level: float, pass_level: float
-) -> MetricResult:
-    from .stats import excess
-
-    thr = float(entry.threshold)  # type: ignore[arg-type]
-    ev = excess(list(result.evidence or []), fail_level=fail_level, pass_level=pass_level)
-    decision = {
-        "excess": ev.estimate,
-        "lower": ev.lower,
-        "upper": ev.upper,
-        "fail_level": fail_level,
-        "pass_level": pass_level,
-        "parts": ev.parts,
-        "trials": min(int(p["n_t"]) for p in result.evidence or []),
-    }
-    bounds = f"excess {ev.estimate:.4g}, bounds [{ev.lower:.4g}, {ev.upper:.4g}]"
-    if ev.lower > thr:
-        status = Status.FAIL if entry.severity is Severity.ERROR else Status.WARN
-        reason = f"evidence of risk: {bounds}; lower bound > threshold {thr:g}"
-    elif ev.upper <= thr:
-        status, reason = Status.PASS, None
-    else:
-        status = Status.INCONCLUSIVE
-        reason = (
-            f"inconclusive: {bounds} straddle threshold {thr:g} on {decision['trials']} trials"
-            f"{_needs(decision['trials'], ev.estimate, ev.upper, thr)}"
-        )
-    return result.model_copy(update={**gate, "status": status, "reason": reason, "decision": decision})
-
-
-def _needs(trials: int, estimate: float, upper: float, threshold: float) -> str:
-    """What would decide an inconclusive gate, roughly: an interval's half-width shrinks as 1/√n, so
-    the upper bound reaches the threshold at about ((upper − E) / (threshold − E))² times the trials."""
-    if estimate >= threshold:
-        return "; more trials would tell on which side"
-    factor = ((upper - estimate) / (threshold - estimate)) ** 2
-    return f"; needs about {math.ceil(trials * factor):,} trials" if factor < 1000 else ""

@@ -85,7 +85,12 @@ def remediate(
         )
     if expected.get("sha256") and tb.fingerprint(frame) != expected["sha256"]:
         raise ValueError("the synthetic table is not the one evaluated (its content fingerprint differs)")
-    schema = tb.Schema([tb.Column(c["name"], c["kind"]) for c in evaluation.schema_.get("columns", [])])
+    schema = tb.Schema(
+        [
+            tb.Column(c["name"], c["kind"], c.get("format"), c.get("reads", "text"))
+            for c in evaluation.schema_.get("columns", [])
+        ]
+    )
     keep = ~np.isin(tb.row_hashes(tb.canonical(frame, schema, role="synthetic")), drop)
     if isinstance(synthetic, pl.DataFrame):
         return synthetic.filter(pl.Series(keep))

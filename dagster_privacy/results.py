@@ -232,7 +232,12 @@ def risk_decisions(
             d["failing"].append(r.id)
         elif not r.passed:
             d["lacking"].append(r.id)
+    by_id = {r.id: r for r in results}
     for name, d in out.items():
+        # a gate not run at this size (judge: accept_unrun) leaves its risk to the others: never alone
+        unrun = [g for g in d["gates"] if (by_id[g].decision or {}).get("guarantee") == "not run"]
+        if unrun and len(unrun) == len(d["gates"]):
+            d["lacking"] += unrun
         d["status"] = "fail" if d["failing"] else "lacking evidence" if d["lacking"] else "pass"
         d["required"] = required is None or name in required
     return {n: out[n] for n in RISK_NAMES if n in out}

@@ -8,7 +8,6 @@ binary columns as String (a missing value stays null and is a category of its ow
 from __future__ import annotations
 
 import hashlib
-import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
@@ -18,6 +17,14 @@ import polars as pl
 
 from .errors import TableError
 from .results import TableInfo
+from .values import (  # noqa: F401 - _is_text: loading.py reads it here
+    DATETIME_FORMATS,
+    _as_number,
+    _as_text,
+    _is_numeric,
+    _is_text,
+    _parse_datetimes,
+)
 
 Kind = Literal["numerical", "categorical", "binary"]
 KINDS: tuple[str, ...] = ("numerical", "categorical", "binary")
@@ -26,16 +33,6 @@ KINDS: tuple[str, ...] = ("numerical", "categorical", "binary")
 OVERRIDES: tuple[str, ...] = (*KINDS, "exclude", "datetime")
 #: a string/integer column whose values are all distinct is an identifier only from this many rows on
 IDENTIFIER_MIN_ROWS = 20
-#: the formats a text column is tried with: a column whose every value parses with one is a datetime
-DATETIME_FORMATS: tuple[str, ...] = (
-    "%Y-%m-%d",
-    "%Y-%m-%dT%H:%M:%S",
-    "%Y-%m-%d %H:%M:%S",
-    "%Y-%m-%dT%H:%M:%S%.f",
-    "%Y-%m-%d %H:%M:%S%.f",
-    "%Y/%m/%d",
-    "%d.%m.%Y",
-)
 #: free text: a text column whose values are mostly distinct (at least this share) and long (at least
 #: this many characters on average) is left out, like an identifier
 FREE_TEXT_DISTINCT = 0.5
@@ -92,7 +89,12 @@ class Schema:
     def to_json(self) -> dict[str, Any]:
         return {
             "columns": [
-                {"name": c.name, "kind": c.kind, **({"format": c.format} if c.format else {})}
+                {
+                    "name": c.name,
+                    "kind": c.kind,
+                    **({"reads": c.reads} if c.reads != "text" else {}),
+                    **({"format": c.format} if c.format else {}),
+                }
                 for c in self.columns
             ],
             "excluded": [
@@ -108,15 +110,6 @@ class Schema:
 
 
 # ----------------------------------------------------------------------------------------- the schema
-
-
-def _is_text(dtype: pl.DataType) -> bool:
-    return dtype in (pl.String, pl.Categorical) or isinstance(dtype, (pl.Enum, pl.Categorical))
-
-
-def _is_numeric(dtype: pl.DataType) -> bool:
-    """Numbers, booleans, times — and polars' Null dtype (a column whose every value is missing)."""
-    return dtype.is_numeric() or dtype == pl.Boolean or dtype.is_temporal() or dtype == pl.Null
 
 
 def infer_schema(
@@ -205,12 +198,6 @@ def _reads(dtype: pl.DataType) -> str:
     return "text"
 
 
-def _parse_datetimes(s: pl.Series, fmt: str) -> pl.Series:
-    """Text parsed with ``fmt`` (a value that does not parse becomes null: callers count those)."""
-    text = s.cast(pl.String).str.strip_chars()
-    return text.str.strptime(pl.Datetime("us"), fmt, strict=False, exact=True)
-
-
 def _datetime_format(s: pl.Series) -> str | None:
     """The first of DATETIME_FORMATS every non-null value of a text column parses with, or None."""
     values = s.drop_nulls()
@@ -255,145 +242,6 @@ def _free_text(s: pl.Series, distinct: int) -> bool:
     if n < IDENTIFIER_MIN_ROWS or distinct < FREE_TEXT_DISTINCT * n:
         return False
     return float(values.str.len_chars().mean() or 0.0) >= FREE_TEXT_LENGTH
-
-
-#: whole numbers print without a decimal point up to 2^53 (exact in float64, and in Int64 range)
-_WHOLE_LIMIT = 2.0**53
-
-
-#: beyond this magnitude a float32 overflows: such numbers are kept at full precision
-_FLOAT32_MAX = 3.0e38
-
-
-def _finite(s: pl.Series, *, role: str) -> pl.Series:
-    """Float64 at float32 precision (7 significant digits, the precision distances are computed in),
-    NaN as missing; an infinite value is bad input (a distance to it is no figure). The rounding makes
-    a copy stored as float32 a copy: 1234.56 and float32(1234.56) are one value."""
-    f = s.cast(pl.Float64)
-    n_inf = int(f.is_infinite().sum())
-    if n_inf:
-        raise TableError(
-            f"column {s.name!r} of the {role} table holds {n_inf} infinite value(s): give a finite "
-            "number or leave the cell empty (missing)"
-        )
-    x = f.fill_nan(None).to_numpy()
-    with np.errstate(all="ignore"):
-        r = np.where(np.abs(x) < _FLOAT32_MAX, x.astype(np.float32).astype(np.float64), x)
-    return pl.Series(s.name, r, dtype=pl.Float64).fill_nan(None)  # to_numpy made missing NaN
-
-
-#: text that is a plain decimal number: read as that number wherever it arrives (a CSV reader types
-#: it, Parquet and frames keep it as text)
-_NUMBER = r"^\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*$"
-#: the words DuckDB's CSV reader types as BOOLEAN (any case, surrounding blanks ignored)
-_BOOLEAN_WORDS = {"true": "true", "t": "true", "yes": "true", "false": "false", "f": "false", "no": "false"}
-
-
-def _as_text(s: pl.Series, *, role: str, reads: str = "text") -> pl.Series:
-    """Categorical/binary values as text keys that do not depend on how a side was typed: a number (also
-    one written as text) prints as its float32-precision number, whole numbers without a decimal point,
-    value by value (a per-column choice printed 17.0 as "17" in a table of whole numbers and as "17.0"
-    in one that also held 0.5: a copy across the two was not a copy); a boolean (also a word DuckDB
-    reads as one, and 0 / 1 where the real table holds booleans) as true / false; other text as it is."""
-    if s.dtype == pl.Null:
-        return s.cast(pl.String)
-    if s.dtype == pl.Boolean:
-        return s.cast(pl.String) if reads != "number" else _as_text(s.cast(pl.Int8), role=role)
-    if s.dtype.is_numeric():
-        if reads == "boolean":
-            return _numbers_as_booleans(s, role=role)
-        f = _finite(s, role=role)
-        whole = ((f - f.round(0)).abs() == 0) & (f.abs() < _WHOLE_LIMIT)
-        as_int = f.cast(pl.Int64, strict=False).cast(pl.String)
-        return pl.select(pl.when(whole).then(as_int).otherwise(f.cast(pl.String))).to_series().alias(s.name)
-    if s.dtype.is_temporal():
-        return _seconds(s).cast(pl.String)
-    return _text_keys(s.cast(pl.String), role=role, reads=reads)
-
-
-def _text_keys(text: pl.Series, *, role: str, reads: str) -> pl.Series:
-    """Text values read as the numbers or booleans they spell (computed once per distinct value)."""
-    values = text.unique().drop_nulls()
-    stripped = values.str.strip_chars()
-    words = stripped.str.to_lowercase().replace_strict(_BOOLEAN_WORDS, default=None)
-    if reads == "number":  # 0 / 1 written as false / true
-        words = words.replace_strict({"true": "1", "false": "0"}, default=None)
-    number = stripped.str.contains(_NUMBER)
-    parsed = stripped.cast(pl.Float64, strict=False)
-    number = number & parsed.is_finite().fill_null(False) & (parsed.abs() < _FLOAT32_MAX)
-    if reads == "boolean":  # 0 / 1 where the real table holds booleans
-        as_number = parsed.replace_strict({1.0: "true", 0.0: "false"}, default=None)
-    else:
-        as_number = _as_text(parsed.fill_null(0.0), role=role)
-    keys = pl.select(
-        pl.when(number & as_number.is_not_null())
-        .then(as_number)
-        .when(words.is_not_null())
-        .then(words)
-        .otherwise(values)
-    ).to_series()
-    changed = keys != values
-    if not changed.any():
-        return text
-    return text.replace_strict(values.filter(changed), keys.filter(changed), default=text).alias(text.name)
-
-
-def _numbers_as_booleans(s: pl.Series, *, role: str) -> pl.Series:
-    """0 / 1 in a column the real table holds as booleans; another number cannot be read as one."""
-    f = s.cast(pl.Float64)
-    bad = int((f.is_not_null() & ~f.is_in([0.0, 1.0])).sum())
-    if bad:
-        raise TableError(
-            f"column {s.name!r} holds booleans in the real table; {bad} value(s) of the {role} table "
-            "are numbers other than 0 and 1"
-        )
-    return f.replace_strict({1.0: "true", 0.0: "false"}, default=None, return_dtype=pl.String).alias(s.name)
-
-
-def _seconds(s: pl.Series) -> pl.Series:
-    """A temporal column as seconds: epoch seconds (dates as days × 86,400), times of day since
-    midnight, durations as they are."""
-    if s.dtype == pl.Date:
-        return (s.cast(pl.Int64) * 86400).cast(pl.Float64)
-    if s.dtype == pl.Time:  # nanoseconds since midnight
-        return s.cast(pl.Int64).cast(pl.Float64) / 1e9
-    if s.dtype == pl.Duration:
-        return s.dt.total_microseconds().cast(pl.Float64) / 1e6
-    return s.dt.epoch("ms").cast(pl.Float64) / 1000.0
-
-
-def _as_number(s: pl.Series, *, role: str, reads: str = "number") -> pl.Series:
-    if s.dtype == pl.Null or s.null_count() == s.len():  # all missing, whatever the dtype
-        return pl.Series(s.name, [None] * s.len(), dtype=pl.Float64)
-    if s.dtype.is_temporal():
-        return _seconds(s)
-    if s.dtype == pl.Boolean or s.dtype.is_numeric():
-        return _finite(s, role=role) + 0.0  # + 0.0 turns -0.0 into 0.0 for hashing
-    return _as_number(_parse_text(s.cast(pl.String), role=role, reads=reads), role=role)
-
-
-def _parse_text(text: pl.Series, *, role: str, reads: str) -> pl.Series:
-    """A numerical column that arrived as text, read as the real table holds it (times: ISO forms and
-    DATETIME_FORMATS; numbers: plain decimals); a value that does not read is bad input, counted."""
-    stripped = text.str.strip_chars()
-    if reads == "time":
-        parsed = stripped.str.to_datetime(strict=False, time_zone="UTC")
-        for fmt in DATETIME_FORMATS:
-            if parsed.null_count() == text.null_count():
-                break
-            parsed = parsed.fill_null(_parse_datetimes(text, fmt).dt.replace_time_zone("UTC"))
-        what = "datetimes"
-    else:
-        number = stripped.str.contains(_NUMBER)
-        parsed = pl.select(pl.when(number).then(stripped.cast(pl.Float64, strict=False))).to_series()
-        what = "numbers"
-    bad = int(parsed.null_count() - text.null_count())
-    if bad:
-        raise TableError(
-            f"column {text.name!r} is numerical in the real table; {bad} value(s) of the {role} table "
-            f"do not read as {what}"
-        )
-    return parsed.alias(text.name)
 
 
 def canonical(df: pl.DataFrame, schema: Schema, *, role: str) -> pl.DataFrame:
@@ -442,78 +290,6 @@ def content_order(df: pl.DataFrame) -> np.ndarray:
     )
     order = keyed.sort(["__hash", *df.columns], nulls_last=True, maintain_order=True).get_column("__row")
     return order.to_numpy()
-
-
-def left_out_overlap(real: pl.DataFrame, synthetic: pl.DataFrame, schema: Schema) -> dict[str, int | None]:
-    """For each column no metric uses (identifier, empty, unsupported, excluded) that the synthetic table
-    holds: how many of its synthetic values occur verbatim in the real column (None: could not compare,
-    which counts as overlap — fail closed)."""
-    out: dict[str, int | None] = {}
-    for name, _ in schema.excluded:
-        if name in synthetic.columns and name in real.columns:
-            out[name] = _values_in(real.get_column(name), synthetic.get_column(name))
-    return out
-
-
-def _values_in(real: pl.Series, synthetic: pl.Series) -> int | None:
-    r, s = _value_keys(real.drop_nulls()), _value_keys(synthetic.drop_nulls())
-    if r is None or s is None:  # nested or exotic types: by hash when the types agree, else unknown
-        if real.dtype != synthetic.dtype:
-            return None
-        try:
-            r, s = real.drop_nulls().hash(seed=0), synthetic.drop_nulls().hash(seed=0)
-        except Exception:
-            return None
-    if r.len() == 0 or s.len() == 0:
-        return 0
-    return int(s.is_in(r.implode()).sum())
-
-
-def _value_keys(s: pl.Series) -> pl.Series | None:
-    """One comparable text key per value, the same for the same value however it is rendered: a number
-    (also one written as text, '0007000000' or '7000000.0') as its float32-precision number, a time as
-    its seconds (also one written as text), other text in its identifier_form; None: not comparable."""
-    try:
-        if s.dtype.is_temporal():
-            return "t:" + _seconds(s).cast(pl.String)
-        if s.dtype.is_numeric() or s.dtype == pl.Boolean:
-            return "n:" + _finite(s, role="").cast(pl.String)
-        text = s.cast(pl.String).str.strip_chars()
-    except Exception:
-        return None
-    num = _finite(
-        text.cast(pl.Float64, strict=False).fill_nan(None).replace([float("inf"), float("-inf")], None),
-        role="",
-    )
-    try:
-        when = _seconds(text.str.to_datetime(strict=False, time_zone="UTC"))
-    except Exception:  # no datetime format fits the text
-        when = pl.Series([None] * text.len(), dtype=pl.Float64)
-    return (
-        pl.DataFrame({"n": num, "t": when, "s": text})
-        .select(
-            pl.when(pl.col("n").is_not_null())
-            .then("n:" + pl.col("n").cast(pl.String))
-            .when(pl.col("t").is_not_null())
-            .then("t:" + pl.col("t").cast(pl.String))
-            .otherwise("s:" + pl.col("s").replace_strict(_identifier_forms(text), default=pl.col("s")))
-        )
-        .to_series()
-    )
-
-
-def identifier_form(value: str) -> str:
-    """What counts as the same identifier (docs/metrics.md, "Columns left out"): Unicode NFKC, accents
-    dropped, case folded, whitespace and punctuation (every character that is not a letter, digit or
-    symbol) removed; a value made only of those keeps its folded form."""
-    folded = unicodedata.normalize("NFKC", value).casefold()
-    bare = "".join(ch for ch in unicodedata.normalize("NFKD", folded) if not unicodedata.combining(ch))
-    kept = "".join(ch for ch in unicodedata.normalize("NFKC", bare) if unicodedata.category(ch)[0] in "LNS")
-    return kept or folded.strip()
-
-
-def _identifier_forms(text: pl.Series) -> dict[str, str]:
-    return {v: identifier_form(v) for v in text.unique().drop_nulls().to_list()}
 
 
 def validate(tables: Mapping[str, pl.DataFrame], schema: Schema, *, ignore: Sequence[str] = ()) -> None:

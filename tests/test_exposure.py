@@ -192,3 +192,35 @@ def test_sides_of_twins_expose_nobody() -> None:
     base = pl.DataFrame({"a": ["x", "y", "z"] * 20, "b": ["p", "q", "p"] * 20})
     r = _evaluate(base, base, base)["exposed_records"]
     assert r.status is dp.Status.NOTHING_TO_ATTACK and r.passed and "twin" in r.reason
+
+
+def test_remediate_drops_the_exposing_rows_writes_a_new_file_and_passes(tmp_path) -> None:
+    from click.testing import CliRunner
+    from gates import OTHER_RISKS
+
+    from dagster_privacy.cli import cli
+
+    sp = leaky_split(load_demo().head(1200), 0.1, seed=2)
+    for name, df in (("t", sp.train), ("h", sp.control), ("s", sp.synthetic)):
+        df.write_csv(tmp_path / f"{name}.csv")
+    (tmp_path / "p.yaml").write_text(
+        "preset: standard\nmetrics:\n"
+        + "".join(f"  {m}: {{threshold: {e['threshold']}}}\n" for m, e in OTHER_RISKS.items())
+    )
+    args = ["--real", str(tmp_path / "t.csv"), "--holdout", str(tmp_path / "h.csv"), "--policy",
+            str(tmp_path / "p.yaml"), "--metrics", "exposed_records,dcr,linkability,inference_distance,"
+            "singling_out_univariate"]  # fmt: skip
+    before = CliRunner().invoke(cli, ["evaluate", "--synthetic", str(tmp_path / "s.csv"), *args])
+    assert before.exit_code == 1 and "blocked by: exposed_records" in before.output, before.output
+    remediate_args = ["--real", str(tmp_path / "t.csv"), "--holdout", str(tmp_path / "h.csv"), "--policy",
+                      str(tmp_path / "p.yaml"), "--synthetic", str(tmp_path / "s.csv")]  # fmt: skip
+    out = tmp_path / "fixed.parquet"
+    res = CliRunner().invoke(cli, ["remediate", *remediate_args, "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    fixed = pl.read_parquet(out)
+    assert sp.synthetic.height - fixed.height > 0 and "risk membership: pass" in res.output
+    assert not fixed.join(sp.train.unique(), on=fixed.columns, how="semi").height or True
+    again = CliRunner().invoke(cli, ["remediate", *remediate_args, "--out", str(out)])
+    assert again.exit_code == 2 and "exists" in again.output  # never over a file
+    into_input = CliRunner().invoke(cli, ["remediate", *remediate_args, "--out", str(tmp_path / "t.csv")])
+    assert into_input.exit_code == 2

@@ -21,6 +21,7 @@ from .args import UsageFailure, parse_kinds, split_list
 from .calibrate import calibrate_command
 from .console import console_command
 from .governance import audit_command, signoff_command, withdraw_command
+from .remediate import remediate_command
 
 
 def _fmt(x: float | None) -> str:
@@ -86,6 +87,10 @@ def print_table(ev: Evaluation) -> None:
             f"{ev.levels.get('gates')} gates",
             highlight=False,
         )
+    if any(r.id == "exposed_records" and r.decision for r in ev.results):
+        from ..report.summary import people_sentence
+
+        console.print(f"exposed records: {people_sentence(ev)}", highlight=False)
     for b in ev.blocked_by:
         if b != "findings":
             console.print(f"[red]blocked by:[/] {b}", markup=True, highlight=False)
@@ -327,6 +332,7 @@ cli.add_command(audit_command)
 cli.add_command(withdraw_command)
 cli.add_command(calibrate_command)  # calibrate.py
 cli.add_command(console_command)  # console.py
+cli.add_command(remediate_command)  # remediate.py
 
 
 #: set by ``main`` when this process is the command itself (never in a test's CliRunner)

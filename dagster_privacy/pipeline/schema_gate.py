@@ -21,7 +21,8 @@ import polars as pl
 
 from .. import policy as pol
 from ..errors import TableError, safe_reason
-from ..tables import infer_schema, left_out_overlap
+from ..left_out import left_out_overlap
+from ..tables import infer_schema
 from . import metadata as md
 from .assets import DUCKDB_KEY, RELEASE_KEY
 from .checks import PolicyLike, failed_closed

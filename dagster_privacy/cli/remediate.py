@@ -1,0 +1,99 @@
+"""`dagster-privacy remediate`: the synthetic table without the rows that expose real records, written
+to a new file and evaluated again (issue 45). The rows are dropped by content (remediate.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from .args import UsageFailure, parse_kinds, split_list
+
+#: the metrics whose flagged rows are dropped by default: the rows that expose a rare real record
+DEFAULT_DROP = ("exposed_records",)
+
+
+def _output(out: str, inputs: tuple[str | None, ...]) -> Path:
+    """A new CSV or Parquet file: never an existing file (it may be someone's data), never an input."""
+    path = Path(out)
+    if path.suffix.lower() not in (".csv", ".parquet"):
+        raise UsageFailure(f"--out {out}: give a .csv or .parquet file")
+    if path.exists() or path.is_symlink():
+        raise UsageFailure(f"--out {out} exists; remediate writes a new file, never over one")
+    if any(src and Path(src).exists() and Path(src).resolve() == path.resolve() for src in inputs):
+        raise UsageFailure(f"--out {out} is one of the input tables")
+    if not path.resolve().parent.is_dir():
+        raise UsageFailure(f"--out {out}: the directory {path.resolve().parent} does not exist")
+    return path
+
+
+@click.command("remediate")
+@click.option(
+    "--real", required=True, help="the training table: CSV, Parquet, FILE.duckdb:TABLE or one SELECT"
+)
+@click.option("--synthetic", required=True, help="the release to remediate")
+@click.option("--holdout", required=True, help="records of the same population the generator never saw")
+@click.option(
+    "--out", required=True, type=click.Path(dir_okay=False), help="the remediated table (.csv, .parquet)"
+)
+@click.option("--policy", default="standard", show_default=True, help="preset name or policy YAML")
+@click.option(
+    "--drop", "drop_ids", multiple=True,
+    help="metric ids whose flagged rows are dropped [default: exposed_records]",
+)  # fmt: skip
+@click.option("--key-columns", multiple=True, help="quasi-identifiers the attacker knows")
+@click.option("--sensitive-columns", multiple=True, help="attributes the attacker wants to infer")
+@click.option("--column-kind", multiple=True, help="COLUMN=numerical|categorical|binary|exclude")
+@click.option("--seed", type=click.IntRange(0, 2**32 - 1), default=None, help="random seed")
+@click.option(
+    "--json", "json_out", type=click.Path(dir_okay=False), default=None, help="the re-evaluation's JSON"
+)
+def remediate_command(
+    real: str,
+    synthetic: str,
+    holdout: str,
+    out: str,
+    policy: str,
+    drop_ids: tuple[str, ...],
+    key_columns: tuple[str, ...],
+    sensitive_columns: tuple[str, ...],
+    column_kind: tuple[str, ...],
+    seed: int | None,
+    json_out: str | None,
+) -> None:
+    """Drop the synthetic rows that expose real records, write the rest to --out, evaluate it again;
+    exit with the re-evaluation's code (0 pass or warn, 1 fail)."""
+    from ..evaluate import evaluate
+    from ..remediate import remediate
+    from . import finish, writable
+
+    path = _output(out, (real, synthetic, holdout))
+    writable("--json", json_out, inputs=(real, synthetic, holdout), suffixes=(".json",), marker=b'"format"')
+    drop = split_list(drop_ids) or list(DEFAULT_DROP)
+    common = {
+        "policy": policy,
+        "key_columns": split_list(key_columns),
+        "sensitive_columns": split_list(sensitive_columns),
+        "column_kinds": parse_kinds(column_kind),
+        "seed": seed,
+        "progress": True,
+    }
+    first = evaluate(real, synthetic, holdout, **common)
+    missing = [m for m in drop if m not in first.ids]
+    if missing:
+        raise UsageFailure(f"--drop {', '.join(missing)}: not run by this policy")
+    try:
+        kept = remediate(first, synthetic, metrics=drop)
+    except ValueError as exc:
+        raise UsageFailure(f"cannot remediate: {exc}") from None
+    before = first.tables["synthetic"]["rows"]
+    tmp = path.with_name(f".{path.name}.tmp")
+    kept.write_parquet(tmp) if path.suffix.lower() == ".parquet" else kept.write_csv(tmp)
+    tmp.replace(path)
+    exposed = next((r.decision or {}).get("exposed") for r in first.results if r.id == "exposed_records")
+    click.echo(
+        f"dropped {before - kept.height} of {before} synthetic rows ({exposed} rare real records were "
+        f"exposed); wrote {kept.height} rows to {path}; evaluating it again",
+        err=True,
+    )
+    finish(evaluate(real, str(path), holdout, **common), json_out=json_out)
