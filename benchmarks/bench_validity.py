@@ -13,6 +13,15 @@ the policy's gates (the verdict depends on them only):
   leak 0.01 / 0.05 / 0.2   the release plus that share of training rows copied verbatim (leaky_split)
   noisy 0.2    the release plus 20 % of training rows as near-duplicates (noisy_split, 0.05 sd)
   knn 1 / 5 / 20           the overfitting sampler (knn_sampler) with that neighbourhood
+  rare K       the release plus K training records no other training record equals, verbatim
+  edit K       the release plus K such records with one cell set to another value of its column
+  isolated K   the release plus the K most isolated training records (isolation in cells: the largest r
+               ≤ 3 with no other training record within r cells; random among the most isolated)
+  (the K records' draw has its own stream, [seed, 1000 + K], apart from the split's)
+
+--exposure-only is the fast mode: the exposure gate alone (exposed_records at its level in the standard
+policy: 0.05 × 2 / 8, weighted Bonferroni), over many seeds, with K = 10, 20, 30, 50; a case is caught
+when the gate fails. Every case prints the floor in people the evaluation states (verbatim, one cell edited).
 
 With --dp-dir DIR, releases of a real differentially private generator are added as clean cases:
 every DIR/{table}_{seed}_{generator}.parquet (benchmarks/dp_releases.py makes them with smartnoise-synth's
@@ -39,8 +48,86 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 CLEAN = ("clean", "marginals")
-LEAKS = {"leak 0.01": 0.01, "leak 0.05": 0.05, "leak 0.2": 0.2}
-KINDS = ("clean", "marginals", *LEAKS, "noisy 0.2", "knn 1", "knn 5", "knn 20")
+LEAKS = {"leak 0.005": 0.005, "leak 0.01": 0.01, "leak 0.05": 0.05, "leak 0.2": 0.2}
+PEOPLE = ("rare 30", "edit 30", "isolated 25")
+KINDS = ("clean", "marginals", *LEAKS, "noisy 0.2", "knn 1", "knn 5", "knn 20", *PEOPLE)
+FAST_KS = (10, 20, 30, 50)
+FAST_KINDS = (
+    "clean",
+    *(f"rare {k}" for k in FAST_KS),
+    *(f"edit {k}" for k in FAST_KS),
+    "isolated 10",
+    "isolated 25",
+    "noisy 0.2",
+)
+
+
+def isolation(train: Any) -> Any:
+    """Per training record, the largest r ≤ 3 such that no other training record lies within r cells
+    (-1: it has a twin), by masked row hashes (one per set of r masked columns)."""
+    import itertools
+
+    import numpy as np
+
+    level = np.full(train.height, -1)
+    for r in range(0, 4):
+        masks = list(itertools.combinations(train.columns, r))
+        if len(masks) > 2000 or r >= train.width:
+            break
+        alone = np.ones(train.height, dtype=bool)
+        for drop in masks:
+            keys = train.drop(list(drop)).hash_rows(seed=0).to_numpy()
+            _, inverse, counts = np.unique(keys, return_inverse=True, return_counts=True)
+            alone &= counts[inverse] == 1
+        level[alone] = r
+        if not alone.any():
+            break
+    return level
+
+
+def people_cases(base: Any, seed: int, kinds: tuple[str, ...]) -> dict[str, tuple[Any, Any, Any]]:
+    """The rare / edit / isolated releases of one split (their own random stream per K)."""
+    import numpy as np
+    import polars as pl
+
+    train, out = base.train, {}
+    unique = np.flatnonzero(~train.is_duplicated().to_numpy())
+    levels = None
+    for kind in kinds:
+        what, _, k_text = kind.partition(" ")
+        if what not in ("rare", "edit", "isolated"):
+            continue
+        k = int(k_text)
+        rng = np.random.default_rng([seed, 1000 + k, ("rare", "edit", "isolated").index(what)])
+        if what == "isolated":
+            levels = isolation(train) if levels is None else levels
+            top = max(r for r in range(4) if (levels >= r).sum() >= k) if (levels >= 0).sum() >= k else -1
+            pool = np.flatnonzero(levels >= top)
+        else:
+            pool = unique
+        if pool.size < k:
+            continue
+        rows = train[np.sort(rng.choice(pool, size=k, replace=False))]
+        if what == "edit":
+            rows = _edit_one_cell(rows, train, rng)
+        out[kind] = (train, base.control, pl.concat([base.release, rows.select(train.columns)]))
+    return out
+
+
+def _edit_one_cell(rows: Any, train: Any, rng: Any) -> Any:
+    """Each row with one random cell set to another value its column holds in the training table."""
+    import polars as pl
+
+    cols = rng.integers(0, train.width, size=rows.height)
+    edited = []
+    for i, row in enumerate(rows.iter_rows()):
+        j = int(cols[i])
+        pool = train.get_column(train.columns[j]).unique().drop_nulls().to_list()
+        others = [v for v in pool if v != row[j]]
+        if others:
+            row = (*row[:j], others[int(rng.integers(0, len(others)))], *row[j + 1 :])
+        edited.append(row)
+    return pl.DataFrame(edited, schema=train.schema, orient="row")
 
 
 def dp_releases(dp_dir: str, table: str, seed: int, train: Any) -> dict[str, Any]:
@@ -78,19 +165,47 @@ def releases(df: Any, seed: int) -> dict[str, tuple[Any, Any, Any]]:
             base.control,
             knn_sampler(base.train, k, seed=seed)[: base.release.height],
         )
+    out.update(people_cases(base, seed, PEOPLE))
     return out
 
 
-def run_case(table: str, kind: str, seed: int, parts: tuple[Any, Any, Any], policy: str) -> dict[str, Any]:
+def fast_releases(df: Any, seed: int) -> dict[str, tuple[Any, Any, Any]]:
+    """The fast mode's cases of one split: clean, noisy 0.2, and the rare / edit / isolated releases."""
+    from dagster_privacy.calibration import leaky_split, noisy_split
+
+    base = leaky_split(df, 0.0, seed=seed)
+    noisy = noisy_split(df, 0.2, seed=seed)
+    return {
+        "clean": (base.train, base.control, base.synthetic),
+        **people_cases(base, seed, FAST_KINDS),
+        "noisy 0.2": (noisy.train, noisy.control, noisy.synthetic),
+    }
+
+
+def run_case(
+    table: str, kind: str, seed: int, parts: tuple[Any, Any, Any], policy: str, *, fast: bool = False
+) -> dict[str, Any]:
     import dagster_privacy as dp
     from dagster_privacy import policy as pol
 
-    gates = [m for m, e in pol.load_policy(policy).metrics.items() if e.blocks_on_failure]
     train, holdout, synthetic = parts
     t0 = time.perf_counter()
-    ev = dp.evaluate(train, synthetic, holdout=holdout, policy=policy, metrics=gates, seed=seed)
-    failing = [b for b in ev.blocked_by if ":" not in b]
-    lacking = [b for b in ev.blocked_by if ":" in b]
+    if fast:  # the exposure gate alone, at its level in the standard policy (weighted Bonferroni)
+        fast_policy = {
+            "preset": "standard",
+            "false_alarm": pol.resolve("standard").fail_level_of("exposed_records"),
+        }
+        ev = dp.evaluate(train, synthetic, holdout=holdout, policy=fast_policy, metrics=["exposed_records"],
+                         seed=seed, progress=False)  # fmt: skip
+        r = ev["exposed_records"]
+        failing = ["exposed_records"] if r.status.value == "fail" else []
+        lacking = ["exposed_records: lacking evidence"] if r.status.value == "inconclusive" else []
+    else:
+        gates = [m for m, e in pol.load_policy(policy).metrics.items() if e.blocks_on_failure]
+        ev = dp.evaluate(train, synthetic, holdout=holdout, policy=policy, metrics=gates, seed=seed)
+        failing = [b for b in ev.blocked_by if ":" not in b]
+        lacking = [b for b in ev.blocked_by if ":" in b]
+    exposure = next((r.decision for r in ev.results if r.id == "exposed_records" and r.decision), None)
     return {
         "table": table,
         "kind": kind,
@@ -101,6 +216,10 @@ def run_case(table: str, kind: str, seed: int, parts: tuple[Any, Any, Any], poli
         "failing": failing,
         "lacking": lacking,
         "floor": ev.detection_floor.get("verbatim_copy_fraction"),
+        "people": ev.detection_floor.get("people"),
+        "exposed": None
+        if exposure is None
+        else {p["part"]: [p["exposed"], p["exposed_holdout"]] for p in exposure["parts"]},  # fmt: skip
         "statuses": {r.id: r.status.value for r in ev.results},
         "seconds": round(time.perf_counter() - t0, 2),
     }
@@ -108,6 +227,41 @@ def run_case(table: str, kind: str, seed: int, parts: tuple[Any, Any, Any], poli
 
 def pct(a: int, b: int) -> str:
     return f"{a}/{b} ({100.0 * a / b:.0f} %)" if b else "-"
+
+
+def people_floor(clean: list[dict[str, Any]]) -> str:
+    """The median floor in people over a table's clean releases: verbatim / one cell edited."""
+
+    def median(key: str) -> str:
+        vals = sorted((r.get("people") or {}).get(key) or 10**9 for r in clean if r.get("people"))
+        if not vals:
+            return "-"
+        m = vals[len(vals) // 2]
+        return "none" if m >= 10**9 else str(m)
+
+    return f"{median('verbatim')}/{median('one_cell_edit')}"
+
+
+def fast_summary(rows: list[dict[str, Any]]) -> None:
+    """The fast mode's table: per table, each case's failures over the seeds, and the floor in people."""
+    kinds = [k for k in FAST_KINDS if any(r["kind"] == k for r in rows)]
+    by_table: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for r in rows:
+        by_table[r["table"]].append(r)
+    print(f"{'table':26s} {'rows':>6s} " + " ".join(f"{k:>11s}" for k in kinds) + "  people (verbatim/edit)")
+    for t, rs in sorted(by_table.items(), key=lambda kv: kv[1][0]["rows"]["train"]):
+        cells = []
+        for k in kinds:
+            ks = [r for r in rs if r["kind"] == k]
+            cells.append(f"{sum(bool(r['failing']) for r in ks)}/{len(ks)}" if ks else "-")
+        cl = [r for r in rs if r["kind"] == "clean"]
+        print(f"{t:26s} {rs[0]['rows']['train'] * 2:6d} " + " ".join(f"{c:>11s}" for c in cells)
+              + f"  {people_floor(cl)}")  # fmt: skip
+    print()
+    for k in kinds:
+        ks = [r for r in rows if r["kind"] == k]
+        lack = sum(bool(r["lacking"]) for r in ks)
+        print(f"{k:12s}: fails {pct(sum(bool(r['failing']) for r in ks), len(ks))}; lacking evidence {lack}")
 
 
 def summary(rows: list[dict[str, Any]]) -> None:
@@ -124,6 +278,7 @@ def summary(rows: list[dict[str, Any]]) -> None:
         k = [r for r in rs if r["kind"] == kind]
         return f"{sum(not r['published'] for r in k)}/{len(k)}" if k else "-"
 
+    kinds = [k for k in KINDS[2:] if any(r["kind"] == k for r in rows)] or list(KINDS[2:])
     for t, rs in sorted(by_table.items(), key=lambda kv: kv[1][0]["rows"]["train"]):
         n = rs[0]["rows"]["train"] * 2
         cl = [r for r in rs if r["kind"] == "clean"]
@@ -136,7 +291,7 @@ def summary(rows: list[dict[str, Any]]) -> None:
             f"{sum(bool(r['failing']) for r in mg):>4d}/{len(mg):<5d} "
             f"{sum(bool(r['lacking']) and not r['failing'] for r in mg):>5d} "
             + " ".join(f"{caught(rs, k):>5s}" for k in KINDS[2:])
-            + f" {floor:>6s} {sum(r['seconds'] for r in rs):6.0f}"
+            + f" {floor:>6s} {sum(r['seconds'] for r in rs):6.0f}  people {people_floor(cl)}"
         )
     print()
     for kinds, label in ((("clean",), "clean releases"), (("marginals",), "marginals releases")):
@@ -196,9 +351,12 @@ def main() -> None:
     ap.add_argument("--dp-dir", default="", help="folder of DP releases (benchmarks/dp_releases.py)")
     ap.add_argument("--only-dp", action="store_true", help="judge the DP releases only")
     ap.add_argument("--export-train", default="", help="write each split's training table here and stop")
+    ap.add_argument("--exposure-only", action="store_true", help="the fast mode: the exposure gate alone")
+    ap.add_argument("--kinds", default="", help="only these cases (comma-separated, e.g. 'clean,rare 30')")
     args = ap.parse_args()
     if args.summary:
-        summary([json.loads(line) for line in Path(args.summary).read_text().splitlines() if line.strip()])
+        done = [json.loads(line) for line in Path(args.summary).read_text().splitlines() if line.strip()]
+        (fast_summary if args.exposure_only else summary)(done)
         return
     import validity_data as vd
 
@@ -221,7 +379,10 @@ def main() -> None:
         for name in names:
             df = vd.load(name)
             for seed in range(args.seeds):
-                cases = {} if args.only_dp else releases(df, seed)
+                cases = {} if args.only_dp else (fast_releases if args.exposure_only else releases)(df, seed)
+                if args.kinds:
+                    wanted = set(args.kinds.split(","))
+                    cases = {k: v for k, v in cases.items() if k in wanted}
                 if args.dp_dir:
                     from dagster_privacy.calibration import leaky_split
 
@@ -229,7 +390,7 @@ def main() -> None:
                     for kind, syn in dp_releases(args.dp_dir, name, seed, base.train).items():
                         cases[kind] = (base.train, base.control, syn)
                 for kind, parts in cases.items():
-                    row = run_case(name, kind, seed, parts, args.policy)
+                    row = run_case(name, kind, seed, parts, args.policy, fast=args.exposure_only)
                     rows.append(row)
                     fh.write(json.dumps(row) + "\n")
                     fh.flush()
@@ -239,7 +400,7 @@ def main() -> None:
                         flush=True,
                     )
     print()
-    summary(rows)
+    (fast_summary if args.exposure_only else summary)(rows)
 
 
 if __name__ == "__main__":

@@ -256,7 +256,7 @@ def run_metrics(
                 pol.judge(
                     entry,
                     reg.run(specs[mid], ctx, entry.params),
-                    fail_level=plan.fail_level,
+                    fail_level=plan.fail_level_of(mid),
                     pass_level=plan.pass_level,
                     accepted_floor=plan.policy.accepted_floor_people,
                     accepted_excess=plan.policy.accepted_excess,
@@ -279,7 +279,8 @@ def run_metrics(
             "false_alarm": plan.policy.false_alarm,
             "assurance": plan.policy.assurance,
             "gates": len(plan.gating),
-            "fail_level_per_gate": plan.fail_level,
+            "fail_level_per_gate": plan.fail_level,  # of a gate of weight 1 (weighted Bonferroni)
+            "gate_levels": {m: plan.fail_level_of(m) for m in plan.gating},
             # gates judged on a point figure (proxies a policy made ERROR): no false-alarm bound
             "gates_without_bounds": sum(
                 1

@@ -19,6 +19,13 @@ class MetricPolicy(BaseModel):
     severity: Severity = Field(Severity.ERROR, description="ERROR gates, WARN informs")
     optional: bool = Field(False, description="not_applicable does not fail the verdict")
     params: dict[str, Any] = Field(default_factory=dict, description="metric parameters")
+    weight: float = Field(
+        1.0,
+        gt=0.0,
+        le=10.0,
+        description="the gate's share of the policy's false_alarm (weighted Bonferroni: false_alarm × "
+        "weight / the gates' total weight)",
+    )
 
     @field_validator("threshold", mode="before")
     @classmethod

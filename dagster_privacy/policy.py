@@ -384,8 +384,13 @@ class EvaluationPlan:
 
     @property
     def fail_level(self) -> float:
-        """Each gate's chance of failing a release with no excess risk: false_alarm over the gates."""
-        return self.policy.false_alarm / max(1, len(self.gating))
+        """A gate of weight 1's chance of failing a release with no excess risk: false_alarm over the
+        gates' total weight (weighted Bonferroni; most gates weigh 1)."""
+        return self.policy.false_alarm / max(1.0, sum(self.entries[m].weight for m in self.gating))
+
+    def fail_level_of(self, metric_id: str) -> float:
+        """This gate's share of the false alarm: ``fail_level`` × its weight."""
+        return self.fail_level * self.entries[metric_id].weight
 
     @property
     def pass_level(self) -> float:

@@ -344,7 +344,7 @@ class Evaluation(BaseModel):
     waivers: dict[str, str] = Field(
         default_factory=dict, description="risks the policy waives, with its reasons (forces a sign-off)"
     )
-    levels: dict[str, float | int] = Field(
+    levels: dict[str, Any] = Field(
         default_factory=dict, description="false_alarm, assurance and each gate's fail level"
     )
     detection_floor: dict[str, Any] = Field(

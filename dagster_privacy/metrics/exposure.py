@@ -20,7 +20,7 @@ LIST_CAP = 1000
 #: each part's share of the gate's level (weighted Bonferroni; the parts overlap, the union bound does
 #: not care): every verbatim copy is the harm the gate exists for; the isolated strata catch copies of
 #: the rarest records, where chance explains almost none
-WEIGHTS = {"verbatim": 0.6, "verbatim_isolated": 0.2, "near_isolated": 0.2}
+WEIGHTS = {"verbatim": 0.7, "verbatim_isolated": 0.15, "near_isolated": 0.15}
 
 
 @metric(
@@ -32,7 +32,8 @@ WEIGHTS = {"verbatim": 0.6, "verbatim_isolated": 0.2, "near_isolated": 0.2}
     spaces=False,
     # threshold: the exposed share beyond chance tolerated (0: a count beyond chance fails); a pass
     # also needs the floor in people within the policy's accepted_floor_people
-    default={"threshold": 0.0, "severity": "ERROR"},
+    # weight 2: the level crp and ims held as gates (they inform now), so every other gate keeps its own
+    default={"threshold": 0.0, "severity": "ERROR", "weight": 2.0},
     expect=Expect(copy_min=0.999, indep_max=0.02),
 )
 def exposed_records(

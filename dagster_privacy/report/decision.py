@@ -57,7 +57,7 @@ def decision_section(ev: Evaluation) -> str:
         + '<table id="guarantee-table"><thead><tr><th>this verdict</th><th>guarantee</th></tr></thead><tbody>'
         f"<tr><td>false alarm</td><td>a release that leaks nothing fails a gate with probability at most "
         f"{lv.get('false_alarm', '—')} (over {lv.get('gates', '—')} gates, each at "
-        f"{figure(lv.get('fail_level_per_gate'), '.4g')})"
+        f"{figure(lv.get('fail_level_per_gate'), '.4g')}{_weighted(lv)})"
         + (
             f"; except {lv['gates_without_bounds']} gate(s) this policy judges on a point figure, "
             "without bounds, which carry no such guarantee"
@@ -79,6 +79,13 @@ def decision_section(ev: Evaluation) -> str:
         "generator never saw. A gate fails when even the lower bound exceeds its threshold, passes when "
         "the upper bound is within it, and otherwise lacks evidence (more rows would decide).</p>"
     )
+
+
+def _weighted(levels: dict) -> str:
+    """The gates whose share of the false alarm is not the common one (weighted Bonferroni)."""
+    common = levels.get("fail_level_per_gate")
+    other = {g: x for g, x in (levels.get("gate_levels") or {}).items() if common and abs(x - common) > 1e-12}
+    return "".join(f"; {g} at {x:.4g}" for g, x in other.items())
 
 
 def _people_guarantee(ev: Evaluation) -> str:
