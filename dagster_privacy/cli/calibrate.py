@@ -187,6 +187,30 @@ def _check_outputs(out_dir: str, real: str | None) -> None:
         # a symlink is replaced, never followed; a name that is the input itself would be replaced
         if real and real_path.is_file() and p.is_file() and not p.is_symlink() and p.samefile(real_path):
             raise UsageFailure(f"--out {out_dir}: {name} is the input table; write elsewhere")
+        if p.is_file() and not p.is_symlink() and not _replaceable(p):
+            raise UsageFailure(f"--out {out_dir}: {name} cannot be replaced (immutable or not writable)")
+
+
+def _replaceable(path: object) -> bool:
+    """An existing output can be written (an immutable or append-only file cannot be replaced: root's
+    permissions do not help there). Opening it for appending changes nothing in it."""
+    import fcntl
+    import os
+
+    try:
+        fd = os.open(str(path), os.O_WRONLY | os.O_APPEND)
+    except OSError:
+        return False
+    try:  # FS_IOC_GETFLAGS: refuse append-only (0x20) and immutable (0x10) files where the call works
+        import array
+
+        flags = array.array("l", [0])
+        fcntl.ioctl(fd, 0x80086601, flags, True)
+        return not flags[0] & 0x30
+    except OSError:
+        return True  # the filesystem keeps no such flags
+    finally:
+        os.close(fd)
 
 
 @click.command("calibrate")
@@ -334,7 +358,12 @@ def calibrate_command(
         f"{len(s.seeds)} repeat(s); policy {cal.policy.name}"
     )
     print_calibration(cal, title=title)
-    paths = cal.write(out_dir)
+    try:
+        paths = cal.write(out_dir)
+    except OSError as exc:  # an output that cannot be written is bad input: one line, exit 2
+        raise UsageFailure(
+            f"--out {out_dir}: cannot write the calibration ({exc.strerror or 'error'})"
+        ) from None
     for what, p in paths.items():
         click.echo(f"{what}: {p}", err=True)
     click.echo(f"calibration took {time.perf_counter() - t0:.1f} s", err=True)

@@ -488,3 +488,24 @@ def test_calibrate_outputs_replace_planted_symlinks_and_bad_arguments_exit_2_bef
     ):
         res = CliRunner().invoke(cli, [*args, *bad])
         assert res.exit_code == 2 and why in res.output, res.output
+
+
+def test_calibrate_into_an_immutable_output_is_bad_input_before_work(tmp_path):
+    """Issue 44, break 9: an immutable calibration.json in --out ended with exit 3 after the whole run."""
+    import subprocess
+
+    src = tmp_path / "real.csv"
+    _subset(300).write_csv(src)
+    out = tmp_path / "out"
+    out.mkdir()
+    locked = out / "calibration.json"
+    locked.write_text("{}")
+    if subprocess.run(["chattr", "+i", str(locked)], capture_output=True).returncode != 0:
+        pytest.skip("chattr +i is not supported on this filesystem")
+    try:
+        args = ["calibrate", "--real", str(src), "--metrics", "crp", "--fractions", "0,1", "--repeats", "1"]
+        res = CliRunner().invoke(cli, [*args, "--out", str(out)])
+        assert res.exit_code == 2 and "calibration.json cannot be replaced" in res.output, res.output
+        assert locked.read_text() == "{}"
+    finally:
+        subprocess.run(["chattr", "-i", str(locked)], capture_output=True)
