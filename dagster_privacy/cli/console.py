@@ -7,6 +7,11 @@ import os
 
 import click
 
+from ..console.identity import PROXY_SECRET_HEADER, PROXY_SECRET_MIN
+
+#: where the console reads the proxy's shared secret when no file is given
+PROXY_SECRET_ENV = "DAGSTER_PRIVACY_PROXY_SECRET"
+
 
 @click.group("console", invoke_without_command=True)
 @click.option(
@@ -33,6 +38,12 @@ import click
     "--proxy-header", default=None, help="identity header set by a reverse proxy (X-Forwarded-User)"
 )
 @click.option("--trusted-proxy", multiple=True, help="address the proxy header is accepted from (repeat)")
+@click.option(
+    "--proxy-secret-file",
+    default=None,
+    help=f"file holding the secret the proxy sends in {PROXY_SECRET_HEADER} (or ${PROXY_SECRET_ENV}); "
+    "proxy mode needs one",
+)
 @click.option("--insecure-cookies", is_flag=True, help="no Secure flag (plain http on a non-local name)")
 @click.option("--idle-minutes", default=30.0, show_default=True, type=click.FloatRange(1, 24 * 60))
 @click.pass_context
@@ -47,6 +58,7 @@ def console_command(
     asset: str,
     proxy_header: str | None,
     trusted_proxy: tuple[str, ...],
+    proxy_secret_file: str | None,
     insecure_cookies: bool,
     idle_minutes: float,
 ) -> None:
@@ -69,6 +81,7 @@ def console_command(
             ipaddress.ip_address(address)
         except ValueError:
             raise UsageFailure(f"--trusted-proxy {address}: give the proxy's IP address") from None
+    proxy_secret = _proxy_secret(proxy_secret_file) if proxy_header else None
     try:  # a port in use or a host that does not resolve: one line now, not uvicorn's two later
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
         with socket.socket(family) as probe:
@@ -89,6 +102,7 @@ def console_command(
             users=users_file or _default_users(instance_dir),
             proxy_header=proxy_header,
             trusted_proxies=tuple(trusted_proxy),
+            proxy_secret=proxy_secret,
             secure_cookies=not insecure_cookies,
             idle_minutes=idle_minutes,
         )
@@ -102,6 +116,26 @@ def console_command(
     # would otherwise replace it with what a local client writes in X-Forwarded-For
     uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False, server_header=False,
                 proxy_headers=False)  # fmt: skip
+
+
+def _proxy_secret(path: str | None) -> str:
+    """The proxy's shared secret, from a file or the environment (never the command line: argv is
+    readable by every local user); proxy mode without one is refused."""
+    from .args import UsageFailure
+
+    if path:
+        try:
+            secret = open(path, encoding="utf-8").read().strip()  # noqa: SIM115
+        except (OSError, UnicodeError):
+            raise UsageFailure(f"--proxy-secret-file {path}: cannot be read") from None
+    else:
+        secret = os.environ.get(PROXY_SECRET_ENV, "").strip()
+    if len(secret) < PROXY_SECRET_MIN:
+        raise UsageFailure(
+            f"proxy mode needs the proxy's shared secret of at least {PROXY_SECRET_MIN} characters "
+            f"(--proxy-secret-file FILE or ${PROXY_SECRET_ENV}): an address proves nothing on a shared host"
+        )
+    return secret
 
 
 def _default_users(instance_dir: str) -> str:

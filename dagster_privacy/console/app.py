@@ -17,7 +17,7 @@ import io
 import secrets
 import time
 import urllib.parse
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -33,12 +33,28 @@ from ..errors import safe_reason
 from ..pipeline.audit import AuditError, AuditLog
 from ..pipeline.resources import ReleaseIdError, valid_release_id
 from . import pages
-from .identity import Session, Sessions, User, Users, same_token
+from .identity import (
+    PROXY_SECRET_HEADER,
+    PROXY_SECRET_MIN,
+    Session,
+    Sessions,
+    User,
+    Users,
+    credential_of,
+    same_token,
+)
 from .records import ReleaseView, releases
 
 MAX_FORM = 64 * 1024
-#: failed sign-ins per (name, address) within FAIL_WINDOW seconds before sign-in waits
+
+#: failed sign-ins per (name, address), or per (name, device), within FAIL_WINDOW seconds before that
+#: pair waits; a browser that signed in as the user before (its device cookie) has its own count, so a
+#: flood from the proxy's address never locks out the officer's browser (issue 44, break 7)
 MAX_FAILS, FAIL_WINDOW = 5, 15 * 60
+#: the failure table's cap (entries of at most MAX_FAILS times each: a few MB)
+MAX_FAIL_KEYS = 10_000
+#: how long a device cookie vouches for a browser
+DEVICE_DAYS = 90
 #: every response: no framing, no sniffing, no referrer, no caching of decisions or reports
 HEADERS = {
     "X-Frame-Options": "DENY",
@@ -59,6 +75,9 @@ class ConsoleSettings:
     users: str | None = None
     proxy_header: str | None = None
     trusted_proxies: tuple[str, ...] = ()
+    #: the secret the proxy proves itself with, in PROXY_SECRET_HEADER (issue 44: an address proves
+    #: nothing on a shared host); proxy mode without one is refused
+    proxy_secret: str | None = field(default=None, repr=False)
     secure_cookies: bool = True
     idle_minutes: float = 30.0
 
@@ -125,6 +144,11 @@ def _one_line(text: str) -> str:
 
 class Console:
     def __init__(self, settings: ConsoleSettings) -> None:
+        if settings.proxy_header and len(settings.proxy_secret or "") < PROXY_SECRET_MIN:
+            raise ValueError(
+                f"proxy mode needs the proxy's shared secret (at least {PROXY_SECRET_MIN} characters): "
+                "an address proves nothing on a shared host"
+            )
         self.settings = settings
         self.instance = dg.DagsterInstance.from_config(settings.instance_dir)
         self.audit = AuditLog(settings.audit, instance=self.instance)
@@ -135,6 +159,7 @@ class Console:
         # __Host-: a cookie only this origin sets (no sibling subdomain can plant a login token)
         prefix = "__Host-" if settings.secure_cookies else ""
         self.session_cookie, self.login_cookie = f"{prefix}dp_session", f"{prefix}dp_login"
+        self.device_cookie = f"{prefix}dp_device"
         self._fails: dict[tuple[str, str], list[float]] = {}
 
     # ------------------------------------------------------------------------------ identity
@@ -146,6 +171,8 @@ class Console:
         if header and header in request.headers:
             if not self._from_proxy(request):
                 raise _Refused(403, f"the {header} header is accepted from the configured proxy only")
+            if not self._proxy_proven(request):
+                raise _Refused(403, f"the {header} header needs the proxy's secret ({PROXY_SECRET_HEADER})")
             values = request.headers.getlist(header)
             try:  # headers arrive as Latin-1; a proxy sends a UTF-8 name
                 name = values[0].encode("latin-1").decode("utf-8").strip() if len(values) == 1 else ""
@@ -161,11 +188,21 @@ class Console:
         session: Session | None = self.sessions.get(token)
         if session is None:
             return None, None
-        entry = self.users.get(session.user.name)  # a removed user, or a new role, applies at once
-        if entry is None or entry["role"] != session.user.role:
+        entry = self.users.get(session.user.name)  # a removed user, a new role or password: at once
+        if (
+            entry is None
+            or entry["role"] != session.user.role
+            or not hmac.compare_digest(credential_of(entry), session.user.credential)
+        ):
             self.sessions.end(token)
             return None, None
         return session.user, session.csrf
+
+    def _proxy_proven(self, request: Request) -> bool:
+        """The request carries the proxy's shared secret, exactly once, compared in constant time."""
+        secret = self.settings.proxy_secret
+        sent = request.headers.getlist(PROXY_SECRET_HEADER)
+        return bool(secret) and len(sent) == 1 and hmac.compare_digest(sent[0].encode(), secret.encode())
 
     def _from_proxy(self, request: Request) -> bool:
         """Whether the TCP peer is a configured proxy (the server must not rewrite the peer from
@@ -217,23 +254,45 @@ class Console:
         if not same_token(form.get("csrf"), request.cookies.get(self.login_cookie)):
             raise _Refused(403, "the sign-in form's CSRF token is missing or wrong: reload the page")
         name, peer = form.get("user", "").strip(), request.client.host if request.client else ""
+        device = request.cookies.get(self.device_cookie)
+        key = (name, "device:" + str(device)) if same_token(device, self._device(name)) else (name, peer)
         now = time.monotonic()
-        recent = [t for t in self._fails.get((name, peer), []) if now - t < FAIL_WINDOW]
+        recent = [t for t in self._fails.get(key, []) if now - t < FAIL_WINDOW]
         if len(recent) >= MAX_FAILS:
-            raise _Refused(429, "too many failed sign-ins for this user from this address: wait 15 minutes")
+            raise _Refused(
+                429,
+                "too many failed sign-ins for this user from this address: wait 15 minutes, or sign in "
+                "from a browser that has signed in as this user before",
+            )
         # scrypt on a worker thread: a burst of sign-ins does not stall every other page
         user = await run_in_threadpool(self.users.login, name, form.get("password", ""))
         if user is None:
-            self._fails[(name, peer)] = [*recent, now]
+            self._failed(key, [*recent, now], now)
             token = secrets.token_urlsafe(32)
             resp = _page(pages.login(token, "unknown user or wrong password"), 401)
             self._cookie(resp, self.login_cookie, token, max_age=600)
             return resp
-        self._fails.pop((name, peer), None)
+        self._fails.pop(key, None)
         resp = _redirect("/")
         self._cookie(resp, self.session_cookie, self.sessions.start(user))
         self._cookie(resp, self.login_cookie, "", max_age=0)
+        self._cookie(resp, self.device_cookie, self._device(user.name), max_age=DEVICE_DAYS * 86400)
         return resp
+
+    def _device(self, name: str) -> str:
+        """The device cookie of a browser that signed in as ``name`` (an HMAC: it names no one)."""
+        return hmac.new(self._secret, b"device:" + name.encode(), "sha256").hexdigest()
+
+    def _failed(self, key: tuple[str, str], times: list[float], now: float) -> None:
+        """Record a failure; the table keeps at most MAX_FAIL_KEYS entries (expired ones go first, then
+        the oldest), so a flood of names cannot grow it without bound."""
+        self._fails.pop(key, None)
+        if len(self._fails) >= MAX_FAIL_KEYS:
+            for k in [k for k, ts in self._fails.items() if now - ts[-1] >= FAIL_WINDOW]:
+                del self._fails[k]
+        while len(self._fails) >= MAX_FAIL_KEYS:
+            del self._fails[next(iter(self._fails))]
+        self._fails[key] = times
 
     async def logout(self, request: Request) -> Response:
         user, csrf = self.need(request)

@@ -22,6 +22,11 @@ from ..atomic import replace_atomically
 from ..errors import OwnMessage
 
 ROLES = ("viewer", "officer")
+#: the header a reverse proxy proves itself with (its value: the shared secret, set by the proxy, which
+#: overwrites any client's)
+PROXY_SECRET_HEADER = "X-Dagster-Privacy-Proxy-Secret"
+#: a shared secret shorter than this is refused (a guessable secret proves nothing)
+PROXY_SECRET_MIN = 32
 #: scrypt cost: N = 2^14, r = 8, p = 1 (16 MB, about 50 ms here): OWASP's minimum for scrypt
 SCRYPT = (2**14, 8, 1)
 
@@ -34,6 +39,8 @@ class IdentityError(OwnMessage, ValueError):
 class User:
     name: str
     role: str
+    #: a fingerprint of the password hash the user signed in with: a new password ends the session
+    credential: str = field(default="", compare=False)
 
     @property
     def may_decide(self) -> bool:
@@ -58,6 +65,12 @@ def password_matches(password: str, stored: object) -> bool:
 
 #: compared against when the user does not exist, so a login costs one scrypt either way
 _DUMMY = hash_password("-", salt=b"\0" * 16)
+
+
+def credential_of(entry: dict[str, str]) -> str:
+    """A fingerprint of a user's stored password hash (never the hash itself): it changes with the
+    password (``add-user`` hashes with a fresh salt), and so ends the sessions signed in with the old."""
+    return hashlib.sha256(str(entry.get("scrypt", "")).encode()).hexdigest()
 
 
 def _name(name: str) -> str:
@@ -97,7 +110,9 @@ class Users:
         if not stored:
             password_matches(password, _DUMMY)  # the same time whether the user exists or not
             return None
-        return User(entry["name"], entry["role"]) if password_matches(password, stored) else None
+        if not password_matches(password, stored):
+            return None
+        return User(entry["name"], entry["role"], credential_of(entry))
 
     def add(self, name: str, role: str, password: str | None) -> None:
         """Add or replace a user (``password`` None: a proxy-only user, no password login)."""
@@ -182,4 +197,14 @@ def same_token(a: str | None, b: str | None) -> bool:
     return bool(a) and bool(b) and hmac.compare_digest(str(a), str(b))
 
 
-__all__ = ["ROLES", "IdentityError", "Session", "Sessions", "User", "Users", "hash_password", "same_token"]
+__all__ = [
+    "ROLES",
+    "IdentityError",
+    "Session",
+    "Sessions",
+    "User",
+    "Users",
+    "credential_of",
+    "hash_password",
+    "same_token",
+]

@@ -29,6 +29,9 @@ from dagster_privacy.console.identity import Users
 from dagster_privacy.pipeline.signoff import SIGNOFF_CHECK, current_evaluation
 
 PASSWORD = "correct horse battery staple"
+#: the reverse proxy's shared secret (issue 44, break 1: the proxy proves itself, not its address)
+PROXY_SECRET = "s3cret-of-the-proxy-" + "x" * 24
+SECRET = {"X-Dagster-Privacy-Proxy-Secret": PROXY_SECRET}
 HOSTILE_COLUMN = "occ<script>window.__pwned=1</script>"
 SHOTS = os.environ.get("DAGSTER_PRIVACY_CONSOLE_SHOTS")  # docs/img/console-*.png were taken with it
 
@@ -117,7 +120,7 @@ def world(tmp_path_factory) -> Iterator[tuple[Env, Served, ConsoleSettings]]:
     Users(users).add("vic", "viewer", PASSWORD)
     settings = ConsoleSettings(
         instance_dir=str(env.home), audit=str(env.audit.path), target=str(env.target), users=str(users),
-        proxy_header="X-Forwarded-User", trusted_proxies=("10.9.9.9",),
+        proxy_header="X-Forwarded-User", trusted_proxies=("10.9.9.9",), proxy_secret=PROXY_SECRET,
     )  # fmt: skip
     served = Served(settings)
     res = env.release("v1", "clean")
@@ -145,15 +148,41 @@ def test_a_proxy_header_from_an_address_that_is_not_the_proxy_is_refused(world, 
     forged = Client(served.url, {"X-Forwarded-User": "dana"})
     status, _, body = forged.request("/")
     assert status == 403 and "configured proxy only" in body
-    # the same header from the configured proxy (here: this host) names the user
+    # the same header from the configured proxy (here: this host) with its secret names the user
     trusted = Served(ConsoleSettings(**{**settings.__dict__, "trusted_proxies": ("127.0.0.1",)}))
     try:
-        status, _, body = Client(trusted.url, {"X-Forwarded-User": "dana"}).request("/")
+        status, _, body = Client(trusted.url, {"X-Forwarded-User": "dana", **SECRET}).request("/")
         assert status == 200 and "dana (officer)" in body
-        status, _, body = Client(trusted.url, {"X-Forwarded-User": "someone"}).request("/")
+        status, _, body = Client(trusted.url, {"X-Forwarded-User": "someone", **SECRET}).request("/")
         assert status == 200 and "someone (viewer)" in body
+        # issue 44, break 1: any local process reaches the console from the proxy's address; without the
+        # proxy's secret (or with a wrong one) its identity header is refused, not trusted
+        for forged in ({}, {"X-Dagster-Privacy-Proxy-Secret": "guess"},
+                       {"X-Dagster-Privacy-Proxy-Secret": PROXY_SECRET[:-1] + "y"}):  # fmt: skip
+            status, _, body = Client(trusted.url, {"X-Forwarded-User": "dana", **forged}).request("/")
+            assert status == 403 and "needs the proxy" in body and "dana (officer)" not in body
     finally:
         trusted.stop()
+
+
+def test_proxy_mode_without_a_secret_is_refused(world, tmp_path) -> None:
+    import subprocess
+    import sys
+
+    _, _, settings = world
+    with pytest.raises(ValueError, match="shared secret"):
+        build_console(ConsoleSettings(**{**settings.__dict__, "proxy_secret": None}))
+    base = [sys.executable, "-m", "dagster_privacy.cli", "console", "--instance", settings.instance_dir,
+            "--port", str(_free_port()), "--proxy-header", "X-Forwarded-User",
+            "--trusted-proxy", "127.0.0.1"]  # fmt: skip
+    env = {k: v for k, v in os.environ.items() if k != "DAGSTER_PRIVACY_PROXY_SECRET"}
+    res = subprocess.run(base, capture_output=True, text=True, timeout=60, env=env)
+    assert res.returncode == 2 and "shared secret" in res.stderr and len(res.stderr.strip().splitlines()) == 1
+    short = tmp_path / "short"
+    short.write_text("too short")
+    res = subprocess.run([*base, "--proxy-secret-file", str(short)], capture_output=True, text=True,
+                         timeout=60, env=env)  # fmt: skip
+    assert res.returncode == 2 and "at least 32" in res.stderr
 
 
 def test_forms_need_the_sessions_csrf_token_and_an_officer(world) -> None:
@@ -206,6 +235,7 @@ def test_the_cli_server_trusts_the_tcp_peer_not_x_forwarded_for(world, tmp_path)
          "--users", str(settings.users), "--port", str(port), "--proxy-header", "X-Forwarded-User",
          "--trusted-proxy", "10.9.9.9"],
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "DAGSTER_PRIVACY_PROXY_SECRET": PROXY_SECRET},
     )  # fmt: skip
     try:
         url = f"http://127.0.0.1:{port}"
@@ -249,6 +279,7 @@ def test_hostile_requests_get_a_refusal_with_the_headers_not_a_crash(world, tmp_
         conn.putrequest("GET", "/")
         conn.putheader("X-Forwarded-User", "dana")
         conn.putheader("X-Forwarded-User", "vic")  # a proxy that appends: the client's value is first
+        conn.putheader("X-Dagster-Privacy-Proxy-Secret", PROXY_SECRET)
         conn.endheaders()
         assert conn.getresponse().status == 403
         conn.close()
@@ -281,11 +312,65 @@ def test_a_session_ends_when_its_user_is_removed_and_sign_in_is_rate_limited(wor
         users.write_text('{"users": []}')
         assert dana.request("/")[0] == 303  # signed out: the file no longer names her
         Users(users).add("dana", "officer", PASSWORD)
+        assert dana.login("dana") == 303 and dana.request("/")[0] == 200  # her browser: a device cookie
         tries = [Client(own.url).login("dana", "wrong password") for _ in range(6)]
         assert tries[:5] == [401] * 5 and tries[5] == 429
-        assert Client(own.url).login("dana") == 429  # the right password waits too
+        assert Client(own.url).login("dana") == 429  # a new browser at this address waits 15 minutes
     finally:
         own.stop()
+
+
+def test_a_flood_of_wrong_passwords_never_locks_the_officer_out(world, tmp_path) -> None:
+    """Issue 44, break 7: five wrong passwords for a name from one address (behind a proxy: every
+    visitor's) made the right one fail for 15 minutes. The browser that signed in before keeps its own
+    count; the flood is refused without a password check after the fifth try."""
+    env, served, settings = world
+    users = tmp_path / "users.json"
+    Users(users).add("dana", "officer", PASSWORD)
+    own = Served(ConsoleSettings(**{**settings.__dict__, "users": str(users)}))
+    try:
+        dana = Client(own.url)
+        assert dana.login("dana") == 303
+        attacker = Client(own.url)
+        token = attacker.csrf("/login")
+        codes = {}
+        for _ in range(1000):
+            code = attacker.request("/login", {"csrf": token, "user": "dana", "password": "guess"})[0]
+            codes[code] = codes.get(code, 0) + 1
+            if code == 401:
+                token = attacker.csrf("/login")
+        assert codes == {401: 5, 429: 995}
+        assert dana.login("dana") == 303 and dana.request("/")[0] == 200
+    finally:
+        own.stop()
+
+
+def test_a_password_change_ends_the_sessions_of_the_old_password(world, tmp_path) -> None:
+    """Issue 44, break 6: `console add-user` with a new password left existing sessions working."""
+    env, served, settings = world
+    users = tmp_path / "users.json"
+    Users(users).add("dana", "officer", PASSWORD)
+    own = Served(ConsoleSettings(**{**settings.__dict__, "users": str(users)}))
+    try:
+        dana, other = Client(own.url), Client(own.url)
+        assert dana.login("dana") == 303 and other.login("dana") == 303
+        Users(users).add("dana", "officer", "a brand new passphrase")
+        assert dana.request("/")[0] == 303 and other.request("/")[0] == 303  # both signed out
+        assert dana.login("dana") == 401 and dana.login("dana", "a brand new passphrase") == 303
+        assert dana.request("/")[0] == 200
+    finally:
+        own.stop()
+
+
+def test_the_failure_table_is_capped(monkeypatch) -> None:
+    from dagster_privacy.console import app as console_app
+
+    monkeypatch.setattr(console_app, "MAX_FAIL_KEYS", 3)
+    holder = console_app.Console.__new__(console_app.Console)
+    holder._fails = {}
+    for i in range(10):
+        holder._failed((f"user{i}", "10.0.0.1"), [float(i)], float(i))
+    assert len(holder._fails) == 3 and ("user9", "10.0.0.1") in holder._fails
 
 
 def test_no_decision_on_a_report_the_console_cannot_show(world) -> None:
