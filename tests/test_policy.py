@@ -147,7 +147,8 @@ def test_resolve_is_the_one_resolution() -> None:
     assert plan.ids == ("crp", "ims")  # registry order, whatever the request order
     assert plan.entry("ims").threshold == 0.02 and plan.seed == 7 and plan.key_columns == ["age"]
     assert plan.sensitive_columns is None and plan.column_kinds == {"age": "categorical"}
-    assert plan.gating == ["crp", "ims"]
+    assert plan.gating == []  # issue 45: both inform; exposed_records counts the people
+    assert pol.resolve("standard", ["ims", "exposed_records"]).gating == ["exposed_records"]
     with pytest.raises(dp.PolicyError, match="unknown metric id.*nope"):
         pol.resolve("standard", ["nope"])
     narrow = {"metrics": {"crp": {"threshold": 0.1}}}
@@ -242,10 +243,13 @@ def test_the_verdict_is_given_per_risk_and_names_what_blocks_it() -> None:
 
 def test_levels_are_bonferroni_over_the_gates_and_booleans_are_refused() -> None:
     plan = pol.resolve("standard")
-    assert plan.fail_level == pytest.approx(0.05 / len(plan.gating)) and plan.pass_level == pytest.approx(
-        0.05
+    # weighted Bonferroni: 7 gates, exposed_records of weight 2 (the share crp and ims held)
+    assert len(plan.gating) == 7 and plan.pass_level == pytest.approx(0.05)
+    assert plan.fail_level == pytest.approx(0.05 / 8) and plan.fail_level_of("linkability") == pytest.approx(
+        0.05 / 8
     )
-    assert len(plan.gating) == 7  # issue 45: crp and ims inform, exposed_records gates
+    assert plan.fail_level_of("exposed_records") == pytest.approx(0.05 * 2 / 8)
+    assert sum(plan.fail_level_of(m) for m in plan.gating) == pytest.approx(0.05)
     for bad in ({"false_alarm": True}, {"false_alarm": 0.6}, {"assurance": 0.4}):
         with pytest.raises(dp.PolicyError):
             pol.from_mapping({**bad, "metrics": {"crp": {"threshold": 0.1}}})

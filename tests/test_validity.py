@@ -34,9 +34,16 @@ def test_clean_releases_never_fail_a_gate_and_pass_on_a_few_thousand_rows(demo) 
 
 
 def test_a_leak_at_the_reported_floor_is_caught_and_a_copy_leak_fails_a_gate(demo) -> None:
-    floor = _run(demo, 0.0, 0).detection_floor["verbatim_copy_fraction"]
-    assert floor is not None and floor <= 0.05  # 2,000 holdout rows, few natural twins
+    """The floor in people (issue 45): that many unique training records copied verbatim fail the
+    count; a 20 % copy leak fails membership."""
+    import polars as pl
+
+    base = leaky_split(demo, 0.0, seed=0)
+    people = _run(demo, 0.0, 0).detection_floor["people"]["verbatim"]
+    assert people is not None and people <= 50  # 2,000 holdout rows, few natural twins
+    unique = base.train.filter(~base.train.is_duplicated())
     for seed in range(2):
-        ev = _run(demo, max(floor, 0.01), seed)
-        assert ev.verdict is dp.Status.FAIL and {"crp", "ims"} & set(ev.blocked_by), (seed, ev.blocked_by)
+        syn = pl.concat([base.release, unique.sample(people, seed=seed)])
+        ev = dp.evaluate(base.train, syn, holdout=base.control, metrics=GATES, seed=seed, progress=False)
+        assert ev.verdict is dp.Status.FAIL and "exposed_records" in ev.blocked_by, (seed, ev.blocked_by)
         assert _run(demo, 0.2, seed).risks["membership"]["status"] == "fail"

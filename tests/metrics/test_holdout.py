@@ -259,11 +259,13 @@ def test_standard_preset_gates_a_leak_and_passes_a_clean_release(leaky) -> None:
     from dagster_privacy.policy import judge, load_policy
 
     std = load_policy("standard")
-    for mid in ("ims", "dcr_percentile"):  # judged on the excess over the holdout and its bounds
-        assert std.entry(mid).severity is dp.Severity.ERROR and std.entry(mid).threshold == 0.02
+    # judged on the excess over the holdout and its bounds; ims informs (WARN) since issue 45
+    for mid, severity in (("ims", dp.Severity.WARN), ("dcr_percentile", dp.Severity.ERROR)):
+        assert std.entry(mid).severity is severity and std.entry(mid).threshold == 0.02
         clean, leak = (judge(std.entry(mid), leaky[f][1][mid], fail_level=0.05 / 8) for f in (0.0, 0.2))
         assert clean.status is dp.Status.PASS and clean.decision["upper"] <= 0.02
-        assert leak.status is dp.Status.FAIL and leak.decision["lower"] > 0.02
+        assert leak.decision["lower"] > 0.02
+        assert leak.status is (dp.Status.FAIL if severity is dp.Severity.ERROR else dp.Status.WARN)
 
 
 def test_remediation_of_a_shuffled_reload_drops_the_same_rows(leaky) -> None:
