@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import sys
 import time
 from collections.abc import Mapping, Sequence
@@ -258,7 +259,10 @@ def run_metrics(
                     reg.run(specs[mid], ctx, entry.params),
                     fail_level=plan.fail_level_of(mid),
                     pass_level=plan.pass_level,
-                    accepted_floor=plan.policy.accepted_floor_people,
+                    accepted_floor=max(
+                        plan.policy.accepted_floor_people,
+                        math.ceil(plan.policy.accepted_floor_share * ctx.n("real")),
+                    ),
                     accepted_excess=plan.policy.accepted_excess,
                     accept_unrun=plan.policy.accept_unrun,
                 )

@@ -77,8 +77,17 @@ class Policy(BaseModel):
         50,
         ge=1,
         strict=True,
-        description="a count gate passes only when this many rare training records copied verbatim would "
-        "have failed it with 95 % probability (its floor in people); a higher floor lacks evidence",
+        description="a count gate passes only when this many rare training records copied verbatim (or "
+        "accepted_floor_share of the training rows, whichever is larger) would have failed it with 95 % "
+        "probability (its floor in people); a higher floor lacks evidence",
+    )
+    accepted_floor_share: float = Field(
+        0.02,
+        ge=0.0,
+        lt=1.0,
+        strict=True,
+        description="the accepted floor as a share of the training rows, where it is larger than "
+        "accepted_floor_people: never weaker than the share the exact-match gates tolerated (0.02)",
     )
     accepted_excess: float = Field(
         0.10,
