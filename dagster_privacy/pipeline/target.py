@@ -16,7 +16,6 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-import shutil
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from datetime import datetime, timezone
@@ -31,7 +30,7 @@ from .. import postgres
 from ..atomic import replace_atomically
 from ..errors import OwnMessage, safe_reason
 from ..sql import quote_ident
-from . import pg_target
+from . import duckdb_target, pg_target
 from .input_guard import InputLocations, locate, refuse_inputs, resolved
 from .resources import file_name
 
@@ -193,7 +192,7 @@ class PublishTarget(dg.ConfigurableResource):
         def write(tmp: Path) -> None:
             info = entry()
             if kind == "duckdb":
-                _write_duckdb(tmp, target, info, df=df, table=self.table)
+                duckdb_target.write(tmp, target, info, df=df, table=self.table, log=LOG, columns=LOG_COLUMNS)
             else:
                 import pyarrow.parquet as pq
 
@@ -206,6 +205,9 @@ class PublishTarget(dg.ConfigurableResource):
                 target.mkdir(parents=True, exist_ok=True)
                 target = target / f"{file_name(release_id)}.parquet"
             if kind == "duckdb":
+                why = duckdb_target.unmarked(target, self.table, LOG)  # a warehouse file is not a target
+                if why:
+                    raise PublicationRefused(why)
                 exists, log = self._has_table(), self.log()
                 check(exists, log)
             elif target.exists() and not _published_parquet(target):
@@ -303,7 +305,12 @@ class PublishTarget(dg.ConfigurableResource):
         target = self._real()
         with locked(self._lock()[0]):
             info = check(*self._state())
-            self._replace(target, lambda tmp: _write_duckdb(tmp, target, info, df=None, table=self.table))
+            self._replace(
+                target,
+                lambda tmp: duckdb_target.write(
+                    tmp, target, info, df=None, table=self.table, log=LOG, columns=LOG_COLUMNS
+                ),
+            )
         return info
 
     def _withdraw_file(
@@ -459,37 +466,6 @@ def _entry(action: str, release_id: str, sha256: str, rows: int, **fields: Any) 
         "action": action,
         "published_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
     }
-
-
-def _write_duckdb(
-    tmp: Path, target: Path, info: dict[str, Any], *, df: pl.DataFrame | None, table: str
-) -> None:
-    """The target's next state in ``tmp``: the release table replaced by ``df`` (dropped when None: a
-    withdrawal) and one log row appended."""
-    import duckdb
-
-    if target.exists():
-        shutil.copyfile(target, tmp)  # keep the publications log and other tables
-    con = duckdb.connect(str(tmp))
-    try:
-        if df is not None:
-            con.register("release_frame", df.to_arrow())
-            con.execute(f"create or replace table {quote_ident(table)} as select * from release_frame")
-            con.unregister("release_frame")
-        else:
-            con.execute(f"drop table if exists {quote_ident(table)}")
-        con.execute(f"create table if not exists {LOG} (release_id varchar)")
-        for name, typ in LOG_COLUMNS:  # older logs gain the newer columns
-            con.execute(f"alter table {LOG} add column if not exists {quote_ident(name)} {typ}")
-        names = [c for c, _ in LOG_COLUMNS]
-        con.execute(
-            f"insert into {LOG} ({', '.join(quote_ident(c) for c in names)}) values "
-            f"({', '.join('?' * len(names))})",
-            [info.get(c) for c in names],
-        ).fetchall()
-        con.execute("checkpoint").fetchall()
-    finally:
-        con.close()
 
 
 __all__ = ["LOG", "LOG_COLUMNS", "PublicationRefused", "PublishTarget", "locked", "remove_stale"]

@@ -330,3 +330,43 @@ def test_a_uri_cannot_switch_the_servers_string_syntax_away_from_the_one_select_
     query = urllib.parse.quote("select length('a\\b') as n", safe="")
     assert postgres.read(f"{off}&query={query}")["n"].to_list() == [3]
     assert postgres.read(f"{uri}?query={query}")["n"].to_list() == [3]
+
+
+def test_a_duckdb_target_that_publication_did_not_write_is_never_rewritten(tmp_path) -> None:
+    """Issue 44, break 4: an IO manager that reports a remote mirror left the input guard nothing to
+    compare, and the warehouse file holding the real table was rewritten (new inode, tables added). A
+    DuckDB target now carries a mark; an existing file without it is refused, except one an earlier
+    version wrote (only the release table and the publication log)."""
+    import duckdb
+
+    from dagster_privacy.pipeline import duckdb_target
+    from dagster_privacy.pipeline.target import PublicationRefused, PublishTarget
+
+    df = pl.DataFrame({"a": [1, 2, 3], "b": ["x", "y", "z"]})
+    warehouse = tmp_path / "warehouse.duckdb"
+    con = duckdb.connect(str(warehouse))
+    con.execute("create table real as select 1 as a, 'CANARY' as b")
+    con.close()
+    before = (warehouse.stat().st_ino, warehouse.read_bytes())
+    with pytest.raises(PublicationRefused, match="not written by publication"):
+        PublishTarget(path=str(warehouse), table="release").publish(df, release_id="v1", sha256="s1")
+    assert (warehouse.stat().st_ino, warehouse.read_bytes()) == before
+    fresh = tmp_path / "published.duckdb"
+    PublishTarget(path=str(fresh), table="release").publish(df, release_id="v1", sha256="s1")
+    assert duckdb_target.MARK in duckdb_target.tables_of(fresh)
+    PublishTarget(path=str(fresh), table="release").publish(df, release_id="v2", sha256="s2")  # ours: fine
+    # a file an earlier version wrote: the release table and its log, no mark: accepted, and marked
+    legacy = tmp_path / "legacy.duckdb"
+    PublishTarget(path=str(legacy), table="release").publish(df, release_id="v1", sha256="s1")
+    con = duckdb.connect(str(legacy))
+    con.execute(f"drop table {duckdb_target.MARK}")
+    con.close()
+    PublishTarget(path=str(legacy), table="release").publish(df, release_id="v2", sha256="s2")
+    assert duckdb_target.MARK in duckdb_target.tables_of(legacy)
+    # the same, with one more table (the real one beside an old release): refused
+    con = duckdb.connect(str(legacy))
+    con.execute(f"drop table {duckdb_target.MARK}")
+    con.execute("create table real as select 1 as a")
+    con.close()
+    with pytest.raises(PublicationRefused, match="not written by publication"):
+        PublishTarget(path=str(legacy), table="release").publish(df, release_id="v3", sha256="s3")
