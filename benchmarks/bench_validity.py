@@ -142,30 +142,32 @@ def dp_releases(dp_dir: str, table: str, seed: int, train: Any) -> dict[str, Any
     return out
 
 
-def releases(df: Any, seed: int) -> dict[str, tuple[Any, Any, Any]]:
-    """(train, holdout, synthetic) per release kind; one split per seed for all of them."""
+def releases(df: Any, seed: int, wanted: set[str] | None = None) -> dict[str, tuple[Any, Any, Any]]:
+    """(train, holdout, synthetic) per release kind (only ``wanted`` ones when given); one split per
+    seed for all of them."""
     from dagster_privacy.calibration import leaky_split, noisy_split
     from dagster_privacy.calibration.risk_models import knn_sampler, per_column_sampler
 
+    def want(kind: str) -> bool:
+        return wanted is None or kind in wanted
+
     base = leaky_split(df, 0.0, seed=seed)
-    out = {"clean": (base.train, base.control, base.synthetic)}
-    out["marginals"] = (
-        base.train,
-        base.control,
-        per_column_sampler(base.train, 1.0, seed=seed)[: base.release.height],
-    )
+    out = {"clean": (base.train, base.control, base.synthetic)} if want("clean") else {}
+    if want("marginals"):
+        syn = per_column_sampler(base.train, 1.0, seed=seed)[: base.release.height]
+        out["marginals"] = (base.train, base.control, syn)
     for kind, f in LEAKS.items():
-        s = leaky_split(df, f, seed=seed)
-        out[kind] = (s.train, s.control, s.synthetic)
-    noisy = noisy_split(df, 0.2, seed=seed)
-    out["noisy 0.2"] = (noisy.train, noisy.control, noisy.synthetic)
+        if want(kind):
+            s = leaky_split(df, f, seed=seed)
+            out[kind] = (s.train, s.control, s.synthetic)
+    if want("noisy 0.2"):
+        noisy = noisy_split(df, 0.2, seed=seed)
+        out["noisy 0.2"] = (noisy.train, noisy.control, noisy.synthetic)
     for k in (1, 5, 20):
-        out[f"knn {k}"] = (
-            base.train,
-            base.control,
-            knn_sampler(base.train, k, seed=seed)[: base.release.height],
-        )
-    out.update(people_cases(base, seed, PEOPLE))
+        if want(f"knn {k}"):
+            syn = knn_sampler(base.train, k, seed=seed)[: base.release.height]
+            out[f"knn {k}"] = (base.train, base.control, syn)
+    out.update(people_cases(base, seed, tuple(k for k in PEOPLE if want(k))))
     return out
 
 
@@ -379,9 +381,14 @@ def main() -> None:
         for name in names:
             df = vd.load(name)
             for seed in range(args.seeds):
-                cases = {} if args.only_dp else (fast_releases if args.exposure_only else releases)(df, seed)
-                if args.kinds:
-                    wanted = set(args.kinds.split(","))
+                wanted = set(args.kinds.split(",")) if args.kinds else None
+                if args.only_dp:
+                    cases = {}
+                elif args.exposure_only:
+                    cases = fast_releases(df, seed)
+                else:
+                    cases = releases(df, seed, wanted)
+                if wanted:
                     cases = {k: v for k, v in cases.items() if k in wanted}
                 if args.dp_dir:
                     from dagster_privacy.calibration import leaky_split

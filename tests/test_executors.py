@@ -6,8 +6,12 @@ enough that every query is cut into many blocks on both sides."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import signal
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -292,3 +296,68 @@ def test_a_subclass_that_overrides_map_runs_every_block_through_it() -> None:
     want = knn_self(x, 2, ref_tile=64)
     got = knn_self(x, 2, ref_tile=64, executor=Counting())
     assert "_cell" in seen and np.array_equal(got.idx, want.idx)
+
+
+def _cmdline(pid: str) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def test_a_ray_head_lost_from_outside_is_one_line_and_exit_2_within_60_s(tmp_path) -> None:
+    """Issue 44, break 8: every process of a separately started `ray start --head` killed at once (as
+    when its machine dies) while `evaluate --ray auto` runs on it ended with exit 1, the code of a
+    failing verdict, after about 28 s. No verdict was computed: one line and exit 2, within 60 s."""
+    import shutil
+    import subprocess
+    import sys
+
+    ray_bin = shutil.which("ray") or str(Path(sys.executable).parent / "ray")
+    import tempfile
+
+    temp = Path(tempfile.mkdtemp(prefix="rh", dir="/tmp"))  # Ray's socket paths must stay < 108 bytes
+    port = 6000 + os.getpid() % 2000
+    env = {**os.environ, "RAY_ADDRESS": f"127.0.0.1:{port}", "RAY_AUTH_MODE": "disabled"}
+    start = subprocess.run(
+        [ray_bin, "start", "--head", "--port", str(port), "--num-cpus", "2", "--include-dashboard", "false",
+         "--temp-dir", str(temp), "--disable-usage-stats"],
+        capture_output=True, text=True, timeout=120, env=env,
+    )  # fmt: skip
+    assert start.returncode == 0, start.stderr[-2000:]
+    head = [p for p in os.listdir("/proc") if p.isdigit() and str(temp) in _cmdline(p)]
+    try:
+        table = load_demo()[:6000]
+        table[:3000].write_csv(tmp_path / "real.csv")
+        table[3000:4500].write_csv(tmp_path / "syn.csv")
+        table[4500:].write_csv(tmp_path / "hold.csv")
+        run = subprocess.Popen(
+            [sys.executable, "-m", "dagster_privacy.cli", "evaluate", "--real", "real.csv", "--synthetic",
+             "syn.csv", "--holdout", "hold.csv", "--ray", "auto"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path, env=env,
+        )  # fmt: skip
+        deadline = time.monotonic() + 120
+        while not any("single_threaded" in _cmdline(p) for p in os.listdir("/proc") if p.isdigit()):
+            assert run.poll() is None and time.monotonic() < deadline, "no Ray task ever ran"
+            time.sleep(0.2)
+        head = [p for p in os.listdir("/proc") if p.isdigit() and str(temp) in _cmdline(p)] or head
+        workers = [p for p in os.listdir("/proc") if p.isdigit() and "ray::" in _cmdline(p)]
+        lost_at = time.monotonic()
+        for pid in {*head, *workers}:  # the whole head at once, as a machine that dies
+            with contextlib.suppress(OSError):
+                os.kill(int(pid), signal.SIGKILL)
+        out, err = run.communicate(timeout=150)
+        took = time.monotonic() - lost_at
+        ours = [line for line in err.splitlines() if line.startswith("dagster-privacy:")]
+        assert run.returncode == 2, (run.returncode, err[-2000:])
+        assert len(ours) == 1 and "no verdict" in ours[0] and "Traceback" not in err, err[-2000:]
+        assert len(err.strip().splitlines()) == 1, err[-2000:]  # ours alone, not Ray's page of logs
+        assert took < 60, took
+        assert "verdict: " not in out  # no table printed: nothing was decided
+    finally:
+        for p in os.listdir("/proc"):
+            if p.isdigit() and str(temp) in _cmdline(p):
+                with contextlib.suppress(OSError):
+                    os.kill(int(p), signal.SIGKILL)
+        shutil.rmtree(temp, ignore_errors=True)

@@ -6,6 +6,7 @@ stderr, no traceback). Progress goes to stderr, the table to stdout.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from collections.abc import Sequence
@@ -183,6 +184,8 @@ def evaluate(
         marker=b'content="dagster-privacy"',
     )
     executor = None
+    if ray_address and _ENTRY and RAY_SUPERVISED_ENV not in os.environ:
+        _supervise_ray(ray_address)  # never returns: the child evaluates, this process tells its end
     if ray_address:
         executor = RayExecutor(ray_address)
         executor.connect()  # an unreachable cluster is bad input (exit 2), before any table is read
@@ -271,7 +274,58 @@ def finish(
         raise UsageFailure(
             f"cannot write an output ({type(exc).__name__}); the verdict was {ev.verdict.value}"
         ) from None
+    _verdict_reached()
     sys.exit(1 if ev.verdict is Status.FAIL else 0)
+
+
+#: set in the child a --ray run is supervised from: the descriptor it reports a verdict on
+RAY_SUPERVISED_ENV = "DAGSTER_PRIVACY_RAY_VERDICT_FD"
+
+
+def _verdict_reached() -> None:
+    """Tell the supervising parent (a --ray run) that this process computed a verdict: its exit 0 / 1
+    is the verdict's, not Ray's core ending the process when its cluster vanished."""
+    fd = os.environ.get(RAY_SUPERVISED_ENV)
+    if fd and fd.isdigit():
+        with contextlib.suppress(OSError):  # the parent went away: nothing to tell
+            os.write(int(fd), b"verdict")
+
+
+def _supervise_ray(address: str) -> None:
+    """A --ray evaluation runs in a child process: when its cluster's head is lost from outside (every
+    process of it killed at once), Ray's core ends the process with exit 1 — a failing verdict's code —
+    after 10 to 60 s and a page of its own logs. Here the parent tells: a child that exits without
+    having reached a verdict lost its cluster, which is one line of ours and exit 2 (issue 44, break 8).
+    The child's standard error is held and replayed when it reached a verdict or said why it stopped."""
+    import subprocess
+    import tempfile
+
+    read, write = os.pipe()
+    env = {**os.environ, RAY_SUPERVISED_ENV: str(write)}
+    sys.stdout.flush()
+    with tempfile.TemporaryFile() as held:
+        child = subprocess.Popen(
+            [sys.executable, "-c", _RESTART, *sys.argv[1:]], env=env, pass_fds=(write,), stderr=held
+        )
+        os.close(write)
+        code = child.wait()
+        with os.fdopen(read, "rb") as r:
+            reached = r.read() == b"verdict"
+        held.seek(0)
+        text = held.read().decode("utf-8", errors="replace")
+    ours = [line for line in text.splitlines() if line.startswith("dagster-privacy:")]
+    if reached:
+        sys.stderr.write(text)
+        sys.exit(code)
+    if ours:  # the child said why it stopped: that line, not the page of Ray's own logs around it
+        sys.stderr.write(ours[-1] + "\n")
+        sys.exit(code if code else 2)
+    click.echo(
+        f"dagster-privacy: error: the Ray cluster at {address!r} was lost mid-run (exit {code} without a "
+        "verdict: its head or this node's raylet stopped): no verdict",
+        err=True,
+    )
+    sys.exit(2)
 
 
 @cli.command()
