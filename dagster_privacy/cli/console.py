@@ -35,6 +35,11 @@ PROXY_SECRET_ENV = "DAGSTER_PRIVACY_PROXY_SECRET"
 @click.option("--audit", "audit_path", default=None, help="audit DuckDB file [default: as for signoff]")
 @click.option("--asset", default="synthetic_table", show_default=True, help="the synthetic table asset")
 @click.option(
+    "--name-prefix",
+    default="",
+    help="the privacy checks' prefix, for a second policy on the asset (build_privacy_checks(name_prefix=))",
+)
+@click.option(
     "--proxy-header", default=None, help="identity header set by a reverse proxy (X-Forwarded-User)"
 )
 @click.option("--trusted-proxy", multiple=True, help="address the proxy header is accepted from (repeat)")
@@ -56,6 +61,7 @@ def console_command(
     target: str | None,
     audit_path: str | None,
     asset: str,
+    name_prefix: str,
     proxy_header: str | None,
     trusted_proxy: tuple[str, ...],
     proxy_secret_file: str | None,
@@ -103,6 +109,7 @@ def console_command(
             proxy_header=proxy_header,
             trusted_proxies=tuple(trusted_proxy),
             proxy_secret=proxy_secret,
+            name_prefix=name_prefix,
             secure_cookies=not insecure_cookies,
             idle_minutes=idle_minutes,
         )

@@ -78,6 +78,8 @@ class ConsoleSettings:
     #: the secret the proxy proves itself with, in PROXY_SECRET_HEADER (issue 44: an address proves
     #: nothing on a shared host); proxy mode without one is refused
     proxy_secret: str | None = field(default=None, repr=False)
+    #: the privacy checks' own prefix (several policies on one asset: build_privacy_checks(name_prefix=))
+    name_prefix: str = ""
     secure_cookies: bool = True
     idle_minutes: float = 30.0
 
@@ -236,7 +238,9 @@ class Console:
             valid_release_id(release_id)
         except ReleaseIdError:
             raise _Refused(404, "no such release") from None
-        found = releases(self.instance, self.asset, self.audit, self.settings.target).get(release_id)
+        found = releases(
+            self.instance, self.asset, self.audit, self.settings.target, name_prefix=self.settings.name_prefix
+        ).get(release_id)
         if found is None:
             raise _Refused(404, "no such release")
         return found
@@ -306,7 +310,9 @@ class Console:
 
     async def index(self, request: Request) -> Response:
         user, csrf = self.need(request)
-        views = releases(self.instance, self.asset, self.audit, self.settings.target).values()
+        views = releases(
+            self.instance, self.asset, self.audit, self.settings.target, name_prefix=self.settings.name_prefix
+        ).values()
         return _page(pages.release_list(views, user, csrf))
 
     def _report(self, view: ReleaseView) -> bytes | None:
@@ -355,7 +361,8 @@ class Console:
         try:
             record_signoff(release=view.release_id, decision=decision, by=user.name, reason=reason,
                            instance=self.instance, asset=self.asset, partition=view.latest.partition,
-                           report_sha256=form.get("report_sha256") or "-", audit=self.audit)  # fmt: skip
+                           report_sha256=form.get("report_sha256") or "-", audit=self.audit,
+                           name_prefix=self.settings.name_prefix)  # fmt: skip
         except (SignoffError, AuditError) as exc:
             raise _Refused(409, f"not recorded: {safe_reason(exc)}") from None
         return _redirect(pages.release_url(view.release_id, f"?done={decision}"))

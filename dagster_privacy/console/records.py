@@ -60,7 +60,9 @@ class ReleaseView:
         return "awaiting decision"
 
 
-def evaluations(instance: dg.DagsterInstance, asset: dg.AssetKey, *, limit: int = 500) -> list[Evaluated]:
+def evaluations(
+    instance: dg.DagsterInstance, asset: dg.AssetKey, *, limit: int = 500, name_prefix: str = ""
+) -> list[Evaluated]:
     """Every evaluation that wrote a report, one per run, oldest first (the report hook's history)."""
     return [
         Evaluated(
@@ -73,17 +75,23 @@ def evaluations(instance: dg.DagsterInstance, asset: dg.AssetKey, *, limit: int 
             partition=p.get("partition"),
             exposed_records=p.get("exposed_records"),
         )
-        for p in check_history(instance, asset, limit=limit)
+        for p in check_history(instance, asset, limit=limit, name_prefix=name_prefix)
         if p["report_sha256"]
     ]
 
 
 def releases(
-    instance: dg.DagsterInstance, asset: dg.AssetKey, audit: AuditLog, target: str | None
+    instance: dg.DagsterInstance,
+    asset: dg.AssetKey,
+    audit: AuditLog,
+    target: str | None,
+    *,
+    name_prefix: str = "",
 ) -> dict[str, ReleaseView]:
-    """Every release the instance, the audit table or the publication log knows, by id."""
+    """Every release the instance, the audit table or the publication log knows, by id; the checks of
+    the policy named by ``name_prefix`` (several policies on one asset: ``build_privacy_checks``'s)."""
     out: dict[str, ReleaseView] = {}
-    evs = evaluations(instance, asset)
+    evs = evaluations(instance, asset, name_prefix=name_prefix)
     for e in evs:
         out.setdefault(e.release_id, ReleaseView(e.release_id)).evaluations.append(e)
     latest: dict[str | None, Evaluated] = {e.partition: e for e in evs}  # per partition, the latest

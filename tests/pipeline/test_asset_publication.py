@@ -382,6 +382,16 @@ def test_a_sign_off_is_of_the_report_of_the_policy_that_requires_it(tmp_path) ->
         assert any("not of the report the required checks recorded" in f for f in refused["failures"])
         record_signoff(**who, name_prefix="strict_")
         assert _run(defs, instance, only="strict_copy")["published"]
+        # issue 44: the console finds each policy's releases by its checks' prefix (it passed none)
+        from dagster_privacy.console.records import releases
+
+        audit = AuditLog(instance=instance)
+        by = {
+            p: releases(instance, key, audit, None, name_prefix=p)[mine.release_id] for p in ("strict_", "")
+        }
+        assert by["strict_"].latest.report_sha256 == mine.report_sha256
+        assert by[""].latest.report_sha256 == other.report_sha256
+        assert by["strict_"].state == "approved"
 
 
 def test_an_io_manager_that_cannot_load_an_input_fails_the_checks_and_publishes_nothing(tmp_path) -> None:
