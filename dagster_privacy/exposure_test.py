@@ -148,7 +148,7 @@ def decide(
         "fail_level": fail_level,
         "pass_level": pass_level,
         "parts": rows,
-        "trials": min(r["rare"] for r in rows) if rows else 0,
+        "trials": named.get("verbatim", {}).get("rare", 0),  # the rare training records counted
         "exposed": exposed,
         "chance": chance,
         "floor_people": floors,

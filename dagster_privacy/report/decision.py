@@ -33,10 +33,18 @@ def decision_section(ev: Evaluation) -> str:
         for g in d["gates"]:
             r = by_id[g]
             dec = r.decision or {}
+            if "exposed" in dec:  # a count of people: exposed beyond chance, the test, the floor
+                excess = f"{dec['exposed']} people, chance {dec['chance']:.0f}"
+                bounds = count_test(dec)
+                limit = f"floor {(dec.get('floor_people') or {}).get('verbatim') or 'none'} people"
+            else:
+                excess = figure(dec.get("excess"))
+                bounds = f"{figure(dec.get('lower'))} – {figure(dec.get('upper'))}"
+                limit = figure(r.threshold)
             rows.append(
                 f"<tr><td>{escape(name)}</td><td><code>{escape(g)}</code></td><td>{badge(r.status)}</td>"
-                f"<td class=num>{figure(dec.get('excess'))}</td><td class=num>{figure(dec.get('lower'))} – "
-                f"{figure(dec.get('upper'))}</td><td class=num>{figure(r.threshold)}</td>"
+                f"<td class=num>{escape(excess)}</td><td class=num>{escape(bounds)}</td>"
+                f"<td class=num>{escape(limit)}</td>"
                 f"<td class=num>{escape(str(dec.get('trials', '—')))}</td></tr>"
             )
     risks = "".join(
@@ -81,6 +89,15 @@ def decision_section(ev: Evaluation) -> str:
     )
 
 
+def count_test(dec: dict) -> str:
+    """A count gate's test in one phrase: its smallest p-value against that part's level."""
+    parts = [p for p in dec.get("parts", []) if p.get("p_value") is not None]
+    if not parts:
+        return "no rare holdout record to measure chance"
+    p = min(parts, key=lambda q: q["p_value"] / q["level"])
+    return f"{p['part']}: p = {p['p_value']:.2g} (fails at ≤ {p['level']:.2g})"
+
+
 def _weighted(levels: dict) -> str:
     """The gates whose share of the false alarm is not the common one (weighted Bonferroni)."""
     common = levels.get("fail_level_per_gate")
@@ -121,7 +138,9 @@ def summary_section(ev: Evaluation, release: str, *, signoff: bool) -> str:
             continue
         dec = g.decision or {}
         gate = (
-            f"<code>{escape(g.id)}</code>: excess {figure(dec.get('excess'))} (bounds "
+            f"<code>{escape(g.id)}</code>: {escape(count_test(dec))}"
+            if "exposed" in dec
+            else f"<code>{escape(g.id)}</code>: excess {figure(dec.get('excess'))} (bounds "
             f"{figure(dec.get('lower'))} – {figure(dec.get('upper'))}), threshold {figure(g.threshold)}"
         )
         others = len(line.gates) - 1

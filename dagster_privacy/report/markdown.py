@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..results import Evaluation, MetricResult, Status
+from .decision import count_test
 from .risks import risk_class
 from .summary import floor_sentence, next_steps, people_sentence, plain_words, risk_lines, verdict_sentence
 
@@ -60,12 +61,15 @@ def markdown_summary(
     for line in risk_lines(ev):
         g = line.decisive
         dec = (g.decision or {}) if g else {}
-        by = (
-            f"`{g.id}`: excess {_f(dec.get('excess'))} [{_f(dec.get('lower'))}, {_f(dec.get('upper'))}], "
-            f"threshold {_f(g.threshold)}"
-            if g
-            else "—"
-        )
+        if g and "exposed" in dec:  # a count of people: the test, not an excess share
+            by = f"`{g.id}`: {count_test(dec)}"
+        elif g:
+            by = (
+                f"`{g.id}`: excess {_f(dec.get('excess'))} [{_f(dec.get('lower'))}, {_f(dec.get('upper'))}], "
+                f"threshold {_f(g.threshold)}"
+            )
+        else:
+            by = "—"
         words = plain_words(g).replace("|", "/") if g else "not assessed by this policy"
         lines.append(f"| {line.risk} | {line.status} | {by} | {words} |")
     lines += [
