@@ -166,11 +166,11 @@ class MetricResult(BaseModel):
     @property
     def passed(self) -> bool:
         """The one "passed" rule, read from a judged result (so a report rendered from JSON agrees): it
-        passed or found nothing to attack, or it could not run or decide and the policy marks it
-        optional."""
+        passed or found nothing to attack, or it could not run and the policy marks it optional (an
+        inconclusive gate is never passed by being optional: that would pass what it could not decide)."""
         if self.status in (Status.PASS, Status.NOTHING_TO_ATTACK):
             return True
-        return self.optional and self.status in (Status.NOT_APPLICABLE, Status.INCONCLUSIVE)
+        return self.optional and self.status is Status.NOT_APPLICABLE
 
     @property
     def blocks(self) -> bool:
@@ -214,6 +214,20 @@ def _gates(result: MetricResult) -> bool:
     return result.severity is Severity.ERROR and result.threshold is not None
 
 
+def _assesses(r: MetricResult) -> bool:
+    """Whether a passing gate says something about its risk (issue 44: a gate that cannot fail is no
+    assessment): a decision on evidence whose threshold the excess can exceed (below 1), or nothing to
+    attack. A proxy passing on its point figure, a gate passing only as optional, or one not run at
+    this size leaves its risk unassessed when it is the risk's only pass."""
+    if r.status is Status.NOTHING_TO_ATTACK:
+        return True
+    if r.status is not Status.PASS or not r.evidence or r.decision is None:
+        return False
+    if r.decision.get("guarantee") == "not run":
+        return False
+    return r.threshold is not None and r.threshold < 1.0
+
+
 def risk_decisions(
     results: Sequence[MetricResult], required: Sequence[str] | None = None
 ) -> dict[str, dict[str, Any]]:
@@ -238,7 +252,16 @@ def risk_decisions(
         unrun = [g for g in d["gates"] if (by_id[g].decision or {}).get("guarantee") == "not run"]
         if unrun and len(unrun) == len(d["gates"]):
             d["lacking"] += unrun
-        d["status"] = "fail" if d["failing"] else "lacking evidence" if d["lacking"] else "pass"
+        assessed = any(_assesses(by_id[g]) for g in d["gates"])
+        d["status"] = (
+            "fail"
+            if d["failing"]
+            else "lacking evidence"
+            if d["lacking"]
+            else "pass"
+            if assessed
+            else "not assessed"
+        )
         d["required"] = required is None or name in required
     return {n: out[n] for n in RISK_NAMES if n in out}
 
@@ -262,7 +285,13 @@ def blocked_by(results: Sequence[MetricResult], required: Sequence[str] | None =
     for name, d in decisions.items():
         if d["required"] and d["status"] == "lacking evidence":
             out.append(f"{name}: lacking evidence ({', '.join(_needs(by_id[g]) for g in d['lacking'])})")
-    missing = [n for n in RISK_NAMES if required is not None and n in required and n not in decisions]
+    missing = [
+        n
+        for n in RISK_NAMES
+        if required is not None
+        and n in required
+        and (n not in decisions or decisions[n]["status"] == "not assessed")
+    ]
     if missing:
         out.append(f"not assessed: {', '.join(missing)} (no gate of the policy ran for it)")
     return out
@@ -364,7 +393,8 @@ class Evaluation(BaseModel):
     @property
     def risks_not_assessed(self) -> list[str]:
         """Verdict risks no gate of this evaluation covers (a ``--metrics`` subset, a WARN-only policy)."""
-        return [n for n in RISK_NAMES if n not in self.risks]
+        risks = self.risks
+        return [n for n in RISK_NAMES if n not in risks or risks[n]["status"] == "not assessed"]
 
     def __getitem__(self, metric_id: str) -> MetricResult:
         for r in self.results:

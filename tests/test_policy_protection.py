@@ -118,3 +118,25 @@ def test_the_check_metadata_and_the_risk_checks_say_not_assessed(leaky) -> None:
     assert set(RISK_CHECKS) <= names
     blocking = {s.name for s in checks.check_specs if s.blocking}
     assert set(RISK_CHECKS) <= blocking
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        {m: {"threshold": 1.0} for m in ("exposed_records", "dcr_percentile", *OTHER_RISKS)},
+        {"nsnd": {"threshold": 1.0, "severity": "ERROR"}, "exposed_records": {"severity": "WARN"},
+         "dcr_percentile": {"severity": "WARN"}},
+        {**{m: {"optional": True, "params": {"n_attacks": 20}} for m in OTHER_RISKS},
+         "mir": {"threshold": 0.3, "severity": "ERROR"}, "exposed_records": {"severity": "WARN"},
+         "dcr_percentile": {"severity": "WARN"}},
+    ],
+    ids=["thresholds-that-cannot-fail", "a-saturating-proxy-alone", "optional-undecided-attacks"],
+)  # fmt: skip
+def test_a_gate_that_cannot_fail_assesses_nothing(edit, leaky) -> None:
+    """Second review: a policy whose gates cannot fail read a 30 % copy release as pass, no waiver."""
+    ids = sorted({"exposed_records", "dcr_percentile", *OTHER_RISKS, *edit})
+    policy = {"preset": "standard", "metrics": edit}
+    ev = dp.evaluate(leaky.train, leaky.synthetic, holdout=leaky.control, metrics=ids, policy=policy,
+                     progress=False)  # fmt: skip
+    assert ev.verdict is dp.Status.FAIL, (ev.blocked_by, {r.id: r.status for r in ev.results})
+    assert any(b.startswith("not assessed") for b in ev.blocked_by), ev.blocked_by

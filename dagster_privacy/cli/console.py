@@ -131,7 +131,17 @@ def _proxy_secret(path: str | None) -> str:
     from .args import UsageFailure
 
     if path:
+        import stat
+
         try:
+            st = os.lstat(path)
+            if stat.S_ISLNK(st.st_mode) or not stat.S_ISREG(st.st_mode):
+                raise UsageFailure(f"--proxy-secret-file {path}: not a regular file (a link is refused)")
+            if st.st_mode & 0o077 or st.st_uid != os.geteuid():
+                raise UsageFailure(
+                    f"--proxy-secret-file {path}: readable by others or not this user's: chmod 600 it, "
+                    "owned by the user the console runs as (every reader could forge an officer)"
+                )
             secret = open(path, encoding="utf-8").read().strip()  # noqa: SIM115
         except (OSError, UnicodeError):
             raise UsageFailure(f"--proxy-secret-file {path}: cannot be read") from None

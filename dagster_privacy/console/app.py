@@ -163,6 +163,7 @@ class Console:
         self.session_cookie, self.login_cookie = f"{prefix}dp_session", f"{prefix}dp_login"
         self.device_cookie = f"{prefix}dp_device"
         self._fails: dict[tuple[str, str], list[float]] = {}
+        self._devices: dict[str, tuple[str, str]] = {}  # device token → (user, credential fingerprint)
 
     # ------------------------------------------------------------------------------ identity
 
@@ -258,8 +259,8 @@ class Console:
         if not same_token(form.get("csrf"), request.cookies.get(self.login_cookie)):
             raise _Refused(403, "the sign-in form's CSRF token is missing or wrong: reload the page")
         name, peer = form.get("user", "").strip(), request.client.host if request.client else ""
-        device = request.cookies.get(self.device_cookie)
-        key = (name, "device:" + str(device)) if same_token(device, self._device(name)) else (name, peer)
+        device = request.cookies.get(self.device_cookie) or ""
+        key = (name, "device:" + device) if self._device_of(device, name) else (name, peer)
         now = time.monotonic()
         recent = [t for t in self._fails.get(key, []) if now - t < FAIL_WINDOW]
         if len(recent) >= MAX_FAILS:
@@ -268,10 +269,12 @@ class Console:
                 "too many failed sign-ins for this user from this address: wait 15 minutes, or sign in "
                 "from a browser that has signed in as this user before",
             )
+        # the try is counted before the password is checked (no await in between): parallel tries see
+        # each other, so a burst gets MAX_FAILS checks, not one per request (second review)
+        self._failed(key, [*recent, now], now)
         # scrypt on a worker thread: a burst of sign-ins does not stall every other page
         user = await run_in_threadpool(self.users.login, name, form.get("password", ""))
         if user is None:
-            self._failed(key, [*recent, now], now)
             token = secrets.token_urlsafe(32)
             resp = _page(pages.login(token, "unknown user or wrong password"), 401)
             self._cookie(resp, self.login_cookie, token, max_age=600)
@@ -280,12 +283,25 @@ class Console:
         resp = _redirect("/")
         self._cookie(resp, self.session_cookie, self.sessions.start(user))
         self._cookie(resp, self.login_cookie, "", max_age=0)
-        self._cookie(resp, self.device_cookie, self._device(user.name), max_age=DEVICE_DAYS * 86400)
+        self._cookie(resp, self.device_cookie, self._new_device(user), max_age=DEVICE_DAYS * 86400)
         return resp
 
-    def _device(self, name: str) -> str:
-        """The device cookie of a browser that signed in as ``name`` (an HMAC: it names no one)."""
-        return hmac.new(self._secret, b"device:" + name.encode(), "sha256").hexdigest()
+    def _new_device(self, user: User) -> str:
+        """A random token for this browser, held here with the user and the password it signed in with:
+        one per device (its own failure count), void once the password changes."""
+        token = secrets.token_urlsafe(32)
+        while len(self._devices) >= MAX_FAIL_KEYS:
+            del self._devices[next(iter(self._devices))]
+        self._devices[token] = (user.name, user.credential)
+        return token
+
+    def _device_of(self, token: str, name: str) -> bool:
+        """Whether ``token`` is a device that signed in as ``name`` with its current password."""
+        held = self._devices.get(token) if token else None
+        if held is None or held[0] != name:
+            return False
+        entry = self.users.get(name)
+        return entry is not None and hmac.compare_digest(credential_of(entry), held[1])
 
     def _failed(self, key: tuple[str, str], times: list[float], now: float) -> None:
         """Record a failure; the table keeps at most MAX_FAIL_KEYS entries (expired ones go first, then
@@ -294,6 +310,11 @@ class Console:
         if len(self._fails) >= MAX_FAIL_KEYS:
             for k in [k for k, ts in self._fails.items() if now - ts[-1] >= FAIL_WINDOW]:
                 del self._fails[k]
+        # then the oldest that is not locked: a flood of other names never frees a locked pair
+        for k in [k for k, ts in self._fails.items() if len(ts) < MAX_FAILS]:
+            if len(self._fails) < MAX_FAIL_KEYS:
+                break
+            del self._fails[k]
         while len(self._fails) >= MAX_FAIL_KEYS:
             del self._fails[next(iter(self._fails))]
         self._fails[key] = times

@@ -180,9 +180,20 @@ def test_proxy_mode_without_a_secret_is_refused(world, tmp_path) -> None:
     assert res.returncode == 2 and "shared secret" in res.stderr and len(res.stderr.strip().splitlines()) == 1
     short = tmp_path / "short"
     short.write_text("too short")
+    short.chmod(0o600)
     res = subprocess.run([*base, "--proxy-secret-file", str(short)], capture_output=True, text=True,
                          timeout=60, env=env)  # fmt: skip
     assert res.returncode == 2 and "at least 32" in res.stderr
+    # a secret every local user can read, or a link to one, proves nothing (second review)
+    shared = tmp_path / "shared"
+    shared.write_text(PROXY_SECRET)
+    shared.chmod(0o644)
+    link = tmp_path / "link"
+    link.symlink_to(shared)
+    for path, why in ((shared, "readable by others"), (link, "not a regular file")):
+        res = subprocess.run([*base, "--proxy-secret-file", str(path)], capture_output=True, text=True,
+                             timeout=60, env=env)  # fmt: skip
+        assert res.returncode == 2 and why in res.stderr, res.stderr
 
 
 def test_forms_need_the_sessions_csrf_token_and_an_officer(world) -> None:
@@ -358,6 +369,29 @@ def test_a_password_change_ends_the_sessions_of_the_old_password(world, tmp_path
         assert dana.request("/")[0] == 303 and other.request("/")[0] == 303  # both signed out
         assert dana.login("dana") == 401 and dana.login("dana", "a brand new passphrase") == 303
         assert dana.request("/")[0] == 200
+    finally:
+        own.stop()
+
+
+def test_a_burst_of_parallel_guesses_gets_five_password_checks(world, tmp_path) -> None:
+    """Second review: the count was read before the password check and written after it, so 200
+    parallel tries were all checked. Each try is counted before its check now."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    env, served, settings = world
+    users = tmp_path / "users.json"
+    Users(users).add("vic", "viewer", PASSWORD)
+    own = Served(ConsoleSettings(**{**settings.__dict__, "users": str(users)}))
+    try:
+        attacker = Client(own.url)
+        token = attacker.csrf("/login")
+
+        def guess(_: int) -> int:
+            return attacker.request("/login", {"csrf": token, "user": "vic", "password": "guess"})[0]
+
+        with ThreadPoolExecutor(16) as pool:
+            codes = list(pool.map(guess, range(60)))
+        assert codes.count(401) <= 5 and codes.count(401) + codes.count(429) == 60, codes
     finally:
         own.stop()
 
