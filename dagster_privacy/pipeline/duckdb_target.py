@@ -41,12 +41,40 @@ def unmarked(path: Path, table: str, log: str) -> str | None:
         found = {"?"}
     if MARK in found:
         return None
-    if found and found <= {table.lower(), log.lower()} and log.lower() in found:
+    legacy = found and found <= {table.lower(), log.lower()} and log.lower() in found
+    if legacy and _accounted(path, table, log, table.lower() in found):
         return None  # written by an earlier version (before the mark): it gains the mark on this write
     return (
         f"{path} exists and was not written by publication (no {MARK} table): it may hold other data, "
         "so it is never rewritten; publish to a new file"
     )
+
+
+def _accounted(path: Path, table: str, log: str, has_table: bool) -> bool:
+    """An unmarked file an earlier version wrote: its log is a publication log (release_id, sha256,
+    published_at; every action publish or withdraw) and its last row accounts for the release table
+    (a publication of that very content: its fingerprint). A foreign pair of tables named alike is not."""
+    from ..sql import locked_connection
+    from ..tables import fingerprint
+
+    con = locked_connection(str(path))
+    try:
+        cols = {c.lower() for c in con.sql(f"select * from {quote_ident(log)} limit 0").pl().columns}
+        if not {"release_id", "sha256", "published_at"} <= cols:
+            return False
+        action = "action" if "action" in cols else "'publish'"
+        rows = con.execute(f"select sha256, {action} from {quote_ident(log)} order by rowid").fetchall()
+        if not rows or any(a not in ("publish", "withdraw", None) for _, a in rows):
+            return False
+        last_sha, last_action = rows[-1]
+        if not has_table:
+            return last_action == "withdraw"
+        held = con.sql(f"select * from {quote_ident(table)}").pl()
+        return last_action in ("publish", None) and last_sha == fingerprint(held)
+    except Exception:  # a table we cannot read as a log is not one
+        return False
+    finally:
+        con.close()
 
 
 def write(

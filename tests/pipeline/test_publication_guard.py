@@ -356,8 +356,10 @@ def test_a_duckdb_target_that_publication_did_not_write_is_never_rewritten(tmp_p
     assert duckdb_target.MARK in duckdb_target.tables_of(fresh)
     PublishTarget(path=str(fresh), table="release").publish(df, release_id="v2", sha256="s2")  # ours: fine
     # a file an earlier version wrote: the release table and its log, no mark: accepted, and marked
+    from dagster_privacy.tables import fingerprint
+
     legacy = tmp_path / "legacy.duckdb"
-    PublishTarget(path=str(legacy), table="release").publish(df, release_id="v1", sha256="s1")
+    PublishTarget(path=str(legacy), table="release").publish(df, release_id="v1", sha256=fingerprint(df))
     con = duckdb.connect(str(legacy))
     con.execute(f"drop table {duckdb_target.MARK}")
     con.close()
@@ -370,3 +372,25 @@ def test_a_duckdb_target_that_publication_did_not_write_is_never_rewritten(tmp_p
     con.close()
     with pytest.raises(PublicationRefused, match="not written by publication"):
         PublishTarget(path=str(legacy), table="release").publish(df, release_id="v3", sha256="s3")
+    # second review: a foreign pair of tables named like an old target (someone's `release` and a
+    # `publications` table of their own) is not an old target: refused untouched
+    logs = (
+        'create table publications (title varchar, "rows" int)',
+        "create table publications (release_id varchar, note varchar)",
+        "create table publications (release_id varchar, sha256 varchar, published_at varchar)",
+    )
+    for log_sql in logs:
+        foreign = tmp_path / f"foreign{len(log_sql)}.duckdb"
+        con = duckdb.connect(str(foreign))
+        con.execute("create table release as select 'CANARY' as name, '123-45-6789' as ssn")
+        con.execute(log_sql)
+        if "sha256" in log_sql:  # a row that does not account for the table's content
+            con.execute("insert into publications values ('v0', 'not-the-fingerprint', 'x')")
+        else:
+            con.execute("insert into publications values ('a', 1)" if "title" in log_sql else
+                        "insert into publications values ('a', 'b')")  # fmt: skip
+        con.close()
+        before = foreign.read_bytes()
+        with pytest.raises(PublicationRefused, match="not written by publication"):
+            PublishTarget(path=str(foreign), table="release").publish(df, release_id="v1", sha256="s1")
+        assert foreign.read_bytes() == before
