@@ -23,6 +23,7 @@ functions of canonical frames; the decision (an exact conditional binomial test)
 from __future__ import annotations
 
 import itertools
+import unicodedata
 from dataclasses import dataclass
 
 import numpy as np
@@ -64,6 +65,20 @@ def grid(df: pl.DataFrame, schema: Schema, widths: dict[str, float]) -> pl.DataF
     return df.with_columns(
         [(pl.col(c) / widths[c]).floor().cast(pl.Int64).alias(c) for c in schema.of_kind("numerical")]
     )
+
+
+def loose(df: pl.DataFrame, schema: Schema) -> pl.DataFrame:
+    """Categorical and binary text as a copy's spelling cannot hide it: NFKC, blanks stripped, case
+    folded (second review: upper-casing every text column hid a 30 % copy from every count). Only the
+    count reads these forms; the other metrics keep the categories as given."""
+    cols = [c for c in schema.of_kind("categorical", "binary") if df.schema[c] == pl.String]
+    out = []
+    for c in cols:
+        values = df.get_column(c).unique().drop_nulls().to_list()
+        forms = {v: unicodedata.normalize("NFKC", v).strip().casefold() for v in values}
+        if any(k != v for k, v in forms.items()):
+            out.append(pl.col(c).replace_strict(forms, default=pl.col(c)))
+    return df.with_columns(out) if out else df
 
 
 def grid_widths(real: pl.DataFrame, schema: Schema, tolerance: float) -> dict[str, float]:
@@ -193,6 +208,7 @@ def edit_registration(
 
 
 __all__ = [
+    "loose",
     "PARTS",
     "Part",
     "edit_registration",

@@ -3,12 +3,16 @@ values? Compared in a form that does not depend on spelling (docs/metrics.md, "C
 
 from __future__ import annotations
 
+import html
+import math
+import re
 import unicodedata
+import urllib.parse
 
 import polars as pl
 
 from .tables import Schema
-from .values import _finite, _seconds
+from .values import _seconds
 
 
 def left_out_overlap(real: pl.DataFrame, synthetic: pl.DataFrame, schema: Schema) -> dict[str, int | None]:
@@ -38,46 +42,71 @@ def _values_in(real: pl.Series, synthetic: pl.Series) -> int | None:
 
 def _value_keys(s: pl.Series) -> pl.Series | None:
     """One comparable text key per value, the same for the same value however it is rendered: a number
-    (also one written as text, '0007000000' or '7000000.0') as its float32-precision number, a time as
-    its seconds (also one written as text), other text in its identifier_form; None: not comparable."""
+    (also one written as text, '0007000000', '7000000.0', '123-45-6789' or '+1 (555) 123-4000' once its
+    punctuation is gone) exactly, a time as its seconds (also one written as text), other text in its
+    identifier_form; None: not comparable. Numbers are compared exactly (an identifier is not a
+    measurement: 16-digit ids that differ in the last digit are different people)."""
     try:
         if s.dtype.is_temporal():
             return "t:" + _seconds(s).cast(pl.String)
-        if s.dtype.is_numeric() or s.dtype == pl.Boolean:
-            return "n:" + _finite(s, role="").cast(pl.String)
+        if s.dtype.is_integer() or s.dtype == pl.Boolean:
+            return "n:" + s.cast(pl.Int64).cast(pl.String)
+        if s.dtype.is_numeric():
+            return "n:" + pl.Series([_number_key(float(v)) for v in s.cast(pl.Float64).to_list()])
         text = s.cast(pl.String).str.strip_chars()
     except Exception:
         return None
-    num = _finite(
-        text.cast(pl.Float64, strict=False).fill_nan(None).replace([float("inf"), float("-inf")], None),
-        role="",
-    )
     try:
         when = _seconds(text.str.to_datetime(strict=False, time_zone="UTC"))
     except Exception:  # no datetime format fits the text
         when = pl.Series([None] * text.len(), dtype=pl.Float64)
+    forms = {v: _text_key(v) for v in text.unique().drop_nulls().to_list()}
     return (
-        pl.DataFrame({"n": num, "t": when, "s": text})
+        pl.DataFrame({"t": when, "s": text})
         .select(
-            pl.when(pl.col("n").is_not_null())
-            .then("n:" + pl.col("n").cast(pl.String))
-            .when(pl.col("t").is_not_null())
+            pl.when(pl.col("t").is_not_null() & ~pl.col("s").replace_strict(forms).str.starts_with("n:"))
             .then("t:" + pl.col("t").cast(pl.String))
-            .otherwise("s:" + pl.col("s").replace_strict(_identifier_forms(text), default=pl.col("s")))
+            .otherwise(pl.col("s").replace_strict(forms))
         )
         .to_series()
     )
 
 
+def _number_key(x: float) -> str:
+    """A number's exact key: whole numbers as integers (7000000.0 is 7000000), others as repr."""
+    return str(int(x)) if math.isfinite(x) and x == int(x) else repr(x)
+
+
+def _text_key(value: str) -> str:
+    """The key of one text value: its identifier form; spelled as a number (digits, perhaps with a
+    sign and a decimal point, once the punctuation is gone), that number exactly."""
+    decoded = html.unescape(urllib.parse.unquote(value))
+    form = identifier_form(decoded)
+    plain = decoded.strip().replace(",", "")
+    if re.fullmatch(r"[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?", plain):
+        try:
+            return (
+                "n:" + _number_key(float(plain))
+                if "." in plain or "e" in plain.lower()
+                else "n:" + str(int(plain))
+            )
+        except (ValueError, OverflowError):
+            pass
+    if re.fullmatch(r"\+?\d+", form):  # an id of digits, perhaps with a leading + (a phone number)
+        return "n:" + str(int(form))
+    return "s:" + form
+
+
+#: characters Unicode counts as letters that show as nothing (Hangul fillers): not part of an identifier
+_INVISIBLE = dict.fromkeys(map(ord, "\u115f\u1160\u3164\uffa0"))
+
+
 def identifier_form(value: str) -> str:
-    """What counts as the same identifier (docs/metrics.md, "Columns left out"): Unicode NFKC, accents
-    dropped, case folded, whitespace and punctuation (every character that is not a letter, digit or
-    symbol) removed; a value made only of those keeps its folded form."""
-    folded = unicodedata.normalize("NFKC", value).casefold()
+    """What counts as the same identifier (docs/metrics.md, "Columns left out"): percent and HTML
+    escapes decoded, Unicode NFKC, accents dropped, case folded, whitespace and punctuation (every
+    character that is not a letter, digit or symbol) and invisible fillers removed; a value made only
+    of those keeps its folded form."""
+    folded = unicodedata.normalize("NFKC", value).casefold().translate(_INVISIBLE)
     bare = "".join(ch for ch in unicodedata.normalize("NFKD", folded) if not unicodedata.combining(ch))
     kept = "".join(ch for ch in unicodedata.normalize("NFKC", bare) if unicodedata.category(ch)[0] in "LNS")
     return kept or folded.strip()
-
-
-def _identifier_forms(text: pl.Series) -> dict[str, str]:
-    return {v: identifier_form(v) for v in text.unique().drop_nulls().to_list()}

@@ -66,6 +66,8 @@ def _finite(s: pl.Series, *, role: str) -> pl.Series:
 _NUMBER = r"^\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*$"
 #: the words DuckDB's CSV reader types as BOOLEAN (any case, surrounding blanks ignored)
 _BOOLEAN_WORDS = {"true": "true", "t": "true", "yes": "true", "false": "false", "f": "false", "no": "false"}
+#: more spellings of a boolean, read only where the real column holds booleans
+_MORE_BOOLEAN_WORDS = {"y": "true", "n": "false", "on": "true", "off": "false"}
 
 
 def _as_text(s: pl.Series, *, role: str, reads: str = "text") -> pl.Series:
@@ -94,7 +96,8 @@ def _text_keys(text: pl.Series, *, role: str, reads: str) -> pl.Series:
     """Text values read as the numbers or booleans they spell (computed once per distinct value)."""
     values = text.unique().drop_nulls()
     stripped = values.str.strip_chars()
-    words = stripped.str.to_lowercase().replace_strict(_BOOLEAN_WORDS, default=None)
+    vocabulary = {**_BOOLEAN_WORDS, **_MORE_BOOLEAN_WORDS} if reads == "boolean" else _BOOLEAN_WORDS
+    words = stripped.str.to_lowercase().replace_strict(vocabulary, default=None)
     if reads == "number":  # 0 / 1 written as false / true
         words = words.replace_strict({"true": "1", "false": "0"}, default=None)
     number = stripped.str.contains(_NUMBER)
@@ -104,6 +107,13 @@ def _text_keys(text: pl.Series, *, role: str, reads: str) -> pl.Series:
         as_number = parsed.replace_strict({1.0: "true", 0.0: "false"}, default=None)
     else:
         as_number = _as_text(parsed.fill_null(0.0), role=role)
+    read = (number & as_number.is_not_null()) | words.is_not_null()
+    if reads in ("boolean", "number") and not read.all():  # the real column holds booleans / numbers
+        what = "booleans" if reads == "boolean" else "numbers"
+        raise TableError(
+            f"column {text.name!r} holds {what} in the real table; {int((~read).sum())} distinct value(s) "
+            f"of the {role} table do not read as {what}"
+        )
     keys = pl.select(
         pl.when(number & as_number.is_not_null())
         .then(as_number)

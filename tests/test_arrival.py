@@ -207,3 +207,41 @@ def test_different_identifiers_stay_different() -> None:
     syn = pl.DataFrame({"email": [f"p.{i}@ex.net" for i in range(5)], "plan": ["a"] * 5})
     ctx, _ = prepare(real, syn)
     assert ctx.schema.left_out["email"] == 0
+
+
+@pytest.mark.parametrize(
+    ("real_values", "respell"),
+    [
+        ([f"{100 + i:03d}-45-{6789 + i:04d}" for i in range(30)], lambda v: v.replace("-", "")),
+        ([f"{100 + i:03d}45{6789 + i:04d}" for i in range(30)], lambda v: f"{v[:3]}-{v[3:5]}-{v[5:]}"),
+        ([f"+1 (555) 123-{4000 + i}" for i in range(30)], lambda v: "".join(c for c in v if c.isdigit())),
+        ([f"p.{i}@ex.org" for i in range(30)], lambda v: v.replace("@", "%40")),
+        ([f"p.{i}@ex.org" for i in range(30)], lambda v: v.replace("@", "&#64;")),
+        ([f"p.{i}@ex.org" for i in range(30)], lambda v: v[:2] + "\u3164" + v[2:]),
+        ([f"AC-{i:06d}" for i in range(30)], lambda v: v.replace("-", "")),
+    ],
+    ids=["ssn-digits", "digits-ssn", "phone-digits", "percent-at", "entity-at", "hangul-filler", "account"],
+)
+def test_identifier_spellings_of_the_second_review(real_values, respell) -> None:
+    real = pl.DataFrame({"id": real_values, "plan": ["a", "b", "c"] * 10})
+    syn = pl.DataFrame({"id": [respell(v) for v in real_values[:7]], "plan": ["a"] * 7})
+    ctx, _ = prepare(real, syn)
+    assert ctx.schema.left_out["id"] == 7
+
+
+def test_sixteen_digit_identifiers_that_differ_are_different() -> None:
+    real = pl.DataFrame({"id": [4000_0000_0000_0000 + i for i in range(30)], "plan": ["a", "b"] * 15})
+    syn = pl.DataFrame({"id": [4000_0000_0000_0000 + 100 + i for i in range(7)], "plan": ["a"] * 7})
+    ctx, _ = prepare(real, syn)
+    assert ctx.schema.left_out["id"] == 0  # float32 merged them (second review)
+
+
+def test_booleans_spelled_y_n_or_on_off_read_and_other_text_is_refused(sides) -> None:
+    train, _ = sides
+    real = _typed(train)  # member as Boolean
+    yn = train.head(5).with_columns(pl.col("member").replace({"yes": "Y", "no": "N"}))
+    onoff = train.head(5).with_columns(pl.col("member").replace({"yes": "on", "no": "off"}))
+    assert _copies(real, yn) == 5 and _copies(real, onoff) == 5
+    maybe = train.head(5).with_columns(pl.lit("maybe").alias("member"))
+    with pytest.raises(TableError, match="'member' holds booleans in the real table; 1 distinct"):
+        prepare(real, maybe)

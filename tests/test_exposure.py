@@ -224,3 +224,13 @@ def test_remediate_drops_the_exposing_rows_writes_a_new_file_and_passes(tmp_path
     assert again.exit_code == 2 and "exists" in again.output  # never over a file
     into_input = CliRunner().invoke(cli, ["remediate", *remediate_args, "--out", str(tmp_path / "t.csv")])
     assert into_input.exit_code == 2
+
+
+@pytest.mark.parametrize("respell", [str.upper, lambda v: v + " ", lambda v: " " + v.title()])
+def test_a_copy_respelled_in_every_text_column_is_still_counted(split, respell) -> None:
+    """Second review: upper-casing (or padding) every text column hid a copy from the count."""
+    text = [c for c, t in split.train.schema.items() if t == pl.String]
+    copies = _unique_rows(split.train, 40, seed=4).with_columns([pl.col(c).map_elements(respell,
+                          return_dtype=pl.String) for c in text])  # fmt: skip
+    r = _evaluate(split.train, pl.concat([split.release, copies]), split.control)["exposed_records"]
+    assert r.status is dp.Status.FAIL and r.decision["parts"][0]["exposed"] >= 40

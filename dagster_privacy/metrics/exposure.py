@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import exposure as ex
+from .. import tables as tb
 from ..context import EvaluationContext
 from ..errors import NotApplicable
 from ..registry import Expect, metric
@@ -50,10 +51,11 @@ def exposed_records(
     synthetic rows that expose a rare training record (remediation drops them).
     """
     roles = ("real", "holdout", "synthetic")
-    hashes = {r: ctx.row_hashes(r) for r in roles}
+    frames = {r: ex.loose(ctx.table(r), ctx.schema) for r in roles}
+    hashes = {r: tb.row_hashes(frames[r]) for r in roles}
     verbatim = ex.verbatim(hashes["real"], hashes["holdout"], hashes["synthetic"])
-    widths = ex.grid_widths(ctx.table("real"), ctx.schema, tolerance)
-    grids = {r: ex.grid(ctx.table(r), ctx.schema, widths) for r in roles}
+    widths = ex.grid_widths(frames["real"], ctx.schema, tolerance)
+    grids = {r: ex.grid(frames[r], ctx.schema, widths) for r in roles}
     iso_t, iso_h = ex.isolated(grids["real"], grids["holdout"])
     masked = {r: ex.masked_hashes(g) for r, g in grids.items()}
     hit_t, hit_h = ex.within_one(masked["real"], masked["holdout"], masked["synthetic"])
