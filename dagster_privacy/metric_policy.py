@@ -21,7 +21,7 @@ class MetricPolicy(BaseModel):
     params: dict[str, Any] = Field(default_factory=dict, description="metric parameters")
     weight: float = Field(
         1.0,
-        gt=0.0,
+        ge=0.01,
         le=10.0,
         description="the gate's share of the policy's false_alarm (weighted Bonferroni: false_alarm × "
         "weight / the gates' total weight)",

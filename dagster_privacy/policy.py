@@ -56,7 +56,7 @@ class Policy(BaseModel):
     require_signoff: bool = False
     false_alarm: float = Field(
         0.05,
-        gt=0.0,
+        ge=1e-6,  # below, a gate's level leaves the numbers a bound is computed in (second review)
         lt=0.5,
         strict=True,
         description="family-wise chance that a release with no excess risk fails a gate (Bonferroni "

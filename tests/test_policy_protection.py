@@ -140,3 +140,10 @@ def test_a_gate_that_cannot_fail_assesses_nothing(edit, leaky) -> None:
                      progress=False)  # fmt: skip
     assert ev.verdict is dp.Status.FAIL, (ev.blocked_by, {r.id: r.status for r in ev.results})
     assert any(b.startswith("not assessed") for b in ev.blocked_by), ev.blocked_by
+
+
+def test_levels_a_bound_cannot_be_computed_at_are_refused() -> None:
+    """Second review: false_alarm 1e-12 or a weight of 1e-300 crashed the judging (StatisticsError)."""
+    for bad in ({"false_alarm": 1e-12}, {"metrics": {"crp": {"threshold": 0.1, "weight": 1e-300}}}):
+        with pytest.raises(dp.PolicyError):
+            pol.from_mapping({"preset": "standard", **bad})
