@@ -90,7 +90,7 @@ class Policy(BaseModel):
         "accepted_floor_people: never weaker than the share the exact-match gates tolerated (0.02)",
     )
     accepted_excess: float = Field(
-        0.10,
+        0.25,  # clean releases of 400-600-row tables show inference upper bounds of 0.17-0.23
         gt=0.0,
         lt=1.0,
         strict=True,
