@@ -231,6 +231,12 @@ def pct(a: int, b: int) -> str:
     return f"{a}/{b} ({100.0 * a / b:.0f} %)" if b else "-"
 
 
+def _short(kind: str) -> str:
+    """A case's column label: leak 0.01 → f.01, noisy 0.2 → noisy, knn 5 → knn5, rare 30 → rare30."""
+    what, _, k = kind.partition(" ")
+    return {"leak": "f" + k.lstrip("0"), "noisy": "noisy"}.get(what, what[:3] + k)
+
+
 def people_floor(clean: list[dict[str, Any]]) -> str:
     """The median floor in people over a table's clean releases: verbatim / one cell edited."""
 
@@ -272,8 +278,8 @@ def summary(rows: list[dict[str, Any]]) -> None:
         by_table[r["table"]].append(r)
     print(
         f"{'table':26s} {'rows':>6s} {'clean: fail':>11s} {'lack':>5s} {'marg: fail':>10s} {'lack':>5s} "
-        f"{'f.01':>5s} {'f.05':>5s} {'f.2':>5s} {'noisy':>5s} {'knn1':>5s} {'knn5':>5s} {'knn20':>5s} "
-        f"{'floor':>6s} {'s':>6s}"
+        + " ".join(f"{_short(k):>5s}" for k in KINDS[2:])
+        + f" {'floor':>6s} {'s':>6s}  people"
     )
 
     def caught(rs: list[dict[str, Any]], kind: str) -> str:
