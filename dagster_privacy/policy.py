@@ -82,12 +82,12 @@ class Policy(BaseModel):
         "probability (its floor in people); a higher floor lacks evidence",
     )
     accepted_floor_share: float = Field(
-        0.02,
+        0.05,
         ge=0.0,
         lt=1.0,
         strict=True,
         description="the accepted floor as a share of the training rows, where it is larger than "
-        "accepted_floor_people: never weaker than the share the exact-match gates tolerated (0.02)",
+        "accepted_floor_people: never weaker than the share crp tolerated as a gate (0.05)",
     )
     accepted_excess: float = Field(
         0.25,  # clean releases of 400-600-row tables show inference upper bounds of 0.17-0.23

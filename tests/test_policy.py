@@ -205,11 +205,16 @@ def test_a_gate_fails_on_evidence_passes_on_evidence_and_is_inconclusive_otherwi
     few = pol.judge(entry, _ev("ims", "re-identification", 1, 40, 1, 40), fail_level=0.00625)
     assert few.status is Status.INCONCLUSIVE and not few.passed and "needs about" in few.reason
     assert "40 trials" in few.reason
-    # optional: an inconclusive gate does not block
+    # optional covers a gate that cannot run, not one that could not decide (second review: an optional
+    # inconclusive gate passed what it could not decide)
     opt = pol.judge(
         MetricPolicy(threshold=0.05, optional=True), _ev("ims", "re-identification", 1, 40, 1, 40)
     )
-    assert opt.status is Status.INCONCLUSIVE and opt.passed
+    assert opt.status is Status.INCONCLUSIVE and not opt.passed
+    # the policy's weaker guarantee: the upper bound within accepted_excess passes, and says so
+    weak = pol.judge(entry, _ev("ims", "re-identification", 1, 40, 1, 40), accepted_excess=0.25)
+    assert weak.status is Status.PASS and weak.decision["guarantee"] == "weaker"
+    assert weak.decision["upper"] <= 0.25 and "weaker guarantee" in weak.reason
 
 
 def test_nothing_to_attack_passes_and_a_fact_of_the_run_is_kept() -> None:
