@@ -32,9 +32,10 @@ import polars as pl
 from .tables import Schema
 
 #: the parts of the count (docs/metrics.md, "Exposed records"): every unique training record reproduced
-#: verbatim; the isolated ones (rare at radius two) among them, whose chance count is near zero; and
-#: isolated records reproduced within one cell but not verbatim
-PARTS = ("verbatim", "verbatim_isolated", "near_isolated")
+#: verbatim; the isolated ones (rare at radius two) among them, whose chance count is near zero;
+#: isolated records reproduced within one cell but not verbatim; and the other records rare at radius
+#: one reproduced within one cell (second review: a one-cell edit of them was seen by no gate)
+PARTS = ("verbatim", "verbatim_isolated", "near_isolated", "near")
 #: above this many column pairs, isolation is taken at radius one (a 30-column table has 435 pairs)
 MAX_PAIRS = 500
 
@@ -62,8 +63,12 @@ class Part:
 def grid(df: pl.DataFrame, schema: Schema, widths: dict[str, float]) -> pl.DataFrame:
     """Numerical columns as the index of their grid cell (``floor(x / width)``; missing stays missing);
     categorical and binary columns as they are."""
+    big = 2.0**62  # a value off the grid's range (a generator's 1e300) is the grid's edge, not an error
     return df.with_columns(
-        [(pl.col(c) / widths[c]).floor().cast(pl.Int64).alias(c) for c in schema.of_kind("numerical")]
+        [
+            (pl.col(c) / widths[c]).floor().clip(-big, big).cast(pl.Int64).alias(c)
+            for c in schema.of_kind("numerical")
+        ]
     )
 
 
@@ -122,20 +127,35 @@ def restricted(part: Part, train: np.ndarray, holdout: np.ndarray, synthetic_key
 
 
 def verbatim(train: np.ndarray, holdout: np.ndarray, synthetic: np.ndarray) -> Part:
-    """The verbatim part from canonical row hashes."""
-    rare_t = _counts_in(train, train) == 1
-    rare_h = _counts_in(holdout, train) == 0
+    """The verbatim part from canonical row hashes. Rare: no other record of the training and holdout
+    tables pooled is equal (leave-one-out over both: the two sides stay exchangeable, and a cluster of
+    equal holdout records, which training rarity could never count, counts as no one)."""
+    pooled = np.concatenate([train, holdout])
+    rare_t = _counts_in(train, pooled) == 1
+    rare_h = _counts_in(holdout, pooled) == 1
     exposed_t = rare_t & np.isin(train, synthetic)
     exposed_h = rare_h & np.isin(holdout, synthetic)
     exposing = np.isin(synthetic, train[exposed_t])
     return Part(rare_t, rare_h, exposed_t, exposed_h, exposing)
 
 
+def rare_within(train: np.ndarray, holdout: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Records rare at radius one: no other record of both tables pooled agrees with them on any
+    masked hash ((rows, columns) each)."""
+    rare_t = np.ones(train.shape[0], dtype=bool)
+    rare_h = np.ones(holdout.shape[0], dtype=bool)
+    for j in range(train.shape[1]):
+        pooled = np.concatenate([train[:, j], holdout[:, j]])
+        rare_t &= _counts_in(train[:, j], pooled) == 1
+        rare_h &= _counts_in(holdout[:, j], pooled) == 1
+    return rare_t, rare_h
+
+
 def isolated(train: pl.DataFrame, holdout: pl.DataFrame) -> tuple[np.ndarray, np.ndarray]:
-    """Records rare at radius two (on the grid): no other training record agrees with them on all but
-    two cells (one hash per pair of masked columns; training records leave themselves out). Bool per
-    training and per holdout record. A table too wide for every pair (MAX_PAIRS) is taken at radius
-    one (every single column masked), which is weaker isolation, not a wrong count."""
+    """Records rare at radius two (on the grid): no other record of both tables pooled agrees with
+    them on all but two cells (one hash per pair of masked columns; leave-one-out). Bool per training
+    and per holdout record. A table too wide for every pair (MAX_PAIRS) is taken at radius one (every
+    single column masked), which is weaker isolation, not a wrong count."""
     cols = train.columns
     if len(cols) < 3:  # masking two of two columns leaves every row equal
         return np.zeros(train.height, dtype=bool), np.zeros(holdout.height, dtype=bool)
@@ -149,8 +169,9 @@ def isolated(train: pl.DataFrame, holdout: pl.DataFrame) -> tuple[np.ndarray, np
     for drop in masks:
         kt = train.drop(drop).hash_rows(seed=0).to_numpy()
         kh = holdout.drop(drop).hash_rows(seed=0).to_numpy()
-        iso_t &= _counts_in(kt, kt) == 1
-        iso_h &= _counts_in(kh, kt) == 0
+        pooled = np.concatenate([kt, kh])
+        iso_t &= _counts_in(kt, pooled) == 1
+        iso_h &= _counts_in(kh, pooled) == 1
     return iso_t, iso_h
 
 
@@ -217,6 +238,7 @@ __all__ = [
     "grid_widths",
     "isolated",
     "masked_hashes",
+    "rare_within",
     "verbatim",
     "within_one",
 ]

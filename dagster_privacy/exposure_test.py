@@ -87,9 +87,11 @@ def floor(
     def caught(k: int) -> bool:
         return power(k, lam_t, lam_c, share, level, registered) >= POWER
 
-    if not caught(top):
-        return None
-    lo, hi = 0, top  # caught(hi); power grows with k
+    lo, hi = 0, 1  # upward by doubling from small K (power(n_t) with edits is slow), then bisect
+    while not caught(hi):
+        if hi >= top:
+            return None
+        lo, hi = hi, min(2 * hi, top)
     while hi - lo > 1:
         mid = (lo + hi) // 2
         if caught(mid):
@@ -131,10 +133,12 @@ def decide(
         )
     named = {r["part"]: r for r in rows}
     empty = {"exposed": 0, "rare": 0, "chance": 0.0, "floor_people": None}
-    v, iso, near = (named.get(p, empty) for p in ("verbatim", "verbatim_isolated", "near_isolated"))
-    exposed = v["exposed"] + near["exposed"]  # disjoint by definition
-    chance = (v["chance"] or 0.0) + (near["chance"] or 0.0)
-    by_part = f"verbatim {v['exposed']}, within one cell {near['exposed']}"
+    v, iso, near, other = (
+        named.get(p, empty) for p in ("verbatim", "verbatim_isolated", "near_isolated", "near")
+    )
+    exposed = v["exposed"] + near["exposed"] + other["exposed"]  # disjoint by definition
+    chance = (v["chance"] or 0.0) + (near["chance"] or 0.0) + (other["chance"] or 0.0)
+    by_part = f"verbatim {v['exposed']}, within one cell {near['exposed'] + other['exposed']}"
     floors = {
         "verbatim": v["floor_people"],
         "isolated_verbatim": iso["floor_people"],

@@ -115,7 +115,7 @@ def _judge_evidence(
         reason = f"evidence of risk: {bounds}; lower bound > threshold {thr:g}"
     elif ev.upper <= thr:
         status, reason = Status.PASS, None
-    elif ev.upper <= accepted_excess:  # no evidence of risk, and the excess is at most the upper bound
+    elif ev.upper <= accepted_excess and ev.estimate < thr:  # the estimate itself within the threshold
         status = Status.PASS  # the policy accepts the weaker guarantee this table's size can give
         decision["guarantee"] = "weaker"
         reason = (

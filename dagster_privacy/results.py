@@ -252,16 +252,8 @@ def risk_decisions(
         unrun = [g for g in d["gates"] if (by_id[g].decision or {}).get("guarantee") == "not run"]
         if unrun and len(unrun) == len(d["gates"]):
             d["lacking"] += unrun
-        assessed = any(_assesses(by_id[g]) for g in d["gates"])
-        d["status"] = (
-            "fail"
-            if d["failing"]
-            else "lacking evidence"
-            if d["lacking"]
-            else "pass"
-            if assessed
-            else "not assessed"
-        )
+        passing = "pass" if any(_assesses(by_id[g]) for g in d["gates"]) else "not assessed"
+        d["status"] = "fail" if d["failing"] else "lacking evidence" if d["lacking"] else passing
         d["required"] = required is None or name in required
     return {n: out[n] for n in RISK_NAMES if n in out}
 
@@ -285,13 +277,8 @@ def blocked_by(results: Sequence[MetricResult], required: Sequence[str] | None =
     for name, d in decisions.items():
         if d["required"] and d["status"] == "lacking evidence":
             out.append(f"{name}: lacking evidence ({', '.join(_needs(by_id[g]) for g in d['lacking'])})")
-    missing = [
-        n
-        for n in RISK_NAMES
-        if required is not None
-        and n in required
-        and (n not in decisions or decisions[n]["status"] == "not assessed")
-    ]
+    unassessed = [n for n in RISK_NAMES if n not in decisions or decisions[n]["status"] == "not assessed"]
+    missing = [n for n in unassessed if required is not None and n in required]
     if missing:
         out.append(f"not assessed: {', '.join(missing)} (no gate of the policy ran for it)")
     return out

@@ -77,20 +77,25 @@ def test_within_one_and_isolated_equal_the_brute_force(seed) -> None:
     hit_t, hit_h = ex.within_one(*(ex.masked_hashes(df) for df in (train, hold, syn)))
     assert (hit_t == _brute_within(t, s, 1).any(axis=1)).all()
     assert (hit_h == _brute_within(h, s, 1).any(axis=1)).all()
-    iso_t, iso_h = ex.isolated(train, hold)
-    near_tt = _brute_within(t, t, 2)
-    np.fill_diagonal(near_tt, False)  # leave-one-out
-    assert (iso_t == ~near_tt.any(axis=1)).all()
-    assert (iso_h == ~_brute_within(h, t, 2).any(axis=1)).all()
+    # rare: no other record of both tables pooled within the radius (leave-one-out over the pool)
+    pool = np.concatenate([t, h])
+    for r, got in (
+        (2, ex.isolated(train, hold)),
+        (1, ex.rare_within(*(ex.masked_hashes(df) for df in (train, hold)))),
+    ):
+        near = _brute_within(pool, pool, r)
+        np.fill_diagonal(near, False)
+        want = ~near.any(axis=1)
+        assert (got[0] == want[: len(t)]).all() and (got[1] == want[len(t) :]).all()
 
 
 def test_verbatim_counts_by_hand() -> None:
-    train = np.array([1, 2, 2, 3, 4], dtype=np.uint64)  # 2 twice: not rare
-    hold = np.array([2, 5, 6], dtype=np.uint64)  # 2 equals a training record: not rare
-    syn = np.array([2, 3, 5, 9], dtype=np.uint64)
+    train = np.array([1, 2, 2, 3, 4, 7], dtype=np.uint64)  # 2 twice: not rare; 7 also in holdout
+    hold = np.array([2, 5, 6, 8, 8, 7], dtype=np.uint64)  # 8 twice: a cluster, not rare (pooled)
+    syn = np.array([2, 3, 5, 8, 9], dtype=np.uint64)
     p = ex.verbatim(train, hold, syn)
     assert p.counts() == {"k_t": 1, "n_t": 3, "k_c": 1, "n_c": 2}  # 3 exposed of {1,3,4}; 5 of {5,6}
-    assert p.exposing.tolist() == [False, True, False, False]
+    assert p.exposing.tolist() == [False, True, False, False, False]
 
 
 # ----------------------------------------------------------------------------------- the evaluation
@@ -156,6 +161,19 @@ def test_the_count_does_not_depend_on_row_order(split) -> None:
     shuffled = [df.sample(fraction=1.0, shuffle=True, seed=9) for df in (split.train, syn, split.control)]
     b = _evaluate(*shuffled)["exposed_records"]
     assert a.decision["parts"] == b.decision["parts"] and a.value == b.value
+
+
+def test_one_cell_edits_of_rare_records_that_are_not_isolated_are_counted(split) -> None:
+    """Second review: a copy of a unique record with one cell changed (a resampled fnlwgt) was seen by
+    no gate when the record was not isolated."""
+    masked = {r: ex.masked_hashes(df) for r, df in (("t", split.train), ("h", split.control))}
+    one, _ = ex.rare_within(masked["t"], masked["h"])
+    iso, _ = ex.isolated(split.train, split.control)
+    rows = split.train.filter(pl.Series(one & ~iso)).head(120)
+    edited = rows.with_columns((pl.col("fnlwgt") + 1).alias("fnlwgt"))
+    r = _evaluate(split.train, pl.concat([split.release, edited]), split.control)["exposed_records"]
+    near = next(p for p in r.decision["parts"] if p["part"] == "near")
+    assert near["exposed"] >= 100 and r.status is dp.Status.FAIL, r.reason  # most of the 120
 
 
 def test_one_cell_edits_of_isolated_records_are_counted_near(split) -> None:

@@ -21,7 +21,7 @@ LIST_CAP = 1000
 #: each part's share of the gate's level (weighted Bonferroni; the parts overlap, the union bound does
 #: not care): every verbatim copy is the harm the gate exists for; the isolated strata catch copies of
 #: the rarest records, where chance explains almost none
-WEIGHTS = {"verbatim": 0.7, "verbatim_isolated": 0.15, "near_isolated": 0.15}
+WEIGHTS = {"verbatim": 0.65, "verbatim_isolated": 0.15, "near_isolated": 0.1, "near": 0.1}
 
 
 @metric(
@@ -67,10 +67,21 @@ def exposed_records(
         iso_h & hit_h & ~verbatim.exposed_holdout,
         ex.exposing_near(masked["real"], masked["synthetic"], near_t),
     )
+    one_t, one_h = ex.rare_within(masked["real"], masked["holdout"])
+    one_t, one_h = one_t & ~iso_t, one_h & ~iso_h  # rare at radius one, not isolated
+    other_t = one_t & hit_t & ~verbatim.exposed_train
+    other = ex.Part(
+        one_t,
+        one_h,
+        other_t,
+        one_h & hit_h & ~verbatim.exposed_holdout,
+        ex.exposing_near(masked["real"], masked["synthetic"], other_t),
+    )
     parts = {
         "verbatim": verbatim,
         "verbatim_isolated": ex.restricted(verbatim, iso_t, iso_h, hashes["synthetic"], hashes["real"]),
         "near_isolated": near,
+        "near": other,
     }
     if not verbatim.rare_train.any():
         raise NotApplicable(
@@ -87,18 +98,21 @@ def exposed_records(
             **p.counts(),
             "part": ex.PARTS.index(name),
             "weight": WEIGHTS[name],
-            "registered": registered if name == "near_isolated" else 1.0,
+            "registered": registered if name == "near_isolated" else 1.0,  # edits: the isolated part's
         }
         for name, p in parts.items()
         if p.rare_train.any()  # an empty stratum (no isolated record) tests nothing
     )
-    people = (verbatim.exposed_train | near.exposed_train, verbatim.exposed_holdout | near.exposed_holdout)
+    people = (
+        verbatim.exposed_train | near.exposed_train | other.exposed_train,
+        verbatim.exposed_holdout | near.exposed_holdout | other.exposed_holdout,
+    )
     exposed = int(people[0].sum())
     rare_h = int(verbatim.rare_holdout.sum())
     chance = int(people[1].sum()) * int(verbatim.rare_train.sum()) / rare_h if rare_h else 0.0
     rare = int(verbatim.rare_train.sum())
     value = min(1.0, max(0.0, (exposed - chance) / rare)) if rare else 0.0
-    exposing = verbatim.exposing | near.exposing
+    exposing = verbatim.exposing | near.exposing | other.exposing
     return Measurement(
         value=value,
         raw=float(exposed),
@@ -130,7 +144,7 @@ def _listed(ctx: EvaluationContext, parts: dict[str, ex.Part]) -> dict[str, obje
     header not counted), with the mechanism; capped at LIST_CAP. Never a value."""
     order = getattr(ctx, "input_rows", {}).get("real")
     rows: list[dict[str, object]] = []
-    for name in ("verbatim", "near_isolated"):  # verbatim_isolated is a stratum of verbatim
+    for name in ("verbatim", "near_isolated", "near"):  # verbatim_isolated is a stratum of verbatim
         at = np.flatnonzero(parts[name].exposed_train)
         mechanism = "verbatim" if name == "verbatim" else "within one cell"
         rows += [{"row": int(order[i] if order is not None else i), "mechanism": mechanism} for i in at]

@@ -10,6 +10,7 @@ from typing import Any
 import dagster as dg
 
 from .. import policy as pol
+from ..report.decision import count_test
 from ..report.summary import people_sentence
 from ..results import Evaluation, MetricResult, Severity, shareable_details
 from . import metadata as md
@@ -111,7 +112,16 @@ class PrivacyCheckTranslator:
             "|---|---|---|---|---|",
             f"| {f(r.value)} | {ci} | {f(r.baseline)} | {f(r.raw)} | {gate} |",
         ]
-        if r.decision:
+        if r.decision and "exposed" in r.decision:  # a count of people: exposed, chance, test, floor
+            d = r.decision
+            floor = (d.get("floor_people") or {}).get("verbatim")
+            lines += [
+                "",
+                f"Decided on people: {d['exposed']} rare real records exposed, chance explains about "
+                f"{d['chance']:.0f}; {count_test(d)}; floor {floor if floor is not None else 'none'} people "
+                f"({d['trials']} rare training records).",
+            ]
+        elif r.decision and "excess" in r.decision:
             d = r.decision
             lines += [
                 "",

@@ -73,8 +73,10 @@ def decision_section(ev: Evaluation) -> str:
             else ""
         )
         + "</td></tr>"
-        f"<tr><td>assurance</td><td>a gate passes only when its upper bound at {lv.get('assurance', '—')} "
-        "is within its threshold; otherwise it fails or lacks evidence</td></tr>"
+        f"<tr><td>assurance</td><td>a gate passes when its upper bound at {lv.get('assurance', '—')} "
+        "is within its threshold — or, where the table is too small, within the policy's accepted excess, "
+        f"which its reason states as a weaker guarantee{_weaker(ev)}; the count of people passes on its "
+        "floor (below); otherwise a gate fails or lacks evidence</td></tr>"
         f"<tr><td>detection floor</td><td>{escape(floor_text)}</td></tr>"
         f"<tr><td>people</td><td>{escape(_people_guarantee(ev))}</td></tr>"
         f"<tr><td>not assessed</td><td>{escape(', '.join(ev.risks_not_assessed) or 'none')}</td></tr>"
@@ -96,6 +98,12 @@ def count_test(dec: dict) -> str:
         return "no rare holdout record to measure chance"
     p = min(parts, key=lambda q: q["p_value"] / q["level"])
     return f"{p['part']}: p = {p['p_value']:.2g} (fails at ≤ {p['level']:.2g})"
+
+
+def _weaker(ev: Evaluation) -> str:
+    """The gates that passed with a weaker guarantee here, by name."""
+    weak = [r.id for r in ev.results if (r.decision or {}).get("guarantee") in ("weaker", "not run")]
+    return f" (here: {', '.join(weak)})" if weak else ""
 
 
 def _weighted(levels: dict) -> str:
