@@ -105,9 +105,9 @@ def decide(
     parts: list[dict[str, float]], threshold: float, fail_level: float, pass_level: float, accepted_floor: int
 ) -> tuple[str, str | None, dict[str, object]]:
     """The gate's decision on its parts: ``fail`` when a part's training count is beyond chance at its
-    share of ``fail_level`` and the exposed share beyond chance exceeds ``threshold`` (0: any excess;
-    evidence of risk); ``pass`` when not and the verbatim floor in people is at or below
-    ``accepted_floor`` (a release copying that many rare records would have failed with 95 %
+    share of ``fail_level`` and that part's exposed share beyond chance exceeds ``threshold`` (0: any
+    excess; evidence of risk; the parts are judged apart: one's chance noise never hides another's
+    copies); ``pass`` when not and the verbatim floor in people is at or below ``accepted_floor`` (a release copying that many rare records would have failed with 95 %
     probability: evidence of safety at that size); else ``inconclusive``. Returns (status, reason,
     decision). Unlike judge's upper-bound pass on an excess share, the pass here is the test's power at
     this table's own chance counts: a floor in people, not an interval on a rate."""
@@ -158,9 +158,11 @@ def decide(
         "floor_people": floors,
     }
     counted = f"{exposed} rare real records exposed ({by_part}); chance explains about {chance:.1f}"
-    rare = v["rare"]
-    over = rare > 0 and (exposed - chance) / rare > threshold
-    beyond = [r for r in rows if over and r["p_value"] is not None and r["p_value"] <= r["level"]]
+
+    def over(r: dict) -> bool:  # the part's own exposed share beyond chance exceeds the threshold
+        return r["rare"] > 0 and (r["exposed"] - (r["chance"] or 0.0)) / r["rare"] > threshold
+
+    beyond = [r for r in rows if r["p_value"] is not None and r["p_value"] <= r["level"] and over(r)]
     if beyond:
         worst = min(beyond, key=lambda r: r["p_value"])
         return (

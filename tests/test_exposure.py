@@ -252,3 +252,14 @@ def test_a_copy_respelled_in_every_text_column_is_still_counted(split, respell) 
                           return_dtype=pl.String) for c in text])  # fmt: skip
     r = _evaluate(split.train, pl.concat([split.release, copies]), split.control)["exposed_records"]
     assert r.status is dp.Status.FAIL and r.decision["parts"][0]["exposed"] >= 40
+
+
+def test_a_part_beyond_chance_fails_whatever_the_other_parts_chance_noise() -> None:
+    """Found by this round's benchmark: 37 verbatim copies against 3 failed nothing because the near
+    part's chance count (605 against 342) made the total excess negative."""
+    parts = [
+        {"k_t": 37, "n_t": 16000, "k_c": 3, "n_c": 8000, "part": 0, "weight": 0.65, "registered": 1.0},
+        {"k_t": 605, "n_t": 9000, "k_c": 342, "n_c": 4500, "part": 3, "weight": 0.1, "registered": 1.0},
+    ]
+    status, reason, _ = et.decide(parts, 0.0, 0.0125, 0.05, 50)
+    assert status == "fail" and "verbatim" in reason
