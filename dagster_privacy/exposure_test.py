@@ -107,8 +107,9 @@ def decide(
     """The gate's decision on its parts: ``fail`` when a part's training count is beyond chance at its
     share of ``fail_level`` and that part's exposed share beyond chance exceeds ``threshold`` (0: any
     excess; evidence of risk; the parts are judged apart: one's chance noise never hides another's
-    copies); ``pass`` when not and the verbatim floor in people is at or below ``accepted_floor`` (a release copying that many rare records would have failed with 95 %
-    probability: evidence of safety at that size); else ``inconclusive``. Returns (status, reason,
+    copies); ``pass`` when not and the verbatim floor in people is at or below ``accepted_floor`` (a
+    release copying that many rare records would have failed with 95 % probability: evidence of safety
+    at that size); else ``inconclusive``. Returns (status, reason,
     decision). Unlike judge's upper-bound pass on an excess share, the pass here is the test's power at
     this table's own chance counts: a floor in people, not an interval on a rate."""
     rows = []
