@@ -141,7 +141,8 @@ def test_the_presets_resolve_to_the_policies_of_version_0_1_plus_the_new_metrics
     import json
 
     added = {"membership_inference", "exposed_records"}
-    new_fields = ("false_alarm", "assurance", "required_risks", "waivers", "accepted_floor_people")
+    new_fields = ("false_alarm", "assurance", "required_risks", "waivers", "accepted_floor_people",
+                  "accepted_floor_share", "accepted_excess", "accept_unrun")  # fmt: skip
     re_derived = {  # issue 32: (standard, strict) entries of 0.1.0
         "crp": ({"threshold": 0.05}, {"threshold": 0.01}),
         "ims": ({"threshold": 0.05, "on": "ci_upper"}, {"threshold": 0.02, "on": "ci_upper"}),
@@ -154,7 +155,8 @@ def test_the_presets_resolve_to_the_policies_of_version_0_1_plus_the_new_metrics
         d = dp.load_policy(name).model_dump(mode="json")
         for f in new_fields:
             d.pop(f)
-        d["metrics"] = {m: e for m, e in d["metrics"].items() if m not in added}
+        d["metrics"] = {m: {k: v for k, v in e.items() if k != "weight"}  # issue 45's entry field
+                        for m, e in d["metrics"].items() if m not in added}  # fmt: skip
         if name != "report-only":
             for m, (std, strict) in re_derived.items():
                 d["metrics"][m].update(std if name == "standard" else strict)

@@ -220,10 +220,16 @@ class Calibration:
                 d["optional"] = True
             if entry.params:
                 d["params"] = entry.params
+            if entry.weight != 1.0:  # its share of the false alarm (weighted Bonferroni)
+                d["weight"] = entry.weight
             flow = yaml.safe_dump(d, default_flow_style=True, width=10_000, sort_keys=False).strip()
             note = thr[mid].note if mid in thr else "not swept"
             lines.append(f"  {(mid + ':').ljust(width)} {flow}  # {note}")
         lines.append(f"require_signoff: {'true' if p.require_signoff else 'false'}")
+        shown = {"name", "preset", "seed", "threat_model", "metrics", "require_signoff"}
+        rest = p.model_dump(mode="json", exclude=shown, exclude_defaults=True)  # levels, waivers, floors
+        for key, value in rest.items():
+            lines.append(f"{key}: " + yaml.safe_dump(value, default_flow_style=True, width=10_000).strip())
         return "\n".join(lines) + "\n"
 
     def write(self, out: str | Path = ".", *, plots: bool = True) -> dict[str, Path]:

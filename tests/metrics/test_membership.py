@@ -93,8 +93,14 @@ def test_independent_releases_never_fail_and_a_tiny_holdout_lacks_evidence(demo)
     assert passes == 3
     tiny = dp.evaluate(demo[:1000], demo[1000:2000], demo[2000:2150], metrics=["membership_inference"],
                        policy="standard", progress=False)["membership_inference"]  # fmt: skip
-    assert tiny.status is dp.Status.INCONCLUSIVE and "needs ≥ 200 holdout rows" in tiny.reason
-    assert not tiny.passed  # a gate that cannot be read does not pass (not optional in standard)
+    # issue 45: too small to run, it passes with the weaker guarantee "not run" and leaves membership to
+    # its other gates (never alone: results.risk_decisions); accept_unrun: false keeps it lacking
+    assert tiny.status is dp.Status.PASS and "needs ≥ 200 holdout rows" in tiny.reason
+    assert tiny.decision["guarantee"] == "not run" and "weaker guarantee: not run" in tiny.reason
+    strict = dp.evaluate(demo[:1000], demo[1000:2000], demo[2000:2150], metrics=["membership_inference"],
+                         policy={"preset": "standard", "accept_unrun": False},
+                         progress=False)["membership_inference"]  # fmt: skip
+    assert strict.status is dp.Status.INCONCLUSIVE and not strict.passed
 
 
 def test_noisy_split_never_leaves_a_leaked_row_verbatim_even_with_nulls(demo) -> None:
