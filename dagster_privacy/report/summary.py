@@ -143,7 +143,8 @@ def people_sentence(ev: Evaluation) -> str:
     parts = {p["part"]: p["exposed"] for p in d.get("parts", [])}
     head = (
         f"{d.get('exposed', 0)} rare real records are exposed (verbatim {parts.get('verbatim', 0)}, "
-        f"within one cell {parts.get('near_isolated', 0)}); chance explains about {d.get('chance', 0.0):.0f}."
+        f"within one cell {parts.get('near_isolated', 0) + parts.get('near', 0)}); chance explains about "
+        f"{d.get('chance', 0.0):.0f}."
     )
     floors = d.get("floor_people") or {}
 
