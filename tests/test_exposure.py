@@ -263,3 +263,15 @@ def test_a_part_beyond_chance_fails_whatever_the_other_parts_chance_noise() -> N
     ]
     status, reason, _ = et.decide(parts, 0.0, 0.0125, 0.05, 50)
     assert status == "fail" and "verbatim" in reason
+
+
+def test_the_people_sentence_counts_every_within_one_cell_part(split) -> None:
+    import re
+
+    from dagster_privacy.report.summary import people_sentence
+
+    ev = _evaluate(split.train, split.synthetic, split.control)
+    parts = {p["part"]: p["exposed"] for p in ev["exposed_records"].decision["parts"]}
+    said = re.search(r"verbatim (\d+), within one cell (\d+)", people_sentence(ev))
+    assert said and int(said[1]) == parts["verbatim"]
+    assert int(said[2]) == parts.get("near_isolated", 0) + parts.get("near", 0)
