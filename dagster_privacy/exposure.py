@@ -188,6 +188,20 @@ def within_one(
     return hit_t, hit_h
 
 
+def near_part(
+    rare: tuple[np.ndarray, np.ndarray],
+    hits: tuple[np.ndarray, np.ndarray],
+    verbatim_part: Part,
+    train: np.ndarray,
+    synthetic: np.ndarray,
+) -> Part:
+    """A within-one-cell part: the records of ``rare`` (training, holdout) a synthetic row lies within
+    one cell of (``hits``), not already exposed verbatim; its exposing rows from the masked hashes."""
+    exposed_t = rare[0] & hits[0] & ~verbatim_part.exposed_train
+    exposed_h = rare[1] & hits[1] & ~verbatim_part.exposed_holdout
+    return Part(rare[0], rare[1], exposed_t, exposed_h, exposing_near(train, synthetic, exposed_t))
+
+
 def exposing_near(train: np.ndarray, synthetic: np.ndarray, exposed: np.ndarray) -> np.ndarray:
     """Bool per synthetic row: within one cell of an exposed training record (masked hashes)."""
     out = np.zeros(synthetic.shape[0], dtype=bool)
@@ -238,6 +252,7 @@ __all__ = [
     "grid_widths",
     "isolated",
     "masked_hashes",
+    "near_part",
     "rare_within",
     "verbatim",
     "within_one",

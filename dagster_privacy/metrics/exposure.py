@@ -58,25 +58,11 @@ def exposed_records(
     grids = {r: ex.grid(frames[r], ctx.schema, widths) for r in roles}
     iso_t, iso_h = ex.isolated(grids["real"], grids["holdout"])
     masked = {r: ex.masked_hashes(g) for r, g in grids.items()}
-    hit_t, hit_h = ex.within_one(masked["real"], masked["holdout"], masked["synthetic"])
-    near_t = iso_t & hit_t & ~verbatim.exposed_train
-    near = ex.Part(
-        iso_t,
-        iso_h,
-        near_t,
-        iso_h & hit_h & ~verbatim.exposed_holdout,
-        ex.exposing_near(masked["real"], masked["synthetic"], near_t),
-    )
+    hits = ex.within_one(masked["real"], masked["holdout"], masked["synthetic"])
+    near = ex.near_part((iso_t, iso_h), hits, verbatim, masked["real"], masked["synthetic"])
     one_t, one_h = ex.rare_within(masked["real"], masked["holdout"])
-    one_t, one_h = one_t & ~iso_t, one_h & ~iso_h  # rare at radius one, not isolated
-    other_t = one_t & hit_t & ~verbatim.exposed_train
-    other = ex.Part(
-        one_t,
-        one_h,
-        other_t,
-        one_h & hit_h & ~verbatim.exposed_holdout,
-        ex.exposing_near(masked["real"], masked["synthetic"], other_t),
-    )
+    rare_one = (one_t & ~iso_t, one_h & ~iso_h)  # rare at radius one, not isolated
+    other = ex.near_part(rare_one, hits, verbatim, masked["real"], masked["synthetic"])
     parts = {
         "verbatim": verbatim,
         "verbatim_isolated": ex.restricted(verbatim, iso_t, iso_h, hashes["synthetic"], hashes["real"]),
