@@ -7,6 +7,7 @@ table on no page."""
 
 from __future__ import annotations
 
+import contextlib
 import http.cookiejar
 import os
 import socket
@@ -97,6 +98,18 @@ class Client:
     def login(self, user: str, password: str = PASSWORD) -> int:
         token = self.csrf("/login")
         return self.request("/login", {"csrf": token, "user": user, "password": password})[0]
+
+
+@contextlib.contextmanager
+def own_console(settings: ConsoleSettings, tmp_path: Path, name: str = "dana", role: str = "officer"):
+    """A console of its own over the world's instance, with a users file naming one user."""
+    users = tmp_path / "users.json"
+    Users(users).add(name, role, PASSWORD)
+    own = Served(ConsoleSettings(**{**settings.__dict__, "users": str(users)}))
+    try:
+        yield own, users
+    finally:
+        own.stop()
 
 
 @pytest.fixture(scope="module")
@@ -314,10 +327,7 @@ def test_hostile_requests_get_a_refusal_with_the_headers_not_a_crash(world, tmp_
 
 def test_a_session_ends_when_its_user_is_removed_and_sign_in_is_rate_limited(world, tmp_path) -> None:
     env, served, settings = world
-    users = tmp_path / "users.json"
-    Users(users).add("dana", "officer", PASSWORD)
-    own = Served(ConsoleSettings(**{**settings.__dict__, "users": str(users)}))
-    try:
+    with own_console(settings, tmp_path, "dana", "officer") as (own, users):
         dana = Client(own.url)
         assert dana.login("dana") == 303 and dana.request("/")[0] == 200
         users.write_text('{"users": []}')
@@ -327,8 +337,6 @@ def test_a_session_ends_when_its_user_is_removed_and_sign_in_is_rate_limited(wor
         tries = [Client(own.url).login("dana", "wrong password") for _ in range(6)]
         assert tries[:5] == [401] * 5 and tries[5] == 429
         assert Client(own.url).login("dana") == 429  # a new browser at this address waits 15 minutes
-    finally:
-        own.stop()
 
 
 def test_a_flood_of_wrong_passwords_never_locks_the_officer_out(world, tmp_path) -> None:
@@ -336,10 +344,7 @@ def test_a_flood_of_wrong_passwords_never_locks_the_officer_out(world, tmp_path)
     visitor's) made the right one fail for 15 minutes. The browser that signed in before keeps its own
     count; the flood is refused without a password check after the fifth try."""
     env, served, settings = world
-    users = tmp_path / "users.json"
-    Users(users).add("dana", "officer", PASSWORD)
-    own = Served(ConsoleSettings(**{**settings.__dict__, "users": str(users)}))
-    try:
+    with own_console(settings, tmp_path, "dana", "officer") as (own, users):
         dana = Client(own.url)
         assert dana.login("dana") == 303
         attacker = Client(own.url)
@@ -352,25 +357,18 @@ def test_a_flood_of_wrong_passwords_never_locks_the_officer_out(world, tmp_path)
                 token = attacker.csrf("/login")
         assert codes == {401: 5, 429: 995}
         assert dana.login("dana") == 303 and dana.request("/")[0] == 200
-    finally:
-        own.stop()
 
 
 def test_a_password_change_ends_the_sessions_of_the_old_password(world, tmp_path) -> None:
     """Issue 44, break 6: `console add-user` with a new password left existing sessions working."""
     env, served, settings = world
-    users = tmp_path / "users.json"
-    Users(users).add("dana", "officer", PASSWORD)
-    own = Served(ConsoleSettings(**{**settings.__dict__, "users": str(users)}))
-    try:
+    with own_console(settings, tmp_path, "dana", "officer") as (own, users):
         dana, other = Client(own.url), Client(own.url)
         assert dana.login("dana") == 303 and other.login("dana") == 303
         Users(users).add("dana", "officer", "a brand new passphrase")
         assert dana.request("/")[0] == 303 and other.request("/")[0] == 303  # both signed out
         assert dana.login("dana") == 401 and dana.login("dana", "a brand new passphrase") == 303
         assert dana.request("/")[0] == 200
-    finally:
-        own.stop()
 
 
 def test_a_burst_of_parallel_guesses_gets_five_password_checks(world, tmp_path) -> None:
@@ -379,10 +377,7 @@ def test_a_burst_of_parallel_guesses_gets_five_password_checks(world, tmp_path) 
     from concurrent.futures import ThreadPoolExecutor
 
     env, served, settings = world
-    users = tmp_path / "users.json"
-    Users(users).add("vic", "viewer", PASSWORD)
-    own = Served(ConsoleSettings(**{**settings.__dict__, "users": str(users)}))
-    try:
+    with own_console(settings, tmp_path, "vic", "viewer") as (own, users):
         attacker = Client(own.url)
         token = attacker.csrf("/login")
 
@@ -392,8 +387,6 @@ def test_a_burst_of_parallel_guesses_gets_five_password_checks(world, tmp_path) 
         with ThreadPoolExecutor(16) as pool:
             codes = list(pool.map(guess, range(60)))
         assert codes.count(401) <= 5 and codes.count(401) + codes.count(429) == 60, codes
-    finally:
-        own.stop()
 
 
 def test_the_failure_table_is_capped(monkeypatch) -> None:
