@@ -42,7 +42,8 @@ def judge(
         "optional": entry.optional,
     }
     facts = (Status.ERROR, Status.NOT_APPLICABLE, Status.NOTHING_TO_ATTACK)
-    if result.status is Status.INCONCLUSIVE and result.decision is None and accept_unrun and entry.threshold:
+    unrun = result.status is Status.INCONCLUSIVE and result.decision is None
+    if unrun and accept_unrun and entry.threshold is not None:
         return result.model_copy(  # too few rows to run: the risk rests on its other gates (risk_decisions)
             update={
                 **gate,
