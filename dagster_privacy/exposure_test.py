@@ -40,11 +40,15 @@ def p_value(k_t: int, k_c: int, share: float) -> float:
 
 
 def _poisson(lam: float) -> tuple[np.ndarray, np.ndarray]:
+    """The support of Poisson(lam) but for 1e-10 on either side, and its probabilities (from the lower
+    tail up, not 0: at a chance count of a thousand the grid is a few hundred wide, not thousands)."""
     from scipy.stats import poisson
 
-    top = int(poisson.isf(_TAIL, lam)) + 1 if lam > 0 else 0
-    x = np.arange(top + 1)
-    return x, poisson.pmf(x, lam) if lam > 0 else (x == 0).astype(np.float64)
+    if lam <= 0:
+        return np.array([0]), np.array([1.0])
+    low, top = int(poisson.ppf(_TAIL, lam)), int(poisson.isf(_TAIL, lam)) + 1
+    x = np.arange(max(0, low), top + 1)
+    return x, poisson.pmf(x, lam)
 
 
 def power(
@@ -128,7 +132,11 @@ def decide(
                 "pi": share,
                 "p_value": p_value(k_t, k_c, share) if n_c else None,
                 "level": level,
-                "floor_people": floor(n_t, k_c, n_c, level, registered=float(p["registered"])),
+                # the floors a reader is told (verbatim, isolated, one cell edited); the last part's chance
+                # counts run to thousands, where the power sum costs seconds and no sentence reads it
+                "floor_people": None
+                if PARTS[int(p["part"])] == "near"
+                else floor(n_t, k_c, n_c, level, registered=float(p["registered"])),
                 "registered": float(p["registered"]),
             }
         )
