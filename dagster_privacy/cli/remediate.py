@@ -65,10 +65,10 @@ def remediate_command(
     exit with the re-evaluation's code (0 pass or warn, 1 fail)."""
     from ..evaluate import evaluate
     from ..remediate import remediate
-    from . import finish, writable
+    from . import FORMAT_MARK, finish, writable
 
     path = _output(out, (real, synthetic, holdout))
-    writable("--json", json_out, inputs=(real, synthetic, holdout), suffixes=(".json",), marker=b'"format"')
+    writable("--json", json_out, inputs=(real, synthetic, holdout), suffixes=(".json",), marker=FORMAT_MARK)
     drop = split_list(drop_ids) or list(DEFAULT_DROP)
     common = {
         "policy": policy,

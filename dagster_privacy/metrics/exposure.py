@@ -52,7 +52,8 @@ def exposed_records(
     """
     roles = ("real", "holdout", "synthetic")
     frames = {r: ex.loose(ctx.table(r), ctx.schema) for r in roles}
-    hashes = {r: tb.row_hashes(frames[r]) for r in roles}
+    # the context's row hashes where folding changed nothing (computed once per evaluation)
+    hashes = {r: ctx.row_hashes(r) if frames[r] is ctx.table(r) else tb.row_hashes(frames[r]) for r in roles}
     verbatim = ex.verbatim(hashes["real"], hashes["holdout"], hashes["synthetic"])
     widths = ex.grid_widths(frames["real"], ctx.schema, tolerance)
     grids = {r: ex.grid(frames[r], ctx.schema, widths) for r in roles}
