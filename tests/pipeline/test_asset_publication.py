@@ -440,3 +440,65 @@ def test_second_review_spellings_and_reports(tmp_path) -> None:
         assert "is the input" in (_guarded(str(db), instance, real, {"real": f"  {db}\n"}) or "")
         assert "empty location" in (_guarded(other, instance, real, {"real": " "}) or "")
         assert "is the input" in (_guarded(str(db), instance, real, {"real": [db]}) or "")  # a Path
+
+
+# ---------------------------------------------------------------- issue 44: assets stored in PostgreSQL
+
+
+class PostgresIOManager(dg.ConfigurableIOManager):
+    """Each asset's polars frame as one table of the PostgreSQL database at ``uri``; reports the
+    database as its IO manager would (``report="uri"``: a ``postgresql+psycopg2://`` URI, as SQLAlchemy
+    spells it; ``"table"``: only ``dagster/table_name``, whose database it does not say)."""
+
+    uri: str
+    report: str = "uri"
+
+    def handle_output(self, context: dg.OutputContext, obj: pl.DataFrame) -> None:
+        from dagster_privacy import postgres
+
+        name = "__".join(context.asset_key.path)
+        postgres.replace_tables(self.uri, {name: obj})
+        if self.report == "uri":
+            spelt = self.uri.replace("postgresql://", "postgresql+psycopg2://", 1)
+            context.add_output_metadata({"uri": dg.MetadataValue.text(spelt)})
+        else:
+            context.add_output_metadata({"dagster/table_name": dg.MetadataValue.text(name)})
+
+    def load_input(self, context: dg.InputContext) -> pl.DataFrame:
+        from dagster_privacy import postgres
+
+        return postgres.read(self.uri, "__".join(context.asset_key.path))
+
+
+def test_a_target_in_the_database_an_input_asset_is_stored_in_is_refused_however_spelt(pg) -> None:
+    """The PostgreSQL side of the asset route: inputs stored in a database by an IO manager; the target
+    is that database over its Unix socket (another route to the same data), refused with the real table
+    unchanged; a database the IO manager only names a table of must be declared; another database
+    publishes."""
+    from postgres_server import create_database
+    from test_publication_guard import pg_fingerprint, socket_uri
+
+    from dagster_privacy import postgres
+
+    frames = _frames()
+    store = create_database(pg, "asset_store")
+    same = f"{socket_uri(pg)}/asset_store"
+    elsewhere = create_database(pg, "asset_release")
+    with dg.instance_for_test() as instance:
+        out = _run(_defs(frames["clean"], same, PostgresIOManager(uri=store)), instance)
+        assert not out["published"]
+        assert any("database holding the real data" in f for f in out["failures"]), out["failures"]
+        before = pg_fingerprint(store, "real_table")
+        with_table = PostgresIOManager(uri=store, report="table")
+        out = _run(_defs(frames["clean"], elsewhere, with_table), instance)
+        assert not out["published"] and any("location is unknown" in f for f in out["failures"])
+        declared = {"real_table": same, "holdout_table": store, "synthetic_table": store}
+        out = _run(_defs(frames["clean"], store, with_table, input_locations=declared), instance)
+        assert not out["published"]
+        assert any("database holding the real data" in f for f in out["failures"]), out["failures"]
+        assert pg_fingerprint(store, "real_table") == before
+        with postgres.transaction(store) as cur:
+            cur.execute("select to_regclass('publications') is null")
+            assert cur.fetchall()[0][0]  # not even the log was written
+        out = _run(_defs(frames["clean"], elsewhere, PostgresIOManager(uri=store)), instance)
+        assert out["published"], out["failures"]
