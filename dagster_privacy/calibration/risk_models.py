@@ -78,14 +78,18 @@ def leaky_split(df: pl.DataFrame, fraction: float, *, seed: int = 0) -> LeakySpl
 
 def noisy_split(df: pl.DataFrame, fraction: float, *, noise: float = 0.05, seed: int = 0) -> LeakySplit:
     """The leaky split with near-duplicates instead of copies: the same parts and leaked rows as
-    ``leaky_split``, but every numerical cell of a leaked row moves by N(0, noise · the column's standard
-    deviation) (integers rounded), and a leaked row that still equals a training row steps its first
-    non-null numerical cell by 1 until it does not: no leaked row is a verbatim training row, so
+    ``leaky_split``, but every numerical cell (of a column of more than two training values) of a leaked
+    row moves by N(0, noise · the column's standard deviation) (integers rounded), and a leaked row that
+    still equals a training row steps its first non-null numerical cell by 1 until it does not: no
+    leaked row is a verbatim training row, so
     exact-match metrics see nothing of the leak, while the records sit within ``noise`` standard
     deviations of the training records they memorise. (Release rows are left as they are: in a table
     of few distinct records they may equal training records by value, as in ``leaky_split``.)"""
     base = leaky_split(df, fraction, seed=seed)
-    nums = [c for c, t in df.schema.items() if t.is_numeric()]
+    # a column of at most two training values is binary to the product (tables.infer_schema reads the
+    # training table): noise would put it off its domain (0.03 in a column of 0s), a copy no generator
+    # makes and no near-copy test needs
+    nums = [c for c, t in df.schema.items() if t.is_numeric() and base.train.get_column(c).n_unique() > 2]
     if not nums or base.leaked.size == 0:
         return base
     rng = np.random.default_rng([seed, 3])

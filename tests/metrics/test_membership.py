@@ -142,3 +142,22 @@ def test_the_roc_is_monotone_meets_the_operating_point_and_the_report_draws_it(d
                      metrics=["membership_inference"], policy="standard", progress=False)  # fmt: skip
     html = render_report(ev)
     assert 'alt="membership inference ROC on log axes"' in html
+
+
+def test_noisy_split_keeps_binary_and_constant_columns_in_their_domain(demo) -> None:
+    """Issue 45: a 0/1 or constant numerical column is binary to the product; moving it by noise put
+    every noisy copy off the column's domain (0.03 where the column holds only 0), so the copies were
+    far from every real record and tested no near-copy detection (scikit-learn's digits: 6 such
+    columns, every noisy copy invisible)."""
+    import polars as pl
+
+    df = demo.head(2000).with_columns(
+        pl.lit(0.0).alias("constant"), (pl.int_range(pl.len()) % 2).cast(pl.Float64).alias("flag")
+    )
+    s = noisy_split(df, 0.3, noise=0.05, seed=0)
+    for c in ("constant", "flag"):
+        assert set(s.synthetic.get_column(c).to_list()) <= set(df.get_column(c).to_list()), c
+    # the numerical columns still move: no leaked row is a training row (the +1 step included)
+    train = set(s.train.hash_rows(seed=0).to_list())
+    release = set(s.release.hash_rows(seed=0).to_list())
+    assert not (set(s.synthetic.hash_rows(seed=0).to_list()) - release) & train
