@@ -217,6 +217,26 @@ def test_a_gate_fails_on_evidence_passes_on_evidence_and_is_inconclusive_otherwi
     assert weak.decision["upper"] <= 0.25 and "weaker guarantee" in weak.reason
 
 
+def test_the_weaker_guarantee_is_the_upper_bound_whatever_the_estimate() -> None:
+    """Issue 45: a clean breast-cancer release (284 trials) with excess 0.043, bounds [0, 0.075] lacked
+    evidence though its upper bound was within accepted_excess — the code also wanted the estimate under
+    the threshold, which docs/metrics.md never said — and its line claimed "the upper bound is above the
+    weaker guarantee the policy accepts", which was false."""
+    entry = MetricPolicy(threshold=0.02)
+    # 20/284 vs 8/284: excess ≈ 0.042 above the threshold, lower bound below it, upper bound ≈ 0.08
+    mid = pol.judge(entry, _ev("ims", "re-identification", 20, 284, 8, 284), fail_level=0.00625,
+                    accepted_excess=0.25)  # fmt: skip
+    d = mid.decision
+    assert d["excess"] > 0.02 and d["lower"] <= 0.02 < d["upper"] <= 0.25, d
+    assert mid.status is Status.PASS and d["guarantee"] == "weaker"
+    assert f"at most {d['upper']:.3g}" in mid.reason
+    # the upper bound above accepted_excess: inconclusive, and the line says so truly
+    tight = pol.judge(entry, _ev("ims", "re-identification", 20, 284, 8, 284), fail_level=0.00625,
+                      accepted_excess=0.05)  # fmt: skip
+    assert tight.status is Status.INCONCLUSIVE and tight.decision["upper"] > 0.05
+    assert "above the weaker guarantee the policy accepts (0.05" in tight.reason
+
+
 def test_nothing_to_attack_passes_and_a_fact_of_the_run_is_kept() -> None:
     entry = MetricPolicy(threshold=0.1)
     nothing = pol.judge(entry, MetricResult(id="singling_out_univariate", status=Status.NOTHING_TO_ATTACK))
