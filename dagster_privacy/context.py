@@ -300,6 +300,33 @@ class EvaluationContext:
         for key in [key for key in self._plan if (key[0], key[2], key[3]) not in queries]:
             del self._plan[key]
 
+    def holdout_as_release(self) -> EvaluationContext:
+        """The same evaluation with the holdout in the synthetic table's place (unseen real rows as the
+        release: what an advisory figure reads when nothing leaked), borrowing what is encoded and
+        queried now under the new roles (the encoder is fitted on the same real table)."""
+        mirror = EvaluationContext(
+            self.table("real"),
+            self.table("holdout"),
+            schema=self.schema,
+            key_columns=self.key_columns,
+            sensitive_columns=self.sensitive_columns,
+            seed=self.seed,
+            variance=self.variance,
+            executor=self.executor,
+        )
+        role = {"real": "real", "holdout": "synthetic"}
+        mirror._euclid = {role[r]: x for r, x in self._euclid.items() if r in role}
+        mirror._projection = self._projection
+        mirror._projected = {role[r]: x for r, x in self._projected.items() if r in role}
+        mirror._nn = {
+            new: nn
+            for key, nn in self._nn.items()
+            if key[2] in role
+            and key[3] in role
+            and (new := (key[0], key[1], role[key[2]], role[key[3]])) not in FARTHEST  # not asked so
+        }
+        return mirror
+
     def shared(self, label: str, compute: Callable[[], T]) -> T:
         """A derived result several metrics use (an extreme pair, a weighted space and its queries),
         computed once per evaluation; its time is booked as shared work under ``label``."""

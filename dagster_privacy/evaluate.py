@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from . import allocator
+from . import advisory, allocator
 from . import policy as pol
 from . import registry as reg
 from . import tables as tb
@@ -226,6 +226,27 @@ def left_out_findings(schema: tb.Schema) -> list[str]:
     return out
 
 
+#: the tables a metric may read to be compared with unseen real rows in the release's place
+ONE_SIDE = frozenset({"real", "synthetic"})
+
+
+def _judged(
+    plan: pol.EvaluationPlan, entry: Any, mid: str, result: MetricResult, n_real: int
+) -> MetricResult:
+    """A result judged by its policy entry at its level (the one decision rule: judge.py)."""
+    return pol.judge(
+        entry,
+        result,
+        fail_level=plan.fail_level_of(mid),
+        pass_level=plan.pass_level,
+        accepted_floor=max(
+            plan.policy.accepted_floor_people, math.ceil(plan.policy.accepted_floor_share * n_real)
+        ),
+        accepted_excess=plan.policy.accepted_excess,
+        accept_unrun=plan.policy.accept_unrun,
+    )
+
+
 def run_metrics(
     ctx: EvaluationContext,
     plan: pol.EvaluationPlan,
@@ -242,6 +263,7 @@ def run_metrics(
     specs = registry()
     results: list[MetricResult] = []
     ctx.plan([q for mid in plan.ids for q in specs[mid].queries])
+    mirror: EvaluationContext | None = None
     bar = _progress(progress, len(plan.ids))
     histograms = {(SPACE, side, "real") for side in SIDES}  # read by _distances, after the metrics
     try:
@@ -253,20 +275,12 @@ def run_metrics(
             if bar is not None:
                 bar.update(bar.task_ids[0], description=f"privacy metrics: {mid}")
             entry = plan.entry(mid)
-            results.append(
-                pol.judge(
-                    entry,
-                    reg.run(specs[mid], ctx, entry.params),
-                    fail_level=plan.fail_level_of(mid),
-                    pass_level=plan.pass_level,
-                    accepted_floor=max(
-                        plan.policy.accepted_floor_people,
-                        math.ceil(plan.policy.accepted_floor_share * ctx.n("real")),
-                    ),
-                    accepted_excess=plan.policy.accepted_excess,
-                    accept_unrun=plan.policy.accept_unrun,
-                )
-            )
+            judged = _judged(plan, entry, mid, reg.run(specs[mid], ctx, entry.params), ctx.n("real"))
+            if advisory.compared(judged) and ctx.has("holdout") and set(specs[mid].needs) <= ONE_SIDE:
+                mirror = mirror or ctx.holdout_as_release()  # created once, borrowing what is queried
+                unseen = _judged(plan, entry, mid, reg.run(specs[mid], mirror, entry.params), ctx.n("real"))
+                judged = advisory.against_holdout(judged, unseen)
+            results.append(judged)
             allocator.trim()  # the metric's temporaries freed in thread arenas: back to the system
             if bar is not None:
                 bar.advance(bar.task_ids[0])

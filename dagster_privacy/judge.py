@@ -141,3 +141,19 @@ def _needs(trials: int, estimate: float, upper: float, threshold: float) -> str:
         return "; more trials would tell on which side"
     factor = ((upper - estimate) / (threshold - estimate)) ** 2
     return f"; needs about {math.ceil(trials * factor):,} trials" if factor < 1000 else ""
+
+
+def compared_figure(result: MetricResult) -> str:
+    """The figure a judged result's threshold was compared with, in words (issue 46: a line that
+    printed ``value 0.173 threshold 0.15`` for a gate judged on its excess read as a contradiction):
+    the excess and its bounds, the people counted against chance, or the point figure."""
+    d = result.decision or {}
+    if "exposed" in d:
+        chance = float(d["chance"])
+        share = (d["exposed"] - chance) / d["trials"] if d.get("trials") else 0.0
+        return f"share exposed beyond chance {share:.4g} ({d['exposed']} people, chance {chance:.1f})"
+    if "excess" in d and d.get("lower") is not None and d.get("upper") is not None:
+        return f"excess {d['excess']:.4g} [{d['lower']:.4g}, {d['upper']:.4g}]"
+    figure = result.gated_figure
+    what = "CI upper bound" if result.on == "ci_upper" and result.ci else "value"
+    return f"{what} {'—' if figure is None else format(figure, '.4g')}"

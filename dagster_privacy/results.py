@@ -166,11 +166,12 @@ class MetricResult(BaseModel):
     @property
     def passed(self) -> bool:
         """The one "passed" rule, read from a judged result (so a report rendered from JSON agrees): it
-        passed or found nothing to attack, or it could not run and the policy marks it optional (an
-        inconclusive gate is never passed by being optional: that would pass what it could not decide)."""
+        passed or found nothing to attack, or it could not run and the policy marks it optional or it
+        only informs (WARN: an advisory not run at all is no warning about the release); an inconclusive
+        gate is never passed by being optional: that would pass what it could not decide."""
         if self.status in (Status.PASS, Status.NOTHING_TO_ATTACK):
             return True
-        return self.optional and self.status is Status.NOT_APPLICABLE
+        return self.status is Status.NOT_APPLICABLE and (self.optional or self.severity is Severity.WARN)
 
     @property
     def blocks(self) -> bool:

@@ -136,6 +136,7 @@ def _checks(result: dg.ExecuteInProcessResult) -> list[dict[str, Any]]:
                 "passed": ev.passed,
                 "severity": ev.severity.value,
                 "value": m.get("value"),
+                "compared": m.get("compared_with_threshold"),
                 "threshold": m.get("threshold"),
                 "reason": m.get("reason"),
             }
@@ -275,7 +276,7 @@ def _print_release(o: ReleaseOutcome, echo: Callable[[str], None]) -> None:
     echo(f"release {o.release} ({o.rows} rows): {verdict} in {o.seconds:.1f} s")
     width = max((len(c["check"]) for c in o.checks), default=18)
     for c in o.checks:
-        fig = "" if c["value"] is None else f" value {c['value']:.3f}"
+        fig = f" {c['compared']}" if c.get("compared") else ""
         thr = "" if c["threshold"] is None else f" threshold {c['threshold']:g}"
         state = "passed" if c["passed"] else ("FAILED" if c["severity"] == "ERROR" else "warned")
         why = f" — {c['reason']}" if c["reason"] and not c["passed"] else ""

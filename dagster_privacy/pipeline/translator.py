@@ -10,6 +10,7 @@ from typing import Any
 import dagster as dg
 
 from .. import policy as pol
+from ..judge import compared_figure
 from ..report.decision import count_test
 from ..report.summary import people_sentence
 from ..results import Evaluation, MetricResult, Severity, shareable_details
@@ -103,7 +104,7 @@ class PrivacyCheckTranslator:
             return "—" if x is None else f"{x:.4g}"
 
         ci = "—" if r.ci is None else f"[{r.ci[0]:.4g}, {r.ci[1]:.4g}]"
-        gate = "threshold —" if r.threshold is None else f"{r.on} ≤ {r.threshold:g}"
+        gate = "threshold —" if r.threshold is None else f"{compared_figure(r)} against {r.threshold:g}"
         lines = [
             f"**{r.id}** ({r.family}, {r.source}; risk: {r.risk}) on release `{release}`: "
             f"**{'passed' if r.passed else r.status}** ({r.severity.value})",
@@ -143,6 +144,7 @@ class PrivacyCheckTranslator:
             "ci_low": md.number(r.ci[0] if r.ci else None),
             "ci_high": md.number(r.ci[1] if r.ci else None),
             "threshold": md.number(r.threshold),
+            "compared_with_threshold": md.text(compared_figure(r)),
             "excess": md.number(r.decision["excess"] if r.decision else None),
             "excess_lower": md.number(r.decision["lower"] if r.decision else None),
             "excess_upper": md.number(r.decision["upper"] if r.decision else None),

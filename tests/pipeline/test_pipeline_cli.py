@@ -218,3 +218,8 @@ def test_demo_command_publishes_v1_and_blocks_v2(tmp_path: Path) -> None:
     assert "dagster dev -m dagster_privacy.pipeline.location" in out.stdout  # no repository needed
     assert "repository root" not in out.stdout
     assert published_ids(tmp_path / "demo" / "published.duckdb") == ["v1"]
+    # issue 46: a gate's line prints the figure its threshold was compared with (the excess and its
+    # bounds), never a value the threshold was not compared with
+    gates = [line for line in out.stdout.splitlines() if " ERROR " in line and "threshold" in line]
+    assert gates and all("excess" in line or "exposed" in line for line in gates), gates
+    assert not any(" value " in line for line in gates), gates

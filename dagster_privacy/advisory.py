@@ -1,0 +1,76 @@
+"""An advisory figure judged against the holdout (issue 46): a seed-000 proxy (a point figure without
+evidence, severity WARN) that is over its threshold warns only if unseen real rows are not.
+
+The proxies read the release alone, so on a table whose records are close to one another they go over
+their thresholds on real rows no generator saw: every clean release warned, and people learn to ignore
+a warning. When the holdout in the release's place (``EvaluationContext.holdout_as_release``) is over
+the threshold too, or the release's figure is within twice the two figures' binomial noise of it, the
+figure cannot tell this release from unseen real rows: it is information (a pass whose reason gives
+both figures), not a warning. Gates (ERROR) and figures with evidence are
+judged by judge.py alone.
+"""
+
+from __future__ import annotations
+
+import math
+
+from .results import MetricResult, Severity, Status
+
+
+def compared(result: MetricResult) -> bool:
+    """Whether ``result`` is an advisory point figure over its threshold (the only kind compared)."""
+    return (
+        result.status is Status.WARN
+        and result.severity is Severity.WARN
+        and result.decision is None
+        and not result.evidence
+        and result.threshold is not None
+    )
+
+
+def noise(figure: float, n: int) -> float:
+    """A share's binomial standard error on ``n`` rows; for a mean of figures in [0, 1] an upper bound
+    (their variance is at most p(1 − p))."""
+    p = min(1.0, max(0.0, figure))
+    return math.sqrt(p * (1.0 - p) / n) if n > 0 else math.inf
+
+
+def against_holdout(result: MetricResult, unseen: MetricResult | None) -> MetricResult:
+    """``result`` (an advisory figure over its threshold) after the same metric on the holdout as the
+    release (``unseen``; None: it could not be computed). Information when unseen real rows are over
+    the threshold too, or the release is not above them by more than twice their combined noise; a
+    warning, saying what they give, when it is."""
+    figure = result.gated_figure
+    other = None if unseen is None or unseen.status is Status.ERROR else unseen.gated_figure
+    details = dict(result.details or {})
+    if figure is None or other is None or not math.isfinite(other):
+        reason = f"{result.reason}; not compared with unseen real rows (the holdout gave no figure)"
+        return result.model_copy(update={"reason": reason})
+    margin = 2.0 * math.hypot(
+        noise(figure, int(result.sizes.get("synthetic", 0))),
+        noise(other, int((unseen.sizes if unseen else {}).get("synthetic", 0))),
+    )
+    details["holdout_as_release"] = other
+    details["holdout_margin"] = margin
+    both = f"{figure:.4g} (unseen real rows as the release: {other:.4g}"
+    thr = float(result.threshold)  # type: ignore[arg-type]
+    if other > thr or figure <= other + margin:
+        why = (
+            f"both over threshold {thr:g}"
+            if other > thr
+            else f"within twice the noise of unseen rows ({margin:.2g}) of them, over threshold {thr:g}"
+        )
+        return result.model_copy(
+            update={
+                "status": Status.PASS,
+                "details": details,
+                "reason": f"information: {both}), {why}; on this table the figure does not tell the release "
+                "from real rows no generator saw",
+            }
+        )
+    return result.model_copy(
+        update={"details": details, "reason": f"{both} + {margin:.2g} of noise) > threshold {thr:g}"}
+    )
+
+
+__all__ = ["against_holdout", "compared"]
