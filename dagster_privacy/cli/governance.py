@@ -218,8 +218,14 @@ def verify_command(audit_path: str | None, target: str | None, asset: str) -> No
         raise UsageFailure(str(exc)) from None
     if target is not None:
         kind = PublishTarget(path=target).kind()
-        if kind not in ("duckdb", "postgresql") or (kind == "duckdb" and not os.path.isfile(target)):
-            raise UsageFailure(f"--target {target}: give a DuckDB file or a postgresql:// publication target")
+        missing = (kind == "duckdb" and not os.path.isfile(target)) or (
+            kind == "directory" and not os.path.isdir(target)
+        )
+        if kind not in ("duckdb", "postgresql", "directory") or missing:
+            raise UsageFailure(
+                f"--target {target}: give a DuckDB file, a publication directory or a postgresql:// "
+                "publication target"
+            )
     if not log.path.is_file():  # a mistyped path must not read as a clean audit
         raise UsageFailure(f"no audit table at {log.path} (--audit, or DAGSTER_PRIVACY_AUDIT)")
     instance = _instance_if_home()
@@ -239,8 +245,14 @@ def verify_command(audit_path: str | None, target: str | None, asset: str) -> No
         "head(s) match" + ("" if instance else " (no DAGSTER_HOME: Dagster sign-off events not checked)")
     )
     for r in rows:
+        # a withdrawal is of a publication: it has no report, materialization or verdict
+        of = (
+            "(of the publication)"
+            if r.decision == "withdraw"
+            else f"(report sha256 {(r.report_sha256 or '')[:16]}…, materialization "
+            f"{r.materialization_storage_id}, verdict {r.verdict})"
+        )
         click.echo(
             f"  #{r.seq} {r.recorded_at} release {r.release_id}: {r.decision.upper()} by {r.approver} — "
-            f"{r.reason} (report sha256 {(r.report_sha256 or '')[:16]}…, materialization "
-            f"{r.materialization_storage_id}, verdict {r.verdict})"
+            f"{r.reason} {of}"
         )

@@ -145,7 +145,15 @@ def release_page(
             + ("" if report_ok else ' <span class="fail">(the file is missing or changed: not served)</span>')
             + "</p>"
         )
-    if user.may_decide and view.current and latest is not None and report_ok and not view.publications:
+    decidable = view.state == "awaiting decision"  # not blocked by its gates, not decided on this report
+    if user.may_decide and view.current and latest is not None and view.state == "blocked by its gates":
+        out.append(
+            "<p>Its gates block this release: it cannot be approved. A new evaluation of a corrected "
+            "release can be decided.</p>"
+        )
+    elif user.may_decide and view.current and latest is not None and view.state in ("approved", "rejected"):
+        out.append(f"<p>This report is {esc(view.state)}: see the decisions below.</p>")
+    if user.may_decide and view.current and latest is not None and report_ok and decidable:
         out.append(
             f'<form method="post" action="{esc(release_url(view.release_id, "/decision"))}" class="decide">'
             f'<input type="hidden" name="csrf" value="{esc(csrf)}">'
@@ -169,14 +177,24 @@ def release_page(
     if view.publications:
         rows = "".join(
             f"<tr><td>{esc(p.get('published_at'))}</td><td>{esc(p.get('action'))}</td>"
-            f"<td>{esc(p.get('by'))}</td><td>{esc(p.get('reason'))}</td></tr>"
+            f"<td>{esc(_by(p))}</td><td>{esc(p.get('reason'))}</td></tr>"
             for p in view.publications
         )
         out.append(
-            "<h2>Publication log</h2><table><tr><th>when</th><th>action</th><th>by</th><th>reason</th></tr>"
+            "<h2>Publication log</h2><table><tr><th>when</th><th>action</th><th>decided by</th>"
+            "<th>reason</th></tr>"
             f"{rows}</table>"
         )
     return layout(f"Release {view.release_id}", "".join(out), user=user, csrf=csrf)
+
+
+def _by(row: dict) -> str:
+    """Who a publication-log row names: a publication records the officer who approved it (whoever
+    ran the publication), a withdrawal the person who withdrew it."""
+    who = row.get("by")
+    if not who:
+        return "—"
+    return f"approved by {who}" if row.get("action") == "publish" else f"withdrawn by {who}"
 
 
 def audit_page(rows: list[AuditRow], status: str, problems: list[str], *, user: User, csrf: str) -> str:
@@ -186,8 +204,14 @@ def audit_page(rows: list[AuditRow], status: str, problems: list[str], *, user: 
     return layout("Audit", body, user=user, csrf=csrf)
 
 
+#: the heading of an error page: what happened, in words, beside the code
+TITLES = {400: "Bad request", 403: "Not allowed", 404: "Not found", 405: "Not allowed here",
+          409: "Not possible now", 413: "Too large", 429: "Too many attempts"}  # fmt: skip
+
+
 def error(status: int, text: str, *, user: User | None = None, csrf: str | None = None) -> str:
-    return layout(f"{status}", f'<p class="err">{esc(text)}</p>', user=user, csrf=csrf)
+    title = f"{TITLES[status]} ({status})" if status in TITLES else f"{status}"
+    return layout(title, f'<p class="err">{esc(text)}</p>', user=user, csrf=csrf)
 
 
 __all__ = [

@@ -22,7 +22,7 @@ from pathlib import Path
 import dagster as dg
 import pytest
 import uvicorn
-from browser import Browser, find_chromium
+from browser import Browser, needs_chromium
 from test_signoff import CANARY, SYN, Env, _published
 
 from dagster_privacy.console import ConsoleSettings, build_console
@@ -427,7 +427,7 @@ def test_no_decision_on_a_report_the_console_cannot_show(world) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(find_chromium() is None, reason="Chromium not installed")
+@needs_chromium()
 def test_the_whole_flow_in_a_browser(world, tmp_path) -> None:
     env, served, _ = world
     shots = Path(SHOTS) if SHOTS else tmp_path

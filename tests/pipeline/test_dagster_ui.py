@@ -12,12 +12,12 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from browser import Browser, find_chromium
+from browser import Browser, needs_chromium
 from webserver import BIN, graphql, webserver
 
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.skipif(find_chromium() is None, reason="Chromium not installed"),
+    needs_chromium(),
 ]
 
 #: where to keep the screenshot (docs/img/dagster_ui_checks.png was taken with it); default: tmp_path

@@ -13,13 +13,13 @@ from pathlib import Path
 
 import dagster as dg
 import pytest
-from browser import Browser, find_chromium
+from browser import Browser, needs_chromium
 from monthly_release import MONTHS, build_defs, run_months
 from webserver import graphql, webserver
 
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.skipif(find_chromium() is None, reason="Chromium not installed"),
+    needs_chromium(),
 ]
 
 #: where to keep the screenshot (docs/img/dagster-ui-partitions.png was taken with it); default: tmp_path

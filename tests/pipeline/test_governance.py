@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import dagster as dg
+import polars as pl
 import pytest
 from conftest import Release
 from gates import OTHER_RISK_CHECKS, OTHER_RISKS_YAML
@@ -560,3 +561,32 @@ def test_audit_verify_of_a_missing_file_is_bad_input_not_a_clean_audit(tmp_path:
 
     res = CliRunner().invoke(audit_command, ["verify", "--audit", str(tmp_path / "typo.duckdb")])
     assert res.exit_code == 2 and "no audit table at" in res.output
+
+
+def test_audit_verify_reads_a_directory_target(tmp_path: Path) -> None:
+    """Issue 46 (8): `audit verify --target releases/` refused the directory target the docs use; it
+    reads its publication records like a DuckDB log, and finds a release published against a
+    rejection there too. A withdrawal row prints what it is, never 'materialization None'."""
+    from click.testing import CliRunner
+
+    from dagster_privacy.cli.governance import audit_command
+    from dagster_privacy.pipeline.audit import AuditLog
+
+    audit = AuditLog(tmp_path / "audit.duckdb")
+    audit.append(recorded_at="t1", release_id="v1", decision="approve", approver="alice", reason="fine",
+                 asset_key="synthetic_table")  # fmt: skip
+    target = PublishTarget(path=str(tmp_path / "releases"))
+    target.publish(pl.DataFrame({"x": [1, 2]}), release_id="v1", sha256="s1", audit_seq=1, by="ci-bot")
+    res = CliRunner().invoke(audit_command, ["verify", "--audit", str(audit.path), "--target", target.path])
+    assert res.exit_code == 0, res.output
+    assert "1 decision(s), hash chain intact" in res.output
+    audit.append(recorded_at="t2", release_id="v2", decision="reject", approver="bob", reason="leaks",
+                 asset_key="synthetic_table")  # fmt: skip
+    target.publish(pl.DataFrame({"x": [3]}), release_id="v2", sha256="s2", audit_seq=2, by="ci-bot")
+    res = CliRunner().invoke(audit_command, ["verify", "--audit", str(audit.path), "--target", target.path])
+    assert res.exit_code == 1 and "release v2 was published" in res.output, res.output
+    audit.append(recorded_at="t3", release_id="v1", decision="withdraw", approver="alice", reason="recall",
+                 asset_key="synthetic_table")  # fmt: skip
+    res = CliRunner().invoke(audit_command, ["verify", "--audit", str(audit.path)])
+    withdrawal = next(line for line in res.output.splitlines() if "WITHDRAW" in line)
+    assert "None" not in withdrawal, withdrawal

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from browser import Browser, find_chromium
+from browser import Browser, needs_chromium
 from test_report import failing, passing, tables  # noqa: F401  (module fixtures)
 
 from dagster_privacy.report import render_report
@@ -69,7 +69,7 @@ def test_a_passing_report_says_what_to_do_next(passing) -> None:  # noqa: F811
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(find_chromium() is None, reason="Chromium not installed")
+@needs_chromium()
 def test_no_horizontal_overflow_at_1024_px(failing, tmp_path) -> None:  # noqa: F811
     ev, dist, p = failing
     path = tmp_path / "r.html"
