@@ -275,7 +275,24 @@ def finish(
             f"cannot write an output ({type(exc).__name__}); the verdict was {ev.verdict.value}"
         ) from None
     _verdict_reached()
+    if ev.verdict is not Status.FAIL and _requires_signoff(policy):
+        click.echo(
+            f"awaiting sign-off: the verdict is {ev.verdict.value} and the policy requires a privacy "
+            "officer's sign-off before publication (exit 4)",
+            err=True,
+        )
+        sys.exit(EXIT_AWAITING_SIGNOFF)
     sys.exit(1 if ev.verdict is Status.FAIL else 0)
+
+
+#: the exit code of a verdict that passes its gates but awaits a person's sign-off (not a failure)
+EXIT_AWAITING_SIGNOFF = 4
+
+
+def _requires_signoff(policy: str | None) -> bool:
+    from ..policy import load_policy
+
+    return bool(policy) and bool(load_policy(policy).require_signoff)
 
 
 #: set in the child a --ray run is supervised from: the descriptor it reports a verdict on

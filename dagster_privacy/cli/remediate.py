@@ -62,7 +62,7 @@ def remediate_command(
     json_out: str | None,
 ) -> None:
     """Drop the synthetic rows that expose real records, write the rest to --out, evaluate it again;
-    exit with the re-evaluation's code (0 pass or warn, 1 fail)."""
+    exit with the re-evaluation's code (0 pass or warn, 1 fail, 4 awaiting a sign-off)."""
     from ..evaluate import evaluate
     from ..remediate import remediate
     from . import FORMAT_MARK, finish, writable
@@ -96,4 +96,4 @@ def remediate_command(
         f"exposed); wrote {kept.height} rows to {path}; evaluating it again",
         err=True,
     )
-    finish(evaluate(real, str(path), holdout, **common), json_out=json_out)
+    finish(evaluate(real, str(path), holdout, **common), json_out=json_out, policy=policy)

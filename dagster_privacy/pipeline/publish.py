@@ -19,7 +19,7 @@ next to it, then ``os.replace`` — a failure leaves the previous publication un
 """
 
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -210,13 +210,15 @@ def build_published_release(
         "privacy check passed on the latest materialization and on this very content. Required: "
         + ", ".join(k.name for k in required),
         "metadata": {"required_checks": ", ".join(k.name for k in required)},
+        # awaiting a sign-off, the step succeeds without publishing (issue 46: waiting is no failure)
+        "output_required": False,
     }
     common = {"syn_key": syn_key, "required": required, "name_prefix": name_prefix}
     if not from_assets:
         resources = {resource_key, publish_resource_key}
 
         @dg.asset(deps=[syn_key], kinds={"duckdb"}, required_resource_keys=resources, **spec)
-        def _published(context: dg.AssetExecutionContext) -> dg.MaterializeResult:
+        def _published(context: dg.AssetExecutionContext) -> Iterator[dg.MaterializeResult]:
             db: ReadOnlyDuckDB | PostgresTables = getattr(context.resources, resource_key)
             target: PublishTarget = getattr(context.resources, publish_resource_key)
 
@@ -229,7 +231,7 @@ def build_published_release(
                 }
                 return db.read(synthetic, role="synthetic"), inputs
 
-            return publish_verified(context, target=target, read=read, **common)
+            yield from _published_if(publish_verified(context, target=target, read=read, **common))
 
         return _published
 
@@ -238,7 +240,9 @@ def build_published_release(
     keys = {"synthetic": syn_key, "real": real_key} | ({"holdout": holdout_key} if holdout_key else {})
     declared = dict(input_locations or {})
 
-    def from_values(context: dg.AssetExecutionContext, values: Mapping[str, Any]) -> dg.MaterializeResult:
+    def from_values(
+        context: dg.AssetExecutionContext, values: Mapping[str, Any]
+    ) -> Iterator[dg.MaterializeResult]:
         from ..loading import load
         from .asset_locations import AssetInput
         from .asset_locations import input_locations as located
@@ -256,7 +260,9 @@ def build_published_release(
             frames = {role: load(asset_value(v, role), role=role) for role, v in values.items()}
             return frames.pop("synthetic"), {role: fingerprint(df) for role, df in frames.items()}
 
-        return publish_verified(context, target=target, read=read, partition=partition, **common)
+        yield from _published_if(
+            publish_verified(context, target=target, read=read, partition=partition, **common)
+        )
 
     ins = {f"{role}_table": dg.AssetIn(key=k) for role, k in keys.items()}
     asset_spec = {**spec, "ins": ins, "required_resource_keys": {publish_resource_key}, "kinds": {"parquet"}}
@@ -267,19 +273,25 @@ def build_published_release(
         @dg.asset(**asset_spec)
         def _published_values(
             context: dg.AssetExecutionContext, synthetic_table: Any, real_table: Any
-        ) -> dg.MaterializeResult:
-            return from_values(context, {"synthetic": synthetic_table, "real": real_table})
+        ) -> Iterator[dg.MaterializeResult]:
+            yield from from_values(context, {"synthetic": synthetic_table, "real": real_table})
 
         return _published_values
 
     @dg.asset(**asset_spec)
     def _published_with_holdout(
         context: dg.AssetExecutionContext, synthetic_table: Any, real_table: Any, holdout_table: Any
-    ) -> dg.MaterializeResult:
+    ) -> Iterator[dg.MaterializeResult]:
         values = {"synthetic": synthetic_table, "real": real_table, "holdout": holdout_table}
-        return from_values(context, values)
+        yield from from_values(context, values)
 
     return _published_with_holdout
+
+
+def _published_if(result: dg.MaterializeResult | None) -> Iterator[dg.MaterializeResult]:
+    """The materialization of a publication, none while it awaits a sign-off."""
+    if result is not None:
+        yield result
 
 
 def _loaded_partitions(context: dg.AssetExecutionContext, input_name: str) -> tuple[str, ...] | None:
@@ -301,13 +313,14 @@ def publish_verified(
     required: Sequence[dg.AssetCheckKey],
     partition: str | None = None,
     name_prefix: str = "",
-) -> dg.MaterializeResult:
+) -> dg.MaterializeResult | None:
     """The body of ``published_release`` whichever way the tables are read: ``read()`` guards the target
     against the inputs and returns (the synthetic table, role → fingerprint of real / holdout now); then
-    re-verification, the sign-off, and the atomic write under the target's lock (module docstring)."""
+    re-verification, the sign-off, and the atomic write under the target's lock (module docstring).
+    None, nothing written, while the release awaits a sign-off and every other check passed."""
     signoff = any(k.name == "privacy_signoff" for k in required)
     checks_named = ", ".join(k.name for k in required)
-    refusal = None
+    refusal = pending = None
     try:
         if partition is not None and target.kind() != "directory":
             raise PublicationRefused(
@@ -328,24 +341,19 @@ def publish_verified(
         if signoff:  # approval of this very report (signoff.py)
             from .signoff import signoff_problem
 
-            problems += [
-                p
-                for p in [
-                    signoff_problem(
-                        context.instance,
-                        syn_key,
-                        rows=audit_rows,
-                        partition=partition,
-                        name_prefix=name_prefix,
-                    )
-                ]
-                if p
-            ]
+            why, waiting = signoff_problem(
+                context.instance, syn_key, rows=audit_rows, partition=partition, name_prefix=name_prefix
+            )
+            if why and waiting:
+                pending = why  # not a problem: decided below, once every other check is verified
+            elif why:
+                problems.append(why)
         try:
             verified = verify_release(
                 context.instance,
                 asset=syn_key,
-                required=required,
+                # awaiting a decision, the sign-off check is verified by the decision, not its evaluation
+                required=[k for k in required if not (pending and k.name == "privacy_signoff")],
                 sha256=sha,
                 inputs=inputs,
                 partition=partition,
@@ -362,6 +370,9 @@ def publish_verified(
             description=f"publication refused: {refusal}",
             metadata={"refused": dg.MetadataValue.text(refusal)},
         )
+    if pending is not None:  # every other check passed on this content: a person decides next
+        context.log.warning(f"not published, {pending}")
+        return None
 
     def under_lock() -> dict[str, Any]:
         """The sign-off decided again under the target's lock (no withdrawal or other publication

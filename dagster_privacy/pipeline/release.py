@@ -139,7 +139,7 @@ def build_release_checks(
             resource_key=keys["tables"],
             release_resource_key=keys["release"],
         )
-    if policy.require_signoff:  # blocking, fails until a person approves (signoff.py)
+    if policy.require_signoff:  # warns "awaiting sign-off" until a person decides (signoff.py)
         from .signoff import build_signoff_check
 
         checks.append(build_signoff_check(asset=asset))

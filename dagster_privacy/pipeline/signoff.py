@@ -1,9 +1,9 @@
-"""Recorded human sign-off: the blocking ``privacy_signoff`` check, the decision API and CLI, and the
+"""Recorded human sign-off: the ``privacy_signoff`` check, the decision API and CLI, and the
 verification publication runs.
 
-- ``build_signoff_check(asset=...)``: a blocking check that always fails ("awaiting sign-off") when it
-  runs; defined only when the policy has ``require_signoff: true``. Every run that evaluates the
-  release therefore leaves it blocked until a person decides.
+- ``build_signoff_check(asset=...)``: a check that warns "awaiting sign-off" when it runs; defined
+  only when the policy has ``require_signoff: true``. Every run that evaluates the release leaves it
+  unpublished until a person decides (waiting is no failure: the run succeeds and says so).
 - ``record_signoff(...)`` (the ``dagster-privacy signoff`` command of ``dagster_privacy/cli/governance.py``):
   appends the decision to the audit table, then records a runless ``AssetCheckEvaluation`` of
   ``privacy_signoff`` against the latest synthetic materialization (``target_materialization_data``,
@@ -44,6 +44,14 @@ class SignoffError(PublicationRefused):
     """A sign-off that cannot be recorded, or one that does not allow publication; one line, no values."""
 
 
+class SignoffPending(SignoffError):
+    """No decision on the current report yet: the release waits for a person, which is no failure
+    (publication leaves it unpublished and the run succeeds, saying so)."""
+
+
+AWAITING = "awaiting sign-off"  # the decision the sign-off check records while it waits
+
+
 def evaluation_of(rec: Any) -> dg.AssetCheckEvaluation | None:
     """The evaluation of a check record; None while it is only planned (or has no event)."""
     ev = rec.evaluation if rec is not None and rec.event is not None else None
@@ -78,9 +86,9 @@ def build_signoff_check(
     @dg.asset_check(
         asset=key,
         name=name,
-        blocking=True,
-        description="Human sign-off of the privacy report: fails until a privacy officer records "
-        "an approval of this release's report (dagster-privacy signoff).",
+        description="Human sign-off of the privacy report: awaiting sign-off (a warning, not a failure) "
+        "until a privacy officer records a decision on this release's report (dagster-privacy signoff); "
+        "publication requires an approval.",
         **part,
     )
     def _signoff(context) -> dg.AssetCheckResult:  # no annotation: a string under __future__ annotations
@@ -90,7 +98,7 @@ def build_signoff_check(
         # a partition's release id is the checks' (<release>+<partition>), not the materialization's
         release = md.recorded(meta, md.RELEASE_ID) if partition is None else None
         out: dict[str, Any] = {
-            "decision": md.text("awaiting sign-off"),
+            "decision": md.text(AWAITING),
             "how": dg.MetadataValue.md(
                 "Read the privacy report (path and sha256 in the privacy checks' metadata), then run"
                 f"\n\n`{_command(release, partition)}`"
@@ -98,8 +106,10 @@ def build_signoff_check(
         }
         if release:
             out[md.RELEASE_ID] = dg.MetadataValue.text(str(release))
+        # WARN: waiting for a person is not a failure (the run succeeds; publication, which checks the
+        # approval itself, leaves the release unpublished and says so)
         return dg.AssetCheckResult(
-            passed=False, severity=dg.AssetCheckSeverity.ERROR, metadata=out, description="awaiting sign-off"
+            passed=False, severity=dg.AssetCheckSeverity.WARN, metadata=out, description=AWAITING
         )
 
     return _signoff
@@ -338,8 +348,10 @@ def verify_signoff(
     rec = latest_check_records(instance, [check], partition)
     ev = evaluation_of(rec.get(check))
     if ev is None:
-        raise SignoffError("awaiting sign-off: no decision recorded (" + _command(None, partition) + ")")
+        raise SignoffPending(f"{AWAITING}: no decision recorded ({_command(None, partition)})")
     decision = md.recorded(ev.metadata, "decision")
+    if decision == AWAITING:
+        raise SignoffPending(f"{AWAITING}: no decision on this report yet ({_command(None, partition)})")
     if decision != "approve" or not ev.passed:
         who = md.recorded(ev.metadata, "approver")
         raise SignoffError(
@@ -350,13 +362,15 @@ def verify_signoff(
     mat = _latest_materialization(instance, key, partition)
     tmd = ev.target_materialization_data
     if tmd is None or tmd.storage_id != mat.storage_id:
-        raise SignoffError("the approval is of an older materialization of the synthetic table")
+        raise SignoffPending(
+            f"{AWAITING}: the approval is of an older materialization of the synthetic table"
+        )
     cur = current_evaluation(instance, key, partition=partition, name_prefix=name_prefix)
     approved = md.recorded(ev.metadata, REPORT_SHA256)
     if approved != cur.report_sha256:
-        raise SignoffError(
-            f"the approval is of report {str(approved)[:12]}…, the current evaluation's report is "
-            f"{cur.report_sha256[:12]}… (a new evaluation needs a new sign-off)"
+        raise SignoffPending(
+            f"{AWAITING}: the approval is of report {str(approved)[:12]}…, the current evaluation's "
+            f"report is {cur.report_sha256[:12]}… (a new evaluation needs a new sign-off)"
         )
     if md.recorded(ev.metadata, md.RELEASE_ID) != cur.release_id:
         raise SignoffError("the approval is of another release than the current evaluation's")
@@ -475,11 +489,11 @@ def signoff_problem(
     rows: list[AuditRow] | None = None,
     partition: str | None = None,
     name_prefix: str = "",
-) -> str | None:
-    """Why publication must wait for the sign-off, or None when an audited approval of the current
-    report exists (``verify_signoff`` without raising)."""
+) -> tuple[str | None, bool]:
+    """(why publication must wait for the sign-off, whether it merely awaits a decision); (None, False)
+    when an audited approval of the current report exists (``verify_signoff`` without raising)."""
     try:
         verify_signoff(instance, asset, rows=rows, partition=partition, name_prefix=name_prefix)
     except SignoffError as exc:
-        return str(exc)
-    return None
+        return str(exc), isinstance(exc, SignoffPending)
+    return None, False

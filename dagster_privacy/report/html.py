@@ -167,7 +167,7 @@ def render_report(
     w(f"<h1>{escape(title)}</h1>")
     w(
         f'<div class="sub">release <code id="release-id">{escape(release)}</code> · generated {when} · '
-        f"policy <code>{escape(str(ev.policy.get('name', '?')))}</code> · seed {ev.seed}</div>"
+        f"{_policy_label(ev.policy)} · seed {ev.seed}</div>"
     )
     w(f'<div class="verdict verdict-{v.value}" id="verdict">Verdict: {escape(VERDICT_TEXT[v])}</div>')
     for finding in ev.findings:
@@ -422,6 +422,16 @@ def _distance_table(s: DistanceSummary) -> str:
         )
     rows.append("</tbody></table>")
     return "".join(rows)
+
+
+def _policy_label(ref: Any) -> str:
+    """The policy in the report's header: its name and preset, never "policy policy" (a policy file
+    named policy.yaml is named "policy")."""
+    name, preset = str(ref.get("name") or "?"), ref.get("preset")
+    of = f" (preset <code>{escape(str(preset))}</code>)" if preset and preset != name else ""
+    if name.lower() == "policy":
+        return f"policy file{of}"
+    return f"policy <code>{escape(name)}</code>{of}"
 
 
 def _params(policy: Any, metric_id: str) -> str:

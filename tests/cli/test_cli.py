@@ -1,4 +1,4 @@
-"""The CLI: exit codes 0 / 1 / 2, one clear line for bad input, JSON as architecture.md."""
+"""The CLI: exit codes 0 / 1 / 2 / 4, one clear line for bad input, JSON as architecture.md."""
 
 from __future__ import annotations
 
@@ -82,8 +82,8 @@ def test_leaky_release_fails_with_exit_1_and_writes_json(files, capsys) -> None:
     assert CANARY not in out + err + (files / "e.json").read_text()
 
 
-def test_clean_release_from_duckdb_passes_with_exit_0(files, capsys) -> None:
-    code, out, _ = cli(
+def test_clean_release_from_duckdb_passes_its_gates(files, capsys) -> None:
+    code, out, err = cli(
         capsys,
         "evaluate",
         "--real",
@@ -95,7 +95,21 @@ def test_clean_release_from_duckdb_passes_with_exit_0(files, capsys) -> None:
         "--policy",
         str(files / "crp_gate.yaml"),
     )
-    assert code == 0 and "WARN" in out and "waive" in out  # three risks waived: never a plain PASS
+    # three risks waived: never a plain PASS, and a waiver requires a sign-off: exit 4, awaiting it
+    assert code == 4 and "WARN" in out and "waive" in out
+    assert "awaiting sign-off" in err and "exit 4" in err
+
+
+def test_awaiting_a_sign_off_has_its_own_exit_code(files, capsys, tmp_path) -> None:
+    """Issue 46 (7): a release whose gates pass under a policy requiring a sign-off exits 4 with one line
+    "awaiting sign-off", apart from a failure (1) and from a release that may be published (0)."""
+    signoff = tmp_path / "signoff.yaml"
+    signoff.write_text(CRP_GATE.replace("preset: standard\n", "preset: standard\nrequire_signoff: true\n"))
+    args = ["evaluate", "--real", str(files / "train.csv"), "--metrics", "crp", "--policy", str(signoff)]
+    code, _, err = cli(capsys, *args, "--synthetic", f"{files / 'db.duckdb'}:release")
+    assert code == 4 and err.count("awaiting sign-off") == 1
+    code, _, err = cli(capsys, *args, "--synthetic", str(files / "leaky.parquet"))
+    assert code == 1 and "awaiting sign-off" not in err  # a failure is a failure, sign-off or not
 
 
 @pytest.mark.parametrize(

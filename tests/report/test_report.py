@@ -132,6 +132,18 @@ def test_passing_report(passing, tmp_path):
     assert CANARY not in html
 
 
+def test_the_header_names_the_policy_once(passing, tmp_path):
+    """Issue 46 (10): a policy file named policy.yaml (checks/policy.yaml) printed "policy policy"."""
+    import re
+
+    ev, dist, p = passing
+    named = ev.model_copy(update={"policy": {**ev.policy, "name": "policy", "preset": "standard"}})
+    path = tmp_path / "named.html"
+    write_report(named, path, release_id="r", distances=dist, policy=p)
+    text = re.sub(r"<[^>]+>", "", path.read_text())
+    assert "policy policy" not in text and "policy file (preset standard)" in text
+
+
 def test_failing_report(failing, tmp_path):
     ev, dist, p = failing
     assert ev.verdict is Status.FAIL and ev["crp"].status is Status.FAIL
