@@ -26,6 +26,7 @@ from .loading import load
 from .metrics import registry
 from .power import detection_floor
 from .results import Evaluation, MetricResult, PolicyRef, Severity, Status, TableInfo, ThreatModelRef, Timings
+from .surrogate import surrogate_keys
 from .threads import held
 
 VERSIONED = ("dagster_privacy", "numpy", "polars", "duckdb", "scikit-learn", "scipy", "lightgbm")
@@ -95,6 +96,11 @@ def prepare(
     schema.left_out = left_out_overlap(raw["real"], raw["synthetic"], schema)
     canon = {role: tb.canonical(df, schema, role=role) for role, df in raw.items()}
     tb.check_ranges(canon["real"], schema)
+    rng = np.random.default_rng([seed, 46])
+    schema.surrogates = surrogate_keys(
+        raw["real"], raw["synthetic"], canon["real"], canon["synthetic"], schema, rng
+    )
+    schema.notes += list(schema.surrogates.values())
     order = {role: tb.content_order(df) for role, df in canon.items()}
     canon = {role: df[order[role]] for role, df in canon.items()}
     source = None
@@ -219,9 +225,16 @@ def left_out_findings(schema: tb.Schema) -> list[str]:
             if n is None
             else f"{n} of its synthetic values occur in the real table"
         )
+        why = reasons.get(name, "excluded")
+        judged = (
+            " (judged an identifier, not a surrogate key: row numbers of the real table that link no "
+            "synthetic row to the real row of its number pass)"
+            if why.startswith("identifier")
+            else ""
+        )
         out.append(
-            f"column {name!r} is left out of every metric ({reasons.get(name, 'excluded')}) and {what}: "
-            "drop it from the synthetic table or evaluate it (--column-kind)"
+            f"column {name!r} is left out of every metric ({why}) and {what}{judged}: drop it from the "
+            "synthetic table or evaluate it (--column-kind)"
         )
     return out
 

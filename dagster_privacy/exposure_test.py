@@ -184,15 +184,19 @@ def decide(
     verbatim_floor = floors.get("verbatim")
     if verbatim_floor is not None and verbatim_floor <= accepted_floor:
         return "pass", None, decision
-    why = (
-        "no rare holdout record measures chance"
-        if verbatim_floor is None
-        else f"a release copying up to {verbatim_floor - 1} rare records verbatim could pass"
-    )
+    if verbatim_floor is None:
+        why = "no rare holdout record measures chance"
+        action = "give a holdout of records the generator never saw (it measures chance)"
+    else:
+        why = f"a release copying up to {verbatim_floor - 1} rare records verbatim could pass"
+        action = (
+            f"accept this table's floor with accepted_floor_people: {verbatim_floor} in the policy, or "
+            "give a larger holdout (it lowers the floor)"
+        )
     return (
         "inconclusive",
         f"inconclusive: {counted}, none beyond chance, but {why} (the policy accepts a floor of "
-        f"{accepted_floor} people: accepted_floor_people); a larger holdout would lower the floor",
+        f"{accepted_floor} people: accepted_floor_people). To decide on this table: {action}",
         decision,
     )
 

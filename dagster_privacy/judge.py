@@ -127,20 +127,34 @@ def _judge_evidence(
     else:
         status = Status.INCONCLUSIVE
         reason = (
-            f"inconclusive: {bounds} straddle threshold {thr:g} on {decision['trials']} trials"
-            f"{_needs(decision['trials'], ev.estimate, ev.upper, thr)}; the upper bound is above the "
-            f"weaker guarantee the policy accepts ({accepted_excess:g}: accepted_excess)"
+            f"inconclusive: {bounds} straddle threshold {thr:g} on {decision['trials']} trials; the "
+            f"upper bound is above the weaker guarantee the policy accepts ({accepted_excess:g}: "
+            f"accepted_excess). {TO_DECIDE}accept its bound with accepted_excess: "
+            f"{_rounded_up(ev.upper)} in the policy, or evaluate more rows"
+            f"{_needs(decision['trials'], ev.estimate, ev.upper, thr)}"
         )
     return result.model_copy(update={**gate, "status": status, "reason": reason, "decision": decision})
 
 
+#: where a reason says what the user can do (results.blocked_by quotes what follows)
+TO_DECIDE = "To decide on this table: "
+
+
+def _rounded_up(x: float) -> str:
+    """A bound as a policy value that accepts it: up to the next hundredth."""
+    return f"{math.ceil(x * 100 - 1e-9) / 100:.2f}"
+
+
 def _needs(trials: int, estimate: float, upper: float, threshold: float) -> str:
     """What would decide an inconclusive gate, roughly: an interval's half-width shrinks as 1/√n, so
-    the upper bound reaches the threshold at about ((upper − E) / (threshold − E))² times the trials."""
+    the upper bound reaches the threshold at about ((upper − E) / (threshold − E))² times the trials
+    (said as a multiple of this table's, which a fixed table cannot give)."""
     if estimate >= threshold:
-        return "; more trials would tell on which side"
+        return " (more trials would tell on which side)"
     factor = ((upper - estimate) / (threshold - estimate)) ** 2
-    return f"; needs about {math.ceil(trials * factor):,} trials" if factor < 1000 else ""
+    if factor >= 1000:
+        return ""
+    return f" (about {math.ceil(trials * factor):,} trials would decide: {factor:.1f}× this table's)"
 
 
 def compared_figure(result: MetricResult) -> str:

@@ -165,10 +165,9 @@ class MetricResult(BaseModel):
 
     @property
     def passed(self) -> bool:
-        """The one "passed" rule, read from a judged result (so a report rendered from JSON agrees): it
-        passed or found nothing to attack, or it could not run and the policy marks it optional or it
-        only informs (WARN: an advisory not run at all is no warning about the release); an inconclusive
-        gate is never passed by being optional: that would pass what it could not decide."""
+        """The one "passed" rule, read from a judged result (a report rendered from JSON agrees): it
+        passed or found nothing to attack, or could not run and is optional or only informs (WARN); an
+        inconclusive gate is never passed by being optional: that would pass what it could not decide."""
         if self.status in (Status.PASS, Status.NOTHING_TO_ATTACK):
             return True
         return self.status is Status.NOT_APPLICABLE and (self.optional or self.severity is Severity.WARN)
@@ -285,11 +284,12 @@ def blocked_by(results: Sequence[MetricResult], required: Sequence[str] | None =
     return out
 
 
-def _needs(r: MetricResult) -> str:
-    """A gate lacking evidence and, where its reason says it, what would decide it."""
+def _needs(r: MetricResult) -> str:  # a gate lacking evidence and what the user can do to decide it
     reason = r.reason or ""
-    at = reason.find("needs ")
-    return f"{r.id}: {reason[at:].rstrip(')')}" if at >= 0 else r.id
+    for mark, skip in (("To decide on this table: ", True), ("needs ", False)):
+        if (at := reason.find(mark)) >= 0:
+            return f"{r.id}: {reason[at + len(mark) * skip :]}"
+    return r.id
 
 
 def verdict(

@@ -64,11 +64,14 @@ class Schema:
     #: per left-out column the synthetic table holds: its synthetic values found in the real column
     #: (None: could not be compared); any overlap fails the verdict (the column is never evaluated)
     left_out: dict[str, int | None] = field(default_factory=dict)
+    #: left-out identifier columns judged surrogate keys (surrogate.py): name → why; no leak
+    surrogates: dict[str, str] = field(default_factory=dict)
 
     @property
     def left_out_leaks(self) -> list[str]:
-        """Left-out columns whose synthetic values occur in the real table (or could not be compared)."""
-        return [name for name, n in self.left_out.items() if n is None or n > 0]
+        """Left-out columns whose synthetic values occur in the real table (or could not be compared),
+        but for surrogate keys (row numbers that link no one)."""
+        return [n for n, k in self.left_out.items() if (k is None or k > 0) and n not in self.surrogates]
 
     @property
     def names(self) -> list[str]:
@@ -102,6 +105,7 @@ class Schema:
                     "name": n,
                     "reason": r,
                     **({"synthetic_values_in_real": self.left_out[n]} if n in self.left_out else {}),
+                    **({"judged": "surrogate key"} if n in self.surrogates else {}),
                 }
                 for n, r in self.excluded
             ],

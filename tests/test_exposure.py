@@ -203,6 +203,16 @@ def test_a_floor_above_what_the_policy_accepts_lacks_evidence(split) -> None:
     entry = load_policy("standard").metrics["exposed_records"]
     strict = judge(entry, r.model_copy(update={"status": None}), fail_level=0.05, accepted_floor=5)
     assert strict.status is dp.Status.INCONCLUSIVE and "accepts a floor of 5 people" in strict.reason
+    # issue 46 (5): it ends in what the user can do on this table: the value that accepts its floor
+    floor = strict.decision["floor_people"]["verbatim"]
+    assert (
+        floor > 5
+        and f"To decide on this table: accept this table's floor with accepted_floor_people: "
+        f"{floor} in the policy"
+        in strict.reason
+    )
+    again = judge(entry, r.model_copy(update={"status": None}), fail_level=0.05, accepted_floor=floor)
+    assert again.status is dp.Status.PASS  # the value the line names decides it
 
 
 def test_sides_of_twins_expose_nobody() -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 import dagster_privacy as dp
@@ -203,8 +205,15 @@ def test_a_gate_fails_on_evidence_passes_on_evidence_and_is_inconclusive_otherwi
     assert ok.status is Status.PASS and ok.decision["upper"] <= 0.05 and ok.passed
     # the same shares on 40 rows: the bounds straddle .05 → inconclusive, saying what would decide
     few = pol.judge(entry, _ev("ims", "re-identification", 1, 40, 1, 40), fail_level=0.00625)
-    assert few.status is Status.INCONCLUSIVE and not few.passed and "needs about" in few.reason
+    assert few.status is Status.INCONCLUSIVE and not few.passed and "trials would decide" in few.reason
     assert "40 trials" in few.reason
+    # issue 46 (5): the line ends in what the user can do: the policy value that accepts this bound
+    upper = few.decision["upper"]
+    assert few.reason.endswith("this table's)") and "To decide on this table: " in few.reason
+    assert f"accepted_excess: {math.ceil(upper * 100) / 100:.2f} in the policy" in few.reason
+    taken = pol.judge(entry, _ev("ims", "re-identification", 1, 40, 1, 40), fail_level=0.00625,
+                      accepted_excess=math.ceil(upper * 100) / 100)  # fmt: skip
+    assert taken.status is Status.PASS and taken.decision["guarantee"] == "weaker"  # the value decides
     # optional covers a gate that cannot run, not one that could not decide (second review: an optional
     # inconclusive gate passed what it could not decide)
     opt = pol.judge(
@@ -257,8 +266,10 @@ def test_the_verdict_is_given_per_risk_and_names_what_blocks_it() -> None:
     assert risks["singling out"]["status"] == "lacking evidence"
     blocked = dp.results.blocked_by(results)
     assert blocked[0] == "ims" and len(blocked) == 2
-    prefix = "singling out: lacking evidence (singling_out_univariate: needs about "
-    assert blocked[1].startswith(prefix) and int(blocked[1][len(prefix) :].split()[0].replace(",", "")) > 40
+    prefix = "singling out: lacking evidence (singling_out_univariate: accept its bound with accepted_excess"
+    assert blocked[1].startswith(prefix) and "or evaluate more rows (about " in blocked[1]
+    needed = blocked[1].split("(about ", 1)[1].split()[0]
+    assert int(needed.replace(",", "")) > 40
     # a policy that requires linkability only: the other risks inform
     assert pol.verdict(results, ["linkability"]) is Status.WARN
     assert pol.verdict(results, ["linkability", "membership"]) is Status.FAIL

@@ -112,8 +112,9 @@ def next_steps(ev: Evaluation, *, signoff: bool) -> str:
             )
         if blocks and all(": lacking evidence" in b or b.startswith("not assessed") for b in blocks):
             return (
-                "Do not publish. The evaluation lacks evidence: evaluate again with a larger holdout "
-                "(the reasons below say how many rows would decide)."
+                "Do not publish yet. The evaluation lacks evidence on this table: each reason below ends "
+                "in what would decide it — accepting the weaker guarantee the table can show (a policy "
+                "field, named with its value) or evaluating more rows."
             )
         return (
             "Do not publish. Reject the release and ask for a new one: fewer training epochs or a "
