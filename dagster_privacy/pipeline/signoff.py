@@ -347,8 +347,8 @@ def verify_signoff(
     check = dg.AssetCheckKey(key, SIGNOFF_CHECK)
     rec = latest_check_records(instance, [check], partition)
     ev = evaluation_of(rec.get(check))
-    if ev is None:
-        raise SignoffPending(f"{AWAITING}: no decision recorded ({_command(None, partition)})")
+    if ev is None:  # the check never ran (not defined, or never evaluated): a refusal, not a wait
+        raise SignoffError(f"{AWAITING}: no decision recorded ({_command(None, partition)})")
     decision = md.recorded(ev.metadata, "decision")
     if decision == AWAITING:
         raise SignoffPending(f"{AWAITING}: no decision on this report yet ({_command(None, partition)})")
