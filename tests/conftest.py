@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import tempfile
 from collections.abc import Iterator
 
 import polars as pl
@@ -12,6 +13,10 @@ from postgres_server import bin_dir, server
 
 from dagster_privacy.calibration import leaky_split
 from dagster_privacy.demo import load_demo
+
+# the privacy checks write their evidence report by default (issue 46): under a temporary folder here,
+# never the home directory of the machine running the suite (an ephemeral instance has no directory)
+os.environ.setdefault("DAGSTER_PRIVACY_REPORTS", tempfile.mkdtemp(prefix="dp_test_reports_"))
 
 
 @dataclasses.dataclass

@@ -33,7 +33,11 @@ PROXY_SECRET_ENV = "DAGSTER_PRIVACY_PROXY_SECRET"
     help="publication target, for withdrawals [default: $DAGSTER_PRIVACY_PUBLISH_TARGET]",
 )
 @click.option("--audit", "audit_path", default=None, help="audit DuckDB file [default: as for signoff]")
-@click.option("--asset", default="synthetic_table", show_default=True, help="the synthetic table asset")
+@click.option(
+    "--asset",
+    default=None,
+    help="the synthetic table asset [default: every asset of the instance whose privacy checks ran]",
+)
 @click.option(
     "--name-prefix",
     default="",
@@ -60,7 +64,7 @@ def console_command(
     users_file: str | None,
     target: str | None,
     audit_path: str | None,
-    asset: str,
+    asset: str | None,
     name_prefix: str,
     proxy_header: str | None,
     trusted_proxy: tuple[str, ...],

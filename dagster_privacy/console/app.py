@@ -43,7 +43,7 @@ from .identity import (
     credential_of,
     same_token,
 )
-from .records import ReleaseView, releases
+from .records import ReleaseView, privacy_assets, releases_of
 
 MAX_FORM = 64 * 1024
 
@@ -69,7 +69,8 @@ REPORT_CSP = "sandbox; default-src 'none'; style-src 'unsafe-inline'; img-src da
 @dataclass
 class ConsoleSettings:
     instance_dir: str
-    asset: str = "synthetic_table"
+    #: the synthetic asset whose releases it shows (None: every asset with privacy checks, issue 46)
+    asset: str | None = None
     audit: str | None = None
     target: str | None = None
     users: str | None = None
@@ -156,7 +157,8 @@ class Console:
         self.audit = AuditLog(settings.audit, instance=self.instance)
         self.users = Users(settings.users)
         self.sessions = Sessions(idle_seconds=settings.idle_minutes * 60)
-        self.asset = dg.AssetKey.from_user_string(settings.asset)
+        self.asset = dg.AssetKey.from_user_string(settings.asset) if settings.asset else None
+        self.prefix = settings.name_prefix
         self._secret = secrets.token_bytes(32)  # proxy users' CSRF tokens; new on each start
         # __Host-: a cookie only this origin sets (no sibling subdomain can plant a login token)
         prefix = "__Host-" if settings.secure_cookies else ""
@@ -239,12 +241,20 @@ class Console:
             valid_release_id(release_id)
         except ReleaseIdError:
             raise _Refused(404, "no such release") from None
-        found = releases(
-            self.instance, self.asset, self.audit, self.settings.target, name_prefix=self.settings.name_prefix
-        ).get(release_id)
-        if found is None:
+        views, twice = self._releases()
+        if release_id in twice:
+            raise _Refused(409, "a release id of several assets: start the console with --asset")
+        if release_id not in views:
             raise _Refused(404, "no such release")
-        return found
+        return views[release_id]
+
+    def assets(self) -> list[dg.AssetKey]:  # the one given, else those whose privacy checks ran (now)
+        return [self.asset] if self.asset else privacy_assets(self.instance, name_prefix=self.prefix)
+
+    def _releases(self) -> tuple[dict[str, ReleaseView], set[str]]:
+        return releases_of(
+            self.instance, self.assets(), self.audit, self.settings.target, name_prefix=self.prefix
+        )
 
     # ------------------------------------------------------------------------------ pages
 
@@ -331,10 +341,7 @@ class Console:
 
     async def index(self, request: Request) -> Response:
         user, csrf = self.need(request)
-        views = releases(
-            self.instance, self.asset, self.audit, self.settings.target, name_prefix=self.settings.name_prefix
-        ).values()
-        return _page(pages.release_list(views, user, csrf))
+        return _page(pages.release_list(self._releases()[0].values(), user, csrf))
 
     def _report(self, view: ReleaseView) -> bytes | None:
         """The report's bytes, read once and checked against the recorded sha256 (None: missing or
@@ -381,9 +388,9 @@ class Console:
         decision, reason = form.get("decision", ""), _one_line(form.get("reason", ""))
         try:
             record_signoff(release=view.release_id, decision=decision, by=user.name, reason=reason,
-                           instance=self.instance, asset=self.asset, partition=view.latest.partition,
+                           instance=self.instance, asset=view.asset, partition=view.latest.partition,
                            report_sha256=form.get("report_sha256") or "-", audit=self.audit,
-                           name_prefix=self.settings.name_prefix)  # fmt: skip
+                           name_prefix=self.prefix)  # fmt: skip
         except (SignoffError, AuditError) as exc:
             raise _Refused(409, f"not recorded: {safe_reason(exc)}") from None
         return _redirect(pages.release_url(view.release_id, f"?done={decision}"))
@@ -410,9 +417,12 @@ class Console:
 
         if not self.audit.path.is_file():
             return [], f"no decision recorded yet (audit table {self.audit.path})", []
-        try:
-            rows, anchors, problems = audit_problems(self.audit, self.instance, asset=self.asset,
-                                                     target=self.settings.target)  # fmt: skip
+        try:  # each asset's recorded heads (its sign-off events); the chain and the log are shared
+            rows, anchors, problems = [], 0, []
+            for asset in self.assets() or [dg.AssetKey("synthetic_table")]:
+                rows, found, more = audit_problems(self.audit, self.instance, asset=asset,
+                                                   target=self.settings.target)  # fmt: skip
+                anchors, problems = anchors + found, problems + [p for p in more if p not in problems]
         except AuditError as exc:
             return self.audit.rows(), "the audit table does not verify", [safe_reason(exc)]
         status = f"{len(rows)} decision(s), hash chain intact, {anchors} recorded head(s) compared"

@@ -90,15 +90,19 @@ def release_list(views: Iterable[ReleaseView], user: User, csrf: str) -> str:
         rows = "".join(
             f'<tr><td><a href="{esc(release_url(v.release_id))}">{esc(v.release_id)}</a>'
             + (" (current)" if v.current else "")
-            + f"</td><td>{esc(v.latest.verdict if v.latest else '—')}</td>"
+            + f"</td><td>{esc(v.asset.to_user_string() if v.asset else '—')}</td>"
+            f"<td>{esc(v.latest.verdict if v.latest else '—')}</td>"
             f"<td>{_when(v.latest.time) if v.latest else '—'}</td><td>{len(v.decisions)}</td></tr>"
             for v in reversed(group)
         )
         parts.append(
-            f"<h2>{esc(state.capitalize())} ({len(group)})</h2><table><tr><th>release</th><th>verdict</th>"
-            f"<th>last evaluated</th><th>decisions</th></tr>{rows}</table>"
+            f"<h2>{esc(state.capitalize())} ({len(group)})</h2><table><tr><th>release</th><th>asset</th>"
+            f"<th>verdict</th><th>last evaluated</th><th>decisions</th></tr>{rows}</table>"
         )
-    body = "".join(parts) or "<p>No release has been evaluated in this Dagster instance yet.</p>"
+    body = "".join(parts) or (
+        "<p>No release has been evaluated in this Dagster instance yet: no asset has privacy checks that "
+        "ran (build_privacy_checks writes the evidence report the console lists).</p>"
+    )
     return layout("Releases", body, user=user, csrf=csrf)
 
 

@@ -11,8 +11,10 @@ from typing import Any
 import dagster as dg
 
 from ..pipeline.audit import AuditLog, AuditRow
+from ..pipeline.checks import risk_check_name
 from ..pipeline.evidence import check_history
 from ..pipeline.target import PublishTarget
+from ..results import RISK_NAMES
 
 #: the states a release can be in, in the order the release list groups them
 STATES = ("awaiting decision", "blocked by its gates", "approved", "rejected", "published", "withdrawn")
@@ -40,6 +42,8 @@ class ReleaseView:
     publications: list[dict[str, Any]] = field(default_factory=list)
     #: the release of the asset's latest evaluation (of its partition): the only ones decidable
     current: bool = False
+    #: the synthetic asset it is a release of (None: known only from the audit or the log)
+    asset: dg.AssetKey | None = None
 
     @property
     def latest(self) -> Evaluated | None:
@@ -93,7 +97,7 @@ def releases(
     out: dict[str, ReleaseView] = {}
     evs = evaluations(instance, asset, name_prefix=name_prefix)
     for e in evs:
-        out.setdefault(e.release_id, ReleaseView(e.release_id)).evaluations.append(e)
+        out.setdefault(e.release_id, ReleaseView(e.release_id, asset=asset)).evaluations.append(e)
     latest: dict[str | None, Evaluated] = {e.partition: e for e in evs}  # per partition, the latest
     for e in latest.values():  # each partition's latest release is decidable (one, unpartitioned)
         out[e.release_id].current = True
@@ -107,4 +111,39 @@ def releases(
     return out
 
 
-__all__ = ["STATES", "Evaluated", "ReleaseView", "evaluations", "releases"]
+def privacy_assets(instance: dg.DagsterInstance, *, name_prefix: str = "") -> list[dg.AssetKey]:
+    """Every asset of the instance whose privacy checks (of ``name_prefix``) have run: one of its four
+    risk checks has an evaluation (issue 46: the console finds an own asset without --asset)."""
+    names = [name_prefix + risk_check_name(r) for r in RISK_NAMES]
+    return sorted(
+        (
+            key
+            for key in instance.get_asset_keys()
+            if any(instance.get_latest_asset_check_evaluation_record(dg.AssetCheckKey(key, n)) for n in names)
+        ),
+        key=lambda k: k.to_user_string(),
+    )
+
+
+def releases_of(
+    instance: dg.DagsterInstance,
+    assets: list[dg.AssetKey],
+    audit: AuditLog,
+    target: str | None,
+    *,
+    name_prefix: str = "",
+) -> tuple[dict[str, ReleaseView], set[str]]:
+    """``releases`` over several assets, and the release ids evaluated on more than one (ambiguous: no
+    decision is taken on them without --asset)."""
+    out: dict[str, ReleaseView] = {}
+    twice: set[str] = set()
+    for asset in assets:
+        for rid, view in releases(instance, asset, audit, target, name_prefix=name_prefix).items():
+            if rid in out and view.evaluations and out[rid].evaluations:
+                twice.add(rid)
+            elif rid not in out or view.evaluations:  # the asset that evaluated it
+                out[rid] = view
+    return out, twice
+
+
+__all__ = ["STATES", "Evaluated", "ReleaseView", "evaluations", "privacy_assets", "releases", "releases_of"]

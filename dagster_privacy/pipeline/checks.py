@@ -16,14 +16,12 @@ from .. import policy as pol
 from ..errors import safe_reason
 from ..executors import RayExecutor
 from ..metrics import registry
-from ..results import VERDICT_RISKS, Evaluation
+from ..results import VERDICT_RISKS
 from .assets import DUCKDB_KEY, RELEASE_KEY
+from .evidence import build_report_hook
+from .hook import REPORT, EvaluationHook
 from .resources import ReadOnlyDuckDB
 from .translator import DEFAULT_TRANSLATOR, PrivacyCheckTranslator
-
-#: called inside the check with the Evaluation (e.g. the HTML report); may return extra metadata that is
-#: attached to every check result. Raising fails the checks closed.
-EvaluationHook = Callable[[Evaluation, dg.AssetCheckExecutionContext], Mapping[str, Any] | None]
 
 PolicyLike = str | Path | pol.Policy | Mapping[str, Any]
 
@@ -128,7 +126,7 @@ def build_privacy_checks(
     resource_key: str = DUCKDB_KEY,
     release_resource_key: str | None = RELEASE_KEY,
     additional_deps: Sequence[AssetRef] = (),
-    on_evaluation: EvaluationHook | None = None,
+    on_evaluation: EvaluationHook | str | None = REPORT,
     translator: PrivacyCheckTranslator = DEFAULT_TRANSLATOR,
     ray_resource_key: str | None = None,
     partitions_def: dg.PartitionsDefinition | None = None,
@@ -148,8 +146,10 @@ def build_privacy_checks(
     Metric specs do not block (a gate's status and bounds are in its metadata; severity ERROR for gates,
     WARN for advisory metrics); the risk specs block, so a risk that fails or lacks evidence stops the
     run and holds up ``all_deps_blocking_checks_passed()``. Every result records the release id and the
-    fingerprint of the content evaluated; ``on_evaluation`` is called with the ``Evaluation`` (hook for
-    reports) and may return extra metadata; ``translator`` decides how a result becomes a check.
+    fingerprint of the content evaluated; ``on_evaluation`` is called with the ``Evaluation`` and may
+    return extra metadata — by default it writes the evidence report (``build_report_hook`` for this
+    asset, policy and prefix, under ``DAGSTER_PRIVACY_REPORTS`` or the instance's directory), which the
+    officer console lists; None writes none. ``translator`` decides how a result becomes a check.
     ``name`` (the step's op name) defaults to ``<asset>_<name_prefix>privacy_checks``: unique per asset
     and prefix, so several factories merge into one code location. With
     ``ray_resource_key``, the check requires that resource (a ``dagster_ray`` resource such as
@@ -164,6 +164,14 @@ def build_privacy_checks(
     """
     plan = pol.resolve(policy)
     key = key_of(asset)
+    if on_evaluation == REPORT:
+        on_evaluation = build_report_hook(
+            asset=key, policy=policy, release_resource_key=release_resource_key, name_prefix=name_prefix
+        )
+    elif isinstance(on_evaluation, str):
+        raise dg.DagsterInvalidDefinitionError(
+            f"on_evaluation: a hook, {REPORT!r} or None, not {on_evaluation!r}"
+        )
     if partitions_def is None and isinstance(asset, dg.AssetsDefinition | dg.AssetSpec):
         partitions_def = asset.partitions_def
     part = {"partitions_def": partitions_def} if partitions_def is not None else {}

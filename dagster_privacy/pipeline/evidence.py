@@ -25,7 +25,7 @@ from ..metrics import registry
 from ..results import Evaluation
 from . import metadata as md
 from .assets import RELEASE_KEY
-from .checks import EvaluationHook
+from .hook import EvaluationHook
 from .resources import file_name, run_release_id
 
 REPORTS_ENV = "DAGSTER_PRIVACY_REPORTS"
