@@ -160,6 +160,29 @@ class Calibration:
             lines.append("| " + " | ".join(cells) + " |")
         return "\n".join(lines) + "\n"
 
+    def loosened(self) -> list[str]:
+        """Every gate of the input policy that the calibrated policy loosens — a threshold raised, or a
+        gate (ERROR) made to inform (WARN) — with by how much and why; one line each. The YAML header
+        and the CLI print these same lines (issue 46: a raised gate was said nowhere, and a metric that
+        already informed was printed as "demoted")."""
+        from ..results import Severity
+
+        out = []
+        for mid, t in (self.thresholds or {}).items():
+            before = self.policy.entry_or_inform(mid)
+            if not t.calibrated or before.severity is not Severity.ERROR or t.threshold is None:
+                continue  # not moved, or it informed before: no gate is loosened
+            prev = "none" if t.previous is None else f"{t.previous:g}"
+            if t.demoted:
+                why = t.note.removeprefix("demoted to WARN: ")
+                out.append(f"{mid}: gate made WARN (threshold {prev} → {t.threshold:g}): {why}")
+            elif t.previous is not None and t.threshold > t.previous:
+                out.append(
+                    f"{mid}: threshold raised {prev} → {t.threshold:g} (+{t.threshold - t.previous:.3g}): "
+                    f"{t.note}"
+                )
+        return out
+
     def calibrated_policy(self) -> pol.Policy:
         """The input policy with every calibrated threshold replaced (load_policy of the YAML equals it)."""
         data = self.policy.model_dump(mode="json")
@@ -199,6 +222,12 @@ class Calibration:
             f"# A calibrated threshold is exceeded by {caught} with probability ≈ "
             f"{self.confidence:.0%} on this",
             "# data (docs/calibration.md). Metrics that do not respond keep the input policy's threshold.",
+            *(
+                ["# Gates this policy loosens against the input policy:"]
+                + [f"#   {line}" for line in self.loosened()]
+                if self.loosened()
+                else ["# No gate of the input policy is loosened."]
+            ),
             "# Detection floor on this data: verbatim copies of "
             + ("no share" if self.detection_floor is None else f"{self.detection_floor:.3f}")
             + " of the training rows are caught with 95 % probability (docs/metrics.md).",
@@ -224,6 +253,8 @@ class Calibration:
                 d["weight"] = entry.weight
             flow = yaml.safe_dump(d, default_flow_style=True, width=10_000, sort_keys=False).strip()
             note = thr[mid].note if mid in thr else "not swept"
+            if mid in thr and thr[mid].demoted and self.policy.entry_or_inform(mid).severity.value != "ERROR":
+                note = "informs (WARN) as before; " + note.removeprefix("demoted to WARN: ")
             lines.append(f"  {(mid + ':').ljust(width)} {flow}  # {note}")
         lines.append(f"require_signoff: {'true' if p.require_signoff else 'false'}")
         shown = {"name", "preset", "seed", "threat_model", "metrics", "require_signoff"}

@@ -102,13 +102,13 @@ def print_calibration(cal: Calibration, *, title: str | None = None) -> None:
         + (f": {', '.join(r.id for r in flagged)}" if flagged else "")
     )
     by_id = {r.id: r for r in cal.responses}
-    demoted = [t.id for t in thr.values() if t.demoted]
     overlap = [t.id for t in thr.values() if not t.separates and not by_id[t.id].flag and not t.demoted]
-    if demoted:
-        console.print(
-            f"{len(demoted)} gate(s) demoted to WARN: they cannot tell {leak_label or 'the leak'} from no "
-            f"risk on this data: {', '.join(demoted)}"
-        )
+    loosened = cal.loosened()  # the lines the calibrated policy's YAML header lists
+    console.print(
+        f"{len(loosened)} gate(s) of the input policy loosened" + (":" if loosened else ""), highlight=False
+    )
+    for line in loosened:
+        console.print(f"  {line}", highlight=False, markup=False)
     if overlap:
         console.print(
             f"{len(overlap)} metric(s) cannot tell {leak_label or 'the leak'} from no risk on this data "

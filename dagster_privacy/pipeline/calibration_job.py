@@ -1,7 +1,7 @@
 """A Dagster job of its own that calibrates the release policy on the current real table (on demand).
 
-It is an op job, not an asset: no asset selection (the release job, ``dagster asset materialize
---select '*'``, the sensor, the schedule) can start it, and it materializes nothing. It reads the real
+It is an op job, not an asset: no asset selection (the release job, ``dg launch --assets '*'``, the
+sensor, the schedule) can start it, and it materializes nothing. It reads the real
 table through the read-only DuckDB resource, runs the leaky risk model (``dagster_privacy.calibration``)
 for every metric of the release policy, writes the outputs (plot, tables, calibrated policy YAML) under
 ``out_dir/<run id>`` and records the response table, thresholds, flags and the plot as metadata of an

@@ -26,6 +26,7 @@ from . import plots
 from .decision import badge as _status
 from .decision import decision_section, summary_section
 from .decision import figure as _f
+from .policy_diff import differences
 from .risks import by_risk, risk_class, worst
 from .sources import cite
 
@@ -321,6 +322,11 @@ def render_report(
     w(f'<dt>policy sha256</dt><dd class="hash">{escape(str(ev.policy.get("sha256", "—")))}</dd>')
     if signoff is not None:
         w(f"<dt>sign-off required</dt><dd>{'yes' if signoff else 'no'}</dd>")
+    if policy is not None:
+        base, diff = differences(policy)
+        lines = "".join(f"<li>{escape(d)}</li>" for d in diff) or "<li>none</li>"
+        w(f"<dt>differences from the preset <code>{escape(base)}</code></dt>")
+        w(f'<dd><ul id="policy-diff">{lines}</ul></dd>')
     w("</dl>")
     w(
         '<table id="policy-table"><thead><tr><th>metric</th><th>threshold</th><th>applies to</th>'

@@ -465,6 +465,37 @@ def test_thresholds_on_the_decision_bounds_are_never_zero_and_demote_what_cannot
     assert all(t.threshold >= MIN_THRESHOLD for t in thr.values())
 
 
+def test_a_calibrated_policy_lists_every_gate_it_loosens() -> None:
+    """Issue 46 (9): calibration raised inference_distance from 0.15 to 0.29 and made a gate WARN, and
+    said so nowhere; it printed knn_percentile, which already informed, as "demoted"; its CLI note and
+    YAML comment disagreed. One list, by how much and why, in the YAML header (and the CLI)."""
+    ids = ["inference_distance", "linkability", "knn_percentile"]
+    values = np.zeros((4, 2, 3))
+    sw = _sweep(values, ids)
+    lower, upper = np.zeros((4, 2, 3)), np.zeros((4, 2, 3))
+    upper[0] = [[0.15, 0.2, 0.2], [0.16, 0.3, 0.3]]  # no-risk upper .16: above the gate's .15
+    lower[1] = [[0.30, 0.0, 0.0], [0.28, 0.0, 0.0]]  # a 5 % leak: ≥ .28 → (.16 + .28) / 2 = .22
+    lower[2] = lower[3] = [[0.9, 0.2, 0.2], [0.9, 0.25, 0.25]]  # linkability, knn never separate
+    sw.lower, sw.upper = lower, upper
+    values[:, :, :] = np.array([0.0, 0.05, 0.2, 1.0])[:, None, None]
+    policy = dp.load_policy("standard")
+    resp = cb.responses(sw, leak_index=1)
+    thr = cb.thresholds(sw, resp, policy, clean_index=0, leak_index=1)
+    cal = cb.Calibration(sw, resp, np.eye(3), policy, thresholds=thr, leak_level=0.05)
+    lines = cal.loosened()
+    assert len(lines) == 2, lines  # one raised, one made WARN; knn_percentile informed already
+    raised = next(line for line in lines if line.startswith("inference_distance:"))
+    assert "threshold raised 0.15 → 0.22 (+0.07): calibrated on the bounds" in raised
+    assert next(line for line in lines if line.startswith("linkability:")).startswith(
+        "linkability: gate made WARN"
+    )
+    text = cal.policy_yaml()
+    assert "# Gates this policy loosens against the input policy:" in text
+    assert all(f"#   {line}" in text for line in lines)
+    knn = next(line for line in text.splitlines() if line.startswith("  knn_percentile:"))
+    assert "demoted" not in knn and "informs (WARN) as before" in knn
+
+
 def test_calibrate_outputs_replace_planted_symlinks_and_bad_arguments_exit_2_before_work(tmp_path):
     """Issue 31 cases 8 and 10: `calibrate --out DIR` followed symlinks planted in DIR and overwrote
     their targets; `--seed -5` and an --out that is a file ended with exit 3 (after the whole run)."""

@@ -1,6 +1,7 @@
 """Slow smoke tests of the reference code location through Dagster's own CLIs (issue 11, "Must show").
 
-- ``dagster asset materialize -f definitions.py --select '*'``: a leaky release exits non-zero with its
+- ``dg launch --assets '*' -f definitions.py`` (Dagster 1.13's launcher; ``dagster asset materialize`` is
+  superseded): a leaky release exits non-zero with its
   failing checks recorded and nothing published; a clean one publishes; a canary planted in the real
   table is in no file under DAGSTER_HOME and in no line of the output.
 - ``dagster dev -w workspace.yaml`` on a free port: the location loads (GraphQL), then every process the
@@ -56,7 +57,7 @@ def _env(tmp: Path, **extra: str) -> dict[str, str]:
 
 def _materialize(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [str(BIN / "dagster"), "asset", "materialize", "-f", "definitions.py", "--select", "*"],
+        [str(BIN / "dg"), "launch", "--assets", "*", "-f", "definitions.py"],
         cwd=ROOT,
         env=env,
         capture_output=True,

@@ -144,6 +144,20 @@ def test_the_header_names_the_policy_once(passing, tmp_path):
     assert "policy policy" not in text and "policy file (preset standard)" in text
 
 
+def test_the_report_says_how_the_policy_differs_from_its_preset(passing, tmp_path):
+    """Issue 46 (9): a policy that raised a gate's threshold read like its preset in the report."""
+    ev, dist, _ = passing
+    raised = dp.policy.from_mapping(
+        {"preset": "standard", "metrics": {"inference_distance": {"threshold": 0.29, "severity": "ERROR"}}}
+    )
+    for policy, expected in ((raised, "inference_distance: threshold 0.15 → 0.29 (looser)"),
+                             (dp.load_policy("standard"), "<li>none</li>")):  # fmt: skip
+        path = tmp_path / "diff.html"
+        write_report(ev, path, release_id="r", distances=dist, policy=policy)
+        html = path.read_text()
+        assert "differences from the preset <code>standard</code>" in html and expected in html
+
+
 def test_failing_report(failing, tmp_path):
     ev, dist, p = failing
     assert ev.verdict is Status.FAIL and ev["crp"].status is Status.FAIL

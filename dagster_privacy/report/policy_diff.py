@@ -1,0 +1,48 @@
+"""How a policy differs from its preset (issue 46, item 9: a calibrated policy raised a gate's threshold
+and the report did not say so). A policy with no preset — a calibrated one is self-contained — is
+compared with ``standard``, the preset calibration starts from by default."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def differences(policy: Any) -> tuple[str, list[str]]:
+    """(the preset compared with, one line per difference: a gate loosened or tightened, an entry added
+    or left out); empty when the policy is its preset's, or cannot be compared."""
+    from .. import policy as pol
+
+    base_name = getattr(policy, "preset", None) or "standard"
+    try:
+        base = pol.load_policy(base_name)
+    except Exception:  # a preset that no longer exists: nothing to compare with
+        return base_name, []
+    out = []
+    for mid, entry in policy.metrics.items():
+        was = base.metrics.get(mid)
+        if was is None:
+            out.append(f"{mid}: added ({entry.severity.value}, threshold {_t(entry.threshold)})")
+            continue
+        if entry.severity != was.severity:
+            out.append(f"{mid}: {was.severity.value} → {entry.severity.value}")
+        if entry.threshold != was.threshold:
+            looser = entry.threshold is None or (
+                was.threshold is not None and entry.threshold > was.threshold
+            )
+            out.append(
+                f"{mid}: threshold {_t(was.threshold)} → {_t(entry.threshold)} "
+                f"({'looser' if looser else 'stricter'})"
+            )
+    out += [
+        f"{mid}: left out (was {e.severity.value})"
+        for mid, e in base.metrics.items()
+        if mid not in policy.metrics
+    ]
+    return base_name, out
+
+
+def _t(x: float | None) -> str:
+    return "none" if x is None else f"{x:g}"
+
+
+__all__ = ["differences"]
