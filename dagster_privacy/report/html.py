@@ -27,7 +27,7 @@ from .decision import badge as _status
 from .decision import decision_section, summary_section
 from .decision import figure as _f
 from .policy_diff import differences
-from .risks import by_risk, risk_class, worst
+from .risks import risk_class, verdict_groups
 from .sources import cite
 
 FORMAT = "dagster-privacy/report/1"
@@ -186,24 +186,33 @@ def render_report(
     w(decision_section(ev))
 
     # -- WP29 mapping
-    w('<h2 id="wp29">Risks measured (WP29 and others)</h2>')
+    w('<h2 id="wp29">Risks measured, as the verdict decides them</h2>')
     w(
         "<p>The Article 29 Working Party names three risks an anonymisation must prevent (Opinion 05/2014; "
-        f"{escape(cite('seed 004 §2.3.1'))}): singling out, linkability and inference. Membership "
-        "inference and distance-based re-identification indicators come from the technical literature "
-        "(§2.3.2). A risk with no metric was <b>not measured</b>: "
-        "the verdict says nothing about it.</p>"
+        f"{escape(cite('seed 004 §2.3.1'))}): singling out, linkability and inference; the verdict "
+        "decides those and membership (§2.3.2), toward which the exact-match, count and distance "
+        "figures of re-identification count. Gates are in bold; the distinguishability proxies inform "
+        "only. A risk no gate assessed was <b>not measured</b>: the verdict says nothing about it.</p>"
     )
     w(
         '<table id="wp29-table"><thead><tr><th>risk</th><th>framework</th><th>what it '
-        "means</th><th>metrics</th>"
-        "<th>worst status</th></tr></thead><tbody>"
+        "means</th><th>metrics</th><th>the verdict on it</th></tr></thead><tbody>"
     )
-    for rc, rs in by_risk(ev.results):
-        ms = ", ".join(f"<code>{escape(r.id)}</code>" for r in rs) or '<span class="note">none</span>'
+    risks = ev.risks
+    for rc, rs, name in verdict_groups(ev.results):
+        ms = (
+            ", ".join(
+                f"<b><code>{escape(r.id)}</code></b>"
+                if r.severity.value == "ERROR"
+                else f"<code>{escape(r.id)}</code>"
+                for r in rs
+            )
+            or '<span class="note">none</span>'
+        )
+        said = risks.get(name, {}).get("status", "not assessed") if name else "informs only"
         w(
             f"<tr><td>{escape(rc.title)}</td><td>{escape(cite(rc.framework))}</td><td>{escape(rc.meaning)}</td>"
-            f"<td>{ms}</td><td>{_status(worst([r.status for r in rs]))}</td></tr>"
+            f"<td>{ms}</td><td>{escape(said)}</td></tr>"
         )
     w("</tbody></table>")
 

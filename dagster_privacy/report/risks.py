@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..results import MetricResult, Risk, Status
+from ..results import MetricResult, Risk
 
 
 @dataclass(frozen=True)
@@ -58,20 +58,6 @@ RISKS: tuple[RiskClass, ...] = (  # one per results.Risk, in report order
 
 _BY_KEY = {str(r.key): r for r in RISKS}
 assert set(_BY_KEY) == {str(r) for r in Risk}, "every Risk needs its RiskClass"
-_ORDER = {
-    s: i
-    for i, s in enumerate(
-        (
-            Status.ERROR,
-            Status.FAIL,
-            Status.INCONCLUSIVE,
-            Status.WARN,
-            Status.NOT_APPLICABLE,
-            Status.NOTHING_TO_ATTACK,
-            Status.PASS,
-        )
-    )
-}
 
 
 def risk_class(result: MetricResult) -> RiskClass:
@@ -83,15 +69,18 @@ def risk_class(result: MetricResult) -> RiskClass:
     return RiskClass(key or "unclassified", (key or "unclassified").capitalize(), "—", "not mapped")
 
 
-def worst(statuses: list[Status]) -> Status | None:
-    """The most serious of some statuses (error > fail > warn > not_applicable > pass)."""
-    return min(statuses, key=lambda s: _ORDER[s]) if statuses else None
+def verdict_groups(results: list[MetricResult]) -> list[tuple[RiskClass, list[MetricResult], str | None]]:
+    """The results as the verdict groups them (issue 46: the report's table grouped by metric family
+    while the verdict decided four risks): (its risk class, its metrics, the verdict risk's name) for
+    the four risks, re-identification under membership, then the metrics that inform only (None)."""
+    from ..results import RISK_NAMES, verdict_risk
 
-
-def by_risk(results: list[MetricResult]) -> list[tuple[RiskClass, list[MetricResult]]]:
-    """The results grouped per risk class, the WP29 risks first (also when nothing measured them)."""
-    groups: dict[str, tuple[RiskClass, list[MetricResult]]] = {str(r.key): (r, []) for r in RISKS}
-    for res in results:
-        rc = risk_class(res)
-        groups.setdefault(rc.key, (rc, []))[1].append(res)
-    return list(groups.values())
+    four = (Risk.SINGLING_OUT, Risk.LINKABILITY, Risk.INFERENCE, Risk.MEMBERSHIP)
+    classes = dict(zip(RISK_NAMES, four, strict=True))
+    out: list[tuple[RiskClass, list[MetricResult], str | None]] = [
+        (_BY_KEY[str(classes[n])], [r for r in results if verdict_risk(r) == n], n) for n in RISK_NAMES
+    ]
+    informs = [r for r in results if verdict_risk(r) is None]
+    if informs:
+        out.append((_BY_KEY[str(Risk.DISTINGUISHABILITY)], informs, None))
+    return out

@@ -191,8 +191,12 @@ def test_wp29_mapping_from_each_results_risk(passing):
     wp = html.split('id="wp29-table"')[1].split("</table>")[0]
     for title in ("Singling out", "Linkability", "Inference", "Membership inference"):
         assert title in wp
-    row = next(r for r in wp.split("<tr>") if r.startswith("<td>Re-identification"))
+    # issue 46 (10): grouped as the verdict decides: re-identification figures count toward membership,
+    # and each row says the verdict on that risk
+    row = next(r for r in wp.split("<tr>") if r.startswith("<td>Membership"))
     assert "<code>crp</code>" in row and "<code>dcr</code>" in row
+    assert f"<td>{ev.risks['membership']['status']}</td>" in row
+    assert "Re-identification" not in wp
     for title in ("Singling out", "Linkability", "Inference"):  # the policy gates every risk (issue 44)
         row = next(r for r in wp.split("<tr>") if r.startswith(f"<td>{title}"))
         assert "not measured" not in row
