@@ -274,11 +274,12 @@ def run_metrics(
     contexts borrow from: calibration's sweeps)."""
     t0 = time.perf_counter() if started is None else started
     specs = registry()
-    results: list[MetricResult] = []
     ctx.plan([q for mid in plan.ids for q in specs[mid].queries])
-    mirror: EvaluationContext | None = None
+    findings = left_out_findings(ctx.schema)
     bar = _progress(progress, len(plan.ids))
     histograms = {(SPACE, side, "real") for side in SIDES}  # read by _distances, after the metrics
+    judged_by: dict[str, MetricResult] = {}
+    pending: list[str] = []  # advisories over their thresholds, compared with unseen rows at the end
     try:
         for i, mid in enumerate(plan.ids):
             if free:  # what no metric left reads is freed (memory)
@@ -288,19 +289,26 @@ def run_metrics(
             if bar is not None:
                 bar.update(bar.task_ids[0], description=f"privacy metrics: {mid}")
             entry = plan.entry(mid)
-            judged = _judged(plan, entry, mid, reg.run(specs[mid], ctx, entry.params), ctx.n("real"))
-            if advisory.compared(judged) and ctx.has("holdout") and set(specs[mid].needs) <= ONE_SIDE:
-                mirror = mirror or ctx.holdout_as_release()  # created once, borrowing what is queried
-                unseen = _judged(plan, entry, mid, reg.run(specs[mid], mirror, entry.params), ctx.n("real"))
-                judged = advisory.against_holdout(judged, unseen)
-            results.append(judged)
+            judged_by[mid] = _judged(plan, entry, mid, reg.run(specs[mid], ctx, entry.params), ctx.n("real"))
+            if advisory.compared(judged_by[mid]) and ctx.has("holdout") and set(specs[mid].needs) <= ONE_SIDE:
+                pending.append(mid)
             allocator.trim()  # the metric's temporaries freed in thread arenas: back to the system
             if bar is not None:
                 bar.advance(bar.task_ids[0])
+        # an advisory figure is compared with unseen real rows (advisory.py) unless a gate found
+        # evidence of risk: the comparison decides between PASS and WARN, and a release failing a gate
+        # is blocked whatever its advisories read (it is spared the second computation)
+        failed = (Status.FAIL, Status.ERROR)
+        blocked = bool(findings) or any(r.blocks and r.status in failed for r in judged_by.values())
+        mirror = ctx.holdout_as_release() if pending and not blocked else None
+        for mid in pending if mirror is not None else []:
+            entry = plan.entry(mid)
+            again = _judged(plan, entry, mid, reg.run(specs[mid], mirror, entry.params), ctx.n("real"))
+            judged_by[mid] = advisory.against_holdout(judged_by[mid], again)
     finally:
         if bar is not None:
             bar.stop()
-    findings = left_out_findings(ctx.schema)
+    results = [judged_by[m] for m in plan.ids]
     return Evaluation(
         results=results,
         verdict=Status.FAIL if findings else pol.verdict(results, plan.policy.required, plan.policy.waivers),
