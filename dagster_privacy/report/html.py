@@ -26,7 +26,7 @@ from . import plots
 from .decision import badge as _status
 from .decision import decision_section, summary_section
 from .decision import figure as _f
-from .policy_diff import differences
+from .policy_diff import differences_html
 from .risks import risk_class, verdict_groups
 from .sources import cite
 
@@ -331,12 +331,7 @@ def render_report(
     w(f'<dt>policy sha256</dt><dd class="hash">{escape(str(ev.policy.get("sha256", "—")))}</dd>')
     if signoff is not None:
         w(f"<dt>sign-off required</dt><dd>{'yes' if signoff else 'no'}</dd>")
-    if policy is not None:
-        base, diff = differences(policy)
-        lines = "".join(f"<li>{escape(d)}</li>" for d in diff) or "<li>none</li>"
-        w(f"<dt>differences from the preset <code>{escape(base)}</code></dt>")
-        w(f'<dd><ul id="policy-diff">{lines}</ul></dd>')
-    w("</dl>")
+    w(differences_html(policy) + "</dl>" if policy is not None else "</dl>")
     w(
         '<table id="policy-table"><thead><tr><th>metric</th><th>threshold</th><th>applies to</th>'
         "<th>severity</th><th>optional (n/a allowed)</th><th>parameters</th></tr></thead><tbody>"

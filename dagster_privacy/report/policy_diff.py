@@ -41,8 +41,18 @@ def differences(policy: Any) -> tuple[str, list[str]]:
     return base_name, out
 
 
+def differences_html(policy: Any) -> str:
+    """The differences as the report's definition-list entry (escaped)."""
+    from html import escape
+
+    base, diff = differences(policy)
+    lines = "".join(f"<li>{escape(d)}</li>" for d in diff) or "<li>none</li>"
+    head = f"<dt>differences from the preset <code>{escape(base)}</code></dt>"
+    return f'{head}<dd><ul id="policy-diff">{lines}</ul></dd>'
+
+
 def _t(x: float | None) -> str:
     return "none" if x is None else f"{x:g}"
 
 
-__all__ = ["differences"]
+__all__ = ["differences", "differences_html"]
