@@ -116,7 +116,7 @@ def _judge_evidence(
         reason = f"evidence of risk: {bounds}; lower bound > threshold {thr:g}"
     elif ev.upper <= thr:
         status, reason = Status.PASS, None
-    elif ev.upper <= accepted_excess:  # the bound is the guarantee, whatever the estimate within it
+    elif ev.upper <= accepted_excess and ev.estimate < thr:  # a small table's bound, no excess seen
         status = Status.PASS  # the policy accepts the weaker guarantee this table's size can give
         decision["guarantee"] = "weaker"
         reason = (
@@ -126,12 +126,22 @@ def _judge_evidence(
         )
     else:
         status = Status.INCONCLUSIVE
+        why = (
+            f"the estimate is at or above the threshold (the bound is within the weaker guarantee the "
+            f"policy accepts, {accepted_excess:g}: accepted_excess, which needs the estimate below it)"
+            if ev.upper <= accepted_excess
+            else f"the upper bound is above the weaker guarantee the policy accepts ({accepted_excess:g}: "
+            "accepted_excess)"
+        )
+        action = (
+            "evaluate more rows"
+            if ev.upper <= accepted_excess
+            else f"accept its bound with accepted_excess: {_rounded_up(ev.upper)} in the policy, or evaluate "
+            "more rows"
+        )
         reason = (
-            f"inconclusive: {bounds} straddle threshold {thr:g} on {decision['trials']} trials; the "
-            f"upper bound is above the weaker guarantee the policy accepts ({accepted_excess:g}: "
-            f"accepted_excess). {TO_DECIDE}accept its bound with accepted_excess: "
-            f"{_rounded_up(ev.upper)} in the policy, or evaluate more rows"
-            f"{_needs(decision['trials'], ev.estimate, ev.upper, thr)}"
+            f"inconclusive: {bounds} straddle threshold {thr:g} on {decision['trials']} trials; {why}. "
+            f"{TO_DECIDE}{action}{_needs(decision['trials'], ev.estimate, ev.upper, thr)}"
         )
     return result.model_copy(update={**gate, "status": status, "reason": reason, "decision": decision})
 

@@ -226,20 +226,21 @@ def test_a_gate_fails_on_evidence_passes_on_evidence_and_is_inconclusive_otherwi
     assert weak.decision["upper"] <= 0.25 and "weaker guarantee" in weak.reason
 
 
-def test_the_weaker_guarantee_is_the_upper_bound_whatever_the_estimate() -> None:
+def test_an_estimate_over_the_threshold_is_no_weaker_guarantee_and_its_line_says_so() -> None:
     """Issue 45: a clean breast-cancer release (284 trials) with excess 0.043, bounds [0, 0.075] lacked
-    evidence though its upper bound was within accepted_excess — the code also wanted the estimate under
-    the threshold, which docs/metrics.md never said — and its line claimed "the upper bound is above the
-    weaker guarantee the policy accepts", which was false."""
+    evidence, and its line claimed "the upper bound is above the weaker guarantee the policy accepts",
+    which was false: the estimate over the threshold is why. (Review: passing such gates on the bound
+    alone let 240-row releases with 17 % near-copies through, estimates 3–4× their thresholds.)"""
     entry = MetricPolicy(threshold=0.02)
     # 20/284 vs 8/284: excess ≈ 0.042 above the threshold, lower bound below it, upper bound ≈ 0.08
     mid = pol.judge(entry, _ev("ims", "re-identification", 20, 284, 8, 284), fail_level=0.00625,
                     accepted_excess=0.25)  # fmt: skip
     d = mid.decision
     assert d["excess"] > 0.02 and d["lower"] <= 0.02 < d["upper"] <= 0.25, d
-    assert mid.status is Status.PASS and d["guarantee"] == "weaker"
-    assert f"at most {d['upper']:.3g}" in mid.reason
-    # the upper bound above accepted_excess: inconclusive, and the line says so truly
+    assert mid.status is Status.INCONCLUSIVE and "guarantee" not in d
+    assert "the estimate is at or above the threshold" in mid.reason
+    assert "upper bound is above" not in mid.reason and "accept its bound" not in mid.reason
+    # the upper bound above accepted_excess: inconclusive, and the line names the value that accepts it
     tight = pol.judge(entry, _ev("ims", "re-identification", 20, 284, 8, 284), fail_level=0.00625,
                       accepted_excess=0.05)  # fmt: skip
     assert tight.status is Status.INCONCLUSIVE and tight.decision["upper"] > 0.05
