@@ -339,11 +339,15 @@ def publish_verified(
                 f"by {gone['by']}): publish it again only under a policy with a sign-off"
             )
         if signoff:  # approval of this very report (signoff.py)
-            from .signoff import signoff_problem
+            from .signoff import SignoffError, SignoffPending, verify_signoff
 
-            why, waiting = signoff_problem(
-                context.instance, syn_key, rows=audit_rows, partition=partition, name_prefix=name_prefix
-            )
+            why, waiting = None, False
+            try:
+                verify_signoff(
+                    context.instance, syn_key, rows=audit_rows, partition=partition, name_prefix=name_prefix
+                )
+            except SignoffError as exc:
+                why, waiting = str(exc), isinstance(exc, SignoffPending)
             if why and waiting:
                 pending = why  # not a problem: decided below, once every other check is verified
             elif why:

@@ -350,7 +350,14 @@ def verify_signoff(
     if ev is None:  # the check never ran (not defined, or never evaluated): a refusal, not a wait
         raise SignoffError(f"{AWAITING}: no decision recorded ({_command(None, partition)})")
     decision = md.recorded(ev.metadata, "decision")
-    if decision == AWAITING:
+    log = audit if isinstance(audit, AuditLog) else AuditLog(audit, instance=instance)
+    if decision == AWAITING:  # a re-run check waits anew, but an audited rejection stands (review)
+        rows = anchored_rows(log, instance, key) if rows is None else rows
+        cur = current_evaluation(instance, key, partition=partition, name_prefix=name_prefix)
+        last = latest_decision(rows, release=str(cur.release_id), report_sha256=cur.report_sha256)
+        if last is not None and last.decision != "approve":
+            what = f"#{last.seq} '{last.decision}' by {last.approver}"
+            raise SignoffError(f"the audit's latest decision on this report is {what}: it stays blocked")
         raise SignoffPending(f"{AWAITING}: no decision on this report yet ({_command(None, partition)})")
     if decision != "approve" or not ev.passed:
         who = md.recorded(ev.metadata, "approver")
@@ -374,7 +381,6 @@ def verify_signoff(
         )
     if md.recorded(ev.metadata, md.RELEASE_ID) != cur.release_id:
         raise SignoffError("the approval is of another release than the current evaluation's")
-    log = audit if isinstance(audit, AuditLog) else AuditLog(audit, instance=instance)
     rows = anchored_rows(log, instance, key) if rows is None else rows
     row = next((r for r in rows if r.row_hash == str(md.recorded(ev.metadata, "audit_row_hash"))), None)
     if (
@@ -480,20 +486,3 @@ def audit_problems(
             rows, PublishTarget(path=str(target)).log(), f"the publication log of {target}"
         )
     return rows, len(anchors), problems
-
-
-def signoff_problem(
-    instance: dg.DagsterInstance,
-    asset: dg.AssetsDefinition | dg.AssetKey | str = DEFAULT_ASSET,
-    *,
-    rows: list[AuditRow] | None = None,
-    partition: str | None = None,
-    name_prefix: str = "",
-) -> tuple[str | None, bool]:
-    """(why publication must wait for the sign-off, whether it merely awaits a decision); (None, False)
-    when an audited approval of the current report exists (``verify_signoff`` without raising)."""
-    try:
-        verify_signoff(instance, asset, rows=rows, partition=partition, name_prefix=name_prefix)
-    except SignoffError as exc:
-        return str(exc), isinstance(exc, SignoffPending)
-    return None, False

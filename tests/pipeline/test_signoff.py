@@ -232,6 +232,12 @@ def test_rejection_keeps_another_release_blocked(env: Env):
     refused = env.publish()
     assert not refused.success and not _published(refused)
     assert "'reject' by Dana Officer" in _failure(refused)
+    # review: re-running the sign-off check alone (it warns "awaiting sign-off" again) must not turn the
+    # audited rejection of this very report into a quiet wait
+    assert env.checks_only(SIGNOFF_CHECK).success
+    again = env.publish()
+    assert not again.success and not _published(again)
+    assert "'reject' by Dana Officer" in _failure(again) and "stays blocked" in _failure(again)
 
 
 def test_audit_table_keeps_every_decision_and_detects_tampering(env: Env, capsys):
