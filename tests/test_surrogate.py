@@ -59,3 +59,23 @@ def test_an_identifier_with_gaps_is_never_a_surrogate_key(split) -> None:
     assert ev.verdict is dp.Status.FAIL and any("'student'" in f for f in ev.findings)
     text = json.dumps(json.loads(ev.to_json())["schema"]) + " ".join(ev.findings)
     assert str(CANARY_ID) not in text and f"{CANARY_ID:,}" not in text
+
+
+@pytest.mark.parametrize("copies, edited", [(5, False), (40, True)])
+def test_a_few_copies_carried_with_their_numbers_are_an_identifier(split, copies, edited) -> None:
+    """Review: 5 verbatim copies, or 40 with two cells edited, carrying their real numbers among 750
+    self-numbered rows were diluted by the mean agreement and judged a surrogate key."""
+    train = _numbered(split.train)
+    copied = train[:copies]
+    if edited:
+        copied = copied.with_columns(pl.col("fnlwgt") + 137, pl.col("hours-per-week") + 1)
+    syn = pl.concat([_numbered(split.synthetic)[copies:], copied])
+    ev = _evaluate(train, syn, split.control)
+    assert any("'student'" in f and "judged an identifier" in f for f in ev.findings), ev.findings
+
+
+def test_consecutive_numbers_that_do_not_start_at_one_are_an_identifier(split) -> None:
+    """Review: employee numbers 7,340,001… are dense too, but they name people: not row numbers."""
+    train, syn = _numbered(split.train, start=CANARY_ID), _numbered(split.synthetic, start=CANARY_ID)
+    ev = _evaluate(train, syn, split.control)
+    assert ev.verdict is dp.Status.FAIL and any("'student'" in f for f in ev.findings)
