@@ -131,8 +131,10 @@ def build_report_hook(
             name_prefix=name_prefix,
         )
         base = Path(reports_dir) if reports_dir is not None else default_reports_dir(context.instance)
-        # one report per policy (name_prefix) and run: two policies on one asset write two
-        path = (base / file_name(release) / f"{name_prefix}{context.run.run_id}.html").resolve()
+        # one report per asset, policy (name_prefix) and run: two policies on one asset write two, and
+        # two assets evaluated in one run under one release id never share a file (review)
+        name = f"{name_prefix}{context.run.run_id}.html"
+        path = (base / file_name(key.to_user_string()) / file_name(release) / name).resolve()
         sha = write_report(ev, path, release_id=release, history=history, policy=p, pipeline=True)
         context.log.info(f"privacy report of release {release}: {path} (sha256 {sha})")
         console = os.environ.get(CONSOLE_ENV, "").rstrip("/")

@@ -117,3 +117,48 @@ def test_own_assets_get_a_report_a_console_entry_an_approval_and_a_publication(t
         assert list((tmp_path / "published").glob("*.parquet"))
     finally:
         instance.dispose()
+
+
+def test_two_assets_in_one_run_under_one_release_id_keep_their_own_reports(tmp_path) -> None:
+    """Review: the default report path was <release>/<run>.html, so a second asset evaluated in the same
+    run under the same release id overwrote the first's report, which then could never be signed off."""
+    import hashlib
+
+    from dagster_privacy.pipeline.resources import RELEASE_ID_TAG
+    from dagster_privacy.release_ids import file_name  # noqa: F401
+    from dagster_privacy.tables import fingerprint  # noqa: F401  (the report's own sha256 is checked)
+
+    split = leaky_split(load_demo().head(1200), 0.0, seed=0)
+    assets, checks = [], []
+    for name in ("customers", "orders"):
+
+        @dg.asset(name=f"{name}_real")
+        def real() -> pl.DataFrame:
+            return split.train
+
+        @dg.asset(name=f"{name}_holdout")
+        def holdout() -> pl.DataFrame:
+            return split.control
+
+        @dg.asset(name=f"{name}_synthetic")
+        def synthetic() -> pl.DataFrame:
+            return split.synthetic
+
+        assets += [real, holdout, synthetic]
+        sides = {"real_asset": real, "holdout_asset": holdout, "release_resource_key": None}
+        checks += build_privacy_checks(asset=synthetic, policy="standard", **sides)
+    defs = dg.Definitions(assets=assets, asset_checks=checks)
+    job = defs.resolve_implicit_global_asset_job_def()
+    with dg.instance_for_test() as instance:
+        res = job.execute_in_process(instance=instance, run_config=QUIET, tags={RELEASE_ID_TAG: "2024-06"})
+        reports = {
+            e.asset_key.to_user_string(): (
+                Path(e.metadata[REPORT_PATH].value),
+                e.metadata[REPORT_SHA256].value,
+            )
+            for e in res.get_asset_check_evaluations()
+            if e.check_name == "privacy_risk_membership"
+        }
+    assert len({path for path, _ in reports.values()}) == 2, reports
+    for path, sha in reports.values():
+        assert hashlib.sha256(path.read_bytes()).hexdigest() == sha  # nothing overwrote it
