@@ -43,7 +43,7 @@ from .identity import (
     credential_of,
     same_token,
 )
-from .records import ReleaseView, privacy_assets, releases_of
+from .records import ReleaseView, audit_of, privacy_assets, releases_of
 
 MAX_FORM = 64 * 1024
 
@@ -385,6 +385,10 @@ class Console:
         view = self.view(request.path_params["release_id"])
         if self._report(view) is None:  # nobody decides on a report the console cannot show
             raise _Refused(409, "not recorded: the report file is missing or changed, so it cannot be read")
+        if view.state in ("approved", "rejected"):  # as the page offers: one decision per report (review)
+            raise _Refused(
+                409, f"not recorded: this report is already {view.state}; a new evaluation is decided anew"
+            )
         decision, reason = form.get("decision", ""), _one_line(form.get("reason", ""))
         try:
             record_signoff(release=view.release_id, decision=decision, by=user.name, reason=reason,
@@ -413,16 +417,10 @@ class Console:
         return _redirect(pages.release_url(view.release_id, "?done=withdraw"))
 
     def _audit(self) -> tuple[list[Any], str, list[str]]:
-        from ..pipeline.signoff import audit_problems
-
         if not self.audit.path.is_file():
             return [], f"no decision recorded yet (audit table {self.audit.path})", []
-        try:  # each asset's recorded heads (its sign-off events); the chain and the log are shared
-            rows, anchors, problems = [], 0, []
-            for asset in self.assets() or [dg.AssetKey("synthetic_table")]:
-                rows, found, more = audit_problems(self.audit, self.instance, asset=asset,
-                                                   target=self.settings.target)  # fmt: skip
-                anchors, problems = anchors + found, problems + [p for p in more if p not in problems]
+        try:
+            rows, anchors, problems = audit_of(self.audit, self.instance, self.assets(), self.settings.target)
         except AuditError as exc:
             return self.audit.rows(), "the audit table does not verify", [safe_reason(exc)]
         status = f"{len(rows)} decision(s), hash chain intact, {anchors} recorded head(s) compared"

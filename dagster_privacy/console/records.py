@@ -146,4 +146,27 @@ def releases_of(
     return out, twice
 
 
-__all__ = ["STATES", "Evaluated", "ReleaseView", "evaluations", "privacy_assets", "releases", "releases_of"]
+def audit_of(
+    audit: AuditLog, instance: dg.DagsterInstance, assets: list[dg.AssetKey], target: str | None
+) -> tuple[list[AuditRow], int, list[str]]:
+    """The audit table checked against each asset's recorded heads (its sign-off events); the chain and
+    the publication log are shared, their problems said once (signoff.audit_problems)."""
+    from ..pipeline.signoff import audit_problems
+
+    rows, anchors, problems = [], 0, []
+    for asset in assets or [dg.AssetKey("synthetic_table")]:
+        rows, found, more = audit_problems(audit, instance, asset=asset, target=target)
+        anchors, problems = anchors + found, problems + [p for p in more if p not in problems]
+    return rows, anchors, problems
+
+
+__all__ = [
+    "STATES",
+    "audit_of",
+    "Evaluated",
+    "ReleaseView",
+    "evaluations",
+    "privacy_assets",
+    "releases",
+    "releases_of",
+]

@@ -105,6 +105,10 @@ def test_own_assets_get_a_report_a_console_entry_an_approval_and_a_publication(t
                     "report_sha256": meta[REPORT_SHA256].value}  # fmt: skip
             status, _, body = dana.request(f"/release/{release}/decision", form)
             assert status == 303, body
+            # review: the server, not only the page, takes one decision per report
+            again = {**form, "decision": "reject", "csrf": dana.csrf("/")}
+            status, _, body = dana.request(f"/release/{release}/decision", again)
+            assert status == 409 and "already approved" in body
         finally:
             served.stop()
         monkeypatch.setenv("DAGSTER_PRIVACY_AUDIT", audit)  # where publication reads the approval
