@@ -1,7 +1,8 @@
 """`dagster-privacy`: evaluate | demo | metrics (and the commands later modules add).
 
 Exit codes: 0 the verdict is pass or warn; 1 the verdict is fail; 2 bad input or usage (one line on
-stderr, no traceback). Progress goes to stderr, the table to stdout.
+stderr, no traceback); 4 the gates pass and the policy requires a privacy officer's sign-off
+("awaiting sign-off": not a failure). Progress goes to stderr, the table to stdout.
 """
 
 from __future__ import annotations
@@ -161,7 +162,7 @@ def evaluate(
     threads: int | None,
     ray_address: str | None,
 ) -> None:
-    """Evaluate a synthetic table; exit 1 when the verdict is fail."""
+    """Evaluate a synthetic table; exit 1 when the verdict is fail, 4 when it awaits a sign-off."""
     from ..evaluate import evaluate as run
     from ..executors import RayExecutor
     from ..release_ids import ReleaseIdError, valid_release_id
