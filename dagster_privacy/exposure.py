@@ -33,9 +33,10 @@ from .tables import Schema
 
 #: the parts of the count (docs/metrics.md, "Exposed records"): every unique training record reproduced
 #: verbatim; the isolated ones (rare at radius two) among them, whose chance count is near zero;
-#: isolated records reproduced within one cell but not verbatim; and the other records rare at radius
-#: one reproduced within one cell (second review: a one-cell edit of them was seen by no gate)
-PARTS = ("verbatim", "verbatim_isolated", "near_isolated", "near")
+#: isolated records reproduced within one cell but not verbatim; the other records rare at radius
+#: one reproduced within one cell (second review: a one-cell edit of them was seen by no gate); and
+#: records a synthetic row lies nearer to than their own nearest other record (jittered copies)
+PARTS = ("verbatim", "verbatim_isolated", "near_isolated", "near", "nearer")
 #: above this many column pairs, isolation is taken at radius one (a 30-column table has 435 pairs)
 MAX_PAIRS = 500
 
@@ -210,6 +211,25 @@ def exposing_near(train: np.ndarray, synthetic: np.ndarray, exposed: np.ndarray)
     return out
 
 
+def nearer(
+    own_t: np.ndarray, own_h: np.ndarray, syn_t: np.ndarray, syn_h: np.ndarray, nearest_syn: np.ndarray,
+    n_synthetic: int,
+) -> Part:  # fmt: skip
+    """The nearer part, in the euclidean space of the distance gates: a training record is exposed when
+    a synthetic row lies strictly nearer to it than its own nearest other training record (leave one
+    out), a holdout record when one lies nearer than its nearest training record — the same rule on
+    both sides, so they stay exchangeable; a record with a twin (distance 0) is exposed by no one. A
+    copy jittered below the table's own spacing lands inside its record's ball; unseen real rows land
+    there as often as chance (about 40 % of records on the bench's clean releases), which the
+    hypergeometric test of exposure_test.py allows for. ``nearest_syn``: each training record's
+    nearest synthetic row (its exposing row)."""
+    rare_t, rare_h = own_t > 0, own_h > 0
+    exposed_t, exposed_h = rare_t & (syn_t < own_t), rare_h & (syn_h < own_h)
+    exposing = np.zeros(n_synthetic, dtype=bool)
+    exposing[nearest_syn[exposed_t]] = True
+    return Part(rare_t, rare_h, exposed_t, exposed_h, exposing)
+
+
 def edit_registration(
     train_grid: pl.DataFrame, train_masked: np.ndarray, rare_near: np.ndarray, rare_verbatim: np.ndarray,
     rng: np.random.Generator, *, samples: int = 400,
@@ -253,6 +273,7 @@ __all__ = [
     "isolated",
     "masked_hashes",
     "near_part",
+    "nearer",
     "rare_within",
     "verbatim",
     "within_one",

@@ -39,6 +39,18 @@ def p_value(k_t: int, k_c: int, share: float) -> float:
     return float(binom.sf(k_t - 1, k_t + k_c, share))
 
 
+def p_value_exact(k_t: int, n_t: int, k_c: int, n_c: int) -> float:
+    """P(X ≥ k_t), X ~ Hypergeometric: of the n_t + n_c records, k_t + k_c exposed, n_t of them on the
+    training side — Fisher's one-sided exact test, for a part whose chance rate is high (the nearer
+    part: about 40 % of records), where the binomial above, exact for rare exposures, is conservative
+    (it takes the exposed as drawn with replacement)."""
+    from scipy.stats import hypergeom
+
+    if k_t <= 0:
+        return 1.0
+    return float(hypergeom.sf(k_t - 1, n_t + n_c, n_t, k_t + k_c))
+
+
 def _poisson(lam: float) -> tuple[np.ndarray, np.ndarray]:
     """The support of Poisson(lam) but for 1e-10 on either side, and its probabilities (from the lower
     tail up, not 0: at a chance count of a thousand the grid is a few hundred wide, not thousands)."""
@@ -130,12 +142,16 @@ def decide(
                 "rare_holdout": n_c,
                 "chance": k_c * n_t / n_c if n_c else None,
                 "pi": share,
-                "p_value": p_value(k_t, k_c, share) if n_c else None,
+                "p_value": None
+                if not n_c
+                else p_value_exact(k_t, n_t, k_c, n_c)
+                if PARTS[int(p["part"])] == "nearer"
+                else p_value(k_t, k_c, share),
                 "level": level,
-                # the floors a reader is told (verbatim, isolated, one cell edited); the last part's chance
+                # the floors a reader is told (verbatim, isolated, one cell edited); the last parts' chance
                 # counts run to thousands, where the power sum costs seconds and no sentence reads it
                 "floor_people": None
-                if PARTS[int(p["part"])] == "near"
+                if PARTS[int(p["part"])] in ("near", "nearer")
                 else floor(n_t, k_c, n_c, level, registered=float(p["registered"])),
                 "registered": float(p["registered"]),
             }
@@ -154,7 +170,7 @@ def decide(
         "one_cell_edit": near["floor_people"],
     }
     decision: dict[str, object] = {
-        "test": "exact conditional binomial per part, weighted Bonferroni",
+        "test": "exact conditional test per part (binomial; hypergeometric for nearer), weighted Bonferroni",
         "excess": exposed - chance,
         "lower": None,
         "upper": None,
@@ -174,9 +190,16 @@ def decide(
     beyond = [r for r in rows if r["p_value"] is not None and r["p_value"] <= r["level"] and over(r)]
     if beyond:
         worst = min(beyond, key=lambda r: r["p_value"])
+        said = counted
+        if worst["part"] == "nearer":  # jittered copies: the part's own counts, against the holdout's
+            said = (
+                f"{worst['exposed']:,} of {worst['rare']:,} training records have a synthetic row nearer "
+                f"than their own nearest neighbour, against {worst['exposed_holdout']:,} of "
+                f"{worst['rare_holdout']:,} holdout records (chance); {counted}"
+            )
         return (
             "fail",
-            f"evidence of risk: {counted}; {worst['part']} p = {worst['p_value']:.2g} ≤ {worst['level']:.2g}",
+            f"evidence of risk: {said}; {worst['part']} p = {worst['p_value']:.2g} ≤ {worst['level']:.2g}",
             decision,
         )
     if all(r["rare"] == 0 for r in rows):
@@ -201,4 +224,4 @@ def decide(
     )
 
 
-__all__ = ["POWER", "decide", "floor", "p_value", "pi", "power"]
+__all__ = ["POWER", "decide", "floor", "p_value", "p_value_exact", "pi", "power"]

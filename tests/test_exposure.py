@@ -285,3 +285,49 @@ def test_the_people_sentence_counts_every_within_one_cell_part(split) -> None:
     said = re.search(r"verbatim (\d+), within one cell (\d+)", people_sentence(ev))
     assert said and int(said[1]) == parts["verbatim"]
     assert int(said[2]) == parts.get("near_isolated", 0) + parts.get("near", 0)
+
+
+# ------------------------------------------------------------------ the nearer part (jittered copies)
+
+
+def _continuous(n: int, seed: int) -> pl.DataFrame:
+    """Two continuous columns and a coarse category: no record is rare at one cell on the 0.25 sd grid,
+    so the verbatim and within-one-cell parts see nothing of a jittered copy."""
+    rng = np.random.default_rng(seed)
+    return pl.DataFrame({"x": rng.normal(size=n), "y": rng.normal(size=n), "g": rng.choice(["a", "b"], n)})
+
+
+def test_the_exact_test_of_the_nearer_part_by_hand() -> None:
+    from dagster_privacy.exposure_test import p_value_exact
+
+    # 10 records, 5 on each side, 4 exposed, all training: C(5,4) / C(10,4) = 5 / 210
+    assert p_value_exact(4, 5, 0, 5) == pytest.approx(5 / 210)
+    assert p_value_exact(0, 5, 3, 5) == 1.0
+    # at a high chance rate the exact test is sharper than the binomial one (which is conservative)
+    from dagster_privacy.exposure_test import p_value
+
+    assert p_value_exact(600, 1000, 200, 500) < p_value(600, 200, 1000 / 1500)
+
+
+def test_jittered_copies_fail_on_the_nearer_part_and_clean_releases_do_not() -> None:
+    """Copies moved by 0.01 sd in both continuous columns: nothing verbatim, nothing within one cell
+    of a rare record; 20 % of 3,000 training rows so copied fail the gate on the nearer part, which
+    says its counts. Clean releases of 20 seeds: at most one fails."""
+    failed_clean = 0
+    for seed in range(20):
+        df = _continuous(2000, seed)
+        s = leaky_split(df, 0.0, seed=seed)
+        failed_clean += _evaluate(s.train, s.synthetic, s.control)["exposed_records"].status is dp.Status.FAIL
+    assert failed_clean <= 1, failed_clean
+    s = leaky_split(_continuous(6000, 99), 0.0, seed=99)
+    rng = np.random.default_rng(7)
+    copies = s.train.sample(600, seed=7).with_columns(
+        pl.col("x") + rng.normal(0, 0.01, 600), pl.col("y") + rng.normal(0, 0.01, 600)
+    )
+    ev = _evaluate(s.train, pl.concat([s.synthetic[600:], copies]), s.control)
+    r = ev["exposed_records"]
+    parts = {p["part"]: p for p in r.decision["parts"]}
+    assert parts["verbatim"]["exposed"] == 0 and parts.get("near", {"exposed": 0})["exposed"] == 0
+    assert r.status is dp.Status.FAIL and "nearer p = " in r.reason
+    assert "training records have a synthetic row nearer than their own nearest neighbour" in r.reason
+    assert parts["nearer"]["p_value"] <= parts["nearer"]["level"]

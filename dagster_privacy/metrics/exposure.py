@@ -21,7 +21,11 @@ LIST_CAP = 1000
 #: each part's share of the gate's level (weighted Bonferroni; the parts overlap, the union bound does
 #: not care): every verbatim copy is the harm the gate exists for; the isolated strata catch copies of
 #: the rarest records, where chance explains almost none
-WEIGHTS = {"verbatim": 0.65, "verbatim_isolated": 0.15, "near_isolated": 0.1, "near": 0.1}
+WEIGHTS = {"verbatim": 0.6, "verbatim_isolated": 0.15, "near_isolated": 0.1, "near": 0.05, "nearer": 0.1}
+#: the euclidean space's queries the nearer part reads, shared with the distance gates
+SPACE = "euclidean"
+QUERIES = tuple((SPACE, q, r, 1) for q, r in (("real", "real"), ("holdout", "real"), ("real", "synthetic"),
+                                              ("holdout", "synthetic")))  # fmt: skip
 
 
 @metric(
@@ -30,7 +34,7 @@ WEIGHTS = {"verbatim": 0.65, "verbatim_isolated": 0.15, "near_isolated": 0.1, "n
     source="issue 45 (Meeus et al. 2023, arXiv 2306.10308: rare records first)",
     risk=Risk.MEMBERSHIP,
     needs=("real", "synthetic", "holdout"),
-    spaces=False,
+    queries=QUERIES,
     # threshold: the exposed share beyond chance tolerated (0: a count beyond chance fails); a pass
     # also needs the floor in people within the policy's accepted_floor_people
     # weight 2: the level crp and ims held as gates (they inform now), so every other gate keeps its own
@@ -64,11 +68,18 @@ def exposed_records(
     one_t, one_h = ex.rare_within(masked["real"], masked["holdout"])
     rare_one = (one_t & ~iso_t, one_h & ~iso_h)  # rare at radius one, not isolated
     other = ex.near_part(rare_one, hits, verbatim, masked["real"], masked["synthetic"])
+    nn = {(q, r): ctx.neighbors(SPACE, q, r, 1) for _, q, r, _ in QUERIES}
+    closer = ex.nearer(
+        *(nn[k].dist[:, 0] for k in (("real", "real"), ("holdout", "real"), ("real", "synthetic"),
+                                     ("holdout", "synthetic"))),
+        nn[("real", "synthetic")].idx[:, 0], ctx.n("synthetic"),
+    )  # fmt: skip
     parts = {
         "verbatim": verbatim,
         "verbatim_isolated": ex.restricted(verbatim, iso_t, iso_h, hashes["synthetic"], hashes["real"]),
         "near_isolated": near,
         "near": other,
+        "nearer": closer,
     }
     if not verbatim.rare_train.any():
         raise NotApplicable(
