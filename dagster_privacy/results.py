@@ -54,8 +54,7 @@ class Severity(StrEnum):
 
 
 class Risk(StrEnum):
-    """The risk a metric measures: the three WP29 risks (seed 004 §2.3.1), membership inference
-    (seed 004 §2.3.2), and the two proxies (report/risks.py says what each means to an officer)."""
+    """The risk a metric measures: WP29's three (seed 004 §2.3.1), membership, two proxies."""
 
     SINGLING_OUT = "singling out"
     LINKABILITY = "linkability"
@@ -83,8 +82,7 @@ class Measurement:
 
 
 class RateDetails(TypedDict):
-    """``details.e_train`` / ``details.e_control`` (and ``e_naive``) of an attack: a success rate of
-    seed 004 eq. 8 with its interval. The contract between the attacks and the report's plot."""
+    """An attack's ``details.e_train`` / ``e_control`` (``e_naive``): a seed 004 eq. 8 rate, its interval."""
 
     rate: float
     center: float
@@ -166,11 +164,14 @@ class MetricResult(BaseModel):
     @property
     def passed(self) -> bool:
         """The one "passed" rule, read from a judged result (a report rendered from JSON agrees): it
-        passed or found nothing to attack, or could not run and is optional or only informs (WARN); an
-        inconclusive gate is never passed by being optional: that would pass what it could not decide."""
-        if self.status in (Status.PASS, Status.NOTHING_TO_ATTACK):
-            return True
-        return self.status is Status.NOT_APPLICABLE and (self.optional or self.severity is Severity.WARN)
+        passed or found nothing to attack, or could not run and is optional, or only informs (WARN) and
+        could not run or decide; an inconclusive gate is never passed by being optional."""
+        advisory = self.severity is Severity.WARN and self.status is Status.INCONCLUSIVE
+        return (
+            self.status in (Status.PASS, Status.NOTHING_TO_ATTACK)
+            or advisory
+            or (self.status is Status.NOT_APPLICABLE and (self.optional or self.severity is Severity.WARN))
+        )
 
     @property
     def blocks(self) -> bool:

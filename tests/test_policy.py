@@ -301,3 +301,16 @@ def test_a_boolean_threshold_is_refused_not_read_as_one(tmp_path) -> None:
     assert (
         dp.load_policy(f.write_text("metrics:\n  crp: {threshold: 1}\n") and f).entry("crp").threshold == 1.0
     )
+
+
+def test_an_advisory_that_cannot_decide_is_no_warning() -> None:
+    """Issue 46 (3): clean releases read WARN because an advisory figure with evidence (crp, ims, gtcap
+    informing) was inconclusive on its own noise. It informs: undecided, it is no warning; a gate that
+    cannot decide still lacks evidence."""
+    weak = _ev("crp", "re-identification", 1, 40, 1, 40)
+    advisory = pol.judge(MetricPolicy(threshold=0.05, severity="WARN"), weak, fail_level=0.00625)
+    gate = pol.judge(MetricPolicy(threshold=0.05, severity="ERROR"), weak, fail_level=0.00625)
+    assert advisory.status is gate.status is Status.INCONCLUSIVE
+    assert advisory.passed and not gate.passed and gate.blocks
+    ok = pol.judge(MetricPolicy(threshold=0.1), _ev("linkability", "linkability", 10, 1000, 10, 1000))
+    assert pol.verdict([ok, advisory], ["linkability"]) is Status.PASS
