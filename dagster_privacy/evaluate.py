@@ -290,7 +290,7 @@ def run_metrics(
                 bar.update(bar.task_ids[0], description=f"privacy metrics: {mid}")
             entry = plan.entry(mid)
             judged_by[mid] = _judged(plan, entry, mid, reg.run(specs[mid], ctx, entry.params), ctx.n("real"))
-            if advisory.compared(judged_by[mid]) and ctx.has("holdout") and set(specs[mid].needs) <= ONE_SIDE:
+            if advisory.compared(judged_by[mid]) and ctx.has("holdout"):
                 pending.append(mid)
             allocator.trim()  # the metric's temporaries freed in thread arenas: back to the system
             if bar is not None:
@@ -302,6 +302,9 @@ def run_metrics(
         blocked = bool(findings) or any(r.blocks and r.status in failed for r in judged_by.values())
         mirror = ctx.holdout_as_release() if pending and not blocked else None
         for mid in pending if mirror is not None else []:
+            if not set(specs[mid].needs) <= ONE_SIDE:  # it reads the holdout itself: judged on its interval
+                judged_by[mid] = advisory.against_interval(judged_by[mid])
+                continue
             entry = plan.entry(mid)
             again = _judged(plan, entry, mid, reg.run(specs[mid], mirror, entry.params), ctx.n("real"))
             judged_by[mid] = advisory.against_holdout(judged_by[mid], again)
