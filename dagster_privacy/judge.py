@@ -13,7 +13,7 @@ import math
 from typing import Any
 
 from .metric_policy import MetricPolicy
-from .results import MetricResult, Severity, Status
+from .results import MetricResult, Severity, Status, verdict_risk
 
 
 def judge(
@@ -133,15 +133,18 @@ def _judge_evidence(
             else f"the upper bound is above the weaker guarantee the policy accepts ({accepted_excess:g}: "
             "accepted_excess)"
         )
-        action = (
-            "evaluate more rows"
+        needs = _needs(decision["trials"], ev.estimate, ev.upper, thr)
+        risk = verdict_risk(result) or "its"
+        action = (  # a fixed table cannot grow: the one decision left is a person's, by name (issue 46)
+            f"evaluate more rows{needs}, or, where the table cannot grow, waive the {risk} risk with a "
+            "reason in the policy (waivers:), which asks for a privacy officer's sign-off"
             if ev.upper <= accepted_excess
             else f"accept its bound with accepted_excess: {_rounded_up(ev.upper)} in the policy, or evaluate "
-            "more rows"
+            f"more rows{needs}"
         )
         reason = (
             f"inconclusive: {bounds} straddle threshold {thr:g} on {decision['trials']} trials; {why}. "
-            f"{TO_DECIDE}{action}{_needs(decision['trials'], ev.estimate, ev.upper, thr)}"
+            f"{TO_DECIDE}{action}"
         )
     return result.model_copy(update={**gate, "status": status, "reason": reason, "decision": decision})
 
