@@ -300,11 +300,12 @@ def run_metrics(
         # is blocked whatever its advisories read (it is spared the second computation)
         failed = (Status.FAIL, Status.ERROR)
         blocked = bool(findings) or any(r.blocks and r.status in failed for r in judged_by.values())
-        mirror = ctx.holdout_as_release() if pending and not blocked else None
-        for mid in pending if mirror is not None else []:
+        mirror: EvaluationContext | None = None  # made once, for the first advisory that needs it
+        for mid in [] if blocked else pending:
             if not set(specs[mid].needs) <= ONE_SIDE:  # it reads the holdout itself: judged on its interval
                 judged_by[mid] = advisory.against_interval(judged_by[mid])
                 continue
+            mirror = mirror or ctx.holdout_as_release()
             entry = plan.entry(mid)
             again = _judged(plan, entry, mid, reg.run(specs[mid], mirror, entry.params), ctx.n("real"))
             judged_by[mid] = advisory.against_holdout(judged_by[mid], again)

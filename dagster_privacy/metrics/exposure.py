@@ -68,12 +68,14 @@ def exposed_records(
     one_t, one_h = ex.rare_within(masked["real"], masked["holdout"])
     rare_one = (one_t & ~iso_t, one_h & ~iso_h)  # rare at radius one, not isolated
     other = ex.near_part(rare_one, hits, verbatim, masked["real"], masked["synthetic"])
-    nn = {(q, r): ctx.neighbors(SPACE, q, r, 1) for _, q, r, _ in QUERIES}
+    d = {(q, r): ctx.neighbors(SPACE, q, r, 1).dist[:, 0] for _, q, r, _ in QUERIES}  # the shared queries
     closer = ex.nearer(
-        *(nn[k].dist[:, 0] for k in (("real", "real"), ("holdout", "real"), ("real", "synthetic"),
-                                     ("holdout", "synthetic"))),
-        nn[("real", "synthetic")].idx[:, 0], ctx.n("synthetic"),
-    )  # fmt: skip
+        d["real", "real"],
+        d["holdout", "real"],
+        d["real", "synthetic"],
+        d["holdout", "synthetic"],
+        ctx.n("synthetic"),
+    )
     parts = {
         "verbatim": verbatim,
         "verbatim_isolated": ex.restricted(verbatim, iso_t, iso_h, hashes["synthetic"], hashes["real"]),
