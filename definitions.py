@@ -1,7 +1,7 @@
 """The reference code location: the assets of ``assets/`` and the checks of ``checks/``.
 
     DAGSTER_PRIVACY_DATABASE=release.duckdb DAGSTER_PRIVACY_PUBLISH_TARGET=published.duckdb \\
-        dagster asset materialize -f definitions.py --select '*'
+        dg launch --assets '*' -f definitions.py
     dagster dev -w workspace.yaml
 
 The DuckDB file holds tables ``real``, ``holdout`` and ``synthetic``; the policy defaults to

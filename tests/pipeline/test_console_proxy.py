@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from docs_blocks import block
 from test_console import PASSWORD, PROXY_SECRET, Client, Served, _free_port, world  # noqa: F401
 
 from dagster_privacy.console import ConsoleSettings
@@ -36,18 +37,26 @@ http {{
     scgi_temp_path {root}/scgi;
     server {{
         listen 127.0.0.1:{port};
-        location / {{
-            auth_basic "privacy console";
-            auth_basic_user_file {root}/htpasswd;
-            proxy_pass http://127.0.0.1:{upstream};
-            proxy_set_header Host $http_host;
-            # overwrite, never append: a client's own X-Forwarded-User or secret header is replaced
-            proxy_set_header X-Forwarded-User $remote_user;
-            proxy_set_header X-Dagster-Privacy-Proxy-Secret "{secret}";
-        }}
+{location}
     }}
 }}
 """
+
+
+def guide_location(root: Path, upstream: int) -> str:
+    """docs/officer-guide.md's `location` block as printed, but for the password file, the console's
+    port and the secret, which are this test's."""
+    text = block("docs/officer-guide.md", 1).text
+    assert text.startswith("location / {") and "$remote_user" in text
+    mine = {
+        "/etc/nginx/privacy-console.htpasswd": f"{root}/htpasswd",
+        "127.0.0.1:8088": f"127.0.0.1:{upstream}",
+        "<the secret>": PROXY_SECRET,
+    }
+    for printed, ours in mine.items():
+        assert text.count(printed) == 1, printed
+        text = text.replace(printed, ours)
+    return text
 
 
 def _nginx() -> str:
@@ -73,7 +82,7 @@ def proxied(world) -> Iterator[tuple[str, Served]]:  # noqa: F811 - the module f
     os.chmod(root / "htpasswd", 0o644)
     port = _free_port()
     conf = root / "nginx.conf"
-    conf.write_text(NGINX_CONF.format(root=root, port=port, upstream=console.port, secret=PROXY_SECRET))
+    conf.write_text(NGINX_CONF.format(root=root, port=port, location=guide_location(root, console.port)))
     proc = subprocess.Popen([_nginx(), "-c", str(conf), "-p", str(root)], stderr=subprocess.PIPE, text=True)
     url = f"http://127.0.0.1:{port}"
     try:
