@@ -12,6 +12,7 @@ import shutil
 import signal
 import subprocess
 import time
+import urllib.error
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
@@ -89,6 +90,13 @@ class Server:
         self.log = cwd / f"server-{abs(hash(command))}.log"
 
     def __enter__(self) -> Server:
+        try:  # the printed port must be free, or the test would read whichever server holds it
+            with urllib.request.urlopen(self.url, timeout=2):
+                raise AssertionError(f"{self.url} answers before {self.command!r} started")
+        except urllib.error.HTTPError as exc:
+            raise AssertionError(f"{self.url} answers before {self.command!r} started") from exc
+        except OSError:
+            pass
         with self.log.open("w") as log:
             self.proc = subprocess.Popen(
                 ["bash", "-c", f"exec {self.command}"], cwd=self.cwd, env=self.env, stdout=log,
