@@ -79,7 +79,7 @@ def battery(
     triggered, seconds to load and prepare the tables)."""
     from dagster_privacy.evaluate import prepare
 
-    reg = importlib.import_module("dagster_privacy.registry")
+    reg = importlib.import_module("dagster_privacy.metrics.registration")
     specs = importlib.import_module("dagster_privacy.metrics").registry()
     t0 = time.perf_counter()
     ctx, _ = prepare(d / "train.csv", d / "synthetic.csv", d / "control.csv", seed=0)
@@ -143,7 +143,7 @@ def at95(rate: dict[str, Any] | None) -> dict[str, Any] | None:
     """Our rate with its plain 95 % Wilson interval (per-column details carry Bonferroni intervals)."""
     if rate is None:
         return None
-    from dagster_privacy.stats import wilson
+    from dagster_privacy.metrics.stats import wilson
 
     w = wilson(rate["successes"], rate["n"])
     return {"center": w.center, "ci": [w.low, w.high], "error": w.error}

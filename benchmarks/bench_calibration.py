@@ -32,7 +32,7 @@ def child(
     import dagster_privacy as dp
     from dagster_privacy import calibration as cb
     from dagster_privacy.calibration.sweep import _leaky_repeat, _Setup
-    from dagster_privacy.loading import load
+    from dagster_privacy.data.loading import load
 
     df = load(real, role="real")
     if rows and rows < df.height:

@@ -63,8 +63,8 @@ def main() -> None:
     a = ap.parse_args()
 
     from dagster_privacy import evaluate
+    from dagster_privacy.decision.policy import resolve
     from dagster_privacy.evaluate import prepare, run_metrics
-    from dagster_privacy.policy import resolve
 
     with tempfile.TemporaryDirectory() as tmp:
         d = make_split(a.adult, Path(tmp), a.leak_fraction)
@@ -90,7 +90,7 @@ def main() -> None:
 
         # the same query once more, alone, then the bare product of the same two encodings
         x_syn, x_real = ctx.euclidean("synthetic"), ctx.euclidean("real")
-        from dagster_privacy.neighbors import knn_euclidean
+        from dagster_privacy.engine.neighbors import knn_euclidean
 
         q = knn_euclidean(x_syn, x_real, 1)
         t1 = time.perf_counter()

@@ -78,8 +78,8 @@ def print_results(ev, title: str) -> None:
 def one(d: Path, fraction: float) -> None:
     """Child process: one leak fraction."""
     import dagster_privacy as dp
+    from dagster_privacy.decision.policy import load_policy, resolve
     from dagster_privacy.evaluate import prepare, run_metrics
-    from dagster_privacy.policy import load_policy, resolve
 
     p = load_policy("report-only")
     real, syn, hold = d / "train.csv", d / "synthetic.csv", d / "control.csv"

@@ -39,8 +39,8 @@ def gemm_floor(train: Path, synthetic: Path, holdout: Path) -> tuple[float, int,
     ones' pairs are added outside it), the floor of that product alone."""
     import numpy as np
 
+    from dagster_privacy.engine.sparse_dims import SparseDims
     from dagster_privacy.evaluate import prepare
-    from dagster_privacy.sparse_dims import SparseDims
 
     ctx, _ = prepare(str(train), str(synthetic), str(holdout))
     q, r = ctx.euclidean("synthetic"), ctx.euclidean("real")

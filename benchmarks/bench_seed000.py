@@ -147,9 +147,9 @@ def _nothing(*_: object) -> None:
 
 def child(real: str, synthetic: str, label: str) -> None:
     """One dataset in this process: every metric, the queries, the product, total and peak memory."""
-    from dagster_privacy.chunks import map_chunks
+    from dagster_privacy.decision.policy import resolve
+    from dagster_privacy.engine.chunks import map_chunks
     from dagster_privacy.evaluate import prepare, run_metrics
-    from dagster_privacy.policy import resolve
 
     t0 = time.perf_counter()
     ctx, _ = prepare(real, synthetic)

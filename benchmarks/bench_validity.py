@@ -188,7 +188,7 @@ def run_case(
     table: str, kind: str, seed: int, parts: tuple[Any, Any, Any], policy: str, *, fast: bool = False
 ) -> dict[str, Any]:
     import dagster_privacy as dp
-    from dagster_privacy import policy as pol
+    from dagster_privacy.decision import policy as pol
 
     train, holdout, synthetic = parts
     t0 = time.perf_counter()

@@ -5,17 +5,17 @@ The engine (tables → spaces → context → metrics → results) knows nothing
 """
 
 from . import threads as threads  # first: it sizes polars' pool before polars is imported
+from .decision.policy import EvaluationPlan as EvaluationPlan
+from .decision.policy import Policy as Policy
+from .decision.policy import PolicyError as PolicyError
+from .decision.policy import load_policy as load_policy
+from .decision.policy import resolve as resolve
 from .errors import NotApplicable as NotApplicable
 from .errors import TableError as TableError
 from .evaluate import evaluate as evaluate
 from .metrics import registry as registry
-from .policy import EvaluationPlan as EvaluationPlan
-from .policy import Policy as Policy
-from .policy import PolicyError as PolicyError
-from .policy import load_policy as load_policy
-from .policy import resolve as resolve
-from .registry import Expect as Expect
-from .registry import metric as metric
+from .metrics.registration import Expect as Expect
+from .metrics.registration import metric as metric
 from .remediate import remediate as remediate
 from .results import Evaluation as Evaluation
 from .results import Measurement as Measurement

@@ -13,20 +13,21 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from . import advisory, allocator
-from . import policy as pol
-from . import registry as reg
-from . import tables as tb
-from .context import EvaluationContext
-from .distance_summary import SIDES, SPACE, distance_summary
+from . import allocator
+from .data import tables as tb
+from .data.left_out import left_out_overlap
+from .data.loading import load
+from .data.surrogate import surrogate_keys
+from .decision import advisory
+from .decision import policy as pol
+from .decision.power import detection_floor
+from .engine.context import EvaluationContext
+from .engine.distance_summary import SIDES, SPACE, distance_summary
+from .engine.executors import Executor, executor_for
 from .errors import Aborted, safe_reason
-from .executors import Executor, executor_for
-from .left_out import left_out_overlap
-from .loading import load
+from .metrics import registration as reg
 from .metrics import registry
-from .power import detection_floor
 from .results import Evaluation, MetricResult, PolicyRef, Severity, Status, TableInfo, ThreatModelRef, Timings
-from .surrogate import surrogate_keys
 from .threads import held
 
 VERSIONED = ("dagster_privacy", "numpy", "polars", "duckdb", "scikit-learn", "scipy", "lightgbm")

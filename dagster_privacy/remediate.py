@@ -15,8 +15,8 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from . import tables as tb
-from .loading import load
+from .data import tables as tb
+from .data.loading import load
 from .results import Evaluation, MetricResult, Status
 
 #: the default: exact copies (ims) and eq. 4's rows below the holdout's α-quantile (dcr_percentile)

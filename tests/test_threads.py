@@ -16,7 +16,7 @@ from threadpoolctl import threadpool_info
 
 from dagster_privacy import threads
 from dagster_privacy.demo import load_demo
-from dagster_privacy.executors import InProcess
+from dagster_privacy.engine.executors import InProcess
 
 
 def test_the_count_is_held_then_the_environment_then_the_cpus(monkeypatch) -> None:

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import policy as pol
+from ..decision import policy as pol
 from ..results import to_jsonable
 from .sweep import Sweep
 

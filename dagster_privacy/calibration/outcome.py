@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from .. import policy as pol
+from ..decision import policy as pol
 from ..results import to_jsonable
 from .analysis import OutlierShift, Response, Threshold, fmt_figure, level_label, threshold_cells
 from .sweep import Sweep
@@ -311,6 +311,6 @@ OUTPUT_NAMES = (
 def _replace(path: Path, write: Any) -> None:
     """Write beside ``path`` and rename onto it: a symlink planted at ``path`` is replaced itself, its
     target never written (issue 31 case 8)."""
-    from ..atomic import replace_atomically
+    from ..data.atomic import replace_atomically
 
     replace_atomically(path, write, suffix=path.suffix)  # the extension: matplotlib picks the format

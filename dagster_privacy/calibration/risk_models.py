@@ -12,9 +12,9 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from .. import tables as tb
-from ..context import EvaluationContext
-from ..neighbors import knn_euclidean
+from ..data import tables as tb
+from ..engine.context import EvaluationContext
+from ..engine.neighbors import knn_euclidean
 
 #: a generator for the overfitting / DP risk models: (training table, parameter) → synthetic table.
 #: It may accept a keyword ``seed`` (the repeat's seed) to make its own draws reproducible.

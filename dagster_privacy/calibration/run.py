@@ -12,10 +12,10 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from .. import policy as pol
-from .. import tables as tb
+from ..data import tables as tb
+from ..data.loading import load
+from ..decision import policy as pol
 from ..errors import CalibrationError
-from ..loading import load
 from .analysis import OutlierShift, _level_index, correlation, responses, thresholds
 from .outcome import Calibration
 from .risk_models import Generator, encoded, knn_sampler, noisy_split

@@ -8,8 +8,8 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from ..context import EvaluationContext
-from ..neighbors import Neighbors
+from ..engine.context import EvaluationContext
+from ..engine.neighbors import Neighbors
 
 
 class _SharedContext(EvaluationContext):

@@ -14,11 +14,11 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from .. import policy as pol
-from .. import tables as tb
-from ..context import EvaluationContext
+from ..data import tables as tb
+from ..data.loading import load
+from ..decision import policy as pol
+from ..engine.context import EvaluationContext
 from ..errors import CalibrationError, safe_reason
-from ..loading import load
 from ..results import Evaluation, Status
 from .risk_models import _leak, _parts
 from .shared_context import _SharedContext

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import click
 
+from ..decision.policy import PolicyError
+from ..engine.executors import ExecutorError
 from ..errors import TableError, first_line
-from ..executors import ExecutorError
-from ..policy import PolicyError
 from ..results import Evaluation, Status
 from .args import UsageFailure, parse_kinds, split_list
 from .calibrate import calibrate_command
@@ -163,9 +163,9 @@ def evaluate(
     ray_address: str | None,
 ) -> None:
     """Evaluate a synthetic table; exit 1 when the verdict is fail, 4 when it awaits a sign-off."""
+    from ..data.release_ids import ReleaseIdError, valid_release_id
+    from ..engine.executors import RayExecutor
     from ..evaluate import evaluate as run
-    from ..executors import RayExecutor
-    from ..release_ids import ReleaseIdError, valid_release_id
 
     if threads is not None:
         _restart_for_threads(threads)
@@ -264,7 +264,7 @@ def finish(
             Path(json_out).write_text(ev.to_json())
             click.echo(f"JSON written to {json_out}", err=True)
         if report_out:
-            from ..policy import load_policy
+            from ..decision.policy import load_policy
             from ..report import write_report
 
             write_report(
@@ -291,7 +291,7 @@ EXIT_AWAITING_SIGNOFF = 4
 
 
 def _requires_signoff(policy: str | None) -> bool:
-    from ..policy import load_policy
+    from ..decision.policy import load_policy
 
     return bool(policy) and bool(load_policy(policy).require_signoff)
 
@@ -366,8 +366,8 @@ def _supervise_ray(address: str) -> None:
 def demo(workdir: str | None, database: str | None, publish_target: str | None) -> None:
     """The demo release: the Dagster pipeline on the shipped demo data (UCI Adult subset, CC BY 4.0);
     v1 (clean) is published, v2 (30 % of the training rows copied) is blocked. Exit 1 otherwise."""
+    from ..data.postgres import is_postgres
     from ..pipeline.demo import DEMO_DIR, run_demo
-    from ..postgres import is_postgres
     from .args import UsageFailure
 
     for name, value in (("--database", database), ("--publish-target", publish_target)):

@@ -3,8 +3,8 @@
 ``dagster-privacy audit verify``: check the audit table against the anchors its writer does not control.
 
 The command imports Dagster only when it runs (the other commands start without it); the logic lives
-in ``dagster_privacy.pipeline.signoff`` (``record_signoff``, ``verify_signoff``) and
-``dagster_privacy.pipeline.audit`` (the append-only audit table).
+in ``dagster_privacy.pipeline.governance.signoff`` (``record_signoff``, ``verify_signoff``) and
+``dagster_privacy.pipeline.governance.audit`` (the append-only audit table).
 """
 
 from __future__ import annotations
@@ -56,8 +56,8 @@ def signoff_command(
     """Record a decision on a release, in the Dagster instance at $DAGSTER_HOME and the audit table."""
     import dagster as dg
 
-    from ..pipeline.audit import AuditError
-    from ..pipeline.signoff import SignoffError, record_signoff
+    from ..pipeline.governance.audit import AuditError
+    from ..pipeline.governance.signoff import SignoffError, record_signoff
     from ..report import file_sha256
     from .args import UsageFailure
 
@@ -123,10 +123,10 @@ def withdraw_command(
     the audit table and the publication log."""
     import os
 
-    from ..pipeline.audit import AuditError
-    from ..pipeline.rejudge import withdraw_release
+    from ..pipeline.governance.audit import AuditError
+    from ..pipeline.governance.rejudge import withdraw_release
+    from ..pipeline.publication.target import PublicationRefused, PublishTarget
     from ..pipeline.resources import ReleaseIdError
-    from ..pipeline.target import PublicationRefused, PublishTarget
     from .args import UsageFailure
 
     instance = _instance_if_home()
@@ -207,9 +207,9 @@ def verify_command(audit_path: str | None, target: str | None, asset: str) -> No
 
     import dagster as dg
 
-    from ..pipeline.audit import AuditError, AuditLog
-    from ..pipeline.signoff import audit_problems
-    from ..pipeline.target import PublishTarget
+    from ..pipeline.governance.audit import AuditError, AuditLog
+    from ..pipeline.governance.signoff import audit_problems
+    from ..pipeline.publication.target import PublishTarget
     from .args import UsageFailure
 
     try:

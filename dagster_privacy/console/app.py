@@ -30,7 +30,7 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 from ..errors import safe_reason
-from ..pipeline.audit import AuditError, AuditLog
+from ..pipeline.governance.audit import AuditError, AuditLog
 from ..pipeline.resources import ReleaseIdError, valid_release_id
 from . import pages
 from .identity import (
@@ -379,7 +379,7 @@ class Console:
                                  "X-Report-SHA256": view.latest.report_sha256 or ""})  # fmt: skip
 
     async def decide(self, request: Request) -> Response:
-        from ..pipeline.signoff import SignoffError, record_signoff
+        from ..pipeline.governance.signoff import SignoffError, record_signoff
 
         user, form = await self.decided(request)
         view = self.view(request.path_params["release_id"])
@@ -400,8 +400,8 @@ class Console:
         return _redirect(pages.release_url(view.release_id, f"?done={decision}"))
 
     async def withdraw(self, request: Request) -> Response:
-        from ..pipeline.rejudge import withdraw_release
-        from ..pipeline.target import PublicationRefused, PublishTarget
+        from ..pipeline.governance.rejudge import withdraw_release
+        from ..pipeline.publication.target import PublicationRefused, PublishTarget
 
         user, form = await self.decided(request)
         view = self.view(request.path_params["release_id"])

@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..atomic import replace_atomically
+from ..data.atomic import replace_atomically
 from ..errors import OwnMessage
 
 ROLES = ("viewer", "officer")

@@ -11,7 +11,7 @@ import time
 import urllib.parse
 from collections.abc import Iterable
 
-from ..pipeline.audit import AuditRow
+from ..pipeline.governance.audit import AuditRow
 from .identity import User
 from .records import STATES, ReleaseView
 

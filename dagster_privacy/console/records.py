@@ -10,10 +10,10 @@ from typing import Any
 
 import dagster as dg
 
-from ..pipeline.audit import AuditLog, AuditRow
 from ..pipeline.checks import risk_check_name
 from ..pipeline.evidence import check_history
-from ..pipeline.target import PublishTarget
+from ..pipeline.governance.audit import AuditLog, AuditRow
+from ..pipeline.publication.target import PublishTarget
 from ..results import RISK_NAMES
 
 #: the states a release can be in, in the order the release list groups them
@@ -151,7 +151,7 @@ def audit_of(
 ) -> tuple[list[AuditRow], int, list[str]]:
     """The audit table checked against each asset's recorded heads (its sign-off events); the chain and
     the publication log are shared, their problems said once (signoff.audit_problems)."""
-    from ..pipeline.signoff import audit_problems
+    from ..pipeline.governance.signoff import audit_problems
 
     rows, anchors, problems = [], 0, []
     for asset in assets or [dg.AssetKey("synthetic_table")]:

@@ -15,6 +15,6 @@ CITATION = (
 
 def load_demo() -> pl.DataFrame:
     """The demo table, read through DuckDB like every other input."""
-    from ..loading import load
+    from ..data.loading import load
 
     return load(DEMO_CSV, role="demo")

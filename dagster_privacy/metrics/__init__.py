@@ -1,11 +1,10 @@
-"""The metric families. Importing this package registers every metric (one registry, registry.py);
-the report order is the registry's family order (registry.FAMILIES), then import order within a family
+"""The metric families. Importing this package registers every metric (one registry, registration.py);
+the report order is the registry's family order (registration.FAMILIES), then import order within a family
 (distance before identification, holdout before proximity).
 ``registry()`` is the complete registry: ask for it here, where every family has been imported."""
 
 from __future__ import annotations
 
-from ..registry import MetricSpec, registered
 from . import (  # noqa: F401
     attacks,  # attack simulations with control baselines (seed 004 §4.3)
     classifiers,  # D-MLP and MIR (seed 000 §2.2.3, §2.2.11)
@@ -16,10 +15,11 @@ from . import (  # noqa: F401
     proximity,  # seed 003's proximity ratio score (a holdout indicator, registered after holdout's)
     simulation,  # seed 000 §2.1
 )
+from .registration import MetricSpec, registered
 
 
 def registry() -> dict[str, MetricSpec]:
-    """Every metric, by family (registry.FAMILIES), then in registration order."""
+    """Every metric, by family (registration.FAMILIES), then in registration order."""
     return registered()
 
 

@@ -14,10 +14,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..context import EvaluationContext
+from ..engine.context import EvaluationContext
 from ..errors import MetricError
-from ..registry import Expect, metric
 from ..results import Measurement, Risk
+from .registration import Expect, metric
 
 _BATCH = 256  # MLP mini-batch size
 _GATHER = 1 << 16  # labelled rows gathered at once

@@ -12,11 +12,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..context import EvaluationContext
+from ..engine.context import EvaluationContext
 from ..errors import MetricError
-from ..registry import Expect, metric
 from ..results import Measurement, Risk
-from ..stats import reported_order_statistic
+from .registration import Expect, metric
+from .stats import reported_order_statistic
 
 
 def _clip(x: float) -> float:

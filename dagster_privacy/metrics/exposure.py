@@ -1,20 +1,20 @@
 """exposed_records: the real people a release reproduces, counted against chance (issue 45).
 
-Rare training records reproduced verbatim or within one cell (exposure.py), against the rare holdout
+Rare training records reproduced verbatim or within one cell (engine/exposure.py), against the rare holdout
 records the release reproduces by the same rule (chance); policy.judge decides with the exact
-conditional binomial test of exposure_test.py, part by part.
+conditional binomial test of decision/exposure_test.py, part by part.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from .. import exposure as ex
-from .. import tables as tb
-from ..context import EvaluationContext
+from ..data import tables as tb
+from ..engine import exposure as ex
+from ..engine.context import EvaluationContext
 from ..errors import NotApplicable
-from ..registry import Expect, metric
 from ..results import Measurement, Risk
+from .registration import Expect, metric
 
 #: how many exposed training records the JSON lists (row numbers and mechanism, never values)
 LIST_CAP = 1000

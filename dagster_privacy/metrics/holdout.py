@@ -21,12 +21,12 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..context import EvaluationContext
+from ..engine.context import EvaluationContext
+from ..engine.neighbors import Neighbors
 from ..errors import MetricError
-from ..neighbors import Neighbors
-from ..registry import Expect, metric
 from ..results import Measurement, Risk
-from ..stats import bootstrap_ci, reported_order_statistic
+from .registration import Expect, metric
+from .stats import bootstrap_ci, reported_order_statistic
 
 #: knn_percentile's default k. The other indicators ask the context for this many neighbours too, so
 #: the four holdout queries (syn→real, holdout→real, real→syn, holdout→syn) are each computed once for

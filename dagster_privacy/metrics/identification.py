@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..context import EvaluationContext
+from ..engine.context import EvaluationContext
+from ..engine.neighbors import knn_euclidean
+from ..engine.pairs import knn_self
 from ..errors import NotApplicable
-from ..neighbors import knn_euclidean
-from ..pairs import knn_self
-from ..registry import Expect, metric
 from ..results import Measurement, Risk
 from .distance import _clip
+from .registration import Expect, metric
 
 # ------------------------------------------------------------------------------- Identifiability
 

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..context import EvaluationContext
+from ..engine.context import EvaluationContext
+from ..engine.neighbors import Neighbors, knn_euclidean
 from ..errors import MetricError
-from ..neighbors import Neighbors, knn_euclidean
-from ..registry import Expect, metric
 from ..results import Measurement, Risk
-from ..stats import bootstrap_ci
 from .holdout import _GOLDEN, RESAMPLES, SHARED_K, SPACE, _clip, _round, _share, _tail
+from .registration import Expect, metric
+from .stats import bootstrap_ci
 
 # -------------------------------------------------------------------------------------- seed 003
 

@@ -6,12 +6,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..compiled import kernel
-from ..context import EvaluationContext
+from ..engine.compiled import kernel
+from ..engine.context import EvaluationContext
+from ..engine.nearest_sets import nearest_sets
 from ..errors import MetricError
-from ..nearest_sets import nearest_sets
-from ..registry import Expect, metric
 from ..results import Measurement, Risk
+from .registration import Expect, metric
 
 
 @metric(

@@ -13,6 +13,9 @@ from .automation import build_release_job as build_release_job
 from .checks import build_privacy_checks as build_privacy_checks
 from .checks import required_check_names as required_check_names
 from .evidence import build_report_hook as build_report_hook
+from .governance.signoff import build_signoff_check as build_signoff_check
+from .governance.signoff import record_signoff as record_signoff
+from .governance.signoff import verify_signoff as verify_signoff
 from .publish import PublicationRefused as PublicationRefused
 from .publish import PublishTarget as PublishTarget
 from .publish import build_published_release as build_published_release
@@ -26,9 +29,6 @@ from .resources import PrivacyRelease as PrivacyRelease
 from .resources import ReadOnlyDuckDB as ReadOnlyDuckDB
 from .schema_gate import build_schema_gate_check as build_schema_gate_check
 from .settings import ReleaseSettings as ReleaseSettings
-from .signoff import build_signoff_check as build_signoff_check
-from .signoff import record_signoff as record_signoff
-from .signoff import verify_signoff as verify_signoff
 from .translator import PrivacyCheckTranslator as PrivacyCheckTranslator
 
 __all__ = [

@@ -7,9 +7,9 @@ schema and a content fingerprint in a ``MaterializeResult``. The checks read the
 
 import dagster as dg
 
+from ..data.loading import describe_source
+from ..data.tables import fingerprint
 from ..errors import TableError
-from ..loading import describe_source
-from ..tables import fingerprint
 from . import metadata as md
 from .resources import PrivacyRelease, ReadOnlyDuckDB
 

@@ -6,8 +6,8 @@ from datetime import datetime, timezone
 import dagster as dg
 from dagster._core.definitions.unresolved_asset_job_definition import UnresolvedAssetJobDefinition
 
+from ..data.tables import fingerprint
 from ..errors import TableError
-from ..tables import fingerprint
 from . import metadata as md
 from .assets import DUCKDB_KEY
 from .resources import RELEASE_ID_TAG, PostgresTables, ReadOnlyDuckDB, release_id

@@ -12,9 +12,9 @@ from typing import Any
 
 import dagster as dg
 
-from .. import policy as pol
+from ..decision import policy as pol
+from ..engine.executors import RayExecutor
 from ..errors import safe_reason
-from ..executors import RayExecutor
 from ..metrics import registry
 from ..results import VERDICT_RISKS
 from .assets import DUCKDB_KEY, RELEASE_KEY
@@ -295,9 +295,9 @@ def evaluate_checks(
     """The body of the check: ``read()`` gives (real, synthetic, holdout or None) — frames read by
     name, or the assets' values — then one evaluation, an observation of the synthetic asset with every
     metric's value (translator.observation), one result per metric; any exception fails every spec."""
+    from ..data.loading import load
+    from ..data.tables import fingerprint as content_fingerprint
     from ..evaluate import evaluate_plan
-    from ..loading import load
-    from ..tables import fingerprint as content_fingerprint
     from .resources import run_release_id
 
     release: str | None = None

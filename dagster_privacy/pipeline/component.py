@@ -21,8 +21,8 @@ from pathlib import Path
 import dagster as dg
 from pydantic import BaseModel, Field
 
-from .. import policy as pol
-from .. import postgres
+from ..data import postgres
+from ..decision import policy as pol
 
 
 class ScaffoldParams(BaseModel):

@@ -22,15 +22,15 @@ import dagster as dg
 import polars as pl
 import yaml
 
-from .. import policy as pol
-from .. import postgres
 from ..calibration import leaky_split
+from ..data import postgres
+from ..decision import policy as pol
 from ..demo import CITATION, load_demo
 from ..metrics import registry
+from .publication.target import PublishTarget
 from .release import build_release_definitions
 from .resources import RELEASE_ID_TAG
 from .settings import DATABASE_ENV, DEMO_DIR, POLICY_ENV, PUBLISH_TARGET_ENV, ReleaseSettings
-from .target import PublishTarget
 
 #: metrics the demo gates and reports on: the quick ones, with the standard preset's thresholds —
 #: including the gating attacks, so the report covers the three WP29 risks (about 2 s more per release)

@@ -20,7 +20,7 @@ from typing import Any
 
 import dagster as dg
 
-from .. import policy as pol
+from ..decision import policy as pol
 from ..metrics import registry
 from ..results import Evaluation
 from . import metadata as md

@@ -26,16 +26,16 @@ from typing import Any
 import dagster as dg
 import polars as pl
 
+from ..data.tables import fingerprint
 from ..errors import safe_reason
-from ..tables import fingerprint
 from . import metadata as md
-from .asset_locations import Declared
 from .assets import DUCKDB_KEY, PUBLISH_KEY
 from .checks import AssetRef, asset_value, key_of
 from .evidence import REPORT_SHA256
+from .publication.asset_locations import Declared
+from .publication.target import PublicationRefused, PublishTarget
 from .records import latest_check_records, latest_materialization
 from .resources import PostgresTables, ReadOnlyDuckDB
-from .target import PublicationRefused, PublishTarget
 
 
 @dataclass(frozen=True)
@@ -126,8 +126,8 @@ def verify_release(
 def _audit_rows(instance: dg.DagsterInstance, asset: dg.AssetKey) -> list[Any] | None:
     """The sign-off audit table's rows, when there is a table, after checking its chain and the heads
     Dagster recorded (SignoffError: it was altered, cut or swapped); read once per publication."""
-    from .audit import AuditLog
-    from .signoff import anchored_rows
+    from .governance.audit import AuditLog
+    from .governance.signoff import anchored_rows
 
     log = AuditLog(instance=instance)
     return anchored_rows(log, instance, asset) if log.path.is_file() else None
@@ -243,9 +243,9 @@ def build_published_release(
     def from_values(
         context: dg.AssetExecutionContext, values: Mapping[str, Any]
     ) -> Iterator[dg.MaterializeResult]:
-        from ..loading import load
-        from .asset_locations import AssetInput
-        from .asset_locations import input_locations as located
+        from ..data.loading import load
+        from .publication.asset_locations import AssetInput
+        from .publication.asset_locations import input_locations as located
 
         target: PublishTarget = getattr(context.resources, publish_resource_key)
         partition = context.partition_key if context.has_partition_key else None
@@ -339,7 +339,7 @@ def publish_verified(
                 f"by {gone['by']}): publish it again only under a policy with a sign-off"
             )
         if signoff:  # approval of this very report (signoff.py)
-            from .signoff import SignoffError, SignoffPending, verify_signoff
+            from .governance.signoff import SignoffError, SignoffPending, verify_signoff
 
             why, waiting = None, False
             try:
@@ -386,7 +386,7 @@ def publish_verified(
         rows = _audit_rows(context.instance, syn_key)
         who: dict[str, Any] = {"reason": "required checks passed on this content: " + checks_named}
         if signoff:  # who approved, and which decision, on the log row too
-            from .signoff import SignoffError, verify_signoff
+            from .governance.signoff import SignoffError, verify_signoff
 
             try:
                 approval = verify_signoff(

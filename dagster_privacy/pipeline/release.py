@@ -23,8 +23,8 @@ from .automation import (
 )
 from .calibration_job import CALIBRATION_JOB, CALIBRATION_OP, build_calibration_job
 from .checks import EvaluationHook, build_privacy_checks, required_check_names
+from .governance.rejudge import build_published_release_check
 from .publish import PublishTarget, build_published_release
-from .rejudge import build_published_release_check
 from .resources import PrivacyRelease, tables_resource
 from .schema_gate import build_schema_gate_check
 from .settings import ReleaseSettings
@@ -140,7 +140,7 @@ def build_release_checks(
             release_resource_key=keys["release"],
         )
     if policy.require_signoff:  # warns "awaiting sign-off" until a person decides (signoff.py)
-        from .signoff import build_signoff_check
+        from .governance.signoff import build_signoff_check
 
         checks.append(build_signoff_check(asset=asset))
     if settings.publish_target:  # the scheduled re-evaluation also re-judges what is published (rejudge.py)

@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING
 import dagster as dg
 from pydantic import Field
 
-from .. import postgres
+from ..data import postgres
+from ..data.loading import describe_source, source_query, sql_directories
+from ..data.release_ids import ReleaseIdError, default_release_id, file_name, valid_release_id
+from ..data.sql import locked_connection, read_select
 from ..errors import TableError, safe_reason
-from ..loading import describe_source, source_query, sql_directories
-from ..release_ids import ReleaseIdError, default_release_id, file_name, valid_release_id
-from ..sql import locked_connection, read_select
 
 if TYPE_CHECKING:  # pragma: no cover
     import duckdb
@@ -32,7 +32,7 @@ RELEASE_ID_TAG = "dagster_privacy/release_id"
 
 class ReadOnlyDuckDB(dg.ConfigurableResource):
     """DuckDB, read-only and locked: every read is one SELECT on a connection opened ``read_only=True``
-    with extensions, external access and configuration changes off (``dagster_privacy.sql``), always
+    with extensions, external access and configuration changes off (``dagster_privacy.data.sql``), always
     closed.
 
     ``database`` is a DuckDB file; empty means an in-memory database, for sources that are queries over
@@ -82,7 +82,7 @@ class ReadOnlyDuckDB(dg.ConfigurableResource):
 class PostgresTables(dg.ConfigurableResource):
     """PostgreSQL, read-only, beside :class:`ReadOnlyDuckDB` (the same ``read``): every read is one
     connection through the ADBC driver, one READ ONLY transaction, one SELECT, rolled back and closed
-    (``dagster_privacy.postgres``). Keep the password out of ``database`` (it is run config, shown in the
+    (``dagster_privacy.data.postgres``). Keep the password out of ``database`` (it is run config, shown in the
     UI): libpq reads ``PGPASSWORD`` or ``~/.pgpass``."""
 
     database: str = Field(description="postgresql://[user@]host[:port]/database (no password: PGPASSWORD)")
@@ -128,7 +128,7 @@ def run_release_id(context: dg.AssetCheckExecutionContext, release_resource_key:
     """The release id a check run judges: the ``PrivacyRelease`` resource's (when it has a key), else the
     run tag, the environment or the content; one partition of a partitioned release is a release of its
     own, ``<release>+<partition>`` — the checks and the report name the same one."""
-    from ..release_ids import partition_release_id
+    from ..data.release_ids import partition_release_id
 
     tags = dict(context.run.tags)
     if release_resource_key:

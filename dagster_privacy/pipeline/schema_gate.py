@@ -19,10 +19,10 @@ from typing import Any, Literal
 import dagster as dg
 import polars as pl
 
-from .. import policy as pol
+from ..data.left_out import left_out_overlap
+from ..data.tables import infer_schema
+from ..decision import policy as pol
 from ..errors import TableError, safe_reason
-from ..left_out import left_out_overlap
-from ..tables import infer_schema
 from . import metadata as md
 from .assets import DUCKDB_KEY, RELEASE_KEY
 from .checks import PolicyLike, failed_closed
@@ -254,7 +254,7 @@ def build_schema_gate_check(
         "with the real table (Great Expectations 1.x; counts only).",
     )
     def _schema_gate(context: dg.AssetCheckExecutionContext) -> dg.AssetCheckResult:
-        from ..tables import fingerprint
+        from ..data.tables import fingerprint
 
         release = fp = None
         try:

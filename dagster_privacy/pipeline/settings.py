@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from .. import policy as pol
+from ..decision import policy as pol
 
 DATABASE_ENV = "DAGSTER_PRIVACY_DATABASE"
 POLICY_ENV = "DAGSTER_PRIVACY_POLICY"

@@ -9,8 +9,8 @@ from typing import Any
 
 import dagster as dg
 
-from .. import policy as pol
-from ..judge import compared_figure
+from ..decision import policy as pol
+from ..decision.judge import compared_figure
 from ..report.decision import count_test
 from ..report.summary import people_sentence
 from ..results import Evaluation, MetricResult, Severity, shareable_details

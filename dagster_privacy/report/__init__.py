@@ -1,8 +1,8 @@
 """The evidence report: one self-contained HTML file per evaluation, and a Markdown summary."""
 
-from ..distance_summary import DistanceSummary as DistanceSummary
-from ..distance_summary import distance_summary as distance_summary
-from ..distance_summary import summarize as summarize
+from ..engine.distance_summary import DistanceSummary as DistanceSummary
+from ..engine.distance_summary import distance_summary as distance_summary
+from ..engine.distance_summary import summarize as summarize
 from .html import file_sha256 as file_sha256
 from .html import render_report as render_report
 from .html import write_report as write_report

@@ -19,8 +19,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from ..distance_summary import DistanceSummary
-from ..release_ids import default_release_id
+from ..data.release_ids import default_release_id
+from ..engine.distance_summary import DistanceSummary
 from ..results import Evaluation, MetricResult, Status
 from . import plots
 from .decision import badge as _status

@@ -14,7 +14,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
-from ..distance_summary import DistanceSummary
+from ..engine.distance_summary import DistanceSummary
 from ..results import RATE_KEYS, Evaluation, MetricResult, Status
 
 COLOURS = {"synthetic": "#c0392b", "holdout": "#2e86c1", "train": "#c0392b", "control": "#7f8c8d"}

@@ -10,7 +10,7 @@ from typing import Any
 def differences(policy: Any) -> tuple[str, list[str]]:
     """(the preset compared with, one line per difference: a gate loosened or tightened, an entry added
     or left out); empty when the policy is its preset's, or cannot be compared."""
-    from .. import policy as pol
+    from ..decision import policy as pol
 
     base_name = getattr(policy, "preset", None) or "standard"
     try:

@@ -9,7 +9,7 @@ import json
 import pytest
 from docs_blocks import block, clean_env, commands, sh
 
-from dagster_privacy.policy import load_policy
+from dagster_privacy.decision.policy import load_policy
 
 pytestmark = pytest.mark.slow
 

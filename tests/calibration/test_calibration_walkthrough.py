@@ -14,8 +14,8 @@ import polars as pl
 import pytest
 from docs_blocks import block, clean_env, commands, sh
 
+from dagster_privacy.decision.policy import load_policy
 from dagster_privacy.demo import load_demo
-from dagster_privacy.policy import load_policy
 
 pytestmark = pytest.mark.slow
 

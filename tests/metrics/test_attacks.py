@@ -317,7 +317,7 @@ def test_deterministic_for_a_seed(splits) -> None:
 def test_leave_one_out_nearest_is_the_same_in_many_chunks_on_threads(monkeypatch: pytest.MonkeyPatch) -> None:
     # the inference attack's Gower chunks on the executor: 7-row chunks on 2 threads give the brute-force
     # nearest reference without each dropped column (first index among equal distances), as one chunk does
-    from dagster_privacy.executors import InProcess
+    from dagster_privacy.engine.executors import InProcess
     from dagster_privacy.metrics.attacks import _gower
 
     rng = np.random.default_rng(11)
@@ -339,7 +339,7 @@ def test_leave_one_out_nearest_is_the_same_in_many_chunks_on_threads(monkeypatch
 
 def test_a_column_dropped_twice_gives_the_nearest_without_it_both_times() -> None:
     # review: a numerical sensitive column named twice left one of its kept terms unwritten (np.empty)
-    from dagster_privacy.executors import InProcess
+    from dagster_privacy.engine.executors import InProcess
     from dagster_privacy.metrics.attacks import _gower
 
     rng = np.random.default_rng(12)

@@ -16,12 +16,12 @@ import pytest
 import dagster_privacy as dp
 from dagster_privacy.calibration import leaky_split
 from dagster_privacy.demo import load_demo
+from dagster_privacy.engine.pairs import knn_self
 from dagster_privacy.evaluate import prepare
 from dagster_privacy.metrics import get as get_metric
 from dagster_privacy.metrics.holdout import _share, _tail
 from dagster_privacy.metrics.proximity import SPLIT_K, _split_distances, _split_keys
-from dagster_privacy.pairs import knn_self
-from dagster_privacy.registry import run as run_metric
+from dagster_privacy.metrics.registration import run as run_metric
 
 IDS = [
     "ims",
@@ -256,7 +256,7 @@ def test_remediation_keeps_pandas_and_refuses_what_it_cannot_trust(leaky) -> Non
 
 
 def test_standard_preset_gates_a_leak_and_passes_a_clean_release(leaky) -> None:
-    from dagster_privacy.policy import judge, load_policy
+    from dagster_privacy.decision.policy import judge, load_policy
 
     std = load_policy("standard")
     # judged on the excess over the holdout and its bounds; ims informs (WARN) since issue 45

@@ -11,7 +11,7 @@ from dagster_privacy.calibration import leaky_split
 from dagster_privacy.calibration.risk_models import noisy_split
 from dagster_privacy.demo import load_demo
 from dagster_privacy.metrics.attacks.membership import at_fpr
-from dagster_privacy.stats import clopper_pearson
+from dagster_privacy.metrics.stats import clopper_pearson
 
 
 def test_clopper_pearson_known_values() -> None:

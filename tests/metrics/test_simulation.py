@@ -12,8 +12,8 @@ import polars as pl
 import pytest
 
 import dagster_privacy as dp
-from dagster_privacy.chunks import map_chunks
-from dagster_privacy.neighbors import MixedRows
+from dagster_privacy.engine.chunks import map_chunks
+from dagster_privacy.engine.neighbors import MixedRows
 
 
 def ev(real, synthetic, ids, **kw) -> dp.Evaluation:

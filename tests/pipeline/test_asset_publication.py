@@ -14,9 +14,9 @@ import pyarrow.parquet as pq
 import pytest
 from gates import covering
 
+from dagster_privacy.data.tables import fingerprint
 from dagster_privacy.demo import load_demo
 from dagster_privacy.pipeline import PublishTarget, build_privacy_checks, build_published_release
-from dagster_privacy.tables import fingerprint
 
 POLICY = covering(
     {
@@ -256,8 +256,8 @@ def _reported(instance: dg.DagsterInstance, key: str, partition: str | None = No
 
 def _guarded(target: str, instance: dg.DagsterInstance, inputs: list, declared=None, read=()) -> str | None:  # noqa: ANN001
     """The refusal publication would give for ``target`` (None: it may be written)."""
-    from dagster_privacy.pipeline.asset_locations import input_locations
-    from dagster_privacy.pipeline.target import PublicationRefused
+    from dagster_privacy.pipeline.publication.asset_locations import input_locations
+    from dagster_privacy.pipeline.publication.target import PublicationRefused
 
     try:
         PublishTarget(path=target).guard(
@@ -272,7 +272,7 @@ def test_every_spelling_of_a_local_location_is_placed(tmp_path) -> None:
     """Review: a location of a scheme the guard did not know (duckdb:///, sqlite:///, local://, file:
     with one slash, a percent-encoded file URI) was dropped as 'remote', and the real file was
     published over; an unknown scheme or another host's file URI is refused, not ignored."""
-    from dagster_privacy.pipeline.asset_locations import AssetInput
+    from dagster_privacy.pipeline.publication.asset_locations import AssetInput
 
     folder = tmp_path / "données réelles"
     folder.mkdir()
@@ -296,7 +296,7 @@ def test_every_spelling_of_a_local_location_is_placed(tmp_path) -> None:
 
 def test_a_declaration_never_hides_what_the_io_manager_reported(tmp_path) -> None:
     """Review: input_locations replaced the reported folder, so a target inside it was published."""
-    from dagster_privacy.pipeline.asset_locations import AssetInput
+    from dagster_privacy.pipeline.publication.asset_locations import AssetInput
 
     store = tmp_path / "real_store"
     store.mkdir()
@@ -309,7 +309,7 @@ def test_a_declaration_never_hides_what_the_io_manager_reported(tmp_path) -> Non
 
 def test_a_partitioned_input_is_placed_at_the_partitions_loaded(tmp_path) -> None:
     """Review: a partitioned real table was placed at its latest materialization of any partition."""
-    from dagster_privacy.pipeline.asset_locations import AssetInput
+    from dagster_privacy.pipeline.publication.asset_locations import AssetInput
 
     aug, octo = tmp_path / "real" / "2026-08-01", tmp_path / "real" / "2026-10-01"
     for d in (aug, octo):
@@ -327,7 +327,7 @@ def test_a_partitioned_input_is_placed_at_the_partitions_loaded(tmp_path) -> Non
 def test_a_path_value_the_loader_reads_is_an_input(tmp_path) -> None:
     """Review: an IO manager returning Path('wh.duckdb:real_table') and reporting a remote mirror let the
     target be wh.duckdb."""
-    from dagster_privacy.pipeline.asset_locations import AssetInput
+    from dagster_privacy.pipeline.publication.asset_locations import AssetInput
 
     wh = tmp_path / "wh.duckdb"
     wh.write_bytes(b"")
@@ -342,8 +342,8 @@ def test_a_sign_off_is_of_the_report_of_the_policy_that_requires_it(tmp_path) ->
     """Review: with a strict policy (checks 'strict_…', sign-off required) and a loose one on one asset,
     the approval was recorded against the loose policy's report and published the strict release."""
     from dagster_privacy.pipeline import build_report_hook, build_signoff_check
-    from dagster_privacy.pipeline.audit import AuditLog
-    from dagster_privacy.pipeline.signoff import current_evaluation, record_signoff
+    from dagster_privacy.pipeline.governance.audit import AuditLog
+    from dagster_privacy.pipeline.governance.signoff import current_evaluation, record_signoff
 
     frames = _frames()
 
@@ -423,7 +423,7 @@ def test_second_review_spellings_and_reports(tmp_path) -> None:
     file URI holding '#' was cut there; a free-text 'location' counted as a place and a table in a
     database (dagster/table_name) as reported; a declaration with a leading space, or empty, declared
     nothing."""
-    from dagster_privacy.pipeline.asset_locations import AssetInput
+    from dagster_privacy.pipeline.publication.asset_locations import AssetInput
 
     store = tmp_path / "q#1 100%"
     store.mkdir()
@@ -456,7 +456,7 @@ class PostgresIOManager(dg.ConfigurableIOManager):
     report: str = "uri"
 
     def handle_output(self, context: dg.OutputContext, obj: pl.DataFrame) -> None:
-        from dagster_privacy import postgres
+        from dagster_privacy.data import postgres
 
         name = "__".join(context.asset_key.path)
         postgres.replace_tables(self.uri, {name: obj})
@@ -467,7 +467,7 @@ class PostgresIOManager(dg.ConfigurableIOManager):
             context.add_output_metadata({"dagster/table_name": dg.MetadataValue.text(name)})
 
     def load_input(self, context: dg.InputContext) -> pl.DataFrame:
-        from dagster_privacy import postgres
+        from dagster_privacy.data import postgres
 
         return postgres.read(self.uri, "__".join(context.asset_key.path))
 
@@ -480,7 +480,7 @@ def test_a_target_in_the_database_an_input_asset_is_stored_in_is_refused_however
     from postgres_server import create_database
     from test_publication_guard import pg_fingerprint, socket_uri
 
-    from dagster_privacy import postgres
+    from dagster_privacy.data import postgres
 
     frames = _frames()
     store = create_database(pg, "asset_store")

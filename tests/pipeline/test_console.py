@@ -27,7 +27,7 @@ from test_signoff import CANARY, SYN, Env, _published
 
 from dagster_privacy.console import ConsoleSettings, build_console
 from dagster_privacy.console.identity import Users
-from dagster_privacy.pipeline.signoff import SIGNOFF_CHECK, current_evaluation
+from dagster_privacy.pipeline.governance.signoff import SIGNOFF_CHECK, current_evaluation
 
 PASSWORD = "correct horse battery staple"
 #: the reverse proxy's shared secret (issue 44, break 1: the proxy proves itself, not its address)

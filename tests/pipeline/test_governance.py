@@ -20,9 +20,9 @@ from test_pipeline import (
     write_db,
 )
 
+from dagster_privacy.data.tables import fingerprint
 from dagster_privacy.pipeline import PublishTarget, ReleaseSettings, build_release_definitions
 from dagster_privacy.pipeline.resources import RELEASE_ID_TAG, ReleaseIdError, file_name, release_id
-from dagster_privacy.tables import fingerprint
 
 # ------------------------------------------------------------------------------------- release ids
 
@@ -78,7 +78,7 @@ def signoff_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
 
 def test_replayed_approval_does_not_beat_a_later_rejection(signoff_env) -> None:
     """Issue 21 case 2: approve (alice), reject (bob), then alice's approval event reported again."""
-    from dagster_privacy.pipeline.signoff import SIGNOFF_CHECK, SignoffError, verify_signoff
+    from dagster_privacy.pipeline.governance.signoff import SIGNOFF_CHECK, SignoffError, verify_signoff
 
     env = signoff_env
     env.release("v1", "clean")
@@ -112,14 +112,14 @@ for i in range(n):
 KILLED = """
 import os, shutil, signal, sys
 import polars as pl
-import dagster_privacy.pipeline.target as T
+import dagster_privacy.pipeline.publication.target as T
 path, step = sys.argv[1], sys.argv[2]
 die = lambda *a, **k: os.kill(os.getpid(), signal.SIGKILL)
 real_copy, real_replace = shutil.copyfile, os.replace
 if step == "after-lock":
     T.remove_stale = die
 elif step == "after-copy":  # the DuckDB file's next state is written by duckdb_target (issue 44)
-    import dagster_privacy.pipeline.duckdb_target as D
+    import dagster_privacy.pipeline.publication.duckdb_target as D
     D.shutil.copyfile = lambda *a: (real_copy(*a), die())
 elif step == "before-replace":
     T.os.replace = die
@@ -218,7 +218,7 @@ def _rehash(path: Path, edit_sql: str | None = None, *, delete_from: int | None 
     """Tamper as an insider without the key would: edit or cut rows, then recompute every hash."""
     import duckdb
 
-    from dagster_privacy.pipeline.audit import GENESIS, NAMES, TABLE, _hash
+    from dagster_privacy.pipeline.governance.audit import GENESIS, NAMES, TABLE, _hash
 
     con = duckdb.connect(str(path))
     try:
@@ -249,7 +249,7 @@ def test_audit_verify_detects_a_cut_tail_and_a_rehashed_rewrite(signoff_env, mon
     from click.testing import CliRunner
 
     from dagster_privacy.cli.governance import audit_command
-    from dagster_privacy.pipeline.audit import AuditLog
+    from dagster_privacy.pipeline.governance.audit import AuditLog
 
     env = signoff_env
     env.release("v1", "clean")
@@ -284,7 +284,7 @@ def test_audit_verify_detects_a_cut_tail_and_a_rehashed_rewrite(signoff_env, mon
 
 
 def test_keyed_audit_table_cannot_be_rehashed_without_the_key(tmp_path: Path, monkeypatch) -> None:
-    from dagster_privacy.pipeline.audit import AuditError, AuditLog
+    from dagster_privacy.pipeline.governance.audit import AuditError, AuditLog
 
     monkeypatch.setenv("DAGSTER_PRIVACY_AUDIT_KEY", "held-by-the-verifier")
     log = AuditLog(tmp_path / "audit.duckdb")
@@ -345,7 +345,7 @@ def test_published_demo_release_rejudged_under_a_stricter_policy_then_withdrawn(
 
     from dagster_privacy.cli import cli
     from dagster_privacy.pipeline.demo import demo_policy, run_demo
-    from dagster_privacy.pipeline.rejudge import CHECK
+    from dagster_privacy.pipeline.governance.rejudge import CHECK
 
     monkeypatch.setenv("DAGSTER_PRIVACY_AUDIT", str(tmp_path / "audit.duckdb"))
     demo = run_demo(tmp_path / "demo", echo=lambda _line: None, dagster_home=tmp_path / "home")
@@ -392,7 +392,7 @@ def test_published_demo_release_rejudged_under_a_stricter_policy_then_withdrawn(
         "Dana Officer",
         "fails the stricter policy",
     )
-    from dagster_privacy.pipeline.audit import AuditLog
+    from dagster_privacy.pipeline.governance.audit import AuditLog
 
     assert AuditLog(tmp_path / "audit.duckdb").verify_chain()[-1].decision == "withdraw"
     again = CliRunner().invoke(
@@ -414,7 +414,7 @@ def test_no_publication_after_a_rejection_whatever_is_done_to_the_audit_file(
 
     import duckdb
 
-    from dagster_privacy.pipeline.signoff import SIGNOFF_CHECK
+    from dagster_privacy.pipeline.governance.signoff import SIGNOFF_CHECK
 
     env = signoff_env
     env.release("v1", "clean")
@@ -437,7 +437,7 @@ def test_no_publication_after_a_rejection_whatever_is_done_to_the_audit_file(
 
 
 def test_a_withdrawn_release_is_not_published_again_without_a_new_signoff(signoff_env) -> None:
-    from dagster_privacy.pipeline.rejudge import withdraw_release
+    from dagster_privacy.pipeline.governance.rejudge import withdraw_release
 
     env = signoff_env
     env.release("v1", "clean")
@@ -454,7 +454,7 @@ def test_a_withdrawn_release_is_not_published_again_without_a_new_signoff(signof
 def test_withdrawal_content_is_not_republished_without_a_signoff_policy(
     tmp_path: Path, release: Release
 ) -> None:
-    from dagster_privacy.pipeline.rejudge import withdraw_release
+    from dagster_privacy.pipeline.governance.rejudge import withdraw_release
 
     write_db(tmp_path / "release.duckdb", real=release.real, holdout=release.holdout, synthetic=release.clean)
     instance, defs = dg.DagsterInstance.ephemeral(), make_defs(tmp_path)
@@ -471,9 +471,9 @@ def test_rejudging_refuses_a_target_whose_log_was_edited(tmp_path: Path, release
     """A failing release stays in the target while only its log is edited: the check fails closed."""
     import duckdb
 
-    from dagster_privacy.pipeline.rejudge import judge_published
+    from dagster_privacy.pipeline.governance.rejudge import judge_published
+    from dagster_privacy.pipeline.publication.target import PublicationRefused
     from dagster_privacy.pipeline.resources import ReadOnlyDuckDB
-    from dagster_privacy.pipeline.target import PublicationRefused
 
     db = ReadOnlyDuckDB(
         database=str(write_db(tmp_path / "release.duckdb", real=release.real, holdout=release.holdout))
@@ -501,9 +501,9 @@ def dp_policy():
 
 
 def test_a_refused_withdrawal_leaves_no_audit_row(tmp_path: Path, release: Release) -> None:
-    from dagster_privacy.pipeline.audit import AuditLog
-    from dagster_privacy.pipeline.rejudge import withdraw_release
-    from dagster_privacy.pipeline.target import PublicationRefused
+    from dagster_privacy.pipeline.governance.audit import AuditLog
+    from dagster_privacy.pipeline.governance.rejudge import withdraw_release
+    from dagster_privacy.pipeline.publication.target import PublicationRefused
 
     target = PublishTarget(path=str(tmp_path / "published.duckdb"))
     target.publish(release.clean, release_id="v2", sha256=fingerprint(release.clean))
@@ -535,7 +535,7 @@ def test_release_ids_that_differ_only_in_punctuation_get_their_own_files(
 
 
 def test_audit_verify_names_a_publication_made_under_a_rejection() -> None:
-    from dagster_privacy.pipeline.audit import AuditRow, verify_publications
+    from dagster_privacy.pipeline.governance.audit import AuditRow, verify_publications
 
     def row(seq, decision):
         return AuditRow(
@@ -570,7 +570,7 @@ def test_audit_verify_reads_a_directory_target(tmp_path: Path) -> None:
     from click.testing import CliRunner
 
     from dagster_privacy.cli.governance import audit_command
-    from dagster_privacy.pipeline.audit import AuditLog
+    from dagster_privacy.pipeline.governance.audit import AuditLog
 
     audit = AuditLog(tmp_path / "audit.duckdb")
     audit.append(recorded_at="t1", release_id="v1", decision="approve", approver="alice", reason="fine",

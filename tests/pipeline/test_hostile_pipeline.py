@@ -28,9 +28,9 @@ from test_pipeline import (
 )
 
 from dagster_privacy.calibration import leaky_split
+from dagster_privacy.data.tables import TableError
 from dagster_privacy.demo import load_demo
 from dagster_privacy.pipeline import ReadOnlyDuckDB
-from dagster_privacy.tables import TableError
 
 
 def event_log(instance: dg.DagsterInstance, res: dg.ExecuteInProcessResult) -> str:
@@ -91,7 +91,7 @@ def test_failing_check_leaves_no_value_in_metadata_or_the_event_log(
     import dataclasses
     import sys
 
-    reg = sys.modules["dagster_privacy.registry"]._REGISTRY
+    reg = sys.modules["dagster_privacy.metrics.registration"]._REGISTRY
 
     def boom(ctx, **params):  # a library error quoting a value bare, in brackets and with an apostrophe
         raise ValueError(f"value 31337731 [1.0000e19] O'BRIEN {CANARY} not understood")

@@ -128,9 +128,9 @@ def test_two_assets_in_one_run_under_one_release_id_keep_their_own_reports(tmp_p
     run under the same release id overwrote the first's report, which then could never be signed off."""
     import hashlib
 
+    from dagster_privacy.data.release_ids import file_name  # noqa: F401
+    from dagster_privacy.data.tables import fingerprint  # noqa: F401  (the report's own sha256 is checked)
     from dagster_privacy.pipeline.resources import RELEASE_ID_TAG
-    from dagster_privacy.release_ids import file_name  # noqa: F401
-    from dagster_privacy.tables import fingerprint  # noqa: F401  (the report's own sha256 is checked)
 
     split = leaky_split(load_demo().head(1200), 0.0, seed=0)
     assets, checks = [], []

@@ -12,9 +12,9 @@ import pyarrow.parquet as pq
 import pytest
 from monthly_release import MONTHS, POLICY, QUIET, build_defs, frames, run_months
 
+from dagster_privacy.data.tables import fingerprint
 from dagster_privacy.pipeline import PublishTarget, build_privacy_checks, build_published_release
 from dagster_privacy.pipeline.checks import PARTITION
-from dagster_privacy.tables import fingerprint
 
 
 def test_a_leaky_month_is_blocked_and_the_others_publish(tmp_path) -> None:
@@ -60,9 +60,9 @@ def test_sign_off_and_withdrawal_name_the_partition(tmp_path) -> None:
     another month's release is refused, and withdrawing August removes August's file alone and keeps
     it from coming back on the old approval."""
     from dagster_privacy.pipeline import build_report_hook, build_signoff_check
-    from dagster_privacy.pipeline.audit import AuditLog
-    from dagster_privacy.pipeline.rejudge import withdraw_release
-    from dagster_privacy.pipeline.signoff import SignoffError, current_evaluation, record_signoff
+    from dagster_privacy.pipeline.governance.audit import AuditLog
+    from dagster_privacy.pipeline.governance.rejudge import withdraw_release
+    from dagster_privacy.pipeline.governance.signoff import SignoffError, current_evaluation, record_signoff
 
     data = frames()
     real, holdout = data["real"], data["holdout"]
@@ -198,7 +198,7 @@ def test_two_partitions_never_share_a_release_id() -> None:
     'v1' + 'a+b' read as 'v1+a' + 'b'."""
     import hashlib
 
-    from dagster_privacy.release_ids import partition_release_id
+    from dagster_privacy.data.release_ids import partition_release_id
 
     hashed = "p" + hashlib.sha256(b"eu/2026").hexdigest()[:12]
     keys = ["eu/2026", hashed, "a+b", "a", "b", "2026-08-01", "x" * 60, "site 7"]
@@ -209,10 +209,10 @@ def test_two_partitions_never_share_a_release_id() -> None:
 
 def test_an_edited_withdrawal_record_is_refused_before_anything_is_recorded(tmp_path) -> None:
     """Review: a corrupt withdrawal record failed the withdrawal after its audit row was written."""
-    from dagster_privacy.pipeline.audit import AuditLog
-    from dagster_privacy.pipeline.rejudge import withdraw_release
-    from dagster_privacy.pipeline.target import RECORD, PublicationRefused
-    from dagster_privacy.release_ids import file_name
+    from dagster_privacy.data.release_ids import file_name
+    from dagster_privacy.pipeline.governance.audit import AuditLog
+    from dagster_privacy.pipeline.governance.rejudge import withdraw_release
+    from dagster_privacy.pipeline.publication.target import RECORD, PublicationRefused
 
     target = PublishTarget(path=str(tmp_path / "published"))
     df = frames()["2026-08-01"]
@@ -230,8 +230,8 @@ def test_a_directory_target_keeps_every_row_and_refuses_a_record_of_another_rele
     record's rows were not bound to its file (a crafted row let withdrawn content back)."""
     import json
 
-    from dagster_privacy.pipeline.target import RECORD, PublicationRefused
-    from dagster_privacy.release_ids import file_name
+    from dagster_privacy.data.release_ids import file_name
+    from dagster_privacy.pipeline.publication.target import RECORD, PublicationRefused
 
     target = PublishTarget(path=str(tmp_path / "published"))
     data = frames()

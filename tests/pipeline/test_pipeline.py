@@ -18,6 +18,7 @@ import pytest
 from conftest import Release
 from gates import OTHER_RISK_CHECKS, covering
 
+from dagster_privacy.data.tables import TableError, fingerprint
 from dagster_privacy.pipeline import (
     PublishTarget,
     ReadOnlyDuckDB,
@@ -29,7 +30,6 @@ from dagster_privacy.pipeline import metadata as md
 from dagster_privacy.pipeline.component import PrivacyChecksComponent
 from dagster_privacy.pipeline.demo import write_tables
 from dagster_privacy.pipeline.resources import RELEASE_ID_ENV, RELEASE_ID_TAG
-from dagster_privacy.tables import TableError, fingerprint
 
 CANARY = "CANARY-7f3a9c1e-do-not-leak"
 POLICY = covering(
@@ -238,7 +238,7 @@ def test_metric_that_raises_fails_closed(
 ) -> None:
     import sys
 
-    reg = sys.modules["dagster_privacy.registry"]._REGISTRY  # `dagster_privacy.registry` is the function
+    reg = sys.modules["dagster_privacy.metrics.registration"]._REGISTRY
 
     def boom(ctx, **params):
         raise RuntimeError(f"boom near {CANARY!r}")
@@ -292,7 +292,7 @@ def test_hook_that_raises_fails_closed(tmp_path: Path, release: Release) -> None
 def test_warn_failures_do_not_block(tmp_path: Path, release: Release) -> None:
     """A warning (crp at threshold 0: 20 copied training rows are an excess over the holdout) shows as a
     failed WARN check and does not block publication. (An advisory point figure that unseen real rows
-    reach too is information, not a warning: issue 46, tests/test_advisory.py.)"""
+    reach too is information, not a warning: issue 46, tests/decision/test_advisory.py.)"""
     policy = covering(
         {
             "seed": 0,

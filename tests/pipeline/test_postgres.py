@@ -12,14 +12,14 @@ import pytest
 from postgres_server import create_database
 
 import dagster_privacy as dp
-from dagster_privacy import postgres
 from dagster_privacy.calibration import leaky_split
 from dagster_privacy.cli import main
+from dagster_privacy.data import postgres
+from dagster_privacy.data.loading import load
 from dagster_privacy.demo import load_demo
 from dagster_privacy.errors import TableError
-from dagster_privacy.loading import load
 from dagster_privacy.pipeline.demo import demo_policy, run_demo
-from dagster_privacy.pipeline.target import PublicationRefused, PublishTarget
+from dagster_privacy.pipeline.publication.target import PublicationRefused, PublishTarget
 
 CANARY = "CANARY-7f3a"
 
@@ -105,7 +105,7 @@ def _publisher(uri: str, worker: int, n: int) -> str:
     return textwrap.dedent(
         f"""
         import polars as pl
-        from dagster_privacy.pipeline.target import PublishTarget
+        from dagster_privacy.pipeline.publication.target import PublishTarget
         t = PublishTarget(path={uri!r})
         for i in range({n}):
             df = pl.DataFrame({{"worker": [{worker}] * 50, "i": [i] * 50, "x": list(range(50))}})

@@ -16,10 +16,10 @@ from conftest import Release
 from postgres_server import create_database
 from test_pipeline import POLICY, materialized, run, step_failures
 
-from dagster_privacy import postgres
+from dagster_privacy.data import postgres
 from dagster_privacy.pipeline import ReleaseSettings, build_release_definitions
-from dagster_privacy.pipeline.input_guard import locate
-from dagster_privacy.pipeline.target import PublicationRefused, PublishTarget
+from dagster_privacy.pipeline.publication.input_guard import locate
+from dagster_privacy.pipeline.publication.target import PublicationRefused, PublishTarget
 
 
 def sha(path: Path) -> str:
@@ -229,7 +229,7 @@ def test_withdrawn_content_is_refused_under_the_lock_and_audit_flags_a_republica
     race, and the withdrawn content was published again. The check now runs under the target's lock,
     on the state the publication would replace; a log that reads publish, withdraw, publish without an
     approval in between (written by an older version) is flagged by audit verify."""
-    from dagster_privacy.pipeline.audit import verify_publications
+    from dagster_privacy.pipeline.governance.audit import verify_publications
 
     target = PublishTarget(path=str(tmp_path / "pub.duckdb"))
     target.publish(release.clean, release_id="r1", sha256="s1")
@@ -250,8 +250,8 @@ def test_people_text_with_control_or_bidi_characters_is_refused(
     tmp_path: Path, release: Release, text: str
 ) -> None:
     """Issue 31 case 7: a reason holding \\r and ESC[K displayed as another officer's approval."""
-    from dagster_privacy.pipeline.audit import AuditError, AuditLog
-    from dagster_privacy.pipeline.rejudge import withdraw_release
+    from dagster_privacy.pipeline.governance.audit import AuditError, AuditLog
+    from dagster_privacy.pipeline.governance.rejudge import withdraw_release
 
     target = PublishTarget(path=str(tmp_path / "pub.duckdb"))
     target.publish(release.clean, release_id="r1", sha256="s1")
@@ -305,7 +305,7 @@ def test_postgresql_uris_are_parsed_as_uris_not_form_data(pg: str, release: Rele
     """Issue 31 case 11: '+' in ?query= was decoded as a space (the query read `age` into a column
     named `fnlwgt`); other parameters were re-encoded (options=-c%20statement_timeout%3D5000 failed);
     an empty-host socket URI was mangled."""
-    from dagster_privacy.postgres import split
+    from dagster_privacy.data.postgres import split
 
     uri = create_database(pg, "uris")
     postgres.replace_tables(uri, {"real": release.real})
@@ -339,8 +339,8 @@ def test_a_duckdb_target_that_publication_did_not_write_is_never_rewritten(tmp_p
     version wrote (only the release table and the publication log)."""
     import duckdb
 
-    from dagster_privacy.pipeline import duckdb_target
-    from dagster_privacy.pipeline.target import PublicationRefused, PublishTarget
+    from dagster_privacy.pipeline.publication import duckdb_target
+    from dagster_privacy.pipeline.publication.target import PublicationRefused, PublishTarget
 
     df = pl.DataFrame({"a": [1, 2, 3], "b": ["x", "y", "z"]})
     warehouse = tmp_path / "warehouse.duckdb"
@@ -356,7 +356,7 @@ def test_a_duckdb_target_that_publication_did_not_write_is_never_rewritten(tmp_p
     assert duckdb_target.MARK in duckdb_target.tables_of(fresh)
     PublishTarget(path=str(fresh), table="release").publish(df, release_id="v2", sha256="s2")  # ours: fine
     # a file an earlier version wrote: the release table and its log, no mark: accepted, and marked
-    from dagster_privacy.tables import fingerprint
+    from dagster_privacy.data.tables import fingerprint
 
     legacy = tmp_path / "legacy.duckdb"
     PublishTarget(path=str(legacy), table="release").publish(df, release_id="v1", sha256=fingerprint(df))

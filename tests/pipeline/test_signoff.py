@@ -16,18 +16,18 @@ from gates import OTHER_RISK_CHECKS, covering
 
 from dagster_privacy.cli.governance import signoff_command
 from dagster_privacy.demo import load_demo
-from dagster_privacy.pipeline.audit import AuditError, AuditLog, default_audit_path
 from dagster_privacy.pipeline.demo import write_tables
 from dagster_privacy.pipeline.evidence import REPORT_PATH, REPORT_SHA256, build_report_hook
-from dagster_privacy.pipeline.release import ReleaseSettings, build_release_definitions
-from dagster_privacy.pipeline.resources import RELEASE_ID_TAG
-from dagster_privacy.pipeline.signoff import (
+from dagster_privacy.pipeline.governance.audit import AuditError, AuditLog, default_audit_path
+from dagster_privacy.pipeline.governance.signoff import (
     SIGNOFF_CHECK,
     SignoffError,
     current_evaluation,
     record_signoff,
     verify_signoff,
 )
+from dagster_privacy.pipeline.release import ReleaseSettings, build_release_definitions
+from dagster_privacy.pipeline.resources import RELEASE_ID_TAG
 from dagster_privacy.report import file_sha256
 
 CANARY = "Zq7CanarySignoffOcc"
@@ -286,7 +286,7 @@ def test_the_cli_hashes_the_report_file_and_finds_the_target_the_pipeline_publis
     --target finds the DuckDB file of the latest publication in the instance; the publication log row
     says who approved it; the withdrawal shows on published_release in Dagster."""
     from dagster_privacy.cli.governance import withdraw_command
-    from dagster_privacy.pipeline.target import PublishTarget
+    from dagster_privacy.pipeline.publication.target import PublishTarget
 
     monkeypatch.setenv("DAGSTER_HOME", str(env.home))
     monkeypatch.setenv("DAGSTER_PRIVACY_AUDIT", str(env.audit.path))
@@ -326,7 +326,7 @@ def test_a_rejection_between_the_checks_and_the_lock_stops_publication(tmp_path,
     """Issue 31 case 3, the sign-off half: the publisher read an approval, then the officer rejected the
     release before the publisher took the target's lock. The sign-off is decided again under the lock,
     so the target keeps what it held; before, the release was published on the stale approval."""
-    from dagster_privacy.pipeline.target import PublishTarget
+    from dagster_privacy.pipeline.publication.target import PublishTarget
 
     own = Env(tmp_path)
     monkeypatch.setenv("DAGSTER_PRIVACY_AUDIT", str(own.audit.path))

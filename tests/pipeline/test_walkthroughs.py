@@ -117,7 +117,7 @@ def test_withdraw_as_printed(demo) -> None:
     assert code == 0 and out.startswith("withdrew release v1 from "), out[-3000:]
     code, out = sh("dagster-privacy audit verify", demo, clean_env(DAGSTER_HOME=str(home)))
     assert code == 0, out
-    from dagster_privacy.pipeline.target import PublishTarget
+    from dagster_privacy.pipeline.publication.target import PublishTarget
 
     published = PublishTarget(path=str(target))
     assert published.held() is None

@@ -14,6 +14,7 @@ from browser import dump_dom, find_chromium, screenshot
 from gates import covering
 
 import dagster_privacy as dp
+from dagster_privacy.decision import policy as pol
 from dagster_privacy.demo import load_demo
 from dagster_privacy.evaluate import prepare, run_metrics
 from dagster_privacy.report import (
@@ -147,7 +148,7 @@ def test_the_header_names_the_policy_once(passing, tmp_path):
 def test_the_report_says_how_the_policy_differs_from_its_preset(passing, tmp_path):
     """Issue 46 (9): a policy that raised a gate's threshold read like its preset in the report."""
     ev, dist, _ = passing
-    raised = dp.policy.from_mapping(
+    raised = pol.from_mapping(
         {"preset": "standard", "metrics": {"inference_distance": {"threshold": 0.29, "severity": "ERROR"}}}
     )
     for policy, expected in ((raised, "inference_distance: threshold 0.15 → 0.29 (looser)"),
@@ -246,7 +247,7 @@ def test_report_is_self_contained(failing):
 
 
 def test_error_reasons_carry_no_library_message(passing):
-    from dagster_privacy.registry import Expect, MetricSpec, run
+    from dagster_privacy.metrics.registration import Expect, MetricSpec, run
 
     ev, _, _ = passing
 
@@ -268,7 +269,7 @@ def test_error_reasons_carry_no_library_message(passing):
         ctx,
     )
     assert bad.status is Status.ERROR
-    bad = dp.policy.judge(dp.load_policy("standard").entry("crp"), bad)
+    bad = pol.judge(dp.load_policy("standard").entry("crp"), bad)
     html = render_report(Evaluation(results=[bad], verdict=Status.FAIL))
     md = markdown_summary(Evaluation(results=[bad], verdict=Status.FAIL))
     assert CANARY not in html and CANARY not in md and CANARY not in bad.reason
@@ -366,7 +367,7 @@ def test_report_from_json_lists_no_optional_not_applicable_metric_as_blocking():
 def test_what_failed_is_read_from_the_one_rule() -> None:
     """Review of issue 19: re-judging listed errored advisory metrics as failing and left out a gating
     metric that could not run; the report's history point used yet another rule."""
-    from dagster_privacy import policy as pol
+    from dagster_privacy.decision import policy as pol
     from dagster_privacy.report.html import _history_points
 
     entry = pol.MetricPolicy

@@ -15,10 +15,10 @@ from typing import Any
 
 import numpy as np
 
-from ...context import EvaluationContext
+from ...engine.context import EvaluationContext
 from ...errors import NotApplicable
 from ...results import Measurement, RateDetails
-from ...stats import Rate, bonferroni, control_risk, wilson
+from ..stats import Rate, bonferroni, control_risk, wilson
 
 CONFIDENCE = 0.95
 _M1 = np.uint64(0xBF58476D1CE4E5B9)

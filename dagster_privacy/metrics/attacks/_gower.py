@@ -16,9 +16,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...context import EvaluationContext
-from ...executors import IN_PROCESS, Executor
-from ...neighbors import MixedPlan, MixedRows, mixed_block, mixed_plan
+from ...engine.context import EvaluationContext
+from ...engine.executors import IN_PROCESS, Executor
+from ...engine.neighbors import MixedPlan, MixedRows, mixed_block, mixed_plan
 
 
 @dataclass(frozen=True)

@@ -13,9 +13,9 @@ from typing import Any
 
 import numpy as np
 
-from ...context import EvaluationContext
-from ...stats import z_score
-from ...tables import HIGH_CARDINALITY
+from ...data.tables import HIGH_CARDINALITY
+from ...engine.context import EvaluationContext
+from ..stats import z_score
 from ._common import Side, measured, rate
 
 

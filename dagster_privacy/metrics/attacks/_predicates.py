@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...compiled import kernel
+from ...engine.compiled import kernel
 
 BIG = np.int32(2**31 - 1)
 INDEX_BUDGET = 64 * 2**20  # bytes of one column's bitset index

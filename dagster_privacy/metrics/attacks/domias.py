@@ -15,13 +15,13 @@ from typing import Any
 
 import numpy as np
 
-from ...chunks import map_chunks
-from ...compiled import kernel
-from ...context import EvaluationContext
+from ...engine.chunks import map_chunks
+from ...engine.compiled import kernel
+from ...engine.context import EvaluationContext
 from ...errors import MetricError, NotApplicable
-from ...registry import Expect, metric
 from ...results import Measurement, Risk
-from ...stats import z_score
+from ..registration import Expect, metric
+from ..stats import z_score
 from ._common import content_order, n_targets
 
 _ROWS = 1 << 14  # rows whitened at once

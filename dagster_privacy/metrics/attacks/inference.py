@@ -13,11 +13,11 @@ from typing import Any
 
 import numpy as np
 
-from ...compiled import kernel
-from ...context import EvaluationContext
+from ...engine.compiled import kernel
+from ...engine.context import EvaluationContext
 from ...errors import MetricError, NotApplicable
-from ...registry import Expect, metric
 from ...results import Measurement, Risk
+from ..registration import Expect, metric
 from . import _gower
 from ._common import (
     Side,

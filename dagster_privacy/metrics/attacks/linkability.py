@@ -18,11 +18,11 @@ from typing import Any
 
 import numpy as np
 
-from ...context import EvaluationContext
+from ...engine.context import EvaluationContext
+from ...engine.neighbors import MixedPlan, mixed_block, mixed_plan
 from ...errors import NotApplicable
-from ...neighbors import MixedPlan, mixed_block, mixed_plan
-from ...registry import Expect, metric
 from ...results import Measurement, Risk
+from ..registration import Expect, metric
 from . import _gower
 from ._common import Side, canonical_columns, hash_order, n_targets, rate, sample_targets
 

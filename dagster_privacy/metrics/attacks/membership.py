@@ -30,12 +30,12 @@ from typing import Any
 
 import numpy as np
 
-from ...context import EvaluationContext
+from ...engine.context import EvaluationContext
+from ...engine.neighbors import knn_euclidean
 from ...errors import NotApplicable
-from ...neighbors import knn_euclidean
-from ...registry import Expect, metric
 from ...results import Measurement, Risk
-from ...stats import bonferroni, clopper_pearson
+from ..registration import Expect, metric
+from ..stats import bonferroni, clopper_pearson
 from ._common import content_order
 from ._models import _lgbm_params
 from .domias import auc_delong, fitted_kde

@@ -21,10 +21,10 @@ from typing import Any
 import numpy as np
 from scipy.special import gammaln
 
-from ...context import EvaluationContext
+from ...engine.context import EvaluationContext
 from ...errors import NotApplicable
-from ...registry import Expect, metric
 from ...results import Measurement, Risk
+from ..registration import Expect, metric
 from ._common import Side, canonical_columns, family_confidence, rate, salt, worst_of
 from ._predicates import BIG, Predicates, Target
 

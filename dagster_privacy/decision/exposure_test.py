@@ -1,0 +1,227 @@
+"""The decision on exposed records (issue 45): an exact conditional binomial test of "no excess", and
+the floor in people it implies.
+
+Under no memorisation a rare training record and a rare holdout record are equally likely to be
+reproduced (exposure.py keeps the two sides exchangeable), so given the m = k_t + k_c exposed records
+of a part, the training count is Binomial(m, π) with π = n_t / (n_t + n_c), the rare records' share on
+the training side. The p-value is P(X ≥ k_t): exact at any count, 0 to 50 included, where a normal
+interval on two rates of a few per thousand is not. Each part (verbatim, near) is tested at its weight's
+share of the gate's level (weighted Bonferroni), so the gate's false alarm stays within its level.
+
+The **floor in people**: the smallest number K of rare training records copied into the release (each
+copy counted by the part with probability ``registered``: 1 for verbatim copies, the measured share for
+one-cell edits) for which the part fails with probability ≥ ``POWER``, with the chance counts drawn as
+Poisson around what the holdout side shows (k_c, and k_c · n_t / n_c on the training side).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..engine.exposure import PARTS
+
+#: the probability with which a leak at the floor fails the gate
+POWER = 0.95
+_TAIL = 1e-10
+
+
+def pi(n_t: int, n_c: int) -> float:
+    """The chance share of exposures on the training side."""
+    return n_t / (n_t + n_c) if n_t + n_c else 1.0
+
+
+def p_value(k_t: int, k_c: int, share: float) -> float:
+    """P(X ≥ k_t), X ~ Binomial(k_t + k_c, share): how surprising k_t training exposures are by chance."""
+    from scipy.stats import binom
+
+    if k_t <= 0:
+        return 1.0
+    return float(binom.sf(k_t - 1, k_t + k_c, share))
+
+
+def p_value_exact(k_t: int, n_t: int, k_c: int, n_c: int) -> float:
+    """P(X ≥ k_t), X ~ Hypergeometric: of the n_t + n_c records, k_t + k_c exposed, n_t of them on the
+    training side — Fisher's one-sided exact test, for a part whose chance rate is high (the nearer
+    part: about 40 % of records), where the binomial above, exact for rare exposures, is conservative
+    (it takes the exposed as drawn with replacement)."""
+    from scipy.stats import hypergeom
+
+    if k_t <= 0:
+        return 1.0
+    return float(hypergeom.sf(k_t - 1, n_t + n_c, n_t, k_t + k_c))
+
+
+def _poisson(lam: float) -> tuple[np.ndarray, np.ndarray]:
+    """The support of Poisson(lam) but for 1e-10 on either side, and its probabilities (from the lower
+    tail up, not 0: at a chance count of a thousand the grid is a few hundred wide, not thousands)."""
+    from scipy.stats import poisson
+
+    if lam <= 0:
+        return np.array([0]), np.array([1.0])
+    low, top = int(poisson.ppf(_TAIL, lam)), int(poisson.isf(_TAIL, lam)) + 1
+    x = np.arange(max(0, low), top + 1)
+    return x, poisson.pmf(x, lam)
+
+
+def power(
+    extra: int, lam_t: float, lam_c: float, share: float, level: float, registered: float = 1.0
+) -> float:
+    """P(the part fails at ``level``) when ``extra`` rare training records are copied, each counted
+    with probability ``registered``, on top of Poisson(lam_t) and Poisson(lam_c) chance exposures."""
+    from scipy.stats import binom
+
+    a, pa = _poisson(lam_t)
+    b, pb = _poisson(lam_c)
+    if registered >= 1.0:
+        js, pj = np.array([extra]), np.array([1.0])
+    else:
+        js = np.arange(extra + 1)
+        pj = binom.pmf(js, extra, registered)
+        keep = pj > _TAIL
+        js, pj = js[keep], pj[keep]
+    total = 0.0
+    for j, wj in zip(js, pj, strict=True):
+        k_t = a[:, None] + j
+        m = k_t + b[None, :]
+        rejects = (binom.sf(k_t - 1, m, share) <= level) & (k_t > 0)
+        total += float(wj * (pa @ rejects.astype(np.float64) @ pb))
+    return total
+
+
+def floor(
+    n_t: int, k_c: int, n_c: int, level: float, *, registered: float = 1.0, limit: int | None = None
+) -> int | None:
+    """The floor in people (module docstring); None when even ``limit`` copies (default: every rare
+    training record) would not fail with probability POWER, or no rare holdout record measures chance."""
+    if n_c == 0 or n_t == 0 or registered <= 0:
+        return None
+    share = pi(n_t, n_c)
+    lam_c = float(k_c)
+    lam_t = lam_c * n_t / n_c
+    top = n_t if limit is None else min(limit, n_t)
+
+    def caught(k: int) -> bool:
+        return power(k, lam_t, lam_c, share, level, registered) >= POWER
+
+    lo, hi = 0, 1  # upward by doubling from small K (power(n_t) with edits is slow), then bisect
+    while not caught(hi):
+        if hi >= top:
+            return None
+        lo, hi = hi, min(2 * hi, top)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if caught(mid):
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
+def decide(
+    parts: list[dict[str, float]], threshold: float, fail_level: float, pass_level: float, accepted_floor: int
+) -> tuple[str, str | None, dict[str, object]]:
+    """The gate's decision on its parts: ``fail`` when a part's training count is beyond chance at its
+    share of ``fail_level`` and that part's exposed share beyond chance exceeds ``threshold`` (0: any
+    excess; evidence of risk; the parts are judged apart: one's chance noise never hides another's
+    copies); ``pass`` when not and the verbatim floor in people is at or below ``accepted_floor`` (a
+    release copying that many rare records would have failed with 95 % probability: evidence of safety
+    at that size); else ``inconclusive``. Returns (status, reason,
+    decision). Unlike judge's upper-bound pass on an excess share, the pass here is the test's power at
+    this table's own chance counts: a floor in people, not an interval on a rate."""
+    rows = []
+    for p in parts:
+        k_t, n_t, k_c, n_c = (int(p[k]) for k in ("k_t", "n_t", "k_c", "n_c"))
+        level = fail_level * float(p["weight"])
+        share = pi(n_t, n_c)
+        rows.append(
+            {
+                "part": PARTS[int(p["part"])],
+                "exposed": k_t,
+                "rare": n_t,
+                "exposed_holdout": k_c,
+                "rare_holdout": n_c,
+                "chance": k_c * n_t / n_c if n_c else None,
+                "pi": share,
+                "p_value": None
+                if not n_c
+                else p_value_exact(k_t, n_t, k_c, n_c)
+                if PARTS[int(p["part"])] == "nearer"
+                else p_value(k_t, k_c, share),
+                "level": level,
+                # the floors a reader is told (verbatim, isolated, one cell edited); the last parts' chance
+                # counts run to thousands, where the power sum costs seconds and no sentence reads it
+                "floor_people": None
+                if PARTS[int(p["part"])] in ("near", "nearer")
+                else floor(n_t, k_c, n_c, level, registered=float(p["registered"])),
+                "registered": float(p["registered"]),
+            }
+        )
+    named = {r["part"]: r for r in rows}
+    empty = {"exposed": 0, "rare": 0, "chance": 0.0, "floor_people": None}
+    v, iso, near, other = (
+        named.get(p, empty) for p in ("verbatim", "verbatim_isolated", "near_isolated", "near")
+    )
+    exposed = v["exposed"] + near["exposed"] + other["exposed"]  # disjoint by definition
+    chance = (v["chance"] or 0.0) + (near["chance"] or 0.0) + (other["chance"] or 0.0)
+    by_part = f"verbatim {v['exposed']}, within one cell {near['exposed'] + other['exposed']}"
+    floors = {
+        "verbatim": v["floor_people"],
+        "isolated_verbatim": iso["floor_people"],
+        "one_cell_edit": near["floor_people"],
+    }
+    decision: dict[str, object] = {
+        "test": "exact conditional test per part (binomial; hypergeometric for nearer), weighted Bonferroni",
+        "excess": exposed - chance,
+        "lower": None,
+        "upper": None,
+        "fail_level": fail_level,
+        "pass_level": pass_level,
+        "parts": rows,
+        "trials": named.get("verbatim", {}).get("rare", 0),  # the rare training records counted
+        "exposed": exposed,
+        "chance": chance,
+        "floor_people": floors,
+    }
+    counted = f"{exposed} rare real records exposed ({by_part}); chance explains about {chance:.1f}"
+
+    def over(r: dict) -> bool:  # the part's own exposed share beyond chance exceeds the threshold
+        return r["rare"] > 0 and (r["exposed"] - (r["chance"] or 0.0)) / r["rare"] > threshold
+
+    beyond = [r for r in rows if r["p_value"] is not None and r["p_value"] <= r["level"] and over(r)]
+    if beyond:
+        worst = min(beyond, key=lambda r: r["p_value"])
+        said = counted
+        if worst["part"] == "nearer":  # jittered copies: the part's own counts, against the holdout's
+            said = (
+                f"{worst['exposed']:,} of {worst['rare']:,} training records have a synthetic row nearer "
+                f"than their own nearest neighbour, against {worst['exposed_holdout']:,} of "
+                f"{worst['rare_holdout']:,} holdout records (chance); {counted}"
+            )
+        return (
+            "fail",
+            f"evidence of risk: {said}; {worst['part']} p = {worst['p_value']:.2g} ≤ {worst['level']:.2g}",
+            decision,
+        )
+    if all(r["rare"] == 0 for r in rows):
+        return "pass", None, decision
+    verbatim_floor = floors.get("verbatim")
+    if verbatim_floor is not None and verbatim_floor <= accepted_floor:
+        return "pass", None, decision
+    if verbatim_floor is None:
+        why = "no rare holdout record measures chance"
+        action = "give a holdout of records the generator never saw (it measures chance)"
+    else:
+        why = f"a release copying up to {verbatim_floor - 1} rare records verbatim could pass"
+        action = (
+            f"accept this table's floor with accepted_floor_people: {verbatim_floor} in the policy, or "
+            "give a larger holdout (it lowers the floor)"
+        )
+    return (
+        "inconclusive",
+        f"inconclusive: {counted}, none beyond chance, but {why} (the policy accepts a floor of "
+        f"{accepted_floor} people: accepted_floor_people). To decide on this table: {action}",
+        decision,
+    )
+
+
+__all__ = ["POWER", "decide", "floor", "p_value", "p_value_exact", "pi", "power"]

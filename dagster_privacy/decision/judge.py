@@ -1,0 +1,186 @@
+"""The one decision rule: a judged copy of each metric result (docs/metrics.md, "The decision rule").
+
+A result with evidence (success counts on training and control targets) is judged on its excess over
+the control; a count of people (exposed_records) by the exact test of exposure_test.py; a result without
+evidence (the seed-000 proxies) on its point figure. A gate that cannot decide at this table's size may
+pass with a **weaker guarantee** the policy accepts (``accepted_excess``, ``accept_unrun``): its upper
+bound, or the attacks it could not run, stated in its reason and its decision.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from ..metrics.metric_policy import MetricPolicy
+from ..results import MetricResult, Severity, Status, verdict_risk
+
+
+def judge(
+    entry: MetricPolicy,
+    result: MetricResult,
+    *,
+    fail_level: float = 0.05,
+    pass_level: float = 0.05,
+    accepted_floor: int = 50,
+    accepted_excess: float = 0.0,
+    accept_unrun: bool = False,
+) -> MetricResult:
+    """The judged copy of an unjudged result: threshold, severity and status from the policy entry.
+
+    The one decision rule (docs/metrics.md, "The decision rule"). A result with ``evidence`` (success
+    counts on training and control targets) is judged on its excess E over the control: **fail** when
+    E's lower bound at ``fail_level`` clears the threshold (evidence of risk), **pass** when its upper
+    bound at ``pass_level`` is at or below it (evidence of safety), else **inconclusive** (the reason
+    says what would decide it). Without evidence (the seed-000 proxies, which inform), the point figure
+    (``on: value | ci_upper``) is compared with the threshold. error, not_applicable, inconclusive and
+    nothing_to_attack from the run stay what they are (the entry says whether they block: optional)."""
+    gate = {
+        "threshold": entry.threshold,
+        "on": entry.on,
+        "severity": entry.severity,
+        "optional": entry.optional,
+    }
+    facts = (Status.ERROR, Status.NOT_APPLICABLE, Status.NOTHING_TO_ATTACK)
+    unrun = result.status is Status.INCONCLUSIVE and result.decision is None
+    if unrun and accept_unrun and entry.threshold is not None:
+        return result.model_copy(  # too few rows to run: the risk rests on its other gates (risk_decisions)
+            update={
+                **gate,
+                "status": Status.PASS,
+                "reason": f"weaker guarantee: not run at this size ({result.reason}); its risk rests on "
+                "its other gates",
+                "decision": {"guarantee": "not run", "fail_level": fail_level, "pass_level": pass_level},
+            }
+        )
+    if result.status in facts or (result.status is Status.INCONCLUSIVE and result.decision is None):
+        return result.model_copy(update=gate)  # a fact of the run (too few rows: inconclusive)
+    if result.evidence and entry.threshold is not None and "registered" in result.evidence[0]:
+        from .exposure_test import decide  # counts of people: the exact test (issue 45)
+
+        status, reason, decision = decide(
+            [dict(p) for p in result.evidence], float(entry.threshold), fail_level, pass_level, accepted_floor
+        )
+        st = Status(status)
+        if st is Status.FAIL and entry.severity is not Severity.ERROR:
+            st = Status.WARN
+        return result.model_copy(update={**gate, "status": st, "reason": reason, "decision": decision})
+    if result.evidence and entry.threshold is not None:
+        return _judge_evidence(entry, result, gate, fail_level, pass_level, accepted_excess)
+    figure = result.model_copy(update=gate).gated_figure
+    if figure is None or not math.isfinite(figure):  # fail closed: nothing to compare is not a pass
+        return result.model_copy(
+            update={
+                **gate,
+                "status": Status.ERROR,
+                "reason": f"no finite {entry.on.replace('_', ' ')} to gate on",
+            }
+        )
+    if entry.threshold is not None and figure > entry.threshold:
+        what = "CI upper bound" if entry.on == "ci_upper" and result.ci else "value"
+        return result.model_copy(
+            update={
+                **gate,
+                "status": Status.FAIL if entry.severity is Severity.ERROR else Status.WARN,
+                "reason": f"{what} {figure:.4g} > threshold {entry.threshold:g}",
+                "decision": None,
+            }
+        )
+    return result.model_copy(update={**gate, "status": Status.PASS, "reason": None, "decision": None})
+
+
+def _judge_evidence(
+    entry: MetricPolicy,
+    result: MetricResult,
+    gate: dict[str, Any],
+    fail_level: float,
+    pass_level: float,
+    accepted_excess: float = 0.0,
+) -> MetricResult:
+    from ..metrics.stats import excess
+
+    thr = float(entry.threshold)  # type: ignore[arg-type]
+    ev = excess(list(result.evidence or []), fail_level=fail_level, pass_level=pass_level)
+    decision = {
+        "excess": ev.estimate,
+        "lower": ev.lower,
+        "upper": ev.upper,
+        "fail_level": fail_level,
+        "pass_level": pass_level,
+        "parts": ev.parts,
+        "trials": min(int(p["n_t"]) for p in result.evidence or []),
+    }
+    bounds = f"excess {ev.estimate:.4g}, bounds [{ev.lower:.4g}, {ev.upper:.4g}]"
+    if ev.lower > thr:
+        status = Status.FAIL if entry.severity is Severity.ERROR else Status.WARN
+        reason = f"evidence of risk: {bounds}; lower bound > threshold {thr:g}"
+    elif ev.upper <= thr:
+        status, reason = Status.PASS, None
+    elif ev.upper <= accepted_excess and ev.estimate < thr:  # a small table's bound, no excess seen
+        status = Status.PASS  # the policy accepts the weaker guarantee this table's size can give
+        decision["guarantee"] = "weaker"
+        reason = (
+            f"weaker guarantee: {bounds}; the excess is at most {ev.upper:.3g} (the policy accepts up to "
+            f"{accepted_excess:g}), not shown within threshold {thr:g}"
+            f"{_needs(decision['trials'], ev.estimate, ev.upper, thr)}"
+        )
+    else:
+        status = Status.INCONCLUSIVE
+        why = (
+            f"the estimate is at or above the threshold (the bound is within the weaker guarantee the "
+            f"policy accepts, {accepted_excess:g}: accepted_excess, which needs the estimate below it)"
+            if ev.upper <= accepted_excess
+            else f"the upper bound is above the weaker guarantee the policy accepts ({accepted_excess:g}: "
+            "accepted_excess)"
+        )
+        needs = _needs(decision["trials"], ev.estimate, ev.upper, thr)
+        risk = verdict_risk(result) or "its"
+        action = (  # a fixed table cannot grow: the one decision left is a person's, by name (issue 46)
+            f"evaluate more rows{needs}, or, where the table cannot grow, waive the {risk} risk with a "
+            "reason in the policy (waivers:), which asks for a privacy officer's sign-off"
+            if ev.upper <= accepted_excess
+            else f"accept its bound with accepted_excess: {_rounded_up(ev.upper)} in the policy, or evaluate "
+            f"more rows{needs}"
+        )
+        reason = (
+            f"inconclusive: {bounds} straddle threshold {thr:g} on {decision['trials']} trials; {why}. "
+            f"{TO_DECIDE}{action}"
+        )
+    return result.model_copy(update={**gate, "status": status, "reason": reason, "decision": decision})
+
+
+#: where a reason says what the user can do (results.blocked_by quotes what follows)
+TO_DECIDE = "To decide on this table: "
+
+
+def _rounded_up(x: float) -> str:
+    """A bound as a policy value that accepts it: up to the next hundredth."""
+    return f"{math.ceil(x * 100 - 1e-9) / 100:.2f}"
+
+
+def _needs(trials: int, estimate: float, upper: float, threshold: float) -> str:
+    """What would decide an inconclusive gate, roughly: an interval's half-width shrinks as 1/√n, so
+    the upper bound reaches the threshold at about ((upper − E) / (threshold − E))² times the trials
+    (said as a multiple of this table's, which a fixed table cannot give)."""
+    if estimate >= threshold:
+        return " (more trials would tell on which side)"
+    factor = ((upper - estimate) / (threshold - estimate)) ** 2
+    if factor >= 1000:
+        return ""
+    return f" (about {math.ceil(trials * factor):,} trials would decide: {factor:.1f}× this table's)"
+
+
+def compared_figure(result: MetricResult) -> str:
+    """The figure a judged result's threshold was compared with, in words (issue 46: a line that
+    printed ``value 0.173 threshold 0.15`` for a gate judged on its excess read as a contradiction):
+    the excess and its bounds, the people counted against chance, or the point figure."""
+    d = result.decision or {}
+    if "exposed" in d:
+        chance = float(d["chance"])
+        share = (d["exposed"] - chance) / d["trials"] if d.get("trials") else 0.0
+        return f"share exposed beyond chance {share:.4g} ({d['exposed']} people, chance {chance:.1f})"
+    if "excess" in d and d.get("lower") is not None and d.get("upper") is not None:
+        return f"excess {d['excess']:.4g} [{d['lower']:.4g}, {d['upper']:.4g}]"
+    figure = result.gated_figure
+    what = "CI upper bound" if result.on == "ci_upper" and result.ci else "value"
+    return f"{what} {'—' if figure is None else format(figure, '.4g')}"

