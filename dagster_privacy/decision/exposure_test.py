@@ -42,8 +42,8 @@ def p_value(k_t: int, k_c: int, share: float) -> float:
 def p_value_exact(k_t: int, n_t: int, k_c: int, n_c: int) -> float:
     """P(X ≥ k_t), X ~ Hypergeometric: of the n_t + n_c records, k_t + k_c exposed, n_t of them on the
     training side — Fisher's one-sided exact test, for a part whose chance rate is high (the nearer
-    part: about 40 % of records), where the binomial above, exact for rare exposures, is conservative
-    (it takes the exposed as drawn with replacement)."""
+    part: a quarter to a third of records), where the binomial above, exact for rare exposures, is
+    conservative (it takes the exposed as drawn with replacement)."""
     from scipy.stats import hypergeom
 
     if k_t <= 0:

@@ -24,7 +24,8 @@ LIST_CAP = 1000
 WEIGHTS = {"verbatim": 0.6, "verbatim_isolated": 0.15, "near_isolated": 0.1, "near": 0.05, "nearer": 0.1}
 #: the euclidean space's queries the nearer part reads, shared with the distance gates
 SPACE = "euclidean"
-QUERIES = tuple((SPACE, q, r, 1) for q, r in (("real", "real"), ("holdout", "real"), ("real", "synthetic"),
+QUERIES = tuple((SPACE, q, r, 1) for q, r in (("real", "real"), ("holdout", "real"), ("real", "holdout"),
+                                              ("holdout", "holdout"), ("real", "synthetic"),
                                               ("holdout", "synthetic")))  # fmt: skip
 
 
@@ -69,9 +70,9 @@ def exposed_records(
     rare_one = (one_t & ~iso_t, one_h & ~iso_h)  # rare at radius one, not isolated
     other = ex.near_part(rare_one, hits, verbatim, masked["real"], masked["synthetic"])
     d = {(q, r): ctx.neighbors(SPACE, q, r, 1).dist[:, 0] for _, q, r, _ in QUERIES}  # the shared queries
-    closer = ex.nearer(
-        d["real", "real"],
-        d["holdout", "real"],
+    closer = ex.nearer(  # each record's own nearest other record of the union: see ex.nearer
+        np.minimum(d["real", "real"], d["real", "holdout"]),
+        np.minimum(d["holdout", "real"], d["holdout", "holdout"]),
         d["real", "synthetic"],
         d["holdout", "synthetic"],
         ctx.n("synthetic"),
