@@ -10,6 +10,7 @@ from .decision.policy import Policy as Policy
 from .decision.policy import PolicyError as PolicyError
 from .decision.policy import load_policy as load_policy
 from .decision.policy import resolve as resolve
+from .engine.executors import RayExecutor as RayExecutor
 from .errors import NotApplicable as NotApplicable
 from .errors import TableError as TableError
 from .evaluate import evaluate as evaluate
@@ -64,6 +65,7 @@ __all__ = [
     "Risk",
     "PrivacyChecksComponent",
     "PostgresTables",
+    "RayExecutor",
     "ReadOnlyDuckDB",
     "ReleaseSettings",
     "MetricResult",

@@ -6,13 +6,17 @@ it; the tests take the text from the documents themselves, so a block runs as pr
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import re
 import shutil
 import signal
 import subprocess
+import tempfile
+import textwrap
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,8 +42,10 @@ def blocks(doc: str | None = None) -> list[Block]:
     found = []
     for name in (doc,) if doc else DOCUMENTS:
         text = (ROOT / name).read_text()
-        for i, m in enumerate(re.finditer(r"^```(\w*)\n(.*?)^```", text, flags=re.S | re.M)):
-            found.append(Block(name, i, m.group(1), m.group(2)))
+        # a fence may be indented (a block inside a list item): its lines lose the fence's indent
+        for i, m in enumerate(re.finditer(r"^([ \t]*)```(\w*)\n(.*?)^\1```", text, flags=re.S | re.M)):
+            body = textwrap.dedent(m.group(3)) if m.group(1) else m.group(3)
+            found.append(Block(name, i, m.group(2), body))
     return found
 
 
@@ -63,22 +69,35 @@ def synopsis(text: str) -> list[str]:
     return lines
 
 
+#: a home of the tests' own: what Dagster's CLIs write under ~/.dagster stays out of the user's home
+HOME = tempfile.mkdtemp(prefix="dp_docs_home_")
+
+
 def clean_env(**extra: str) -> dict[str, str]:
-    """The machine's environment without any DAGSTER_* variable (a user's shell), plus ``extra``."""
+    """The machine's environment without any DAGSTER_* variable (a user's shell), plus ``extra``; the
+    home is the tests' own and Dagster's telemetry is off (no event log, nothing sent)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("DAGSTER_")}
     env["PATH"] = f"{BIN}{os.pathsep}{env.get('PATH', '')}"
-    return env | extra
+    return env | {"HOME": HOME, "DAGSTER_DISABLE_TELEMETRY": "1"} | extra
 
 
 def sh(
     command: str, cwd: Path, env: dict[str, str], timeout: float = 600, stdin: str = ""
 ) -> tuple[int, str]:
-    """Runs one printed command line in bash; returns the exit code and stdout + stderr."""
-    out = subprocess.run(
-        ["bash", "-c", command], cwd=cwd, env=env, input=stdin, capture_output=True, text=True,
-        timeout=timeout, start_new_session=True,  # no controlling terminal: a password prompt reads stdin
+    """Runs one printed command line in bash; returns the exit code and stdout + stderr. On a timeout
+    the whole process group is killed (a compound command's children too)."""
+    proc = subprocess.Popen(
+        ["bash", "-c", command], cwd=cwd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, text=True,
+        start_new_session=True,  # no controlling terminal: a password prompt reads stdin
     )  # fmt: skip
-    return out.returncode, out.stdout + out.stderr
+    try:
+        out, _ = proc.communicate(stdin, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, _ = proc.communicate()
+        raise AssertionError(f"{command!r} ran over {timeout} s: {out[-3000:]}") from None
+    return proc.returncode, out
 
 
 class Server:
@@ -90,13 +109,13 @@ class Server:
         self.log = cwd / f"server-{abs(hash(command))}.log"
 
     def __enter__(self) -> Server:
-        try:  # the printed port must be free, or the test would read whichever server holds it
-            with urllib.request.urlopen(self.url, timeout=2):
-                raise AssertionError(f"{self.url} answers before {self.command!r} started")
-        except urllib.error.HTTPError as exc:
-            raise AssertionError(f"{self.url} answers before {self.command!r} started") from exc
-        except OSError:
-            pass
+        # a printed port is fixed: one test at a time holds it, across pytest-xdist's workers too
+        port = urllib.parse.urlsplit(self.url).port
+        self.lock = open(Path(tempfile.gettempdir()) / f"dagster-privacy-docs-port-{port}.lock", "w")  # noqa: SIM115
+        fcntl.flock(self.lock, fcntl.LOCK_EX)
+        if self._answers():  # the printed port must be free, or the test would read another server
+            self.lock.close()
+            raise AssertionError(f"{self.url} answers before {self.command!r} started")
         with self.log.open("w") as log:
             self.proc = subprocess.Popen(
                 ["bash", "-c", f"exec {self.command}"], cwd=self.cwd, env=self.env, stdout=log,
@@ -114,6 +133,15 @@ class Server:
         self.__exit__()
         raise AssertionError(f"{self.command!r} did not serve {self.url} in 180 s: {self.text()}")
 
+    def _answers(self) -> bool:
+        try:
+            with urllib.request.urlopen(self.url, timeout=2):
+                return True
+        except urllib.error.HTTPError:
+            return True
+        except OSError:
+            return False
+
     def text(self) -> str:
         return self.log.read_text(errors="replace")[-3000:]
 
@@ -121,3 +149,4 @@ class Server:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(self.proc.pid, signal.SIGKILL)
         self.proc.wait(timeout=30)
+        self.lock.close()  # releases the port's lock

@@ -25,6 +25,10 @@ WALK = "tests/pipeline/test_walkthroughs.py"
 CAL = "tests/calibration/test_calibration_walkthrough.py"
 CAL_DEMO = "tests/calibration/test_calibration_demo_walkthrough.py::test_calibrate_demo_commands_as_printed"
 HERE = "tests/test_docs_blocks.py"
+RAY = "tests/pipeline/test_ray_check.py::test_the_check_on_ray_records_the_figures_of_the_in_process_check"
+SNIPPETS = (
+    "tests/pipeline/test_docs_snippets.py::test_the_own_assets_example_publishes_a_clean_release_as_printed"
+)
 CATALOGUE: dict[tuple[str, int], str] = {
     ("README.md", 0): f"{WALK}::test_the_install_block_is_what_ci_runs_and_the_demo_runs",
     ("README.md", 1): f"{HERE}::test_the_readme_python_block_evaluates_the_files_it_names",
@@ -42,13 +46,17 @@ CATALOGUE: dict[tuple[str, int], str] = {
     ("docs/calibration.md", 2): CAL_DEMO,
     ("docs/calibration.md", 3): f"{CAL}::test_sweep_generator_block_with_a_generator_of_ours",
     ("docs/metrics.md", 0): "output printed by benchmarks/bench_validity.py: no command",
+    ("docs/scale.md", 0): f"a sketch ([...] stands for the user's own); {RAY} runs it",
     ("docs/metrics.md", 1): "output printed by benchmarks/bench_validity.py --exposure-only: no command",
     ("docs/officer-guide.md", 0): f"{WALK}::test_console_commands_as_printed",
     ("docs/officer-guide.md", 1): "tests/pipeline/test_console_proxy.py (nginx runs this location block)",
     ("docs/officer-guide.md", 2): f"{WALK}::test_proxy_console_commands_as_printed",
-    ("docs/officer-guide.md", 3): f"{WALK}::test_withdraw_as_printed",
+    ("docs/officer-guide.md", 3): f"{WALK}::test_the_signoff_walkthrough_as_printed",
+    ("docs/officer-guide.md", 4): f"{WALK}::test_the_signoff_walkthrough_as_printed (the output it prints)",
+    ("docs/officer-guide.md", 5): f"{WALK}::test_the_signoff_walkthrough_as_printed",
+    ("docs/officer-guide.md", 6): f"{WALK}::test_withdraw_as_printed",
     ("docs/pipeline.md", 0): f"{WALK}: the demo, test_launch_as_printed, test_dagster_dev_as_printed",
-    ("docs/pipeline.md", 1): "tests/pipeline/test_docs_snippets.py (defines, loads and runs example 3)",
+    ("docs/pipeline.md", 1): SNIPPETS,
     ("docs/pipeline.md", 2): f"{HERE}::test_the_component_yaml_is_the_component_and_the_example",
     ("examples/privacy_release/README.md", 0): f"{WALK}::test_the_dg_example_as_printed",
 }

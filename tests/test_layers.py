@@ -7,27 +7,31 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
+
 PACKAGE = Path(__file__).parents[1] / "dagster_privacy"
 
-#: lowest first; a module's rank is that of the longest prefix naming it
+#: lowest first; a module's rank is that of the longest prefix naming it. A name ending in "." is
+#: a room (a sub-package): it ranks every module inside; any other name ranks that module alone, so a
+#: new module of the package root or of pipeline/ must be placed here by name
 LAYERS: list[tuple[str, ...]] = [
     # the root's low modules: every layer uses them
     ("errors", "results", "threads", "allocator"),
     # how tables come in, files go out, releases are named
-    ("data",),
+    ("data.",),
     # encoded spaces, the exact neighbour engine, the evaluation context
-    ("engine",),
+    ("engine.",),
     # the registry and the metric families
-    ("metrics",),
+    ("metrics.",),
     # policies, the decision rule, the floor in people, advisories
-    ("decision",),
+    ("decision.",),
     # the root's entry points
     ("evaluate", "remediate"),
     # what is built on one evaluation: calibration, the report; the shipped demo data
-    ("calibration", "report", "demo"),
+    ("calibration.", "report.", "demo."),
     # the Dagster side, by concern: low modules, publication targets, the checks, governance, assembly
     ("pipeline.metadata", "pipeline.resources", "pipeline.hook", "pipeline.settings", "pipeline.records"),
-    ("pipeline.publication",),
+    ("pipeline.publication.",),
     (
         "pipeline.assets",
         "pipeline.translator",
@@ -37,7 +41,7 @@ LAYERS: list[tuple[str, ...]] = [
         "pipeline.automation",
         "pipeline.calibration_job",
     ),  # fmt: skip
-    ("pipeline.governance",),
+    ("pipeline.governance.",),
     (
         "pipeline",
         "pipeline.publish",
@@ -46,8 +50,8 @@ LAYERS: list[tuple[str, ...]] = [
         "pipeline.location",
         "pipeline.demo",
     ),  # fmt: skip
-    ("console",),
-    ("cli",),
+    ("console.",),
+    ("cli.",),
     ("",),  # the package's __init__: the public API
 ]
 
@@ -69,8 +73,10 @@ def rank(module: str) -> int:
     name = module.removeprefix("dagster_privacy").removeprefix(".")
     best, best_len = None, -1
     for i, layer in enumerate(LAYERS):
-        for prefix in layer:
-            hit = name == prefix or name.startswith(prefix + ".") or prefix == "" and name == ""
+        for entry in layer:
+            room = entry.endswith(".")
+            prefix = entry.rstrip(".")
+            hit = name == prefix or room and name.startswith(prefix + ".")
             if hit and len(prefix) > best_len:
                 best, best_len = i, len(prefix)
     assert best is not None, f"{module} is in no layer of tests/test_layers.py"
@@ -82,6 +88,17 @@ def _target(source: str, name: str | None) -> str:
     if name and f"{source}.{name}" in MODULES:
         return f"{source}.{name}"
     return source
+
+
+def _called(func: ast.expr) -> str | None:
+    """The name a call is made through: ``import_module(...)``, ``importlib.import_module(...)``."""
+    return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+
+
+def _text(node: ast.expr) -> str | None:
+    """A string argument's text, or the constant head of an f-string (``f".pipeline.{name}"``)."""
+    head = node.values[0] if isinstance(node, ast.JoinedStr) and node.values else node
+    return head.value if isinstance(head, ast.Constant) and isinstance(head.value, str) else None
 
 
 def imports(module: str, path: Path) -> list[tuple[str, int]]:
@@ -100,16 +117,21 @@ def imports(module: str, path: Path) -> list[tuple[str, int]]:
             found += [(_target(source, a.name), node.lineno) for a in node.names]
         elif isinstance(node, ast.Import):
             found += [(a.name, node.lineno) for a in node.names if a.name.split(".")[0] == "dagster_privacy"]
-        elif (isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "import_module"
-              and node.args):  # fmt: skip
-            arg = node.args[0]
-            head = arg.values[0] if isinstance(arg, ast.JoinedStr) and arg.values else arg
-            if isinstance(head, ast.Constant) and isinstance(head.value, str):
-                text = head.value
-                if text.startswith("."):  # relative to the package named by the second argument
-                    text = package + text
-                if text.split(".")[0] == "dagster_privacy":
-                    found.append((text.rstrip("."), node.lineno))
+        elif (
+            isinstance(node, ast.Call) and node.args and _called(node.func) in ("import_module", "__import__")
+        ):
+            name = _text(node.args[0])
+            anchor = _text(node.args[1]) if len(node.args) > 1 else None
+            anchor = anchor or next((_text(k.value) for k in node.keywords if k.arg == "package"), None)
+            if name is None:
+                continue
+            if name.startswith("."):  # relative to its package argument (the module's own if dynamic)
+                dots = len(name) - len(name.lstrip("."))
+                base = (anchor or package).split(".")
+                rest = [name.lstrip(".")] if name.lstrip(".") else []
+                name = ".".join(base[: len(base) - dots + 1] + rest)
+            if name.split(".")[0] == "dagster_privacy":
+                found.append((name.rstrip("."), node.lineno))
     return found
 
 
@@ -147,3 +169,24 @@ def test_the_root_holds_entry_points_the_result_type_and_modules_every_layer_use
     root = sorted(p.name for p in PACKAGE.glob("*.py"))
     assert root == ["__init__.py", "allocator.py", "errors.py", "evaluate.py", "remediate.py",
                     "results.py", "threads.py"]  # fmt: skip
+
+
+def test_every_form_of_import_is_read_and_a_new_module_must_be_placed(tmp_path) -> None:
+    """A second reading found forms the test missed (issue 47 review): ``import_module`` called by its
+    bare name, ``__import__``, a relative name resolved against the package argument."""
+    fake = tmp_path / "fake.py"
+    fake.write_text(
+        "from importlib import import_module\n"
+        "import_module('..cli', 'dagster_privacy.data')\n"
+        "__import__('dagster_privacy.console.app')\n"
+        "import_module('.report', 'dagster_privacy')\n"
+        "def later():\n"
+        "    from ..decision import policy\n"
+    )
+    found = {t for t, _ in imports("dagster_privacy.data.fake", fake)}
+    assert found == {"dagster_privacy.cli", "dagster_privacy.console.app", "dagster_privacy.report",
+                     "dagster_privacy.decision.policy"}  # fmt: skip
+    assert all(rank(t) > rank("dagster_privacy.data.fake") for t in found)
+    for unplaced in ("dagster_privacy.newthing", "dagster_privacy.pipeline.newthing"):
+        with pytest.raises(AssertionError, match="in no layer"):
+            rank(unplaced)

@@ -6,12 +6,11 @@ and ``python -m dagster_privacy.cli`` — still lead where they did."""
 from __future__ import annotations
 
 import importlib
+import re
 import subprocess
 import sys
 from importlib.metadata import entry_points
 from pathlib import Path
-
-import tomllib
 
 import dagster_privacy as dp
 
@@ -27,6 +26,7 @@ def test_every_exported_name_resolves() -> None:
     import dagster_privacy.pipeline as pipe
 
     assert all(getattr(pipe, n, None) is not None for n in pipe.__all__) and len(pipe.__all__) >= 25
+    assert dp.RayExecutor.__module__ == "dagster_privacy.engine.executors"  # docs/scale.md's Python route
     # the root's lazy names are the pipeline's own objects, not copies
     assert dp.build_privacy_checks is pipe.build_privacy_checks
     assert dp.ReleaseSettings is pipe.ReleaseSettings
@@ -43,12 +43,18 @@ def test_the_module_paths_users_type() -> None:
     module, _, cls = type_name.rpartition(".")
     assert issubclass(getattr(importlib.import_module(module), cls), dg.Component)
 
-    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    registry_module = project["entry-points"]["dagster_dg_cli.registry_modules"]["dagster_privacy"]
+    # pyproject.toml's entry points as written (read as text: tomllib is not in Python 3.10), and as
+    # installed
+    pyproject = (ROOT / "pyproject.toml").read_text()
+    registry_module = re.search(r'registry_modules"\]\ndagster_privacy = "([^"]+)"', pyproject).group(1)
+    assert registry_module == "dagster_privacy.pipeline.component"
     assert hasattr(importlib.import_module(registry_module), "PrivacyChecksComponent")
     installed = {e.name: e.value for e in entry_points(group="dagster_dg_cli.registry_modules")}
     assert installed.get("dagster_privacy") == registry_module
-    script, _, func = project["scripts"]["dagster-privacy"].partition(":")
+    console = re.search(r'\ndagster-privacy = "([^"]+)"', pyproject).group(1)
+    assert console == "dagster_privacy.cli:main"
+    assert {e.name: e.value for e in entry_points(group="console_scripts")}["dagster-privacy"] == console
+    script, _, func = console.partition(":")
     assert callable(getattr(importlib.import_module(script), func))
 
     location = importlib.import_module("dagster_privacy.pipeline.location")

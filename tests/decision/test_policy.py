@@ -226,6 +226,20 @@ def test_a_gate_fails_on_evidence_passes_on_evidence_and_is_inconclusive_otherwi
     assert weak.decision["upper"] <= 0.25 and "weaker guarantee" in weak.reason
 
 
+def test_an_advisory_that_cannot_decide_asks_nothing_of_the_user() -> None:
+    """Issue 46 trial: an inconclusive advisory (gtcap, WARN) on 1 to 10 trials told the user to "accept
+    its bound with accepted_excess: 0.93 in the policy", a policy change for a figure that warns no one.
+    Its line says it is information and that nothing is to be done; a gate's line still names the
+    action."""
+    few = _ev("gtcap", "inference", 1, 3, 0, 3)
+    advisory = pol.judge(MetricPolicy(threshold=0.3, severity="WARN"), few, accepted_excess=0.25)
+    assert advisory.status is Status.INCONCLUSIVE and not advisory.blocks
+    assert advisory.reason.startswith("information: ") and "nothing to do" in advisory.reason
+    assert "accepted_excess" not in advisory.reason and "waive" not in advisory.reason
+    gate = pol.judge(MetricPolicy(threshold=0.3), few, accepted_excess=0.25)
+    assert "To decide on this table: accept its bound with accepted_excess" in gate.reason
+
+
 def test_an_estimate_over_the_threshold_is_no_weaker_guarantee_and_its_line_says_so() -> None:
     """Issue 45: a clean breast-cancer release (284 trials) with excess 0.043, bounds [0, 0.075] lacked
     evidence, and its line claimed "the upper bound is above the weaker guarantee the policy accepts",

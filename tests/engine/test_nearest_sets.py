@@ -1,4 +1,5 @@
-"""Nearest sets (dagster_privacy/nearest_sets.py): both routes give every reference at the exact minimum."""
+"""Nearest sets (dagster_privacy/engine/nearest_sets.py): both routes give every reference at the exact
+minimum."""
 
 from __future__ import annotations
 

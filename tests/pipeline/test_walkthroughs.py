@@ -6,6 +6,7 @@ and its proxy mode, and a withdrawal. The catalogue of every block is tests/test
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -55,7 +56,9 @@ def test_the_install_block_is_what_ci_runs_and_the_demo_runs(demo) -> None:
     (run by the fixture from docs/pipeline.md, the same command) leaves v1 published and v2 blocked."""
     install, tests = commands(block("README.md", 0).text)
     assert install == "pip install -e . && dagster-privacy demo"
-    assert tests == 'pip install -e ".[dev]" && python -m pytest -q'
+    assert (
+        tests == 'pip install -e ".[dev]" && python -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder'
+    )
     ci = (ROOT / ".ci" / "run").read_text()
     assert 'pip install -q -e ".[dev]"' in ci and "README.md | sed -n 2p" in ci
     assert 'bash -c "$test_cmd"' in ci
@@ -96,6 +99,8 @@ def test_dagster_dev_as_printed(tmp_path, demo) -> None:
     """Both `dagster dev` lines serve the UI on port 3000 with their code location loaded: the
     repository's (workspace.yaml) and the package's, which without variables reads the demo's files."""
     lines = commands(block("README.md", 3).text)[1:]
+    quick_start = commands(block("docs/pipeline.md", 0).text)[2]  # the same command in docs/pipeline.md
+    assert quick_start.split("#")[0].split() == lines[0].split("#")[0].split()
     assert [ln.split("#")[0].split() for ln in lines] == [
         ["dagster", "dev", "-w", "workspace.yaml"],
         ["dagster", "dev", "-m", "dagster_privacy.pipeline.location"],
@@ -112,7 +117,7 @@ def test_withdraw_as_printed(demo) -> None:
     publication target it was published to, without --target, and the audit chain verifies."""
     home = demo / ".dagster_privacy" / "demo" / "dagster_home"
     target = demo / ".dagster_privacy" / "demo" / "published.duckdb"
-    line = commands(block("docs/officer-guide.md", 3).text)[0]
+    line = commands(block("docs/officer-guide.md", 6).text)[0]
     code, out = sh(line, demo, clean_env(DAGSTER_HOME=str(home)))
     assert code == 0 and out.startswith("withdrew release v1 from "), out[-3000:]
     code, out = sh("dagster-privacy audit verify", demo, clean_env(DAGSTER_HOME=str(home)))
@@ -178,3 +183,51 @@ def test_the_dg_example_as_printed(demo) -> None:
     code, out = sh(f"cd examples/privacy_release && PYTHONPATH=src {lines[-1]}", demo, clean_env())
     assert code == 1 and "synthetic_table" in out, out[-3000:]
     assert not (demo / "examples" / "privacy_release" / "data" / "published.duckdb").exists()
+
+
+def test_the_signoff_walkthrough_as_printed(tmp_path) -> None:
+    """The officer guide's sign-off, on the reference code location with a policy that requires it:
+    `dg launch` (as printed) evaluates release v1 and exits 0 with nothing published (waiting is not a
+    failure); the guide's `signoff` line (without its optional [...]) records the approval and prints
+    what the guide shows; `audit verify` as printed (DAGSTER_HOME=... is the instance) finds the chain
+    intact; the next `dg launch` publishes v1, and `audit verify --target published.duckdb` still
+    passes."""
+    project = _project(tmp_path / "project", 0.0)
+    (project / "policy.yaml").write_text("preset: standard\nrequire_signoff: true\n")
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")  # an instance of the team's
+    env = clean_env(
+        DAGSTER_HOME=str(home), DAGSTER_PRIVACY_POLICY="policy.yaml", DAGSTER_PRIVACY_RELEASE_ID="v1"
+    )
+    launch = commands(block("README.md", 3).text)[0]
+    code, out = sh(launch, project, env)
+    assert code == 0, out[-3000:]
+    assert not (project / "published.duckdb").exists() or "v1" not in _published(project)
+    signoff = re.sub(r"\s*\[[^]]*\]", "", commands(block("docs/officer-guide.md", 3).text)[0])
+    code, out = sh(signoff, project, env)
+    assert code == 0, out[-3000:]
+    printed = block("docs/officer-guide.md", 4).text.splitlines()
+    said = out.strip().splitlines()
+    assert len(said) == len(printed), (said, printed)
+    for ours, shown in zip(said, printed, strict=True):  # the words before the first figure or elision
+        lead = re.split(r"\s(?=\S*[0-9…])", shown.strip(), maxsplit=1)[0]
+        assert ours.strip().startswith(lead), (ours, shown)
+    verify = re.sub(r"\s*\[[^]]*\]", "", commands(block("docs/officer-guide.md", 5).text)[0])
+    assert verify.startswith("DAGSTER_HOME=... ")
+    verify = verify.replace("DAGSTER_HOME=...", f"DAGSTER_HOME={home}")
+    code, out = sh(verify, project, env)
+    assert code == 0, out[-3000:]
+    # "the next run of published_release" (the guide's step 4): the approved evaluation stays the latest
+    publish = launch.replace("--assets '*'", "--assets published_release")
+    assert publish != launch
+    code, out = sh(publish, project, env)
+    assert code == 0 and _published(project) == ["v1"], out[-3000:]
+    code, out = sh(f"{verify} --target published.duckdb", project, env)
+    assert code == 0, out[-3000:]
+
+
+def _published(project: Path) -> list[str]:
+    from dagster_privacy.pipeline.demo import published_releases
+
+    return published_releases(project / "published.duckdb")
