@@ -146,6 +146,12 @@ def _judge_evidence(
             f"inconclusive: {bounds} straddle threshold {thr:g} on {decision['trials']} trials; {why}. "
             f"{TO_DECIDE}{action}"
         )
+        if entry.severity is not Severity.ERROR:  # an advisory that cannot decide asks nothing of anyone
+            reason = (
+                f"information: {bounds} straddle threshold {thr:g} on {decision['trials']} trials; an "
+                f"advisory warns only on evidence of risk, so there is nothing to do (more rows{needs} "
+                "would decide it)"
+            )
     return result.model_copy(update={**gate, "status": status, "reason": reason, "decision": decision})
 
 

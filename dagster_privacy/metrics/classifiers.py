@@ -79,7 +79,9 @@ def _seed(ctx: EvaluationContext, name: str) -> int:
     family="classifiers",
     source="seed 000 §2.2.3",
     risk=Risk.DISTINGUISHABILITY,
-    default={"threshold": 0.5, "severity": "WARN"},  # blind to copies
+    # information in `standard` (no threshold): blind to copies, and over 0.5 on 12 of 18 DP generators'
+    # releases, where it reads fidelity, not exposure (docs/metrics.md); `strict` warns at 0.3
+    default={"threshold": None, "severity": "WARN"},
     expect=Expect(copy_min=0.0, copy_max=0.05, indep_max=0.9),
 )
 def detection_mlp(
@@ -135,7 +137,8 @@ def detection_mlp(
     family="classifiers",
     source="seed 000 §2.2.11",
     risk=Risk.MEMBERSHIP,
-    default={"threshold": 0.5, "severity": "WARN"},  # blind to copies
+    # information in `standard`, as detection_mlp: blind to copies, 1.0 on most DP generators' releases
+    default={"threshold": None, "severity": "WARN"},
     expect=Expect(copy_min=0.0, copy_max=0.05, indep_max=0.9),
 )
 def mir(
