@@ -149,8 +149,7 @@ def _judge_evidence(
         if entry.severity is not Severity.ERROR:  # an advisory that cannot decide asks nothing of anyone
             reason = (
                 f"information: {bounds} straddle threshold {thr:g} on {decision['trials']} trials; an "
-                f"advisory warns only on evidence of risk, so there is nothing to do (more rows{needs} "
-                "would decide it)"
+                f"advisory warns only on evidence of risk: nothing to do{needs}"
             )
     return result.model_copy(update={**gate, "status": status, "reason": reason, "decision": decision})
 
