@@ -147,9 +147,14 @@ def _judge_evidence(
             f"{TO_DECIDE}{action}"
         )
         if entry.severity is not Severity.ERROR:  # an advisory that cannot decide asks nothing of anyone
+            seen = (
+                "the estimate is over the threshold without evidence of risk at this size"
+                if ev.estimate >= thr
+                else "nothing to do"
+            )
             reason = (
                 f"information: {bounds} straddle threshold {thr:g} on {decision['trials']} trials; an "
-                f"advisory warns only on evidence of risk: nothing to do{needs}"
+                f"advisory warns only on evidence of risk: {seen}{needs}"
             )
     return result.model_copy(update={**gate, "status": status, "reason": reason, "decision": decision})
 

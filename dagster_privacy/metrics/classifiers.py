@@ -80,7 +80,7 @@ def _seed(ctx: EvaluationContext, name: str) -> int:
     source="seed 000 §2.2.3",
     risk=Risk.DISTINGUISHABILITY,
     # information in `standard` (no threshold): blind to copies, and over 0.5 on 12 of 18 DP generators'
-    # releases, where it reads fidelity, not exposure (docs/metrics.md); `strict` warns at 0.3
+    # releases, where it reads fidelity, not exposure (docs/metrics.md); `strict` gates at 0.3
     default={"threshold": None, "severity": "WARN"},
     expect=Expect(copy_min=0.0, copy_max=0.05, indep_max=0.9),
 )

@@ -231,13 +231,17 @@ def test_an_advisory_that_cannot_decide_asks_nothing_of_the_user() -> None:
     its bound with accepted_excess: 0.93 in the policy", a policy change for a figure that warns no one.
     Its line says it is information and that nothing is to be done; a gate's line still names the
     action."""
-    few = _ev("gtcap", "inference", 1, 3, 0, 3)
+    few = _ev("gtcap", "inference", 1, 8, 0, 8)  # estimate 0.125, upper bound above 0.25
     advisory = pol.judge(MetricPolicy(threshold=0.3, severity="WARN"), few, accepted_excess=0.25)
     assert advisory.status is Status.INCONCLUSIVE and not advisory.blocks
     assert advisory.reason.startswith("information: ") and "nothing to do" in advisory.reason
     assert "accepted_excess" not in advisory.reason and "waive" not in advisory.reason
     gate = pol.judge(MetricPolicy(threshold=0.3), few, accepted_excess=0.25)
     assert "To decide on this table: accept its bound with accepted_excess" in gate.reason
+    # second reading: 5/12 against 1/12 is 3x a 0.1 threshold without evidence: not "nothing to do"
+    high = pol.judge(MetricPolicy(threshold=0.1, severity="WARN"), _ev("gtcap", "inference", 5, 12, 1, 12))
+    assert high.status is Status.INCONCLUSIVE and "nothing to do" not in high.reason
+    assert "the estimate is over the threshold without evidence of risk at this size" in high.reason
 
 
 def test_an_estimate_over_the_threshold_is_no_weaker_guarantee_and_its_line_says_so() -> None:
