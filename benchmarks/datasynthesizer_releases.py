@@ -15,6 +15,7 @@ Columns of at most 20 values are categorical (DataSynthesizer's ``category_thres
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import sys
 import tempfile
@@ -36,7 +37,10 @@ def release(src: Path, dst: Path, k: int, eps: float, seed: int) -> float:
         describer.describe_dataset_in_correlated_attribute_mode(
             dataset_file=str(csv), epsilon=eps, k=k, seed=seed
         )
-        describer.save_dataset_description_to_file(str(desc))
+        with desc.open("w") as f:  # its own writer fails on NumPy 2's scalars (np.bool)
+            json.dump(
+                describer.data_description, f, default=lambda o: o.item() if hasattr(o, "item") else str(o)
+            )
         generator = DataGenerator()
         generator.generate_dataset_in_correlated_attribute_mode(
             math.ceil(len(train) / 2), str(desc), seed=seed
