@@ -9,7 +9,6 @@ import contextlib
 import fcntl
 import os
 import re
-import shutil
 import signal
 import subprocess
 import tempfile
@@ -21,13 +20,14 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
+from webserver import BIN  # the environment's scripts, as the other server tests start them
+
 ROOT = Path(__file__).parents[1]
 DOCUMENTS = (
     "README.md",
     *sorted(f"docs/{p.name}" for p in (ROOT / "docs").glob("*.md")),
     "examples/privacy_release/README.md",
 )
-BIN = Path(shutil.which("dagster-privacy") or "dagster-privacy").parent
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 import yaml
-from docs_blocks import ROOT, block, blocks, synopsis
+from docs_blocks import ROOT, block, blocks, clean_env, sh, synopsis
 
 import dagster_privacy as dp
 from dagster_privacy.calibration import leaky_split
@@ -134,8 +134,6 @@ def _check_options(text: str) -> int:
 def test_the_readme_usage_runs_and_every_option_exists(files) -> None:
     """Each line of the usage listing runs as printed without its optional [...] parts (the demo runs in
     the walkthrough test), and every option it shows exists."""
-    from docs_blocks import clean_env, sh
-
     text = block("README.md", 2).text
     assert _check_options(text) >= 14
     ran = []

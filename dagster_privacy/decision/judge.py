@@ -126,41 +126,49 @@ def _judge_evidence(
         )
     else:
         status = Status.INCONCLUSIVE
-        why = (
-            f"the estimate is at or above the threshold (the bound is within the weaker guarantee the "
-            f"policy accepts, {accepted_excess:g}: accepted_excess, which needs the estimate below it)"
-            if ev.upper <= accepted_excess
-            else f"the upper bound is above the weaker guarantee the policy accepts ({accepted_excess:g}: "
-            "accepted_excess)"
-        )
-        needs = _needs(decision["trials"], ev.estimate, ev.upper, thr)
-        risk = verdict_risk(result) or "its"
-        action = (  # a fixed table cannot grow: the one decision left is a person's, by name (issue 46)
-            f"evaluate more rows{needs}, or, where the table cannot grow, waive the {risk} risk with a "
-            "reason in the policy (waivers:), which asks for a privacy officer's sign-off"
-            if ev.upper <= accepted_excess
-            else f"accept its bound with accepted_excess: {_rounded_up(ev.upper)} in the policy, or evaluate "
-            f"more rows{needs}"
-        )
-        reason = (
-            f"inconclusive: {bounds} straddle threshold {thr:g} on {decision['trials']} trials; {why}. "
-            f"{TO_DECIDE}{action}"
-        )
-        if entry.severity is not Severity.ERROR:  # an advisory that cannot decide asks nothing of anyone
-            seen = (
-                "the estimate is over the threshold without evidence of risk at this size"
-                if ev.estimate >= thr
-                else "nothing to do"
-            )
-            reason = (
-                f"information: {bounds} straddle threshold {thr:g} on {decision['trials']} trials; an "
-                f"advisory warns only on evidence of risk: {seen}{needs}"
-            )
+        reason = _inconclusive(entry, result, bounds, thr, ev.estimate, ev.upper, decision["trials"],
+                               accepted_excess)  # fmt: skip
     return result.model_copy(update={**gate, "status": status, "reason": reason, "decision": decision})
 
 
 #: where a reason says what the user can do (results.blocked_by quotes what follows)
 TO_DECIDE = "To decide on this table: "
+
+
+def _inconclusive(
+    entry: MetricPolicy, result: MetricResult, bounds: str, thr: float, estimate: float, upper: float,
+    trials: int, accepted_excess: float,
+) -> str:  # fmt: skip
+    """The line of a result whose bounds straddle its threshold: a gate's ends in the one thing the user
+    can do on this table (issue 46); an advisory's says it is information, which asks nothing of anyone."""
+    needs = _needs(trials, estimate, upper, thr)
+    if entry.severity is not Severity.ERROR:
+        seen = (
+            "the estimate is over the threshold without evidence of risk at this size"
+            if estimate >= thr
+            else "nothing to do"
+        )
+        return (
+            f"information: {bounds} straddle threshold {thr:g} on {trials} trials; an advisory warns only "
+            f"on evidence of risk: {seen}{needs}"
+        )
+    within = upper <= accepted_excess
+    why = (
+        f"the estimate is at or above the threshold (the bound is within the weaker guarantee the "
+        f"policy accepts, {accepted_excess:g}: accepted_excess, which needs the estimate below it)"
+        if within
+        else f"the upper bound is above the weaker guarantee the policy accepts ({accepted_excess:g}: "
+        "accepted_excess)"
+    )
+    risk = verdict_risk(result) or "its"
+    action = (  # a fixed table cannot grow: the one decision left is a person's, by name (issue 46)
+        f"evaluate more rows{needs}, or, where the table cannot grow, waive the {risk} risk with a "
+        "reason in the policy (waivers:), which asks for a privacy officer's sign-off"
+        if within
+        else f"accept its bound with accepted_excess: {_rounded_up(upper)} in the policy, or evaluate "
+        f"more rows{needs}"
+    )
+    return f"inconclusive: {bounds} straddle threshold {thr:g} on {trials} trials; {why}. {TO_DECIDE}{action}"
 
 
 def _rounded_up(x: float) -> str:
