@@ -111,12 +111,17 @@ def _judge_evidence(
         "trials": min(int(p["n_t"]) for p in result.evidence or []),
     }
     bounds = f"excess {ev.estimate:.4g}, bounds [{ev.lower:.4g}, {ev.upper:.4g}]"
+    # a sign of risk: the lower bound at the gate's own level (pass_level), not the family's. A weaker
+    # guarantee is no pass where the gate alone shows risk (a bound alone passed 240-row releases of
+    # 17 % near-copies); an estimate merely over the threshold is within noise (issue 45)
+    sign = excess(list(result.evidence or []), fail_level=pass_level, pass_level=pass_level).lower
+    decision["sign_lower"] = sign
     if ev.lower > thr:
         status = Status.FAIL if entry.severity is Severity.ERROR else Status.WARN
         reason = f"evidence of risk: {bounds}; lower bound > threshold {thr:g}"
     elif ev.upper <= thr:
         status, reason = Status.PASS, None
-    elif ev.upper <= accepted_excess and ev.estimate < thr:  # a small table's bound, no excess seen
+    elif ev.upper <= accepted_excess and sign <= thr:  # a small table's bound, no sign of risk
         status = Status.PASS  # the policy accepts the weaker guarantee this table's size can give
         decision["guarantee"] = "weaker"
         reason = (
@@ -126,8 +131,8 @@ def _judge_evidence(
         )
     else:
         status = Status.INCONCLUSIVE
-        reason = _inconclusive(entry, result, bounds, thr, ev.estimate, ev.upper, decision["trials"],
-                               accepted_excess)  # fmt: skip
+        reason = _inconclusive(entry, result, bounds, thr, ev.estimate, ev.upper, sign, decision["trials"],
+                               accepted_excess, pass_level)  # fmt: skip
     return result.model_copy(update={**gate, "status": status, "reason": reason, "decision": decision})
 
 
@@ -137,7 +142,7 @@ TO_DECIDE = "To decide on this table: "
 
 def _inconclusive(
     entry: MetricPolicy, result: MetricResult, bounds: str, thr: float, estimate: float, upper: float,
-    trials: int, accepted_excess: float,
+    sign: float, trials: int, accepted_excess: float, pass_level: float,
 ) -> str:  # fmt: skip
     """The line of a result whose bounds straddle its threshold: a gate's ends in the one thing the user
     can do on this table (issue 46); an advisory's says it is information, which asks nothing of anyone."""
@@ -154,8 +159,9 @@ def _inconclusive(
         )
     within = upper <= accepted_excess
     why = (
-        f"the estimate is at or above the threshold (the bound is within the weaker guarantee the "
-        f"policy accepts, {accepted_excess:g}: accepted_excess, which needs the estimate below it)"
+        f"a sign of risk: at this gate's own level {pass_level:g} its lower bound {sign:.4g} is above the "
+        f"threshold, which the family-wise level cannot confirm (the bound is within the weaker guarantee "
+        f"the policy accepts, {accepted_excess:g}: accepted_excess, which needs no sign of risk)"
         if within
         else f"the upper bound is above the weaker guarantee the policy accepts ({accepted_excess:g}: "
         "accepted_excess)"

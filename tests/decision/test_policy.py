@@ -244,23 +244,32 @@ def test_an_advisory_that_cannot_decide_asks_nothing_of_the_user() -> None:
     assert "the estimate is over the threshold without evidence of risk at this size" in high.reason
 
 
-def test_an_estimate_over_the_threshold_is_no_weaker_guarantee_and_its_line_says_so() -> None:
+def test_a_weaker_guarantee_needs_no_sign_of_risk_and_the_line_says_so() -> None:
     """Issue 45: a clean breast-cancer release (284 trials) with excess 0.043, bounds [0, 0.075] lacked
-    evidence, and its line claimed "the upper bound is above the weaker guarantee the policy accepts",
-    which was false: the estimate over the threshold is why. (Review: passing such gates on the bound
-    alone let 240-row releases with 17 % near-copies through, estimates 3–4× their thresholds.)"""
+    evidence because its estimate was over the 0.02 threshold: within noise (sd about 0.02 at this
+    size), so 2 of 5 clean seeds were blocked. Passing on the bound alone let 240-row releases of 17 %
+    near-copies through (estimates 3–4× their thresholds). The weaker guarantee now needs no sign of
+    risk: the lower bound at the gate's own 5 % level (not the family's) at or below the threshold."""
     entry = MetricPolicy(threshold=0.02)
-    # 20/284 vs 8/284: excess ≈ 0.042 above the threshold, lower bound below it, upper bound ≈ 0.08
-    mid = pol.judge(entry, _ev("ims", "re-identification", 20, 284, 8, 284), fail_level=0.00625,
-                    accepted_excess=0.25)  # fmt: skip
-    d = mid.decision
-    assert d["excess"] > 0.02 and d["lower"] <= 0.02 < d["upper"] <= 0.25, d
-    assert mid.status is Status.INCONCLUSIVE and "guarantee" not in d
-    assert "the estimate is at or above the threshold" in mid.reason
-    assert "upper bound is above" not in mid.reason and "accept its bound" not in mid.reason
+    # 20/284 vs 8/284: excess 12/284 = 0.042; one-sided 95 % Newcombe lower bound ≈ 0.012 ≤ 0.02: no sign
+    clean = pol.judge(entry, _ev("ims", "re-identification", 20, 284, 8, 284), fail_level=0.00625,
+                      accepted_excess=0.25)  # fmt: skip
+    d = clean.decision
+    assert abs(d["excess"] - 12 / 284) < 1e-9 and d["lower"] <= 0.02 < d["upper"] <= 0.25, d
+    assert 0 < d["sign_lower"] <= 0.02, d
+    assert clean.status is Status.PASS and d["guarantee"] == "weaker" and "weaker guarantee" in clean.reason
+    # 28/284 vs 8/284: excess 0.070 (3.5× the threshold), a sign of risk (lower ≈ 0.037 at 5 %) the
+    # family-wise level (0.00625) cannot confirm: lacking evidence, not a weaker pass, and not a failure
+    sign = pol.judge(entry, _ev("ims", "re-identification", 28, 284, 8, 284), fail_level=0.00625,
+                     accepted_excess=0.25)  # fmt: skip
+    d = sign.decision
+    assert d["lower"] <= 0.02 < d["sign_lower"] and d["upper"] <= 0.25, d
+    assert sign.status is Status.INCONCLUSIVE and "guarantee" not in d
+    assert "a sign of risk: at this gate's own level 0.05 its lower bound" in sign.reason
+    assert "upper bound is above" not in sign.reason and "accept its bound" not in sign.reason
     # a fixed table cannot grow: the line names the one decision left, a waiver by name (issue 46)
-    assert mid.reason.endswith("waive the membership risk with a reason in the policy (waivers:), which asks "
-                               "for a privacy officer's sign-off")  # fmt: skip
+    assert sign.reason.endswith("waive the membership risk with a reason in the policy (waivers:), which "
+                                "asks for a privacy officer's sign-off")  # fmt: skip
     # the upper bound above accepted_excess: inconclusive, and the line names the value that accepts it
     tight = pol.judge(entry, _ev("ims", "re-identification", 20, 284, 8, 284), fail_level=0.00625,
                       accepted_excess=0.05)  # fmt: skip
