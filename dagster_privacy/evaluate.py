@@ -313,7 +313,7 @@ def run_metrics(
     finally:
         if bar is not None:
             bar.stop()
-    results = [judged_by[m] for m in plan.ids]
+    results = [advisory.with_action(judged_by[m]) for m in plan.ids]
     return Evaluation(
         results=results,
         verdict=Status.FAIL if findings else pol.verdict(results, plan.policy.required, plan.policy.waivers),

@@ -59,6 +59,15 @@ def noise(figure: float, n: int) -> float:
     return math.sqrt(p * (1.0 - p) / n) if n > 0 else math.inf
 
 
+def _noise(result: MetricResult, figure: float) -> float:
+    """The figure's standard error: the metric's own (``details["se"]``, where it knows its rows are
+    not independent draws: nnaa's twins) or a share's binomial error on the release's rows."""
+    se = (result.details or {}).get("se")
+    if isinstance(se, (int, float)) and math.isfinite(se) and se > 0:
+        return float(se)
+    return noise(figure, int(result.sizes.get("synthetic", 0)))
+
+
 def against_holdout(result: MetricResult, unseen: MetricResult | None) -> MetricResult:
     """``result`` (an advisory figure over its threshold) after the same metric on the holdout as the
     release (``unseen``; None: it could not be computed). Information when the release is not above
@@ -70,10 +79,7 @@ def against_holdout(result: MetricResult, unseen: MetricResult | None) -> Metric
     if figure is None or other is None or not math.isfinite(other):
         reason = f"{result.reason}; not compared with unseen real rows (the holdout gave no figure)"
         return result.model_copy(update={"reason": reason})
-    margin = WIDTHS * math.hypot(
-        noise(figure, int(result.sizes.get("synthetic", 0))),
-        noise(other, int((unseen.sizes if unseen else {}).get("synthetic", 0))),
-    )
+    margin = WIDTHS * math.hypot(_noise(result, figure), _noise(unseen, other))  # type: ignore[arg-type]
     details["holdout_as_release"] = other
     details["holdout_margin"] = margin
     both = f"{figure:.4g} (unseen real rows as the release: {other:.4g}"
@@ -89,8 +95,38 @@ def against_holdout(result: MetricResult, unseen: MetricResult | None) -> Metric
             }
         )
     return result.model_copy(
-        update={"details": details, "reason": f"{both} + {margin:.2g} of noise) > threshold {thr:g}"}
+        update={
+            "details": details,
+            "reason": f"{both} + {margin:.2g} of noise) > threshold {thr:g}: the release reads riskier than "
+            "real rows no generator saw",
+        }
     )
 
 
-__all__ = ["WIDTHS", "against_holdout", "against_interval", "compared"]
+#: where a warning's line says what the user can do about it (issue 46: every message can be acted on)
+TO_ACT = "To act on it: "
+
+
+def with_action(result: MetricResult) -> MetricResult:
+    """A warning's line ended in what the user can do: drop the rows it flags (``remediate --drop``,
+    which evaluates the rest again) where it flags rows, else regenerate with stronger privacy; either
+    way a warning does not block, and the officer who signs off sees it."""
+    if result.status is not Status.WARN or TO_ACT in (result.reason or ""):
+        return result
+    n = 0 if result.flagged is None else int(len(result.flagged))
+    act = (
+        f"dagster-privacy remediate --drop {result.id} writes the release without the {n:,} rows it flags "
+        "and evaluates it again"
+        if n
+        else "regenerate the release with a stronger privacy setting of the generator"
+    )
+    said = (result.reason or "").rstrip(". ")
+    return result.model_copy(
+        update={
+            "reason": f"{said}. {TO_ACT}{act}, or have a privacy officer note it at sign-off (a warning "
+            "does not block publication)"
+        }
+    )
+
+
+__all__ = ["TO_ACT", "WIDTHS", "against_holdout", "against_interval", "compared", "with_action"]

@@ -16,7 +16,7 @@ from ..engine.context import EvaluationContext
 from ..errors import MetricError
 from ..results import Measurement, Risk
 from .registration import Expect, metric
-from .stats import reported_order_statistic
+from .stats import clustered_se, reported_order_statistic
 
 
 def _clip(x: float) -> float:
@@ -171,10 +171,11 @@ def nnaa(ctx: EvaluationContext) -> Measurement:
     term_real = float(np.mean(rs > rr))
     term_syn = float(np.mean(sr > ss))
     raw = term_real + term_syn
+    se = clustered_se((rs > rr, ctx.row_hashes("real")), (sr > ss, ctx.row_hashes("synthetic")))
     return Measurement(
         value=_clip(1.0 - raw),
         raw=raw,
-        details={"term_real": term_real, "term_synthetic": term_syn, "nnaa_prime": 1.0 - raw},
+        details={"term_real": term_real, "term_synthetic": term_syn, "nnaa_prime": 1.0 - raw, "se": se},
     )
 
 

@@ -75,6 +75,44 @@ def test_the_margin_is_three_times_the_combined_binomial_noise() -> None:
     assert kept.status is Status.WARN and "not compared with unseen real rows" in kept.reason
 
 
+def test_a_metric_that_knows_its_error_gives_the_margin() -> None:
+    """Issue 46 trial: nnaa 0.395 against unseen rows' 0.330 on a clean Arrests release warned at 3.5
+    binomial widths; its rows are twins, not independent draws. A metric's own ``details["se"]`` is
+    used where it gives one. By hand: binomial on 1,300 rows, 3·√(0.395·0.605/1300 + 0.33·0.67/1300) =
+    0.05644 (warns: 0.395 > 0.3864); with se 0.03 on each side, 3·√(2 · 0.03²) = 0.1273 (information)."""
+    from dagster_privacy.decision.advisory import against_holdout
+    from dagster_privacy.results import MetricResult, Severity, Status
+
+    def res(value: float, se: float | None) -> MetricResult:
+        return MetricResult(id="nnaa", value=value, threshold=0.3, severity=Severity.WARN, status=Status.WARN,
+                            reason="value > threshold 0.3", sizes={"synthetic": 1300},
+                            details={} if se is None else {"se": se})  # fmt: skip
+
+    binomial = against_holdout(res(0.395, None), res(0.33, None))
+    assert binomial.status is Status.WARN
+    assert binomial.details["holdout_margin"] == pytest.approx(0.05644, abs=1e-5)
+    own = against_holdout(res(0.395, 0.03), res(0.33, 0.03))
+    assert own.status is Status.PASS and own.details["holdout_margin"] == pytest.approx(0.12728, abs=1e-5)
+
+
+def test_nnaa_reports_its_clustered_error() -> None:
+    """nnaa's se counts twins as one draw: on a table of twins it exceeds the binomial error of its two
+    shares, on distinct rows it is about it (Σ of two means: √(t_r(1−t_r)/n_r + t_s(1−t_s)/n_s))."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    distinct = pl.DataFrame({"a": rng.normal(size=600), "b": rng.normal(size=600)})
+    twins = pl.concat([distinct.head(150)] * 4)  # every row four times
+    for table, low, high in ((distinct, 0.8, 1.25), (twins, 1.5, 10.0)):
+        s = leaky_split(table, 0.0, seed=1)
+        r = dp.evaluate(s.train, s.synthetic, metrics=["nnaa"], progress=False)["nnaa"]
+        d = r.details
+        n_r, n_s = r.sizes["real"], r.sizes["synthetic"]
+        t_r, t_s = d["term_real"], d["term_synthetic"]
+        binomial = (t_r * (1 - t_r) / n_r + t_s * (1 - t_s) / n_s) ** 0.5
+        assert low * binomial <= d["se"] <= high * binomial, (d["se"], binomial)
+
+
 def test_an_advisory_that_reads_the_holdout_warns_on_its_interval() -> None:
     """dcr_holdout_diff 0.15 > 0.1 on a clean release with interval [0, 0.3]: no evidence, information;
     with [0.12, 0.2] it warns."""
