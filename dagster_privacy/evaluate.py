@@ -258,6 +258,7 @@ def _judged(
         ),
         accepted_excess=plan.policy.accepted_excess,
         accept_unrun=plan.policy.accept_unrun,
+        sign_level=plan.policy.false_alarm,
     )
 
 
@@ -313,7 +314,8 @@ def run_metrics(
     finally:
         if bar is not None:
             bar.stop()
-    results = [advisory.with_action(judged_by[m]) for m in plan.ids]
+    # a blocked release's lines are its gates': its warnings stay plain comparisons
+    results = [judged_by[m] if blocked else advisory.with_action(judged_by[m]) for m in plan.ids]
     return Evaluation(
         results=results,
         verdict=Status.FAIL if findings else pol.verdict(results, plan.policy.required, plan.policy.waivers),

@@ -109,23 +109,21 @@ TO_ACT = "To act on it: "
 
 def with_action(result: MetricResult) -> MetricResult:
     """A warning's line ended in what the user can do: drop the rows it flags (``remediate --drop``,
-    which evaluates the rest again) where it flags rows, else regenerate with stronger privacy; either
-    way a warning does not block, and the officer who signs off sees it."""
+    which evaluates the rest again) where it flags rows, else regenerate with stronger privacy. Only on a
+    release no gate blocks (a blocked release's lines are its gates'), and never said twice."""
     if result.status is not Status.WARN or TO_ACT in (result.reason or ""):
         return result
     n = 0 if result.flagged is None else int(len(result.flagged))
     act = (
-        f"dagster-privacy remediate --drop {result.id} writes the release without the {n:,} rows it flags "
-        "and evaluates it again"
+        f"dagster-privacy remediate --drop {result.id} (with this evaluation's --real, --synthetic and "
+        f"--holdout, and an --out file) writes the release without the {n:,} rows it flags and evaluates "
+        "it again"
         if n
         else "regenerate the release with a stronger privacy setting of the generator"
     )
     said = (result.reason or "").rstrip(". ")
     return result.model_copy(
-        update={
-            "reason": f"{said}. {TO_ACT}{act}, or have a privacy officer note it at sign-off (a warning "
-            "does not block publication)"
-        }
+        update={"reason": f"{said}. {TO_ACT}{act}; a warning does not block publication"}
     )
 
 

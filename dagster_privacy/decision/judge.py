@@ -25,6 +25,7 @@ def judge(
     accepted_floor: int = 50,
     accepted_excess: float = 0.0,
     accept_unrun: bool = False,
+    sign_level: float = 0.05,
 ) -> MetricResult:
     """The judged copy of an unjudged result: threshold, severity and status from the policy entry.
 
@@ -66,7 +67,7 @@ def judge(
             st = Status.WARN
         return result.model_copy(update={**gate, "status": st, "reason": reason, "decision": decision})
     if result.evidence and entry.threshold is not None:
-        return _judge_evidence(entry, result, gate, fail_level, pass_level, accepted_excess)
+        return _judge_evidence(entry, result, gate, fail_level, pass_level, accepted_excess, sign_level)
     figure = result.model_copy(update=gate).gated_figure
     if figure is None or not math.isfinite(figure):  # fail closed: nothing to compare is not a pass
         return result.model_copy(
@@ -96,6 +97,7 @@ def _judge_evidence(
     fail_level: float,
     pass_level: float,
     accepted_excess: float = 0.0,
+    sign_level: float = 0.05,
 ) -> MetricResult:
     from ..metrics.stats import excess
 
@@ -111,11 +113,13 @@ def _judge_evidence(
         "trials": min(int(p["n_t"]) for p in result.evidence or []),
     }
     bounds = f"excess {ev.estimate:.4g}, bounds [{ev.lower:.4g}, {ev.upper:.4g}]"
-    # a sign of risk: the lower bound at the gate's own level (pass_level), not the family's. A weaker
-    # guarantee is no pass where the gate alone shows risk (a bound alone passed 240-row releases of
-    # 17 % near-copies); an estimate merely over the threshold is within noise (issue 45)
-    sign = excess(list(result.evidence or []), fail_level=pass_level, pass_level=pass_level).lower
-    decision["sign_lower"] = sign
+    # a sign of risk: the lower bound at the family's level (false_alarm) for this gate alone, never
+    # wider than its own fail level. A weaker guarantee is no pass where the gate alone shows risk (a
+    # bound alone passed 240-row releases of 17 % near-copies); an estimate merely over the threshold is
+    # within noise (issue 45: 2 of 5 clean breast-cancer releases lacked evidence on it)
+    sign_level = max(sign_level, fail_level)
+    sign = excess(list(result.evidence or []), fail_level=sign_level, pass_level=pass_level).lower
+    decision["sign_lower"], decision["sign_level"] = sign, sign_level
     if ev.lower > thr:
         status = Status.FAIL if entry.severity is Severity.ERROR else Status.WARN
         reason = f"evidence of risk: {bounds}; lower bound > threshold {thr:g}"
@@ -131,8 +135,8 @@ def _judge_evidence(
         )
     else:
         status = Status.INCONCLUSIVE
-        reason = _inconclusive(entry, result, bounds, thr, ev.estimate, ev.upper, sign, decision["trials"],
-                               accepted_excess, pass_level)  # fmt: skip
+        reason = _inconclusive(entry, result, bounds, thr, ev.estimate, ev.upper, decision["trials"],
+                               accepted_excess, (sign, sign_level, ev.parts))  # fmt: skip
     return result.model_copy(update={**gate, "status": status, "reason": reason, "decision": decision})
 
 
@@ -142,7 +146,7 @@ TO_DECIDE = "To decide on this table: "
 
 def _inconclusive(
     entry: MetricPolicy, result: MetricResult, bounds: str, thr: float, estimate: float, upper: float,
-    sign: float, trials: int, accepted_excess: float, pass_level: float,
+    trials: int, accepted_excess: float, signed: tuple[float, float, int],
 ) -> str:  # fmt: skip
     """The line of a result whose bounds straddle its threshold: a gate's ends in the one thing the user
     can do on this table (issue 46); an advisory's says it is information, which asks nothing of anyone."""
@@ -157,12 +161,13 @@ def _inconclusive(
             f"information: {bounds} straddle threshold {thr:g} on {trials} trials; an advisory warns only "
             f"on evidence of risk: {seen}{needs}"
         )
-    within = upper <= accepted_excess
-    why = (
-        f"a sign of risk: at this gate's own level {pass_level:g} its lower bound {sign:.4g} is above the "
-        f"threshold, which the family-wise level cannot confirm (the bound is within the weaker guarantee "
-        f"the policy accepts, {accepted_excess:g}: accepted_excess, which needs no sign of risk)"
-        if within
+    sign, sign_level, parts = signed
+    over = f" (simultaneous over its {parts} parts)" if parts > 1 else ""
+    why = (  # a sign of risk decides what is left to do, whatever the bound: no policy value passes it
+        f"a sign of risk: at level {sign_level:g} for this gate alone{over}, not divided among the gates, "
+        f"its lower bound {sign:.4g} is above the threshold, which the family-wise level cannot confirm (a "
+        "weaker guarantee, accepted_excess, needs no sign of risk)"
+        if sign > thr
         else f"the upper bound is above the weaker guarantee the policy accepts ({accepted_excess:g}: "
         "accepted_excess)"
     )
@@ -170,7 +175,7 @@ def _inconclusive(
     action = (  # a fixed table cannot grow: the one decision left is a person's, by name (issue 46)
         f"evaluate more rows{needs}, or, where the table cannot grow, waive the {risk} risk with a "
         "reason in the policy (waivers:), which asks for a privacy officer's sign-off"
-        if within
+        if sign > thr
         else f"accept its bound with accepted_excess: {_rounded_up(upper)} in the policy, or evaluate "
         f"more rows{needs}"
     )

@@ -144,19 +144,21 @@ def excess(parts: list[dict[str, float]], *, fail_level: float, pass_level: floa
 
 def clustered_se(*parts: tuple[np.ndarray, np.ndarray]) -> float:
     """Standard error of a sum of means Σ mean(x_k), each ``(x_k, keys_k)`` a per-row figure and its
-    row's content key, with rows of equal content, on any side, one cluster (cluster-robust): twins
-    share their nearest neighbours, so on a table of many twins the rows are not independent draws and
-    a binomial error on the row count is too small (issue 46: a clean Arrests release's ``nnaa`` stood
-    3.5 binomial widths above unseen rows; over 30 clean splits the z-score's sd was 1.5)."""
-    keys = np.concatenate([np.asarray(k) for _, k in parts])
-    contrib = np.concatenate(
-        [(np.asarray(x, dtype=np.float64) - np.mean(x)) / max(1, len(x)) for x, _ in parts]
-    )
-    if keys.size == 0:
+    row's content key, with rows of equal content, on any side, one cluster (cluster-robust, with the
+    small-sample factor G / (G − 1) over G clusters; inf under 2 clusters): twins share their nearest
+    neighbours, so on a table of many twins the rows are not independent draws and a binomial error on
+    the row count is too small (issue 46: a clean Arrests release's ``nnaa`` stood 3.5 binomial widths
+    above unseen rows; over 30 clean splits the z-score's sd was 1.5)."""
+    if any(len(x) == 0 for x, _ in parts):
         return math.inf
+    keys = np.concatenate([np.asarray(k) for _, k in parts])
+    contrib = np.concatenate([(np.asarray(x, dtype=np.float64) - np.mean(x)) / len(x) for x, _ in parts])
     _, inverse = np.unique(keys, return_inverse=True)
     u = np.bincount(inverse.ravel(), weights=contrib)
-    return float(math.sqrt(float(np.sum(u * u))))
+    g = u.size
+    if g < 2:
+        return math.inf
+    return float(math.sqrt(float(np.sum(u * u)) * g / (g - 1)))
 
 
 #: an order statistic of per-record distances is reported only over at least this many records

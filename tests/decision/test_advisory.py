@@ -158,3 +158,40 @@ def test_a_release_failing_a_gate_is_not_compared_again() -> None:
     r = ev["hitting_rate"]
     assert r.status is dp.Status.WARN and "holdout_as_release" not in r.details
     assert [x.id for x in ev.results] == ["hitting_rate", "exposed_records"]  # the plan's order, kept
+
+
+def test_a_warning_ends_in_what_the_user_can_do_once() -> None:
+    """Issue 46 trial: "nndr: 0.9271 (unseen real rows as the release: 0.8752 + 0.023 of noise) >
+    threshold 0.9" named nothing to do. A warning's line ends in one action: the remediate command for a
+    metric that flags rows (with the rows' count), else a stronger privacy setting; said once."""
+    import numpy as np
+
+    from dagster_privacy.decision.advisory import TO_ACT, with_action
+    from dagster_privacy.results import MetricResult, Severity, Status
+
+    base = MetricResult(id="nndr", value=0.93, threshold=0.9, severity=Severity.WARN, status=Status.WARN,
+                        reason="value 0.93 > threshold 0.9")  # fmt: skip
+    flagged = with_action(base.model_copy(update={"flagged": np.arange(26)}))
+    assert flagged.reason.startswith("value 0.93 > threshold 0.9. To act on it: dagster-privacy remediate "
+                                     "--drop nndr (with this evaluation's --real")  # fmt: skip
+    assert "without the 26 rows it flags" in flagged.reason
+    assert flagged.reason.endswith("; a warning does not block publication")
+    bare = with_action(base)
+    assert f"{TO_ACT}regenerate the release with a stronger privacy setting" in bare.reason
+    assert with_action(bare).reason == bare.reason  # never said twice
+    passing = base.model_copy(update={"status": Status.PASS, "reason": None})
+    assert with_action(passing) is passing  # only warnings
+
+
+def test_a_blocked_release_keeps_its_warnings_plain(coarse) -> None:
+    """A release a gate blocks: its lines are the gates'; no warning tells the user it does not block."""
+    s = leaky_split(coarse, 0.3, seed=0)
+    ev = dp.evaluate(s.train, s.synthetic, s.control, metrics=["exposed_records", *PROXIES], policy=POLICY,
+                     progress=False)  # fmt: skip
+    assert ev.verdict is dp.Status.FAIL
+    warned = [r for r in ev.results if r.status is dp.Status.WARN]
+    assert warned and not any("To act on it" in (r.reason or "") for r in warned)
+    # the same release judged on the proxies alone (no gate fails): its warnings say what to do
+    alone = dp.evaluate(s.train, s.synthetic, s.control, metrics=list(PROXIES), policy=POLICY, progress=False)
+    said = [r for r in alone.results if r.status is dp.Status.WARN]
+    assert said and all("To act on it: " in r.reason for r in said)

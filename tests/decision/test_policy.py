@@ -265,7 +265,19 @@ def test_a_weaker_guarantee_needs_no_sign_of_risk_and_the_line_says_so() -> None
     d = sign.decision
     assert d["lower"] <= 0.02 < d["sign_lower"] and d["upper"] <= 0.25, d
     assert sign.status is Status.INCONCLUSIVE and "guarantee" not in d
-    assert "a sign of risk: at this gate's own level 0.05 its lower bound" in sign.reason
+    assert "a sign of risk: at level 0.05 for this gate alone, not divided among the gates, its lower bound" \
+        in sign.reason
+    # review: a stricter assurance (pass level 0.005, below the fail level) must not loosen the sign:
+    # it is taken at the family's level (false_alarm), never wider than the gate's own fail level
+    strict = pol.judge(entry, _ev("ims", "re-identification", 28, 284, 8, 284), fail_level=0.00625,
+                       pass_level=0.005, accepted_excess=0.25)  # fmt: skip
+    assert strict.status is Status.INCONCLUSIVE and strict.decision["sign_level"] == 0.05
+    # review: with the bound above accepted_excess and a sign of risk, the line does not advise a
+    # policy value that would only move it to the other inconclusive line: 8/40 vs 1/40 at 0.05
+    both = pol.judge(MetricPolicy(threshold=0.05), _ev("ims", "re-identification", 8, 40, 1, 40),
+                     fail_level=0.00625, accepted_excess=0.25)  # fmt: skip
+    assert both.decision["upper"] > 0.25 and both.decision["sign_lower"] > 0.05, both.decision
+    assert "accept its bound" not in both.reason and "waive the membership risk" in both.reason
     assert "upper bound is above" not in sign.reason and "accept its bound" not in sign.reason
     # a fixed table cannot grow: the line names the one decision left, a waiver by name (issue 46)
     assert sign.reason.endswith("waive the membership risk with a reason in the policy (waivers:), which "

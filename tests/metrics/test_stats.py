@@ -145,18 +145,19 @@ def test_the_distance_gates_control_carries_the_quantiles_noise() -> None:
 
 
 def test_clustered_se_counts_twins_as_one_draw() -> None:
-    """By hand. x = 1, 1, 0, 0 (mean 0.5), rows independent: √(Σ((x − 0.5)/4)²) = √(4 · 0.125²) = 0.25,
-    the binomial √(0.5 · 0.5 / 4). The same rows as two pairs of twins: the pairs' sums ±0.25, so
-    √(2 · 0.25²) = 0.3536 (the design effect of clusters of 2: √2). Two sides that share a cluster
-    add their deviations before squaring (twins across real and synthetic move together)."""
+    """By hand. x = 1, 1, 0, 0 (mean 0.5), rows independent: Σ((x − 0.5)/4)² = 4 · 0.125² = 0.0625,
+    times G/(G − 1) = 4/3: √0.08333 = 0.2887 (the binomial √(p(1−p)/n) = 0.25 with the sample variance's
+    n/(n − 1)). The same rows as two pairs of twins: the pairs' sums ±0.25, 2 · 0.0625 · 2/1 = 0.25,
+    so 0.5. Two sides that share a cluster add their deviations before squaring (twins across real and
+    synthetic move together). Under two clusters, or on an empty side, no error can be estimated: inf."""
     from dagster_privacy.metrics.stats import clustered_se
 
     x = np.array([1.0, 1.0, 0.0, 0.0])
-    assert clustered_se((x, np.array([1, 2, 3, 4]))) == pytest.approx(0.25, abs=1e-12)
-    assert clustered_se((x, np.array([7, 7, 9, 9]))) == pytest.approx(math.sqrt(2) * 0.25, abs=1e-12)
+    assert clustered_se((x, np.array([1, 2, 3, 4]))) == pytest.approx(math.sqrt(0.0625 * 4 / 3), abs=1e-12)
+    assert clustered_se((x, np.array([7, 7, 9, 9]))) == pytest.approx(0.5, abs=1e-12)
     # two sides: y = 1, 0 (mean 0.5) on rows of content 7 and 9; cluster 7: 0.125 + 0.125 + 0.25 = 0.5,
-    # cluster 9: −0.5, so √0.5
+    # cluster 9: −0.5, so √(0.5 · 2/1) = 1
     y = np.array([1.0, 0.0])
-    assert clustered_se((x, np.array([7, 7, 9, 9])), (y, np.array([7, 9]))) == pytest.approx(
-        math.sqrt(0.5), abs=1e-12
-    )
+    assert clustered_se((x, np.array([7, 7, 9, 9])), (y, np.array([7, 9]))) == pytest.approx(1.0, abs=1e-12)
+    assert clustered_se((x, np.array([5, 5, 5, 5]))) == math.inf  # one cluster
+    assert clustered_se((np.array([]), np.array([])), (y, np.array([7, 9]))) == math.inf  # an empty side
