@@ -265,8 +265,10 @@ def test_a_weaker_guarantee_needs_no_sign_of_risk_and_the_line_says_so() -> None
     d = sign.decision
     assert d["lower"] <= 0.02 < d["sign_lower"] and d["upper"] <= 0.25, d
     assert sign.status is Status.INCONCLUSIVE and "guarantee" not in d
-    assert "a sign of risk: at level 0.05 for this gate alone, not divided among the gates, its lower bound" \
+    assert (
+        "a sign of risk: at level 0.05 for this gate alone, not divided among the gates, its lower bound"
         in sign.reason
+    )
     # review: a stricter assurance (pass level 0.005, below the fail level) must not loosen the sign:
     # it is taken at the family's level (false_alarm), never wider than the gate's own fail level
     strict = pol.judge(entry, _ev("ims", "re-identification", 28, 284, 8, 284), fail_level=0.00625,
