@@ -258,7 +258,6 @@ def _judged(
         ),
         accepted_excess=plan.policy.accepted_excess,
         accept_unrun=plan.policy.accept_unrun,
-        sign_level=plan.policy.false_alarm,
     )
 
 
@@ -314,11 +313,13 @@ def run_metrics(
     finally:
         if bar is not None:
             bar.stop()
-    # a blocked release's lines are its gates': its warnings stay plain comparisons
-    results = [judged_by[m] if blocked else advisory.with_action(judged_by[m]) for m in plan.ids]
+    results = [judged_by[m] for m in plan.ids]
+    verdict = Status.FAIL if findings else pol.verdict(results, plan.policy.required, plan.policy.waivers)
+    if verdict is not Status.FAIL:  # a blocked release's lines are its gates': warnings stay plain
+        results = [advisory.with_action(r, remediable=ctx.has("holdout")) for r in results]
     return Evaluation(
         results=results,
-        verdict=Status.FAIL if findings else pol.verdict(results, plan.policy.required, plan.policy.waivers),
+        verdict=verdict,
         required_risks=plan.policy.required,
         waivers=dict(plan.policy.waivers),
         levels={

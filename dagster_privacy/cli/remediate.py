@@ -90,10 +90,13 @@ def remediate_command(
     tmp = path.with_name(f".{path.name}.tmp")
     kept.write_parquet(tmp) if path.suffix.lower() == ".parquet" else kept.write_csv(tmp)
     tmp.replace(path)
-    exposed = next((r.decision or {}).get("exposed") for r in first.results if r.id == "exposed_records")
+    exposed = next(
+        ((r.decision or {}).get("exposed") for r in first.results if r.id == "exposed_records"), None
+    )
+    said = "" if exposed is None else f" ({exposed} rare real records were exposed)"  # not in every policy
     click.echo(
-        f"dropped {before - kept.height} of {before} synthetic rows ({exposed} rare real records were "
-        f"exposed); wrote {kept.height} rows to {path}; evaluating it again",
+        f"dropped {before - kept.height} of {before} synthetic rows flagged by {', '.join(drop)}{said}; "
+        f"wrote {kept.height} rows to {path}; evaluating it again",
         err=True,
     )
     finish(evaluate(real, str(path), holdout, **common), json_out=json_out, policy=policy)

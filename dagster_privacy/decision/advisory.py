@@ -107,18 +107,18 @@ def against_holdout(result: MetricResult, unseen: MetricResult | None) -> Metric
 TO_ACT = "To act on it: "
 
 
-def with_action(result: MetricResult) -> MetricResult:
+def with_action(result: MetricResult, *, remediable: bool = True) -> MetricResult:
     """A warning's line ended in what the user can do: drop the rows it flags (``remediate --drop``,
-    which evaluates the rest again) where it flags rows, else regenerate with stronger privacy. Only on a
-    release no gate blocks (a blocked release's lines are its gates'), and never said twice."""
+    which evaluates the rest again against the holdout: ``remediable``, an evaluation with one) where it
+    flags rows, else regenerate with stronger privacy. For a release nothing blocks (the caller's part:
+    a blocked release's lines are its gates'); never said twice."""
     if result.status is not Status.WARN or TO_ACT in (result.reason or ""):
         return result
     n = 0 if result.flagged is None else int(len(result.flagged))
     act = (
-        f"dagster-privacy remediate --drop {result.id} (with this evaluation's --real, --synthetic and "
-        f"--holdout, and an --out file) writes the release without the {n:,} rows it flags and evaluates "
-        "it again"
-        if n
+        f"dagster-privacy remediate --drop {result.id} (with this evaluation's tables, policy and options, "
+        f"and an --out file) writes the release without the {n:,} rows it flags and evaluates it again"
+        if n and remediable
         else "regenerate the release with a stronger privacy setting of the generator"
     )
     said = (result.reason or "").rstrip(". ")

@@ -15,6 +15,10 @@ from typing import Any
 from ..metrics.metric_policy import MetricPolicy
 from ..results import MetricResult, Severity, Status, verdict_risk
 
+#: the level of a gate's sign of risk, for the gate alone: fixed, so no policy setting loosens the
+#: weaker guarantee (a lower false_alarm would widen the bound the sign is read from)
+SIGN_LEVEL = 0.05
+
 
 def judge(
     entry: MetricPolicy,
@@ -25,7 +29,7 @@ def judge(
     accepted_floor: int = 50,
     accepted_excess: float = 0.0,
     accept_unrun: bool = False,
-    sign_level: float = 0.05,
+    sign_level: float = SIGN_LEVEL,
 ) -> MetricResult:
     """The judged copy of an unjudged result: threshold, severity and status from the policy entry.
 
@@ -97,7 +101,7 @@ def _judge_evidence(
     fail_level: float,
     pass_level: float,
     accepted_excess: float = 0.0,
-    sign_level: float = 0.05,
+    sign_level: float = SIGN_LEVEL,
 ) -> MetricResult:
     from ..metrics.stats import excess
 
@@ -113,12 +117,17 @@ def _judge_evidence(
         "trials": min(int(p["n_t"]) for p in result.evidence or []),
     }
     bounds = f"excess {ev.estimate:.4g}, bounds [{ev.lower:.4g}, {ev.upper:.4g}]"
-    # a sign of risk: the lower bound at the family's level (false_alarm) for this gate alone, never
-    # wider than its own fail level. A weaker guarantee is no pass where the gate alone shows risk (a
-    # bound alone passed 240-row releases of 17 % near-copies); an estimate merely over the threshold is
-    # within noise (issue 45: 2 of 5 clean breast-cancer releases lacked evidence on it)
+    # a sign of risk: the lower bound at a fixed 5 % for this gate alone (SIGN_LEVEL: a stricter
+    # false_alarm or assurance must not widen it), never wider than its own fail level. A weaker
+    # guarantee is no pass where the gate alone shows risk (a bound alone passed 240-row releases of 17 %
+    # near-copies); an estimate merely over the threshold is within noise (issue 45: 2 of 5 clean
+    # breast-cancer releases lacked evidence on it). A part without control rows has no lower bound
+    # (never evidence of risk), so there its estimate is the sign, as before
     sign_level = max(sign_level, fail_level)
     sign = excess(list(result.evidence or []), fail_level=sign_level, pass_level=pass_level).lower
+    uncontrolled = any(int(p["n_c"]) <= 0 for p in result.evidence or [])
+    if uncontrolled:
+        sign = max(sign, ev.estimate)
     decision["sign_lower"], decision["sign_level"] = sign, sign_level
     if ev.lower > thr:
         status = Status.FAIL if entry.severity is Severity.ERROR else Status.WARN
@@ -136,7 +145,7 @@ def _judge_evidence(
     else:
         status = Status.INCONCLUSIVE
         reason = _inconclusive(entry, result, bounds, thr, ev.estimate, ev.upper, decision["trials"],
-                               accepted_excess, (sign, sign_level, ev.parts))  # fmt: skip
+                               accepted_excess, (sign, sign_level, ev.parts, uncontrolled))  # fmt: skip
     return result.model_copy(update={**gate, "status": status, "reason": reason, "decision": decision})
 
 
@@ -146,7 +155,7 @@ TO_DECIDE = "To decide on this table: "
 
 def _inconclusive(
     entry: MetricPolicy, result: MetricResult, bounds: str, thr: float, estimate: float, upper: float,
-    trials: int, accepted_excess: float, signed: tuple[float, float, int],
+    trials: int, accepted_excess: float, signed: tuple[float, float, int, bool],
 ) -> str:  # fmt: skip
     """The line of a result whose bounds straddle its threshold: a gate's ends in the one thing the user
     can do on this table (issue 46); an advisory's says it is information, which asks nothing of anyone."""
@@ -161,11 +170,16 @@ def _inconclusive(
             f"information: {bounds} straddle threshold {thr:g} on {trials} trials; an advisory warns only "
             f"on evidence of risk: {seen}{needs}"
         )
-    sign, sign_level, parts = signed
+    sign, sign_level, parts, uncontrolled = signed
     over = f" (simultaneous over its {parts} parts)" if parts > 1 else ""
+    seen = (
+        f"its estimate {sign:.4g} (without control rows it has no lower bound)"
+        if uncontrolled
+        else f"at level {sign_level:g} for this gate alone{over}, not divided among the gates, its lower "
+        f"bound {sign:.4g}"
+    )
     why = (  # a sign of risk decides what is left to do, whatever the bound: no policy value passes it
-        f"a sign of risk: at level {sign_level:g} for this gate alone{over}, not divided among the gates, "
-        f"its lower bound {sign:.4g} is above the threshold, which the family-wise level cannot confirm (a "
+        f"a sign of risk: {seen} is above the threshold, which the family-wise level cannot confirm (a "
         "weaker guarantee, accepted_excess, needs no sign of risk)"
         if sign > thr
         else f"the upper bound is above the weaker guarantee the policy accepts ({accepted_excess:g}: "

@@ -173,12 +173,15 @@ def test_a_warning_ends_in_what_the_user_can_do_once() -> None:
                         reason="value 0.93 > threshold 0.9")  # fmt: skip
     flagged = with_action(base.model_copy(update={"flagged": np.arange(26)}))
     assert flagged.reason.startswith("value 0.93 > threshold 0.9. To act on it: dagster-privacy remediate "
-                                     "--drop nndr (with this evaluation's --real")  # fmt: skip
+                                     "--drop nndr (with this evaluation's tables, policy")  # fmt: skip
     assert "without the 26 rows it flags" in flagged.reason
     assert flagged.reason.endswith("; a warning does not block publication")
     bare = with_action(base)
     assert f"{TO_ACT}regenerate the release with a stronger privacy setting" in bare.reason
     assert with_action(bare).reason == bare.reason  # never said twice
+    # review: remediate needs a holdout to evaluate again; without one the command cannot be followed
+    alone = with_action(base.model_copy(update={"flagged": np.arange(26)}), remediable=False)
+    assert "remediate" not in alone.reason and "stronger privacy setting" in alone.reason
     passing = base.model_copy(update={"status": Status.PASS, "reason": None})
     assert with_action(passing) is passing  # only warnings
 
@@ -191,7 +194,18 @@ def test_a_blocked_release_keeps_its_warnings_plain(coarse) -> None:
     assert ev.verdict is dp.Status.FAIL
     warned = [r for r in ev.results if r.status is dp.Status.WARN]
     assert warned and not any("To act on it" in (r.reason or "") for r in warned)
-    # the same release judged on the proxies alone (no gate fails): its warnings say what to do
-    alone = dp.evaluate(s.train, s.synthetic, s.control, metrics=list(PROXIES), policy=POLICY, progress=False)
+    # second review: a release blocked for lacking evidence (no gate of the other risks ran) is blocked
+    # too: its warnings stay plain
+    lacking = dp.evaluate(
+        s.train, s.synthetic, s.control, metrics=list(PROXIES), policy=POLICY, progress=False
+    )
+    assert lacking.verdict is dp.Status.FAIL and not any(
+        "To act on it" in (r.reason or "") for r in lacking.results
+    )
+    # the same release judged on the proxies alone, with no risk required: its warnings say what to do
+    risks = ("singling out", "linkability", "inference", "membership")
+    free = {**POLICY, "required_risks": [], "waivers": {r: "advisories alone, in a test" for r in risks}}
+    alone = dp.evaluate(s.train, s.synthetic, s.control, metrics=list(PROXIES), policy=free, progress=False)
+    assert alone.verdict is dp.Status.WARN
     said = [r for r in alone.results if r.status is dp.Status.WARN]
     assert said and all("To act on it: " in r.reason for r in said)

@@ -274,6 +274,17 @@ def test_a_weaker_guarantee_needs_no_sign_of_risk_and_the_line_says_so() -> None
     strict = pol.judge(entry, _ev("ims", "re-identification", 28, 284, 8, 284), fail_level=0.00625,
                        pass_level=0.005, accepted_excess=0.25)  # fmt: skip
     assert strict.status is Status.INCONCLUSIVE and strict.decision["sign_level"] == 0.05
+    # second review: nor a stricter false_alarm (a smaller fail level): the sign stays at 5 %
+    stricter = pol.judge(entry, _ev("ims", "re-identification", 28, 284, 8, 284), fail_level=0.000125,
+                         accepted_excess=0.25)  # fmt: skip
+    assert stricter.status is Status.INCONCLUSIVE and stricter.decision["sign_level"] == 0.05
+    # second review: without control rows a part has no lower bound (0), so its estimate is the sign:
+    # 40/1000 copies with no holdout (crp) at 0.02 passed as a weaker guarantee
+    alone = pol.judge(entry, _ev("crp", "re-identification", 40, 1000, 0, 0), accepted_excess=0.25)
+    assert alone.status is Status.INCONCLUSIVE and "guarantee" not in alone.decision
+    assert "its estimate 0.04 (without control rows it has no lower bound)" in alone.reason
+    below = pol.judge(entry, _ev("crp", "re-identification", 10, 1000, 0, 0), accepted_excess=0.25)
+    assert below.status is not Status.INCONCLUSIVE  # 0.01 under the threshold: no sign
     # review: with the bound above accepted_excess and a sign of risk, the line does not advise a
     # policy value that would only move it to the other inconclusive line: 8/40 vs 1/40 at 0.05
     both = pol.judge(MetricPolicy(threshold=0.05), _ev("ims", "re-identification", 8, 40, 1, 40),

@@ -354,3 +354,24 @@ def test_jittered_copies_fail_on_the_nearer_part_and_clean_releases_do_not() -> 
     assert r.status is dp.Status.FAIL and "nearer p = " in r.reason
     assert "training records have a synthetic row nearer than their own nearest neighbour" in r.reason
     assert parts["nearer"]["p_value"] <= parts["nearer"]["level"]
+
+
+def test_remediate_drops_what_a_warning_names_under_a_policy_without_the_count(tmp_path) -> None:
+    """Review: a warning's line advises `remediate --drop ID`; under a policy that does not run
+    exposed_records the command wrote its file and then stopped on "internal error: StopIteration"."""
+    from click.testing import CliRunner
+
+    from dagster_privacy.cli import cli
+
+    sp = leaky_split(load_demo().head(600), 0.1, seed=2)
+    for name, df in (("t", sp.train), ("h", sp.control), ("s", sp.synthetic)):
+        df.write_csv(tmp_path / f"{name}.csv")
+    (tmp_path / "p.yaml").write_text("metrics:\n  crp: {threshold: 0.01}\n")
+    out = tmp_path / "fixed.csv"
+    args = ["--real", str(tmp_path / "t.csv"), "--holdout", str(tmp_path / "h.csv"), "--synthetic",
+            str(tmp_path / "s.csv"), "--policy", str(tmp_path / "p.yaml"), "--drop", "crp"]  # fmt: skip
+    res = CliRunner().invoke(cli, ["remediate", *args, "--out", str(out)])
+    assert "internal error" not in res.output and res.exit_code in (0, 1), res.output
+    assert "flagged by crp" in res.output and "rare real records" not in res.output
+    kept = pl.read_csv(out)
+    assert 0 < kept.height < sp.synthetic.height  # the copies are gone, the rest kept
