@@ -124,7 +124,7 @@ def _judge_evidence(
     # breast-cancer releases lacked evidence on it). A part without control rows has no lower bound
     # (never evidence of risk), so there its estimate is the sign, as before
     sign_level = max(sign_level, fail_level)
-    sign = excess(list(result.evidence or []), fail_level=sign_level, pass_level=pass_level).lower
+    sign = _sign(list(result.evidence or []), sign_level, pass_level)
     uncontrolled = any(int(p["n_c"]) <= 0 for p in result.evidence or [])
     if uncontrolled:
         sign = max(sign, ev.estimate)
@@ -149,6 +149,20 @@ def _judge_evidence(
     return result.model_copy(update={**gate, "status": status, "reason": reason, "decision": decision})
 
 
+def _sign(parts: list[dict[str, Any]], level: float, pass_level: float) -> float:
+    """The largest part's lower bound at ``level``, each part alone: not divided among the parts, as the
+    fail bound is, since a sign only refuses a weaker pass (review: divided among singling out's 10
+    parts, a 64k release's excess 0.19 on 2,000 trials, over its 0.15 threshold, read no sign). A clean
+    release's parts sit near 0, not at the threshold, so the undivided level costs it little."""
+    from ..metrics.stats import excess_part
+
+    return max(
+        excess_part(float(p["k_t"]), int(p["n_t"]), float(p["k_c"]), int(p["n_c"]),
+                    float(p.get("e_star", 1.0)), level, pass_level)[1]
+        for p in parts
+    )  # fmt: skip
+
+
 #: where a reason says what the user can do (results.blocked_by quotes what follows)
 TO_DECIDE = "To decide on this table: "
 
@@ -171,12 +185,11 @@ def _inconclusive(
             f"on evidence of risk: {seen}{needs}"
         )
     sign, sign_level, parts, uncontrolled = signed
-    over = f" (simultaneous over its {parts} parts)" if parts > 1 else ""
+    over = f"its largest part's lower bound (of {parts}, each alone)" if parts > 1 else "its lower bound"
     seen = (
         f"its estimate {sign:.4g} (without control rows it has no lower bound)"
         if uncontrolled
-        else f"at level {sign_level:g} for this gate alone{over}, not divided among the gates, its lower "
-        f"bound {sign:.4g}"
+        else f"at level {sign_level:g} for this gate alone, not divided among the gates, {over} {sign:.4g}"
     )
     why = (  # a sign of risk decides what is left to do, whatever the bound: no policy value passes it
         f"a sign of risk: {seen} is above the threshold, which the family-wise level cannot confirm (a "

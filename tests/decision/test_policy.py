@@ -285,6 +285,18 @@ def test_a_weaker_guarantee_needs_no_sign_of_risk_and_the_line_says_so() -> None
     assert "its estimate 0.04 (without control rows it has no lower bound)" in alone.reason
     below = pol.judge(entry, _ev("crp", "re-identification", 10, 1000, 0, 0), accepted_excess=0.25)
     assert below.status is not Status.INCONCLUSIVE  # 0.01 under the threshold: no sign
+    # third reading (64k leaky release): a gate of 10 parts whose largest part shows 380/1000 against
+    # 190/1000 (excess 0.19 over 0.15) read no sign when the sign was divided among its parts (lower
+    # bound 0.139 at 0.005 a part): a weaker pass on 1,000 trials. Each part alone at 5 %: 0.157 > 0.15
+    wide = [{"k_t": 380, "n_t": 1000, "k_c": 190, "n_c": 1000}] + [{"k_t": 50, "n_t": 1000, "k_c": 50,
+                                                                      "n_c": 1000}] * 9  # fmt: skip
+    many = pol.judge(MetricPolicy(threshold=0.15), MetricResult(id="singling_out_multivariate",
+                     risk="singling out", value=0.0, evidence=wide), fail_level=0.00625,
+                     accepted_excess=0.25)  # fmt: skip
+    assert many.decision["lower"] <= 0.15 < many.decision["sign_lower"] and many.decision["upper"] <= 0.25
+    assert (
+        many.status is Status.INCONCLUSIVE and "largest part's lower bound (of 10, each alone)" in many.reason
+    )
     # review: with the bound above accepted_excess and a sign of risk, the line does not advise a
     # policy value that would only move it to the other inconclusive line: 8/40 vs 1/40 at 0.05
     both = pol.judge(MetricPolicy(threshold=0.05), _ev("ims", "re-identification", 8, 40, 1, 40),
