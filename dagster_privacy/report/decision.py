@@ -74,9 +74,10 @@ def decision_section(ev: Evaluation) -> str:
         )
         + "</td></tr>"
         f"<tr><td>assurance</td><td>a gate passes when its upper bound at {lv.get('assurance', '—')} "
-        "is within its threshold — or, where the table is too small, within the policy's accepted excess, "
-        f"which its reason states as a weaker guarantee{_weaker(ev)}; the count of people passes on its "
-        "floor (below); otherwise a gate fails or lacks evidence</td></tr>"
+        "is within its threshold — or, where the table is too small, within the policy's accepted excess "
+        "and with no sign of risk (its lower bound at 5 %, the gate and each part alone, within the "
+        f"threshold), which its reason states as a weaker guarantee{_weaker(ev)}; the count of people "
+        "passes on its floor (below); otherwise a gate fails or lacks evidence</td></tr>"
         f"<tr><td>detection floor</td><td>{escape(floor_text)}</td></tr>"
         f"<tr><td>people</td><td>{escape(_people_guarantee(ev))}</td></tr>"
         f"<tr><td>not assessed</td><td>{escape(', '.join(ev.risks_not_assessed) or 'none')}</td></tr>"
