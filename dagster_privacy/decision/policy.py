@@ -95,7 +95,8 @@ class Policy(BaseModel):
         lt=1.0,
         strict=True,
         description="a gate too small to show its excess within its threshold passes with a weaker, stated "
-        "guarantee when its upper bound is at or below this (set it at or below a threshold to refuse)",
+        "guarantee when its upper bound is at or below this and it shows no sign of risk (its lower bound at "
+        "5 %, alone, within the threshold); set it at or below a threshold to refuse",
     )
     accept_unrun: bool = Field(
         True,
