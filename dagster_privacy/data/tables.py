@@ -185,14 +185,15 @@ def infer_schema(
             excluded.append((name, f"unsupported type {dtype}"))
     if not columns:
         raise TableError("the real table has no usable column (numerical, categorical or binary)")
-    columns = [replace(c, reads=_reads(real.schema[c.name])) for c in columns]
+    columns = [replace(c, reads=dtype_family(real.schema[c.name])) for c in columns]
     columns.sort(key=lambda c: c.name)  # name order: nothing downstream depends on the input's column order
     return Schema(columns, excluded, notes)
 
 
-def _reads(dtype: pl.DataType) -> str:
-    """How the real table holds a column, which every other side is read into (issue 44: a side typed
-    otherwise, yes/no as BOOLEAN from a CSV and as text from Parquet, must not hide a copy)."""
+def dtype_family(dtype: pl.DataType) -> str:
+    """How the real table holds a column (boolean, time, number or text): every other side is read into
+    it, and the schema gate expects its types of the synthetic side (issue 44: a side typed otherwise,
+    yes/no as BOOLEAN from a CSV and as text from Parquet, must not hide a copy)."""
     if dtype == pl.Boolean:
         return "boolean"
     if dtype.is_temporal():

@@ -154,13 +154,9 @@ def _sign(parts: list[dict[str, Any]], level: float, pass_level: float) -> float
     fail bound is, since a sign only refuses a weaker pass (review: divided among singling out's 10
     parts, a 64k release's excess 0.19 on 2,000 trials, over its 0.15 threshold, read no sign). A clean
     release's parts sit near 0, not at the threshold, so the undivided level costs it little."""
-    from ..metrics.stats import excess_part
+    from ..metrics.stats import part_figures
 
-    return max(
-        excess_part(float(p["k_t"]), int(p["n_t"]), float(p["k_c"]), int(p["n_c"]),
-                    float(p.get("e_star", 1.0)), level, pass_level)[1]
-        for p in parts
-    )  # fmt: skip
+    return max(f[1] for f in part_figures(parts, level, pass_level))
 
 
 #: where a reason says what the user can do (results.blocked_by quotes what follows)

@@ -117,6 +117,24 @@ def excess_part(
     return _unit(d / denom), _unit(low / denom), _unit(high / denom)
 
 
+def part_figures(
+    parts: list[dict[str, float]], fail_level: float, pass_level: float
+) -> list[tuple[float, float, float]]:
+    """(excess, lower, upper) of each part alone (``excess_part``), its lower bound at ``fail_level``."""
+    return [
+        excess_part(
+            float(p["k_t"]),
+            int(p["n_t"]),
+            float(p["k_c"]),
+            int(p["n_c"]),
+            float(p.get("e_star", 1.0)),
+            fail_level,
+            pass_level,
+        )
+        for p in parts
+    ]
+
+
 def excess(parts: list[dict[str, float]], *, fail_level: float, pass_level: float) -> Excess:
     """The gate's E over one or more parts (columns, predicate sizes, attacks): the largest. Its lower
     bound is taken at the fail level divided by the number of parts (Bonferroni), so the maximum over
@@ -127,18 +145,7 @@ def excess(parts: list[dict[str, float]], *, fail_level: float, pass_level: floa
     if not parts:
         raise MetricError("no evidence to decide on")
     j = len(parts)
-    figs = [
-        excess_part(
-            float(p["k_t"]),
-            int(p["n_t"]),
-            float(p["k_c"]),
-            int(p["n_c"]),
-            float(p.get("e_star", 1.0)),
-            fail_level / j,
-            pass_level,
-        )
-        for p in parts
-    ]
+    figs = part_figures(parts, fail_level / j, pass_level)
     return Excess(max(f[0] for f in figs), max(f[1] for f in figs), max(f[2] for f in figs), j)
 
 

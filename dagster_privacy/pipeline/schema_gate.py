@@ -20,7 +20,7 @@ import dagster as dg
 import polars as pl
 
 from ..data.left_out import left_out_overlap
-from ..data.tables import infer_schema
+from ..data.tables import dtype_family, infer_schema
 from ..decision import policy as pol
 from ..errors import TableError, safe_reason
 from . import metadata as md
@@ -57,22 +57,12 @@ TIME_TYPES = [f"datetime64[{u}]" for u in ("s", "ms", "us", "ns")]
 RESULT_FORMAT = {"result_format": "SUMMARY", "partial_unexpected_count": 0}
 
 
-def _family(dtype: pl.DataType) -> str:
-    if dtype == pl.Boolean:
-        return "bool"
-    if dtype.is_temporal():
-        return "time"
-    if dtype.is_numeric():
-        return "number"
-    return "text"
-
-
 def _to_pandas(df: pl.DataFrame) -> Any:
     """pandas frame for GX: text columns as Python objects, so GX checks each value's type
     (GX 1.24 cannot match pandas 3's ``str`` dtype by name)."""
     pdf = df.to_pandas()
     for name, dtype in df.schema.items():
-        if _family(dtype) == "text":
+        if dtype_family(dtype) == "text":
             pdf[name] = pdf[name].astype(object).where(pdf[name].notna(), None)
     return pdf
 
@@ -95,8 +85,8 @@ def schema_expectations(
     )
     exps: list[Any] = [gxe.ExpectTableColumnsToMatchSet(column_set=list(real.columns), exact_match=True)]
     for name, dtype in real.schema.items():
-        fam = _family(dtype)
-        types = {"number": NUMERIC_TYPES, "bool": BOOL_TYPES, "time": TIME_TYPES, "text": ["str"]}[fam]
+        fam = dtype_family(dtype)
+        types = {"number": NUMERIC_TYPES, "boolean": BOOL_TYPES, "time": TIME_TYPES, "text": ["str"]}[fam]
         exps.append(gxe.ExpectColumnValuesToBeInTypeList(column=name, type_list=types))
         if name in categorical:
             domain = real.get_column(name).drop_nulls().unique().to_list()
