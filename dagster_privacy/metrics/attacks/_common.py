@@ -56,10 +56,19 @@ def content_key(ctx: EvaluationContext, role: str) -> np.ndarray:
 def content_order(ctx: EvaluationContext, role: str, name: str) -> np.ndarray:
     """All rows of a table in a seeded order that depends on their content only.
 
-    Rows are ranked by a salted hash of their content key, so the same records are chosen whatever the
-    row or column order of the input (identical rows tie and are interchangeable); ties by position.
+    Rows are ranked by a salted hash of their content key and of their occurrence among identical rows
+    (the first copy by position, the second, ...), so the same records are chosen whatever the row or
+    column order of the input (identical rows are interchangeable), and the first n rows are a simple
+    random sample of rows: hashing the content alone put every copy of a record side by side, and on a
+    table of twins n targets were a few dozen records (cluster sampling) under intervals binomial in n.
     """
-    key = mix64(content_key(ctx, role) ^ salt(ctx, f"{name}:{role}"))
+    content = content_key(ctx, role)
+    by_content = np.lexsort((np.arange(content.size), content))
+    sorted_keys = content[by_content]
+    starts = np.flatnonzero(np.r_[True, sorted_keys[1:] != sorted_keys[:-1]])
+    occurrence = np.empty(content.size, dtype=np.uint64)
+    occurrence[by_content] = np.arange(content.size) - np.repeat(starts, np.diff(np.r_[starts, content.size]))
+    key = mix64(mix64(content ^ salt(ctx, f"{name}:{role}")) ^ occurrence)
     return np.lexsort((np.arange(key.size), key))
 
 
