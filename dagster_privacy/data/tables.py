@@ -335,6 +335,17 @@ def row_hashes(df: pl.DataFrame) -> np.ndarray:
     return df.hash_rows(seed=0).to_numpy()
 
 
+def occurrence(keys: np.ndarray) -> np.ndarray:
+    """Per row, how many earlier rows (by position) have the same key: 0 for a record's first copy, 1
+    for its second, ... A seeded order keyed on content and occurrence treats copies as distinct rows
+    while staying order-free (copies are interchangeable)."""
+    by_key = np.lexsort((np.arange(keys.size), keys))
+    run_start = np.flatnonzero(np.r_[True, keys[by_key][1:] != keys[by_key][:-1]])
+    out = np.empty(keys.size, dtype=np.uint64)
+    out[by_key] = np.arange(keys.size) - np.repeat(run_start, np.diff(np.r_[run_start, keys.size]))
+    return out
+
+
 def fingerprint(df: pl.DataFrame) -> str:
     """sha256 over the column names and dtypes and the sorted row hashes: content, not row order."""
     h = hashlib.sha256()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..data import tables as tb
 from ..engine.context import EvaluationContext
 from ..engine.neighbors import Neighbors, knn_euclidean
 from ..errors import MetricError
@@ -33,17 +34,11 @@ def _split_keys(ctx: EvaluationContext, salt: int) -> np.ndarray:
     """
     real = ctx.table("real")
     h = real.select(sorted(real.columns)).hash_rows(seed=0).to_numpy().astype(np.uint64)
-    order = np.argsort(h, kind="stable")
-    hs = h[order]
-    start = np.r_[0, np.nonzero(hs[1:] != hs[:-1])[0] + 1]
-    occ = np.arange(hs.size) - np.repeat(start, np.diff(np.r_[start, hs.size]))
-    key = np.empty_like(h)
     with np.errstate(over="ignore"):
-        x = (hs ^ np.uint64(salt)) + occ.astype(np.uint64) * _GOLDEN
+        x = (h ^ np.uint64(salt)) + tb.occurrence(h) * _GOLDEN
         x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
         x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-        key[order] = x ^ (x >> np.uint64(31))
-    return key
+        return x ^ (x >> np.uint64(31))
 
 
 def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:

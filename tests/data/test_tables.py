@@ -193,3 +193,8 @@ def test_a_table_wider_than_the_limit_is_refused_in_one_line_before_parsing(tmp_
         load(pl.DataFrame({f"c{i}": [1] for i in range(MAX_COLUMNS + 1)}), role="synthetic")
     ok = pl.DataFrame({f"c{i}": [1, 2] for i in range(MAX_COLUMNS)})
     assert load(ok, role="real").width == MAX_COLUMNS
+
+
+def test_occurrence_numbers_copies_by_position() -> None:
+    keys = np.array([5, 3, 5, 5, 3, 9], dtype=np.uint64)
+    assert tb.occurrence(keys).tolist() == [0, 0, 1, 2, 1, 0]

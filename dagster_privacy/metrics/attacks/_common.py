@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from ...data import tables as tb
 from ...engine.context import EvaluationContext
 from ...errors import NotApplicable
 from ...results import Measurement, RateDetails
@@ -63,12 +64,7 @@ def content_order(ctx: EvaluationContext, role: str, name: str) -> np.ndarray:
     table of twins n targets were a few dozen records (cluster sampling) under intervals binomial in n.
     """
     content = content_key(ctx, role)
-    by_content = np.lexsort((np.arange(content.size), content))
-    sorted_keys = content[by_content]
-    starts = np.flatnonzero(np.r_[True, sorted_keys[1:] != sorted_keys[:-1]])
-    occurrence = np.empty(content.size, dtype=np.uint64)
-    occurrence[by_content] = np.arange(content.size) - np.repeat(starts, np.diff(np.r_[starts, content.size]))
-    key = mix64(mix64(content ^ salt(ctx, f"{name}:{role}")) ^ occurrence)
+    key = mix64(mix64(content ^ salt(ctx, f"{name}:{role}")) ^ tb.occurrence(content))
     return np.lexsort((np.arange(key.size), key))
 
 
