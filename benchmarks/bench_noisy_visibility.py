@@ -14,8 +14,17 @@ it is just another point of the population. Per table and split seed, in the pro
   ratio    median distance from a copied record to its nearest synthetic row / median distance to its
            nearest other training record: ≥ 1 means the noise is at the table's own resolution
 
-A gap near 0 (ratio near or above 1) means the copies are indistinguishable from fresh records of the
-population: no test with a bounded false-alarm rate can block them, and they single no one out.
+  auc      the best membership attack of a family the product does not run, to show what is there to
+           find: per record, the distance to its k-th nearest synthetic row over the distance to its k-th
+           nearest other real record (training and holdout together, leave one out; a density ratio,
+           DOMIAS-like), k in 1, 3, 10, 30, the best k chosen after the fact (optimistic); the AUC of
+           copied training records against holdout records (what an attacker gets on a copied person),
+           of all training records against holdout records (what a gate on the release can see), and the
+           latter on the clean release of the same split (chance, with its selection of k)
+
+A gap near 0 (ratio near or above 1, auc near 0.5) means the copies are indistinguishable from fresh
+records of the population: no test with a bounded false-alarm rate can block them, and they single no
+one out.
 """
 
 from __future__ import annotations
@@ -27,6 +36,37 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+
+KS = (1, 3, 10, 30)
+
+
+def _auc(members: np.ndarray, others: np.ndarray) -> float:
+    """P(a member's statistic < a non-member's), ties halved (Mann–Whitney); non-finite values left out."""
+    from scipy.stats import mannwhitneyu
+
+    x, y = members[np.isfinite(members)], others[np.isfinite(others)]
+    return float(1 - mannwhitneyu(x, y).statistic / (x.size * y.size)) if x.size and y.size else 0.5
+
+
+def _ratio_auc(ctx, members: np.ndarray) -> tuple[float, float]:
+    """The best k's AUC of the density-ratio statistic (smaller: more member-like): of the training
+    records in ``members`` against every holdout record, and of all training records against them."""
+    k_max = max(KS)
+    d = {(q, r): ctx.neighbors("euclidean", q, r, k_max).dist for q in ("real", "holdout")
+         for r in ("real", "holdout", "synthetic")}  # fmt: skip
+    # same-table queries leave the record itself out, so the k-th other record is column k - 1
+    own_t = np.sort(np.hstack([d["real", "real"], d["real", "holdout"]]), axis=1)
+    own_h = np.sort(np.hstack([d["holdout", "real"], d["holdout", "holdout"]]), axis=1)
+    share = ctx.n("synthetic") / (ctx.n("real") + ctx.n("holdout") - 1)
+    best = (0.5, 0.5)
+    for k in KS:
+        ks = max(1, round(k * share))  # the synthetic neighbour that matches k real ones in density
+        t = d["real", "synthetic"][:, ks - 1] / np.where(own_t[:, k - 1] > 0, own_t[:, k - 1], np.nan)
+        h = d["holdout", "synthetic"][:, ks - 1] / np.where(own_h[:, k - 1] > 0, own_h[:, k - 1], np.nan)
+        pair = (_auc(t[members], h), _auc(t, h))
+        best = pair if pair[1] > best[1] else best
+    return best
 
 
 def visibility(table: str, seed: int) -> dict[str, float]:
@@ -52,7 +92,14 @@ def visibility(table: str, seed: int) -> dict[str, float]:
     ratio = (
         float(np.median(syn[a]) / np.median(own[a])) if a.any() and np.median(own[a]) > 0 else float("nan")
     )
-    return {**share, "gap": share["leaked"] - share["others"], "ratio": ratio}
+    copied_auc, all_auc = _ratio_auc(ctx, leaked)
+    clean = noisy_split(validity_data.load(table), 0.0, seed=seed)
+    clean_ctx, _ = prepare(clean.train, clean.synthetic, clean.control, seed=seed)
+    _, clean_auc = _ratio_auc(clean_ctx, np.ones(clean_ctx.n("real"), dtype=bool))
+    return {
+        **share, "gap": share["leaked"] - share["others"], "ratio": ratio,
+        "auc copied": copied_auc, "auc all": all_auc, "auc clean": clean_auc,
+    }  # fmt: skip
 
 
 def main() -> int:
@@ -63,14 +110,12 @@ def main() -> int:
     ap.add_argument("--seeds", type=int, default=5)
     args = ap.parse_args()
     tables = [t for t in args.tables.split(",") if t] or list(validity_data.TABLES)
-    print(
-        f"{'table':<28}{'leaked':>8}{'others':>8}{'gap':>8}{'ratio':>8}   (medians over {args.seeds} seeds)"
-    )
+    cols = ("leaked", "others", "gap", "ratio", "auc copied", "auc all", "auc clean")
+    print(f"{'table':<28}" + "".join(f"{c:>11}" for c in cols) + f"   (medians over {args.seeds} seeds)")
     for table in tables:
         rows = [visibility(table, seed) for seed in range(args.seeds)]
-        med = {k: float(np.nanmedian([r[k] for r in rows])) for k in ("leaked", "others", "gap", "ratio")}
-        print(f"{table:<28}{med['leaked']:>8.3f}{med['others']:>8.3f}{med['gap']:>8.3f}{med['ratio']:>8.2f}",
-              flush=True)  # fmt: skip
+        med = {k: float(np.nanmedian([r[k] for r in rows])) for k in cols}
+        print(f"{table:<28}" + "".join(f"{med[c]:>11.3f}" for c in cols), flush=True)
     return 0
 
 
