@@ -335,6 +335,10 @@ def row_hashes(df: pl.DataFrame) -> np.ndarray:
     return df.hash_rows(seed=0).to_numpy()
 
 
+#: 2^64 / the golden ratio: the odd step that spreads consecutive integers over 64-bit hash keys
+GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+
+
 def occurrence(keys: np.ndarray) -> np.ndarray:
     """Per row, how many earlier rows (by position) have the same key: 0 for a record's first copy, 1
     for its second, ... A seeded order keyed on content and occurrence treats copies as distinct rows

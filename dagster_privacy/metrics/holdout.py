@@ -38,8 +38,6 @@ DECIMALS = 9
 RESAMPLES = 200
 SPACE = "euclidean"
 
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
-
 
 def _clip(x: float) -> float:
     return float(min(1.0, max(0.0, x)))

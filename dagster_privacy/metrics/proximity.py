@@ -13,7 +13,7 @@ from ..engine.context import EvaluationContext
 from ..engine.neighbors import Neighbors, knn_euclidean
 from ..errors import MetricError
 from ..results import Measurement, Risk
-from .holdout import _GOLDEN, RESAMPLES, SHARED_K, SPACE, _clip, _round, _share, _tail
+from .holdout import RESAMPLES, SHARED_K, SPACE, _clip, _round, _share, _tail
 from .registration import Expect, metric
 from .stats import bootstrap_ci
 
@@ -35,7 +35,7 @@ def _split_keys(ctx: EvaluationContext, salt: int) -> np.ndarray:
     real = ctx.table("real")
     h = real.select(sorted(real.columns)).hash_rows(seed=0).to_numpy().astype(np.uint64)
     with np.errstate(over="ignore"):
-        x = (h ^ np.uint64(salt)) + tb.occurrence(h) * _GOLDEN
+        x = (h ^ np.uint64(salt)) + tb.occurrence(h) * tb.GOLDEN
         x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
         x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
         return x ^ (x >> np.uint64(31))

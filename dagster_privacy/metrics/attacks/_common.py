@@ -24,7 +24,6 @@ from ..stats import Rate, bonferroni, control_risk, wilson
 CONFIDENCE = 0.95
 _M1 = np.uint64(0xBF58476D1CE4E5B9)
 _M2 = np.uint64(0x94D049BB133111EB)
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 
 
 def mix64(x: np.ndarray) -> np.ndarray:
@@ -51,7 +50,7 @@ def content_key(ctx: EvaluationContext, role: str) -> np.ndarray:
     codes = ctx.codes(role)
     h = np.zeros(codes.shape[0], dtype=np.uint64)
     for c in sorted(names):
-        h = mix64(h ^ (codes[:, names.index(c)].astype(np.uint64) + _GOLDEN))
+        h = mix64(h ^ (codes[:, names.index(c)].astype(np.uint64) + tb.GOLDEN))
     return h
 
 
@@ -66,7 +65,7 @@ def content_order(ctx: EvaluationContext, role: str, name: str) -> np.ndarray:
     """
     content = content_key(ctx, role)
     with np.errstate(over="ignore"):  # a record's first copy keeps the key of its content alone
-        key = mix64((content ^ salt(ctx, f"{name}:{role}")) + tb.occurrence(content) * _GOLDEN)
+        key = mix64((content ^ salt(ctx, f"{name}:{role}")) + tb.occurrence(content) * tb.GOLDEN)
     return np.lexsort((np.arange(key.size), key))
 
 
