@@ -22,6 +22,13 @@ it is just another point of the population. Per table and split seed, in the pro
            of all training records against holdout records (what a gate on the release can see), and the
            latter on the clean release of the same split (chance, with its selection of k)
 
+  floor    the floor in people for noisy copies: the smallest number K of rare training records copied
+           with this noise that the gate's nearer part (its rule, its exact test, its share of the
+           standard policy's level) fails with 95 % probability, at the clean release's chance rate and
+           the exposure gain a copy gives (the gate's rule, on the 20 % leak: exposed copied records
+           minus exposed others), simulated; "none" when even every rare training record would not
+  leak     the rare training records the 20 % leak copies (compare with the floor)
+
 A gap near 0 (ratio near or above 1, auc near 0.5) means the copies are indistinguishable from fresh
 records of the population: no test with a bounded false-alarm rate can block them, and they single no
 one out.
@@ -69,6 +76,51 @@ def _ratio_auc(ctx, members: np.ndarray) -> tuple[float, float]:
     return best
 
 
+def _nearer_counts(ctx) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The gate's nearer part (engine.exposure.nearer): per training and holdout record, rare (no twin
+    in the real and holdout tables together) and exposed (a synthetic row strictly nearer than its own
+    nearest other record of them)."""
+    d = {(q, r): ctx.neighbors("euclidean", q, r, 1).dist[:, 0] for q in ("real", "holdout")
+         for r in ("real", "holdout", "synthetic")}  # fmt: skip
+    own_t = np.minimum(d["real", "real"], d["real", "holdout"])
+    own_h = np.minimum(d["holdout", "real"], d["holdout", "holdout"])
+    return own_t > 0, own_h > 0, d["real", "synthetic"] < own_t, d["holdout", "synthetic"] < own_h
+
+
+def noisy_floor(n_t: int, n_c: int, chance: float, gain: float, level: float, sims: int = 4000) -> float:
+    """The smallest K with P(the nearer part's exact test rejects at ``level``) ≥ 0.95 when K rare
+    training records are copied, each exposed with probability chance + gain, the others and the holdout
+    records with probability chance (binomial draws, seeded); inf when K = n_t does not."""
+    from scipy.stats import hypergeom
+
+    rng = np.random.default_rng(45)
+    p_copy = min(1.0, chance + max(gain, 0.0))
+
+    def power(k: int) -> float:
+        x_t = rng.binomial(n_t - k, chance, sims) + rng.binomial(k, p_copy, sims)
+        x_c = rng.binomial(n_c, chance, sims)
+        p = hypergeom.sf(x_t - 1, n_t + n_c, n_t, x_t + x_c)
+        return float(np.mean((p <= level) & (x_t > 0)))
+
+    if n_t == 0 or n_c == 0 or power(n_t) < 0.95:
+        return float("inf")
+    lo, hi = 0, 1
+    while power(hi) < 0.95:
+        lo, hi = hi, min(2 * hi, n_t)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if power(mid) >= 0.95 else (mid, hi)
+    return float(hi)
+
+
+def _nearer_level() -> float:
+    """The nearer part's level in the standard policy: the gate's fail level × its weight."""
+    from dagster_privacy.decision import policy as pol
+    from dagster_privacy.metrics.exposure import WEIGHTS
+
+    return pol.resolve("standard").fail_level_of("exposed_records") * WEIGHTS["nearer"]
+
+
 def visibility(table: str, seed: int) -> dict[str, float]:
     import validity_data
 
@@ -96,9 +148,15 @@ def visibility(table: str, seed: int) -> dict[str, float]:
     clean = noisy_split(validity_data.load(table), 0.0, seed=seed)
     clean_ctx, _ = prepare(clean.train, clean.synthetic, clean.control, seed=seed)
     _, clean_auc = _ratio_auc(clean_ctx, np.ones(clean_ctx.n("real"), dtype=bool))
+    rare_t, _, exposed_t, _ = _nearer_counts(ctx)  # the gate's rule on the 20 % leak
+    gain = float(exposed_t[leaked & rare_t].mean() - exposed_t[~leaked & rare_t].mean())
+    c_rare_t, c_rare_h, c_exp_t, c_exp_h = _nearer_counts(clean_ctx)  # its chance on the clean release
+    n_t, n_c = int(c_rare_t.sum()), int(c_rare_h.sum())
+    chance = float((c_exp_t[c_rare_t].sum() + c_exp_h[c_rare_h].sum()) / max(1, n_t + n_c))
     return {
         **share, "gap": share["leaked"] - share["others"], "ratio": ratio,
         "auc copied": copied_auc, "auc all": all_auc, "auc clean": clean_auc,
+        "floor": noisy_floor(n_t, n_c, chance, gain, _nearer_level()), "leak": float((leaked & rare_t).sum()),
     }  # fmt: skip
 
 
@@ -110,12 +168,14 @@ def main() -> int:
     ap.add_argument("--seeds", type=int, default=5)
     args = ap.parse_args()
     tables = [t for t in args.tables.split(",") if t] or list(validity_data.TABLES)
-    cols = ("leaked", "others", "gap", "ratio", "auc copied", "auc all", "auc clean")
+    cols = ("leaked", "others", "gap", "ratio", "auc copied", "auc all", "auc clean", "floor", "leak")
     print(f"{'table':<28}" + "".join(f"{c:>11}" for c in cols) + f"   (medians over {args.seeds} seeds)")
     for table in tables:
         rows = [visibility(table, seed) for seed in range(args.seeds)]
         med = {k: float(np.nanmedian([r[k] for r in rows])) for k in cols}
-        print(f"{table:<28}" + "".join(f"{med[c]:>11.3f}" for c in cols), flush=True)
+        cells = [f"{med[c]:>11.3f}" for c in cols[:-2]]
+        cells += [f"{'none' if not np.isfinite(med[c]) else f'{med[c]:.0f}':>11}" for c in cols[-2:]]
+        print(f"{table:<28}" + "".join(cells), flush=True)
     return 0
 
 
