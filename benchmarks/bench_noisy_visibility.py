@@ -102,10 +102,12 @@ def noisy_floor(n_t: int, n_c: int, chance: float, gain: float, level: float, si
         p = hypergeom.sf(x_t - 1, n_t + n_c, n_t, x_t + x_c)
         return float(np.mean((p <= level) & (x_t > 0)))
 
-    if n_t == 0 or n_c == 0 or power(n_t) < 0.95:
+    if n_t == 0 or n_c == 0:
         return float("inf")
     lo, hi = 0, 1
-    while power(hi) < 0.95:
+    while power(hi) < 0.95:  # upward by doubling, as exposure_test.floor; none past every rare record
+        if hi >= n_t:
+            return float("inf")
         lo, hi = hi, min(2 * hi, n_t)
     while hi - lo > 1:
         mid = (lo + hi) // 2
