@@ -372,8 +372,8 @@ def _twin_heavy(order_seed: int) -> pl.DataFrame:
 
 def test_targets_are_a_simple_random_sample_of_rows_on_a_twin_heavy_table() -> None:
     # Targets drawn by content hash alone took every copy of a record together (cluster sampling): on a
-    # table of twins the n targets were n / 40 records, and the rates' intervals, binomial in n, were
-    # 40 times too confident (Fertility's DP releases failed inference_distance so). A simple random
+    # table of twins the n targets were n / 40 records, and the rates varied 40 times as much as their
+    # binomial intervals in n allow (Fertility's DP releases failed inference_distance so). A simple random
     # sample of 100 of the 2,000 rows holds on average 50 · (1 − C(1960, 100) / C(2000, 100)) ≈ 43.5
     # distinct records (sd 1.9, simulated); cluster sampling holds 3.
     from math import comb
