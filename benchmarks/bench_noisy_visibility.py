@@ -76,15 +76,15 @@ def _ratio_auc(ctx, members: np.ndarray) -> tuple[float, float]:
     return best
 
 
-def _nearer_counts(ctx) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """The gate's nearer part (engine.exposure.nearer): per training and holdout record, rare (no twin
-    in the real and holdout tables together) and exposed (a synthetic row strictly nearer than its own
-    nearest other record of them)."""
+def _nearer(ctx):
+    """The gate's own nearer part (engine.exposure.nearer) on this evaluation's shared queries."""
+    from dagster_privacy.engine.exposure import nearer
+
     d = {(q, r): ctx.neighbors("euclidean", q, r, 1).dist[:, 0] for q in ("real", "holdout")
          for r in ("real", "holdout", "synthetic")}  # fmt: skip
     own_t = np.minimum(d["real", "real"], d["real", "holdout"])
     own_h = np.minimum(d["holdout", "real"], d["holdout", "holdout"])
-    return own_t > 0, own_h > 0, d["real", "synthetic"] < own_t, d["holdout", "synthetic"] < own_h
+    return nearer(own_t, own_h, d["real", "synthetic"], d["holdout", "synthetic"], ctx.n("synthetic"))
 
 
 def noisy_floor(n_t: int, n_c: int, chance: float, gain: float, level: float, sims: int = 4000) -> float:
@@ -131,6 +131,10 @@ def visibility(table: str, seed: int) -> dict[str, float]:
 
     split = noisy_split(validity_data.load(table), 0.2, seed=seed)
     ctx, _ = prepare(split.train, split.synthetic, split.control, seed=seed)
+    # the attack's k nearest first: the context serves every nearest-one query below from them
+    ctx.plan(
+        [("euclidean", q, r, max(KS)) for q in ("real", "holdout") for r in ("real", "holdout", "synthetic")]
+    )
     position = np.empty_like(ctx.input_rows["real"])
     position[ctx.input_rows["real"]] = np.arange(position.size)  # input row → canonical position
     own = ctx.neighbors("euclidean", "real", "real", 1).dist[:, 0]
@@ -150,11 +154,13 @@ def visibility(table: str, seed: int) -> dict[str, float]:
     clean = noisy_split(validity_data.load(table), 0.0, seed=seed)
     clean_ctx, _ = prepare(clean.train, clean.synthetic, clean.control, seed=seed)
     _, clean_auc = _ratio_auc(clean_ctx, np.ones(clean_ctx.n("real"), dtype=bool))
-    rare_t, _, exposed_t, _ = _nearer_counts(ctx)  # the gate's rule on the 20 % leak
+    part = _nearer(ctx)  # the gate's rule on the 20 % leak
+    rare_t, exposed_t = part.rare_train, part.exposed_train
     gain = float(exposed_t[leaked & rare_t].mean() - exposed_t[~leaked & rare_t].mean())
-    c_rare_t, c_rare_h, c_exp_t, c_exp_h = _nearer_counts(clean_ctx)  # its chance on the clean release
-    n_t, n_c = int(c_rare_t.sum()), int(c_rare_h.sum())
-    chance = float((c_exp_t[c_rare_t].sum() + c_exp_h[c_rare_h].sum()) / max(1, n_t + n_c))
+    chance_part = _nearer(clean_ctx)  # its chance on the clean release
+    n_t, n_c = int(chance_part.rare_train.sum()), int(chance_part.rare_holdout.sum())
+    exposed = int(chance_part.exposed_train.sum() + chance_part.exposed_holdout.sum())
+    chance = exposed / max(1, n_t + n_c)
     return {
         **share, "gap": share["leaked"] - share["others"], "ratio": ratio,
         "auc copied": copied_auc, "auc all": all_auc, "auc clean": clean_auc,

@@ -337,6 +337,20 @@ def row_hashes(df: pl.DataFrame) -> np.ndarray:
 
 #: 2^64 / the golden ratio: the odd step that spreads consecutive integers over 64-bit hash keys
 GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_M1 = np.uint64(0xBF58476D1CE4E5B9)
+_M2 = np.uint64(0x94D049BB133111EB)
+
+
+def mix64(x: np.ndarray) -> np.ndarray:
+    """splitmix64 finaliser: a well-spread 64-bit hash of 64-bit integers (wraps on purpose)."""
+    z = x.astype(np.uint64, copy=True)
+    with np.errstate(over="ignore"):
+        z ^= z >> np.uint64(30)
+        z *= _M1
+        z ^= z >> np.uint64(27)
+        z *= _M2
+        z ^= z >> np.uint64(31)
+    return z
 
 
 def occurrence(keys: np.ndarray) -> np.ndarray:
@@ -348,6 +362,14 @@ def occurrence(keys: np.ndarray) -> np.ndarray:
     out = np.empty(keys.size, dtype=np.uint64)
     out[by_key] = np.arange(keys.size) - np.repeat(run_start, np.diff(np.r_[run_start, keys.size]))
     return out
+
+
+def salted_keys(keys: np.ndarray, salt: np.uint64) -> np.ndarray:
+    """A seeded sort key per row from its content key: mix64 of the key xor ``salt``, plus its
+    occurrence times GOLDEN, so copies are ranked apart (the first n rows of the order are a simple
+    random sample of rows) and a record's first copy keeps the key of its content alone."""
+    with np.errstate(over="ignore"):
+        return mix64((keys ^ np.uint64(salt)) + occurrence(keys) * GOLDEN)
 
 
 def fingerprint(df: pl.DataFrame) -> str:

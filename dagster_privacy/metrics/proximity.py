@@ -34,11 +34,7 @@ def _split_keys(ctx: EvaluationContext, salt: int) -> np.ndarray:
     """
     real = ctx.table("real")
     h = real.select(sorted(real.columns)).hash_rows(seed=0).to_numpy().astype(np.uint64)
-    with np.errstate(over="ignore"):
-        x = (h ^ np.uint64(salt)) + tb.occurrence(h) * tb.GOLDEN
-        x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-        x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-        return x ^ (x >> np.uint64(31))
+    return tb.salted_keys(h, np.uint64(salt))
 
 
 def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:

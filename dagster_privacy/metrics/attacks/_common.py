@@ -22,20 +22,6 @@ from ...results import Measurement, RateDetails
 from ..stats import Rate, bonferroni, control_risk, wilson
 
 CONFIDENCE = 0.95
-_M1 = np.uint64(0xBF58476D1CE4E5B9)
-_M2 = np.uint64(0x94D049BB133111EB)
-
-
-def mix64(x: np.ndarray) -> np.ndarray:
-    """splitmix64 finaliser: a well-spread 64-bit hash of 64-bit integers (wraps on purpose)."""
-    z = x.astype(np.uint64, copy=True)
-    with np.errstate(over="ignore"):
-        z ^= z >> np.uint64(30)
-        z *= _M1
-        z ^= z >> np.uint64(27)
-        z *= _M2
-        z ^= z >> np.uint64(31)
-    return z
 
 
 def salt(ctx: EvaluationContext, name: str) -> np.uint64:
@@ -50,7 +36,7 @@ def content_key(ctx: EvaluationContext, role: str) -> np.ndarray:
     codes = ctx.codes(role)
     h = np.zeros(codes.shape[0], dtype=np.uint64)
     for c in sorted(names):
-        h = mix64(h ^ (codes[:, names.index(c)].astype(np.uint64) + tb.GOLDEN))
+        h = tb.mix64(h ^ (codes[:, names.index(c)].astype(np.uint64) + tb.GOLDEN))
     return h
 
 
@@ -63,9 +49,7 @@ def content_order(ctx: EvaluationContext, role: str, name: str) -> np.ndarray:
     random sample of rows: hashing the content alone put every copy of a record side by side, and on a
     table of twins n targets were a few dozen records (cluster sampling) under intervals binomial in n.
     """
-    content = content_key(ctx, role)
-    with np.errstate(over="ignore"):  # a record's first copy keeps the key of its content alone
-        key = mix64((content ^ salt(ctx, f"{name}:{role}")) + tb.occurrence(content) * tb.GOLDEN)
+    key = tb.salted_keys(content_key(ctx, role), salt(ctx, f"{name}:{role}"))
     return np.lexsort((np.arange(key.size), key))
 
 
