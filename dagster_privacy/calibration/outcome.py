@@ -197,6 +197,15 @@ class Calibration:
                     entry["severity"] = "WARN"
         data["name"] = "calibrated"
         data["preset"] = None
+        # every field looser than standard (the base of a policy without a preset) is written as a waiver
+        # with the calibration's reason, which forces a sign-off (issue 54)
+        unsigned = pol.Policy.model_validate(data, context={"preset": True})
+        notes = {f"metrics.{m}.threshold": t.note for m, t in (self.thresholds or {}).items()}
+        notes.update({f"metrics.{m}.severity": t.note for m, t in (self.thresholds or {}).items()})
+        for x in unsigned.loosenings():
+            if x.path not in data["waivers"]:
+                why = notes.get(x.path) or "kept from the input policy"
+                data["waivers"][x.path] = f"calibrated on this table: {why}"
         return pol.Policy.model_validate(data)
 
     def policy_yaml(self) -> str:

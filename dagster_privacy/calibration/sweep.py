@@ -82,8 +82,8 @@ def _bounds(evals: list[list[Evaluation]], ids: Sequence[str]) -> tuple[np.ndarr
     for i, row in enumerate(evals):
         for j, ev in enumerate(row):
             for m, mid in enumerate(ids):
-                d = ev[mid].decision
-                if d is not None:
+                d = ev[mid].decision or {}  # every shape: not run and counts of people have no bounds
+                if d.get("lower") is not None and d.get("upper") is not None:
                     lower[i, j, m], upper[i, j, m] = d["lower"], d["upper"]
     return lower, upper
 

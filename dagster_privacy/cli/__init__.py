@@ -54,6 +54,8 @@ def print_table(ev: Evaluation) -> None:
             excess = "—"
         elif "exposed" in d:  # a count of people (exposed_records): exposed beside what chance explains
             excess = f"{d['exposed']} people, chance {d['chance']:.1f}"
+        elif d.get("excess") is None or d.get("lower") is None or d.get("upper") is None:
+            excess = str(d.get("guarantee") or "—")  # a gate not run at this size has no excess (issue 54)
         else:
             excess = f"{d['excess']:.3f} [{d['lower']:.3f}, {d['upper']:.3f}]"
         st = r.status.value
@@ -205,7 +207,14 @@ def evaluate(
         executor=executor,
         threads=threads,
     )
-    finish(ev, json_out=json_out, report_out=report_out, policy=policy, release_id=release_id)
+    finish(
+        ev,
+        json_out=json_out,
+        report_out=report_out,
+        policy=policy,
+        release_id=release_id,
+        inputs=(real, synthetic, holdout),
+    )
 
 
 #: the first bytes of an evaluation JSON (results.FORMAT)
@@ -256,19 +265,27 @@ def finish(
     report_out: str | None = None,
     policy: str | None = None,
     release_id: str | None = None,
+    inputs: Sequence[object] = (),
 ) -> None:
-    """Print the table, write the outputs, exit with the verdict's code (2 if an output fails)."""
+    """Print the table, write the outputs (never onto one of ``inputs``), exit with the verdict's code
+    (2 if an output fails)."""
+    from ..data.atomic import write_bytes_atomically
+
     print_table(ev)
     try:
         if json_out:
-            Path(json_out).write_text(ev.to_json())
+            write_bytes_atomically(json_out, ev.to_json().encode("utf-8"), inputs=inputs)
             click.echo(f"JSON written to {json_out}", err=True)
         if report_out:
             from ..decision.policy import load_policy
             from ..report import write_report
 
             write_report(
-                ev, report_out, policy=load_policy(policy) if policy else None, release_id=release_id
+                ev,
+                report_out,
+                policy=load_policy(policy) if policy else None,
+                release_id=release_id,
+                inputs=inputs,
             )
             click.echo(f"report written to {report_out}", err=True)
     except OSError as exc:

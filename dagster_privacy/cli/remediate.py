@@ -63,6 +63,8 @@ def remediate_command(
 ) -> None:
     """Drop the synthetic rows that expose real records, write the rest to --out, evaluate it again;
     exit with the re-evaluation's code (0 pass or warn, 1 fail, 4 awaiting a sign-off)."""
+    from ..data.atomic import write_atomically
+    from ..errors import safe_reason
     from ..evaluate import evaluate
     from ..remediate import remediate
     from . import FORMAT_MARK, finish, writable
@@ -87,9 +89,16 @@ def remediate_command(
     except ValueError as exc:
         raise UsageFailure(f"cannot remediate: {exc}") from None
     before = first.tables["synthetic"]["rows"]
-    tmp = path.with_name(f".{path.name}.tmp")
-    kept.write_parquet(tmp) if path.suffix.lower() == ".parquet" else kept.write_csv(tmp)
-    tmp.replace(path)
+    inputs = (real, synthetic, holdout)
+    try:  # a random name created exclusively, never through a link, never onto an input (issue 54)
+        write_atomically(
+            path,
+            kept.write_parquet if path.suffix.lower() == ".parquet" else kept.write_csv,
+            inputs=inputs,
+            new=True,
+        )
+    except OSError as exc:
+        raise UsageFailure(f"--out {path}: cannot write it ({safe_reason(exc)})") from None
     exposed = next(
         ((r.decision or {}).get("exposed") for r in first.results if r.id == "exposed_records"), None
     )
@@ -99,4 +108,4 @@ def remediate_command(
         f"wrote {kept.height} rows to {path}; evaluating it again",
         err=True,
     )
-    finish(evaluate(real, str(path), holdout, **common), json_out=json_out, policy=policy)
+    finish(evaluate(real, str(path), holdout, **common), json_out=json_out, policy=policy, inputs=inputs)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 import hashlib
 import json
 import re
@@ -18,7 +19,15 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from ..errors import OwnMessage, safe_reason
 from ..metrics.metric_policy import MetricPolicy
@@ -105,8 +114,9 @@ class Policy(BaseModel):
     )
     waivers: dict[str, str] = Field(
         default_factory=dict,
-        description="risk → why this policy does not require it; a waiver forces a sign-off and shows in "
-        "the report, the check metadata and the audit",
+        description="risk → why this policy does not require it, or a field it loosens against its preset "
+        "(false_alarm, metrics.ID.threshold, …) → why; a waiver forces a sign-off and shows in the report, "
+        "the check metadata and the audit",
     )
 
     @field_validator("required_risks")
@@ -120,16 +130,19 @@ class Policy(BaseModel):
         return v
 
     @model_validator(mode="after")
-    def _protection(self) -> Policy:
+    def _protection(self, info: ValidationInfo) -> Policy:
         """A policy may require fewer than the four risks only by naming a waiver with its reason for
-        each one it leaves out (issue 44: ``required_risks: []`` published a 30 % copy release); a
-        waiver forces a sign-off."""
+        each one it leaves out (issue 44: ``required_risks: []`` published a 30 % copy release), and may
+        pass a release more easily than its preset only by naming a waiver for each field that does so
+        (issue 54: loosening.py); a waiver forces a sign-off."""
         from ..results import RISK_NAMES
+        from .loosening import is_field_path
 
-        unknown = [r for r in self.waivers if r not in RISK_NAMES]
+        unknown = [r for r in self.waivers if r not in RISK_NAMES and not is_field_path(r)]
         if unknown:
             raise ValueError(
-                f"waiver for unknown risk(s): {', '.join(unknown)} (one of: {', '.join(RISK_NAMES)})"
+                f"waiver for unknown risk(s): {', '.join(unknown)} (one of: {', '.join(RISK_NAMES)}, or a "
+                "policy field the policy loosens, e.g. false_alarm or metrics.ID.threshold)"
             )
         vague = [r for r, why in self.waivers.items() if len(str(why).strip()) < WAIVER_REASON_MIN]
         if vague:
@@ -146,9 +159,48 @@ class Policy(BaseModel):
                     f"required_risks leaves out {', '.join(dropped)} without a waiver: add "
                     f"`waivers: {{{dropped[0]}: <why>}}` for each (a waiver forces a sign-off) or require it"
                 )
+        if not (info.context or {}).get("preset"):
+            self._signed_loosenings()
         if self.waivers:
             self.require_signoff = True
         return self
+
+    def _signed_loosenings(self) -> None:
+        """Refuse a loosening without its waiver, and a field waiver that waives nothing."""
+        from .loosening import covered, is_field_path
+
+        base_name = self.preset or "standard"
+        found = {x.path: x for x in self.loosenings()}
+        if "require_signoff" in found:  # a waiver would force the very sign-off it waives
+            raise ValueError(
+                f"require_signoff: {base_name} requires a privacy officer's sign-off; a policy based on it "
+                "cannot drop it (start from preset standard instead)"
+            )
+        unsigned = [x for path, x in found.items() if not covered(path, self.waivers)]
+        if unsigned:
+            x = unsigned[0]
+            more = f" (and {len(unsigned) - 1} more: {', '.join(u.path for u in unsigned[1:4])})" * (
+                len(unsigned) > 1
+            )
+            raise ValueError(
+                f"{x.path} {_shown(x.was)} → {_shown(x.now)} passes releases more easily than preset "
+                f"{base_name}{more}: add `waivers: {{{x.path}: <why>}}` for each loosening (or "
+                "metrics.*.FIELD for one field of every entry; a waiver forces a privacy officer's sign-off), or "
+                "keep the preset's value"
+            )
+        idle = [k for k in self.waivers if is_field_path(k) and not any(covered(f, {k: 1}) for f in found)]
+        if idle:
+            raise ValueError(
+                f"waiver of {', '.join(idle)}: the policy does not loosen it against preset {base_name} "
+                "(nothing to waive)"
+            )
+
+    def loosenings(self) -> list[Any]:
+        """Every field that passes a release more easily than this policy's preset (``standard`` when
+        it names none): loosening.py."""
+        from .loosening import loosenings
+
+        return loosenings(self, preset_policy(self.preset or "standard"))
 
     @property
     def required(self) -> list[str]:
@@ -211,6 +263,10 @@ class Policy(BaseModel):
         return [m for m in specs if m in wanted]
 
 
+def _shown(x: Any) -> str:
+    return "none" if x is None else (f"{x:g}" if isinstance(x, float) else str(getattr(x, "value", x)))
+
+
 # --------------------------------------------------------------------------------------------- loading
 
 
@@ -265,6 +321,18 @@ def _preset_data(name: str) -> dict[str, Any]:
     defaults = {m: _merge(spec.default, every) for m, spec in registry().items()}
     data["metrics"] = _merge(defaults, data.get("metrics") or {})
     return data  # a preset's `every` applies to every registered metric
+
+
+@functools.lru_cache(maxsize=None)
+def _preset_cached(name: str) -> Policy:
+    data = _preset_data(name)
+    data.setdefault("name", name)
+    return Policy.model_validate(data, context={"preset": True})
+
+
+def preset_policy(name: str) -> Policy:
+    """A preset as a Policy, the base its loosenings are compared with (a copy: callers may edit)."""
+    return _preset_cached(name).model_copy(deep=True)
 
 
 def _merge(base: dict[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:

@@ -134,7 +134,8 @@ def build_report_hook(
         # one report per asset, policy (name_prefix) and run: two policies on one asset write two, and
         # two assets evaluated in one run under one release id never share a file (review)
         name = f"{name_prefix}{context.run.run_id}.html"
-        path = (base / file_name(key.to_user_string()) / file_name(release) / name).resolve()
+        # the folder resolved, never the file: a link planted at the report's name is replaced, not followed
+        path = (base / file_name(key.to_user_string()) / file_name(release)).resolve() / name
         sha = write_report(ev, path, release_id=release, history=history, policy=p, pipeline=True)
         context.log.info(f"privacy report of release {release}: {path} (sha256 {sha})")
         console = os.environ.get(CONSOLE_ENV, "").rstrip("/")

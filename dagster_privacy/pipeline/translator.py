@@ -145,9 +145,10 @@ class PrivacyCheckTranslator:
             "ci_high": md.number(r.ci[1] if r.ci else None),
             "threshold": md.number(r.threshold),
             "compared_with_threshold": md.text(compared_figure(r)),
-            "excess": md.number(r.decision["excess"] if r.decision else None),
-            "excess_lower": md.number(r.decision["lower"] if r.decision else None),
-            "excess_upper": md.number(r.decision["upper"] if r.decision else None),
+            # every decision shape: a gate not run at this size has no excess (issue 54)
+            "excess": md.number((r.decision or {}).get("excess")),
+            "excess_lower": md.number((r.decision or {}).get("lower")),
+            "excess_upper": md.number((r.decision or {}).get("upper")),
             "threshold_on": md.text(r.on),
             "status": md.text(r.status),
             "severity": md.text(r.severity.value),

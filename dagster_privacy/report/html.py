@@ -466,8 +466,10 @@ def write_report(
     policy: Any = None,
     generated_at: dt.datetime | None = None,
     pipeline: bool = False,
+    inputs: Sequence[object] = (),
 ) -> str:
-    """Write the HTML report (atomically: a temp file renamed into place) and return its sha256."""
+    """Write the HTML report (atomically, never through a link nor onto one of ``inputs``:
+    data/atomic.py) and return its sha256."""
     data = render_report(
         ev,
         release_id=release_id,
@@ -477,19 +479,11 @@ def write_report(
         generated_at=generated_at,
         pipeline=pipeline,
     ).encode("utf-8")
+    from ..data.atomic import write_bytes_atomically
+
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".report-", suffix=".html", dir=target.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_bytes_atomically(target, data, inputs=inputs)
     return hashlib.sha256(data).hexdigest()
 
 

@@ -38,7 +38,26 @@ def differences(policy: Any) -> tuple[str, list[str]]:
         for mid, e in base.metrics.items()
         if mid not in policy.metrics
     ]
-    return base_name, out
+    return base_name, out + _other_loosenings(policy)
+
+
+def _other_loosenings(policy: Any) -> list[str]:
+    """Every loosening the lines above do not show (levels, floors, weights, parameters, …; issue 54:
+    the report read "none" for a policy that published 60 copied records), with its waiver's reason."""
+    from ..decision.loosening import covered
+
+    try:
+        found = policy.loosenings()
+    except Exception:  # a policy object without a preset to compare with: nothing more to say
+        return []
+    shown = (".threshold", ".severity")
+    out = []
+    for x in found:
+        if x.path.endswith(shown) or (x.path.count(".") == 1 and x.path.startswith("metrics.")):
+            continue
+        why = next((w for k, w in policy.waivers.items() if covered(x.path, {k: w})), None)
+        out.append(x.line() + (f"; waived: {why}" if why else ""))
+    return out
 
 
 def differences_html(policy: Any) -> str:

@@ -1,0 +1,108 @@
+"""No knob lowers protection unsigned (issue 54, item 1): every field of a policy that passes a release
+more easily than its preset is a loosening; each needs a waiver with a reason, which forces a sign-off
+and shows in the report's differences; a field the classification does not know fails this test."""
+
+from __future__ import annotations
+
+import pytest
+
+import dagster_privacy as dp
+from dagster_privacy.decision import loosening as lo
+from dagster_privacy.decision import policy as pol
+from dagster_privacy.decision.judge import judge
+from dagster_privacy.metrics.metric_policy import MetricPolicy
+from dagster_privacy.report.policy_diff import differences
+from dagster_privacy.results import MetricResult, Risk, Status
+
+WHY = "accepted by the data owner for this table, see ticket 12"
+
+
+def test_every_field_of_the_policy_model_is_classified() -> None:
+    assert set(pol.Policy.model_fields) == set(lo.POLICY_FIELDS), "classify the new field in loosening.py"
+    assert set(MetricPolicy.model_fields) == set(lo.ENTRY_FIELDS), "classify the new field in loosening.py"
+    assert set(lo.POLICY_FIELDS.values()) <= {"neutral", "entries", "off", "lower", "higher", "on", "signed"}
+
+
+@pytest.mark.parametrize(
+    ("change", "path"),
+    [  # the issue's attacks, each alone: every gate, threshold and severity as in standard
+        ({"false_alarm": 0.000001}, "false_alarm"),
+        ({"accepted_floor_people": 100000}, "accepted_floor_people"),
+        ({"metrics": {"exposed_records": {"weight": 0.01}}}, "metrics.exposed_records.weight"),
+        ({"every": {"threshold": 0.99}}, "metrics.linkability.threshold"),
+        ({"assurance": 0.6}, "assurance"),
+        ({"accepted_floor_share": 0.5}, "accepted_floor_share"),
+        ({"accepted_excess": 0.9}, "accepted_excess"),
+        ({"metrics": {"dcr": {"on": "value"}}}, None),  # standard gates dcr on its value already
+        ({"metrics": {"linkability": {"severity": "WARN"}}}, "metrics.linkability.severity"),
+        ({"metrics": {"crp": {"optional": True}}}, "metrics.crp.optional"),
+        ({"metrics": {"crp": {"weight": 10.0}}}, None),  # crp informs in standard: no gate's level moves
+        ({"metrics": {"exposed_records": {"params": {"radius": 3}}}}, "metrics.exposed_records.params"),
+        ({"metrics": {"linkability": {"weight": 10.0}}}, "metrics.linkability.weight"),  # the others' level
+    ],
+)
+def test_a_loosening_needs_its_waiver_which_forces_a_sign_off(change, path) -> None:
+    policy = {"preset": "standard", **change}
+    if path is None:
+        assert pol.from_mapping(policy).loosenings() == []
+        return
+    with pytest.raises(dp.PolicyError, match="passes releases more easily"):
+        pol.from_mapping(policy)
+    every = "every" in policy  # one reason for one field of every entry
+    signed = pol.from_mapping({**policy, "waivers": {"metrics.*.threshold" if every else path: WHY}})
+    assert signed.require_signoff is True
+    assert path in [x.path for x in signed.loosenings()]
+    shown = path.removeprefix("metrics.")  # a threshold's and a severity's lines name the metric first
+    assert any(shown.replace(".threshold", ": threshold").replace(".severity", ": ERROR") in line or path in line
+               for line in differences(signed)[1])  # fmt: skip  (the report says what changed)
+
+
+def test_tightening_needs_no_waiver_and_an_idle_waiver_is_refused() -> None:
+    tight = pol.from_mapping({"preset": "standard", "false_alarm": 0.1, "assurance": 0.99,
+                              "accepted_floor_people": 10, "metrics": {"crp": {"threshold": 0.01}}})  # fmt: skip
+    assert tight.loosenings() == [] and tight.require_signoff is False
+    with pytest.raises(dp.PolicyError, match="does not loosen it"):
+        pol.from_mapping({"preset": "standard", "waivers": {"false_alarm": WHY}})
+
+
+def test_a_preset_is_compared_with_itself_and_strict_cannot_drop_its_sign_off() -> None:
+    for name in pol.PRESET_NAMES:
+        assert pol.load_policy(name).loosenings() == []
+    with pytest.raises(dp.PolicyError, match="cannot drop it"):
+        pol.from_mapping({"preset": "strict", "require_signoff": False})
+    # strict's tighter thresholds are its base: back to standard's is a loosening there
+    with pytest.raises(dp.PolicyError, match="metrics.crp.threshold"):
+        pol.from_mapping({"preset": "strict", "metrics": {"crp": {"threshold": 0.05}}})
+
+
+def test_a_policy_without_a_preset_is_compared_with_standard() -> None:
+    only = {"metrics": {"exposed_records": {"threshold": 0.0, "severity": "ERROR"}}}
+    with pytest.raises(dp.PolicyError, match="left out"):
+        pol.from_mapping(only)
+    assert pol.from_mapping({**only, "waivers": {"metrics.*": WHY}}).require_signoff is True
+
+
+def _probe(share: float, n: int) -> MetricResult:
+    """An attack gate's result: ``share`` of n training targets hit, 0.05 of n control targets."""
+    hits_t, hits_c = round(share * n), round(0.05 * n)
+    return MetricResult(id="probe", value=share, risk=Risk.SINGLING_OUT,
+                        evidence=[{"k_t": hits_t, "n_t": n, "k_c": hits_c, "n_c": n}])  # fmt: skip
+
+
+@pytest.mark.parametrize(("field", "base", "looser"), [("fail_level", 0.007, 1e-7), ("pass_level", 0.05, 0.4),
+                                                       ("accepted_excess", 0.25, 0.9)])  # fmt: skip
+def test_the_direction_of_each_level_is_the_judges(field, base, looser) -> None:
+    """The classification agrees with the decision rule: the looser value never fails what the base
+    passes, and passes some release the base does not (false_alarm and weight act through fail_level,
+    assurance through pass_level)."""
+    entry = MetricPolicy(threshold=0.1)
+    kw = {"fail_level": 0.007, "pass_level": 0.05, "accepted_excess": 0.25}
+    rank = {Status.PASS: 0, Status.INCONCLUSIVE: 1, Status.FAIL: 2}
+    moved = 0
+    for n in (50, 200, 1000):
+        for share in (0.1, 0.15, 0.2, 0.25, 0.3, 0.4):
+            a = judge(entry, _probe(share, n), **kw).status
+            b = judge(entry, _probe(share, n), **{**kw, field: looser}).status
+            assert rank[b] <= rank[a], (n, share, a, b)
+            moved += rank[b] < rank[a]
+    assert moved > 0
