@@ -14,6 +14,7 @@ import numpy as np
 import polars as pl
 
 from . import allocator
+from .data import new_values
 from .data import tables as tb
 from .data.left_out import left_out_overlap
 from .data.loading import load
@@ -132,6 +133,8 @@ def prepare(
     )
     ctx.source_index_column = source_index_column
     ctx.input_rows = order
+    # values the real tables never hold: a finding on every route (issue 55, data/new_values.py)
+    ctx.new_values = new_values.new_values(canon["real"], canon.get("holdout"), canon["synthetic"], schema)
     return ctx, fingerprints
 
 
@@ -276,7 +279,9 @@ def run_metrics(
     t0 = time.perf_counter() if started is None else started
     specs = registry()
     ctx.plan([q for mid in plan.ids for q in specs[mid].queries])
-    findings = left_out_findings(ctx.schema)
+    findings = left_out_findings(ctx.schema) + new_values.findings(
+        getattr(ctx, "new_values", {}), plan.policy.waivers
+    )
     bar = _progress(progress, len(plan.ids))
     histograms = {(SPACE, side, "real") for side in SIDES}  # read by _distances, after the metrics
     judged_by: dict[str, MetricResult] = {}

@@ -117,6 +117,16 @@ def floor(
     return hi
 
 
+#: the parts beyond verbatim and one cell, in words: how near a synthetic row is to the records counted
+STRATA = {
+    "nearer": "nearer than their own nearest neighbour",
+    **{f"cells_{k}": f"within {k} cell{'s' * (k > 1)} where no other real record is within {k + 1}"
+       for k in (1, 2, 3)},
+    "tenth": "within a tenth of their distance to any other real record",
+    "keys": "equal on the key columns, a combination no other real record has",
+}  # fmt: skip
+
+
 def decide(
     parts: list[dict[str, float]], threshold: float, fail_level: float, pass_level: float, accepted_floor: int
 ) -> tuple[str, str | None, dict[str, object]]:
@@ -168,6 +178,8 @@ def decide(
         "verbatim": v["floor_people"],
         "isolated_verbatim": iso["floor_people"],
         "one_cell_edit": near["floor_people"],
+        # issue 55: each margin stratum's floor, in records copied with that alteration and counted there
+        **{r["part"]: r["floor_people"] for r in rows if r["part"] in STRATA and r["part"] != "nearer"},
     }
     decision: dict[str, object] = {
         "test": "exact conditional test per part (binomial; hypergeometric for nearer), weighted Bonferroni",
@@ -191,10 +203,10 @@ def decide(
     if beyond:
         worst = min(beyond, key=lambda r: r["p_value"])
         said = counted
-        if worst["part"] == "nearer":  # jittered copies: the part's own counts, against the holdout's
+        if worst["part"] in STRATA:  # altered copies: the stratum's own counts, against the holdout's
             said = (
-                f"{worst['exposed']:,} of {worst['rare']:,} training records have a synthetic row nearer "
-                f"than their own nearest neighbour, against {worst['exposed_holdout']:,} of "
+                f"{worst['exposed']:,} of {worst['rare']:,} training records have a synthetic row "
+                f"{STRATA[worst['part']]}, against {worst['exposed_holdout']:,} of "
                 f"{worst['rare_holdout']:,} holdout records (chance); {counted}"
             )
         return (

@@ -109,6 +109,8 @@ def loosenings(policy: Any, base: Any) -> list[Loosening]:
             if was.blocks_on_failure:
                 out.append(Loosening(f"metrics.{mid}", "a gate", "left out"))
             continue
+        if not was.blocks_on_failure:  # an entry that informs in the preset blocks nothing to loosen
+            continue
         for name, how in ENTRY_FIELDS.items():
             if how != "level" and _looser(how, getattr(was, name), getattr(now, name)):
                 out.append(Loosening(f"metrics.{mid}.{name}", getattr(was, name), getattr(now, name)))

@@ -36,7 +36,14 @@ from ..data.tables import Schema
 #: isolated records reproduced within one cell but not verbatim; the other records rare at radius
 #: one reproduced within one cell (second review: a one-cell edit of them was seen by no gate); and
 #: records a synthetic row lies nearer to than their own nearest other record (jittered copies)
-PARTS = ("verbatim", "verbatim_isolated", "near_isolated", "near", "nearer")
+PARTS = ("verbatim", "verbatim_isolated", "near_isolated", "near", "nearer", "cells_1", "cells_2", "cells_3",
+         "tenth", "keys")
+#: the margin strata (issue 55): a record counts in cells_k when a synthetic row differs from it in at most
+#: k cells while its nearest other real record differs in at least k + MARGIN_CELLS; in tenth when a
+#: synthetic row lies within TENTH of its own spacing in the distance gates' space
+CELL_STRATA = (1, 2, 3)
+MARGIN_CELLS = 2
+TENTH = 0.1
 #: above this many column pairs, isolation is taken at radius one (a 30-column table has 435 pairs)
 MAX_PAIRS = 500
 
@@ -231,6 +238,37 @@ def nearer(
     return Part(rare_t, rare_h, exposed_t, exposed_h, np.zeros(n_synthetic, dtype=bool))
 
 
+def margin_part(
+    own: tuple[np.ndarray, np.ndarray],
+    syn: tuple[np.ndarray, np.ndarray],
+    nearest_synthetic: np.ndarray,
+    n_synthetic: int,
+    *,
+    cells: int | None = None,
+    ratio: float | None = None,
+) -> Part:
+    """A margin stratum (issue 55, "nearer than anyone else, at every margin"), one rule for both sides:
+    ``own`` is each record's distance to its nearest other record of the training and holdout tables
+    pooled (leave one out), ``syn`` its distance to the nearest synthetic row (training, holdout). With
+    ``cells`` = k (distances counted in cells): rare when own ≥ k + MARGIN_CELLS, exposed when syn ≤ k — a
+    copy with k cells altered of a record no other record comes within k + 1 cells of. With ``ratio``
+    (distances in the euclidean space): rare when own > 0, exposed when syn < ratio · own — a copy nudged
+    by a small part of the table's own spacing there. Either way a record's stratum depends on the
+    records alone, never on which side its neighbours fell, so the two sides stay exchangeable and chance
+    is thin: a synthetic row that close to an unseen record is rare. Its exposing rows: each exposed
+    training record's nearest synthetic row (``nearest_synthetic``)."""
+    if cells is not None:
+        rare = (own[0] >= cells + MARGIN_CELLS, own[1] >= cells + MARGIN_CELLS)
+        exposed_t, exposed_h = rare[0] & (syn[0] <= cells), rare[1] & (syn[1] <= cells)
+    else:
+        r = float(ratio or 0.0)
+        rare = (own[0] > 0, own[1] > 0)
+        exposed_t, exposed_h = rare[0] & (syn[0] < r * own[0]), rare[1] & (syn[1] < r * own[1])
+    exposing = np.zeros(n_synthetic, dtype=bool)
+    exposing[nearest_synthetic[exposed_t]] = True
+    return Part(rare[0], rare[1], exposed_t, exposed_h, exposing)
+
+
 def edit_registration(
     train_grid: pl.DataFrame, train_masked: np.ndarray, rare_near: np.ndarray, rare_verbatim: np.ndarray,
     rng: np.random.Generator, *, samples: int = 400,
@@ -272,6 +310,7 @@ __all__ = [
     "grid",
     "grid_widths",
     "isolated",
+    "margin_part",
     "masked_hashes",
     "near_part",
     "nearer",

@@ -21,12 +21,17 @@ LIST_CAP = 1000
 #: each part's share of the gate's level (weighted Bonferroni; the parts overlap, the union bound does
 #: not care): every verbatim copy is the harm the gate exists for; the isolated strata catch copies of
 #: the rarest records, where chance explains almost none
-WEIGHTS = {"verbatim": 0.6, "verbatim_isolated": 0.15, "near_isolated": 0.1, "near": 0.05, "nearer": 0.1}
-#: the euclidean space's queries the nearer part reads, shared with the distance gates
+#: issue 55: the margin strata (copies altered in a few cells, nudged, or kept on the key columns) take
+#: 0.3 of it, where chance is thin; verbatim keeps the largest share
+WEIGHTS = {"verbatim": 0.45, "verbatim_isolated": 0.1, "near_isolated": 0.1, "near": 0.025, "nearer": 0.025,
+           "cells_1": 0.05, "cells_2": 0.05, "cells_3": 0.05, "tenth": 0.1, "keys": 0.05}  # fmt: skip
+#: the euclidean space's queries the nearer and tenth parts read, shared with the distance gates, and the
+#: same in cells (the Hamming space of exact codes) for the cells strata
 SPACE = "euclidean"
-QUERIES = tuple((SPACE, q, r, 1) for q, r in (("real", "real"), ("holdout", "real"), ("real", "holdout"),
-                                              ("holdout", "holdout"), ("real", "synthetic"),
-                                              ("holdout", "synthetic")))  # fmt: skip
+CELLS = "hamming"
+PAIRS = (("real", "real"), ("holdout", "real"), ("real", "holdout"), ("holdout", "holdout"),
+         ("real", "synthetic"), ("holdout", "synthetic"))  # fmt: skip
+QUERIES = tuple((space, q, r, 1) for space in (SPACE, CELLS) for q, r in PAIRS)
 
 
 @metric(
@@ -69,20 +74,16 @@ def exposed_records(
     one_t, one_h = ex.rare_within(masked["real"], masked["holdout"])
     rare_one = (one_t & ~iso_t, one_h & ~iso_h)  # rare at radius one, not isolated
     other = ex.near_part(rare_one, hits, verbatim, masked["real"], masked["synthetic"])
-    d = {(q, r): ctx.neighbors(SPACE, q, r, 1).dist[:, 0] for _, q, r, _ in QUERIES}  # the shared queries
-    closer = ex.nearer(  # each record's own nearest other record of the union: see ex.nearer
-        np.minimum(d["real", "real"], d["real", "holdout"]),
-        np.minimum(d["holdout", "real"], d["holdout", "holdout"]),
-        d["real", "synthetic"],
-        d["holdout", "synthetic"],
-        ctx.n("synthetic"),
-    )
+    own, syn, nearest = _distances(ctx, SPACE)  # the shared queries
+    closer = ex.nearer(*own, *syn, ctx.n("synthetic"))  # each record's own nearest other record: ex.nearer
     parts = {
         "verbatim": verbatim,
         "verbatim_isolated": ex.restricted(verbatim, iso_t, iso_h, hashes["synthetic"], hashes["real"]),
         "near_isolated": near,
         "near": other,
         "nearer": closer,
+        **_margin_parts(ctx, (own, syn, nearest)),
+        **_key_part(ctx, frames),
     }
     if not verbatim.rare_train.any():
         raise NotApplicable(
@@ -104,16 +105,17 @@ def exposed_records(
         for name, p in parts.items()
         if p.rare_train.any()  # an empty stratum (no isolated record) tests nothing
     )
+    counted = [p for name, p in parts.items() if name != "nearer"]  # nearer: a membership signal only
     people = (
-        verbatim.exposed_train | near.exposed_train | other.exposed_train,
-        verbatim.exposed_holdout | near.exposed_holdout | other.exposed_holdout,
+        np.logical_or.reduce([p.exposed_train for p in counted]),
+        np.logical_or.reduce([p.exposed_holdout for p in counted]),
     )
     exposed = int(people[0].sum())
     rare_h = int(verbatim.rare_holdout.sum())
     chance = int(people[1].sum()) * int(verbatim.rare_train.sum()) / rare_h if rare_h else 0.0
     rare = int(verbatim.rare_train.sum())
     value = min(1.0, max(0.0, (exposed - chance) / rare)) if rare else 0.0
-    exposing = verbatim.exposing | near.exposing | other.exposing
+    exposing = np.logical_or.reduce([p.exposing for p in counted])
     return Measurement(
         value=value,
         raw=float(exposed),
@@ -140,14 +142,60 @@ def exposed_records(
     )
 
 
+def _distances(
+    ctx: EvaluationContext, space: str
+) -> tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray], np.ndarray]:
+    """(each record's distance to its nearest other record of both tables pooled, leave one out;
+    its distance to the nearest synthetic row; each training record's nearest synthetic row)."""
+    d = {(q, r): ctx.neighbors(space, q, r, 1).dist[:, 0] for q, r in PAIRS}
+    own = (np.minimum(d["real", "real"], d["real", "holdout"]),
+           np.minimum(d["holdout", "real"], d["holdout", "holdout"]))  # fmt: skip
+    nearest = ctx.neighbors(space, "real", "synthetic", 1).idx[:, 0]
+    return own, (d["real", "synthetic"], d["holdout", "synthetic"]), nearest
+
+
+def _margin_parts(ctx: EvaluationContext, euclidean: tuple) -> dict[str, ex.Part]:
+    """The margin strata (issue 55): cells_k in cells, tenth in the distance gates' space."""
+    n = ctx.n("synthetic")
+    own, syn, nearest = _distances(ctx, CELLS)
+    parts = {f"cells_{k}": ex.margin_part(own, syn, nearest, n, cells=k) for k in ex.CELL_STRATA}
+    parts["tenth"] = ex.margin_part(*euclidean, n, ratio=ex.TENTH)
+    return parts
+
+
+def _key_part(ctx: EvaluationContext, frames: dict) -> dict[str, ex.Part]:
+    """Partial copies (issue 55, WP29 singling out): a synthetic row equal to a record on the threat
+    model's key columns where that combination is unique among the real records of both tables pooled
+    (named or defaulted: simulation.threat_columns). Counted on both sides by the verbatim rule."""
+    from .simulation import threat_columns
+
+    keys = [c for c in threat_columns(ctx)[0] if c in frames["real"].columns]
+    if not keys or len(keys) == frames["real"].width:  # all columns: the verbatim part already
+        return {}
+    h = {r: frames[r].select(keys).hash_rows(seed=0).to_numpy() for r in ("real", "holdout", "synthetic")}
+    return {"keys": ex.verbatim(h["real"], h["holdout"], h["synthetic"])}
+
+
+#: how each counted part exposes a record, as the JSON lists it (a record may be listed by several)
+MECHANISMS = {
+    "verbatim": "verbatim",
+    "near_isolated": "within one cell",
+    "near": "within one cell",
+    **{f"cells_{k}": f"within {k} cell{'s' * (k > 1)}, nearer than any other record" for k in ex.CELL_STRATA},
+    "tenth": "within a tenth of its distance to any other record",
+    "keys": "equal on the key columns, a combination unique among real records",
+}
+
+
 def _listed(ctx: EvaluationContext, parts: dict[str, ex.Part]) -> dict[str, object]:
     """The exposed training records by their row number in the real input as given (0-based, the
     header not counted), with the mechanism; capped at LIST_CAP. Never a value."""
     order = getattr(ctx, "input_rows", {}).get("real")
     rows: list[dict[str, object]] = []
-    for name in ("verbatim", "near_isolated", "near"):  # verbatim_isolated is a stratum of verbatim
+    for name, mechanism in MECHANISMS.items():  # verbatim_isolated is a stratum of verbatim
+        if name not in parts:
+            continue
         at = np.flatnonzero(parts[name].exposed_train)
-        mechanism = "verbatim" if name == "verbatim" else "within one cell"
         rows += [{"row": int(order[i] if order is not None else i), "mechanism": mechanism} for i in at]
     rows.sort(key=lambda r: (r["row"], r["mechanism"]))
     return {

@@ -35,7 +35,8 @@ def test_every_field_of_the_policy_model_is_classified() -> None:
         ({"accepted_excess": 0.9}, "accepted_excess"),
         ({"metrics": {"dcr": {"on": "value"}}}, None),  # standard gates dcr on its value already
         ({"metrics": {"linkability": {"severity": "WARN"}}}, "metrics.linkability.severity"),
-        ({"metrics": {"crp": {"optional": True}}}, "metrics.crp.optional"),
+        ({"metrics": {"linkability": {"optional": True}}}, "metrics.linkability.optional"),
+        ({"metrics": {"crp": {"optional": True, "threshold": 0.9}}}, None),  # crp informs: nothing to loosen
         ({"metrics": {"crp": {"weight": 10.0}}}, None),  # crp informs in standard: no gate's level moves
         ({"metrics": {"exposed_records": {"params": {"radius": 3}}}}, "metrics.exposed_records.params"),
         ({"metrics": {"linkability": {"weight": 10.0}}}, "metrics.linkability.weight"),  # the others' level
