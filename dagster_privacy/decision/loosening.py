@@ -1,6 +1,7 @@
 """Which fields of a policy make a release pass more easily than its preset (issue 54): loosenings.
 
-A policy is compared with its preset (``standard`` when it names none) on what each gate is judged
+A policy is compared with its preset (``standard`` when it names none: then on the gates it names, its
+own choice) on what each gate is judged
 with — the figures ``judge`` receives (threshold, gated figure, severity, its fail level after the
 weighted Bonferroni split, the pass level, the accepted floor and excess, accept_unrun) — and on what
 decides the verdict and publication (optional, a gate left out, parameters, sign-off). A field is a
@@ -106,7 +107,9 @@ def loosenings(policy: Any, base: Any) -> list[Loosening]:
     for mid, was in base.metrics.items():
         now = policy.metrics.get(mid)
         if now is None:
-            if was.blocks_on_failure:
+            # a policy without a preset names its own gates (each risk must still be assessed: the
+            # verdict's rule); one based on a preset that drops one of its gates loosens it
+            if was.blocks_on_failure and policy.preset is not None:
                 out.append(Loosening(f"metrics.{mid}", "a gate", "left out"))
             continue
         if not was.blocks_on_failure:  # an entry that informs in the preset blocks nothing to loosen

