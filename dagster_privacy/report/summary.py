@@ -149,12 +149,21 @@ def people_sentence(ev: Evaluation) -> str:
     )
     floors = d.get("floor_people") or {}
 
-    def said(k: int | None) -> str:
-        return "no number of" if k is None else f"{k}"
-
-    return head + (
-        f" A release copying {said(floors.get('verbatim'))} rare training records verbatim, or "
-        f"{said(floors.get('one_cell_edit'))} with one cell edited, fails this gate with 95 % probability."
+    verbatim, edit = floors.get("verbatim"), floors.get("one_cell_edit")
+    caught = (
+        f" A release copying {verbatim} rare training records verbatim fails this gate with 95 % probability"
+        if verbatim is not None
+        else " No number of verbatim copies is sure to fail this gate on these tables"
+    )
+    edited = (
+        f"; copies with one cell edited need {edit} records for the same"
+        if edit is not None
+        else "; no number of copies with one cell edited is sure to fail it"
+    )
+    return head + caught + edited + (
+        ". A pass guarantees the verbatim figure only; copies altered in more cells, nudged or kept on the "
+        "key columns are counted by the margin strata, each with its own floor in the JSON "
+        "(floor_people), without a guarantee at the policy's accepted floor."
     )
 
 

@@ -93,6 +93,8 @@ def write(
 
     if target.exists():
         shutil.copyfile(target, tmp)  # keep the publications log and other tables
+    elif tmp.is_file() and not tmp.is_symlink() and tmp.stat().st_size == 0:
+        tmp.unlink()  # the empty placeholder atomic.py created under its random name: DuckDB makes its own
     con = duckdb.connect(str(tmp))
     try:
         if df is not None:

@@ -1,0 +1,138 @@
+"""A copy is a copy after a few edits (issue 55): the margin strata count records a synthetic row is nearer
+to than any other real record by a margin (in cells, in the distance gates' space, on the key columns);
+values the real tables never hold block on every route; remediate leaves no counted copy."""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+import pytest
+
+import dagster_privacy as dp
+from dagster_privacy.calibration import leaky_split
+from dagster_privacy.demo import load_demo
+from dagster_privacy.engine import exposure as ex
+
+
+def test_margin_part_known_answer() -> None:
+    own = (np.array([0.0, 2.0, 4.0, 5.0]), np.array([4.0, 1.0]))
+    syn = (np.array([0.0, 1.0, 2.0, 3.0]), np.array([2.0, 0.0]))
+    nearest = np.array([3, 2, 1, 0])
+    two = ex.margin_part(own, syn, nearest, 5, cells=2)  # rare: own ≥ 4; exposed: syn ≤ 2
+    assert two.rare_train.tolist() == [False, False, True, True]
+    assert two.exposed_train.tolist() == [False, False, True, False]
+    assert two.exposed_holdout.tolist() == [True, False] and two.rare_holdout.tolist() == [True, False]
+    assert two.exposing.tolist() == [False, True, False, False, False]  # the exposed record's nearest row
+    tenth = ex.margin_part(own, (np.array([0.0, 0.1, 0.5, 0.4]), syn[1]), nearest, 5, ratio=0.1)
+    assert tenth.exposed_train.tolist() == [False, True, False, True]  # 0.1 < 0.2, 0.4 < 0.5; 0.5 ≥ 0.4; twin: no
+
+
+@pytest.fixture(scope="module")
+def split():
+    return leaky_split(load_demo().head(3000), 0.0, seed=3)
+
+
+def _evaluate(train, synthetic, control, **kw) -> dp.Evaluation:
+    return dp.evaluate(train, synthetic, holdout=control, metrics=["exposed_records"], progress=False, **kw)
+
+
+def _part(ev: dp.Evaluation, name: str) -> dict:
+    return next(p for p in ev["exposed_records"].decision["parts"] if p["part"] == name)
+
+
+def _own_cells(train: pl.DataFrame, control: pl.DataFrame) -> np.ndarray:
+    """Each training record's cells to its nearest other record of both tables (a pairwise reference)."""
+    both = pl.concat([train, control]).to_numpy()
+    t = train.to_numpy()
+    out = np.empty(len(t), dtype=int)
+    for i, row in enumerate(t):
+        d = (both != row).sum(axis=1)
+        d[i] = 10**6
+        out[i] = d.min()
+    return out
+
+
+def _two_cells_changed(rows: pl.DataFrame, train: pl.DataFrame, seed: int) -> pl.DataFrame:
+    rng = np.random.default_rng(seed)
+    text = [c for c, t in train.schema.items() if t == pl.String]
+    out = []
+    for row in rows.iter_rows(named=True):
+        for c in rng.choice(text, size=2, replace=False):
+            pool = [v for v in train.get_column(c).unique().drop_nulls().to_list() if v != row[c]]
+            row[c] = pool[int(rng.integers(0, len(pool)))]
+        out.append(row)
+    return pl.DataFrame(out, schema=train.schema)
+
+
+def test_copies_with_two_cells_changed_fail_where_chance_is_thin(split) -> None:
+    own = _own_cells(split.train, split.control)
+    far = split.train.filter(pl.Series(own >= 4)).head(30)  # nearer to their person by ≥ 2 cells
+    assert far.height == 30
+    clean = _evaluate(split.train, split.release, split.control)
+    altered = _two_cells_changed(far, split.train, 0)
+    ev = _evaluate(split.train, pl.concat([split.release, altered]), split.control)
+    before, after = _part(clean, "cells_2"), _part(ev, "cells_2")
+    assert before["rare"] == after["rare"] == int((own >= 4).sum())  # the stratum is the records' alone
+    assert after["exposed"] - before["exposed"] >= 29  # each copy counted (one may land on another)
+    assert ev["exposed_records"].status is dp.Status.FAIL and clean["exposed_records"].passed
+    assert "cells_2" in ev["exposed_records"].reason
+
+
+def test_a_weight_plus_one_is_nearer_to_its_record_than_any_other(split) -> None:
+    rows = split.train.filter(~split.train.is_duplicated()).sample(40, seed=1)
+    nudged = rows.with_columns(pl.col("fnlwgt") + 1)
+    clean = _evaluate(split.train, split.release, split.control)
+    ev = _evaluate(split.train, pl.concat([split.release, nudged]), split.control)
+    assert _part(ev, "tenth")["exposed"] - _part(clean, "tenth")["exposed"] >= 38
+    assert _part(ev, "verbatim")["exposed"] == _part(clean, "verbatim")["exposed"]  # not a verbatim copy
+    assert ev["exposed_records"].status is dp.Status.FAIL
+
+
+def test_a_copy_kept_on_its_key_columns_singles_out_its_person(split) -> None:
+    keys = ["age", "fnlwgt", "sex"]
+    pooled = pl.concat([split.train, split.control]).select(keys).is_duplicated().to_numpy()[: split.train.height]
+    rows = split.train.filter(pl.Series(~pooled)).sample(60, seed=2)  # chance on these keys is about 1 %
+    changed = rows.with_columns(pl.lit("Other-service").alias("occupation"), pl.col("hours-per-week") + 7,
+                                pl.lit("Divorced").alias("marital-status"))  # fmt: skip
+    kw = {"key_columns": keys}
+    clean = _evaluate(split.train, split.release, split.control, **kw)
+    ev = _evaluate(split.train, pl.concat([split.release, changed]), split.control, **kw)
+    assert _part(ev, "keys")["exposed"] - _part(clean, "keys")["exposed"] >= 59
+    assert ev["exposed_records"].status is dp.Status.FAIL
+
+
+def test_recoded_labels_block_on_the_api_route_unless_declared(split) -> None:
+    rows = split.train.filter(~split.train.is_duplicated()).sample(20, seed=4)
+    recoded = rows.with_columns(pl.col("sex").replace({"Male": "M", "Female": "F"}))
+    release = pl.concat([split.release, recoded])
+    ev = _evaluate(split.train, release, split.control)
+    lines = [f for f in ev.findings if "never holds" in f]
+    assert ev.verdict is dp.Status.FAIL and len(lines) == 1 and "'sex'" in lines[0] and "20 synthetic" in lines[0]
+    assert "Male" not in lines[0] and "M," not in lines[0]  # counts and names, never a value
+    declared = {"preset": "standard", "waivers": {"new_values.sex": "the generator recodes sex on purpose"}}
+    ok = _evaluate(split.train, release, split.control, policy=declared)
+    assert not [f for f in ok.findings if "never holds" in f]
+    clean = _evaluate(split.train, split.release, split.control)
+    assert not [f for f in clean.findings if "never holds" in f]  # unseen real rows: chance, not a block
+
+
+def test_remediate_leaves_no_counted_copy(split, tmp_path) -> None:
+    from click.testing import CliRunner
+
+    from dagster_privacy.cli import cli
+
+    own = _own_cells(split.train, split.control)
+    altered = _two_cells_changed(split.train.filter(pl.Series(own >= 4)).head(30), split.train, 5)
+    nudged = split.train.filter(~split.train.is_duplicated()).sample(30, seed=6).with_columns(pl.col("fnlwgt") + 1)
+    for name, df in (("t", split.train), ("h", split.control),
+                     ("s", pl.concat([split.release, altered, nudged]))):  # fmt: skip
+        df.write_csv(tmp_path / f"{name}.csv")
+    out = tmp_path / "fixed.parquet"
+    args = ["remediate", "--real", str(tmp_path / "t.csv"), "--holdout", str(tmp_path / "h.csv"),
+            "--synthetic", str(tmp_path / "s.csv"), "--out", str(out), "--policy", "standard"]  # fmt: skip
+    CliRunner().invoke(cli, args)
+    fixed = pl.read_parquet(out)
+    for planted in (altered, nudged):
+        assert not fixed.join(planted, on=fixed.columns, how="semi").height  # every altered copy dropped
+    again = _evaluate(split.train, fixed, split.control)
+    assert again["exposed_records"].flagged is not None and again["exposed_records"].flagged.size == 0
