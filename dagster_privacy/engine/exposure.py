@@ -23,6 +23,7 @@ functions of canonical frames; the decision (an exact conditional binomial test)
 from __future__ import annotations
 
 import itertools
+import math
 import unicodedata
 from dataclasses import dataclass
 
@@ -36,16 +37,19 @@ from ..data.tables import Schema
 #: isolated records reproduced within one cell but not verbatim; the other records rare at radius
 #: one reproduced within one cell (second review: a one-cell edit of them was seen by no gate); and
 #: records a synthetic row lies nearer to than their own nearest other record (jittered copies)
-PARTS = ("verbatim", "verbatim_isolated", "near_isolated", "near", "nearer", "cells_1", "cells_2", "cells_3",
-         "tenth", "keys")
+PARTS = ("verbatim", "verbatim_isolated", "near_isolated", "near", "nearer", "cells_1", "cells_2", "tenth",
+         "keys")
 #: the margin strata (issue 55): a record counts in cells_k when a synthetic row differs from it in at most
 #: k cells while its nearest other real record differs in at least k + MARGIN_CELLS; in tenth when a
 #: synthetic row lies within TENTH of its own spacing in the distance gates' space
-CELL_STRATA = (1, 2, 3)
+CELL_STRATA = (1, 2)
 MARGIN_CELLS = 2
 TENTH = 0.1
 #: above this many column pairs, isolation is taken at radius one (a 30-column table has 435 pairs)
 MAX_PAIRS = 500
+#: a margin stratum in cells needs one hash per set of k + 1 masked columns: above this many it is left
+#: out (k = 2 on 15 columns: 455 triples; on 25 columns 2,300)
+MAX_MASKS = 1000
 
 
 @dataclass(frozen=True)
@@ -269,6 +273,86 @@ def margin_part(
     return Part(rare[0], rare[1], exposed_t, exposed_h, exposing)
 
 
+def cell_keys(df: pl.DataFrame) -> np.ndarray:
+    """(rows, columns) uint64: each cell's value hashed with its column's position, so that a row's key
+    with some columns left out is the sum of the other columns' keys (wrapping): one subtraction per
+    mask instead of one row hash per mask."""
+    from ..data.tables import mix64
+
+    if df.width == 0:
+        return np.zeros((df.height, 0), dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        return np.column_stack(
+            [mix64(df.get_column(c).hash(seed=0).to_numpy() + np.uint64(j + 1) * _GOLDEN)
+             for j, c in enumerate(df.columns)]  # fmt: skip
+        )
+
+
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+
+
+def _masked(keys: np.ndarray, total: np.ndarray, mask: tuple[int, ...]) -> np.ndarray:
+    with np.errstate(over="ignore"):
+        return total - keys[:, list(mask)].sum(axis=1, dtype=np.uint64)
+
+
+def _in_sorted(values: np.ndarray, ref: np.ndarray) -> np.ndarray:
+    """Bool per value: it occurs in ``ref`` (sorted): a binary search, cheaper than np.isin's sort."""
+    if ref.size == 0:
+        return np.zeros(values.size, dtype=bool)
+    at = np.minimum(np.searchsorted(ref, values), ref.size - 1)
+    return ref[at] == values
+
+
+def _shared(values: np.ndarray, candidates: np.ndarray) -> np.ndarray:
+    """Bool per candidate index: its value occurs more than once in ``values``."""
+    ref = np.sort(values)
+    v = values[candidates]
+    at = np.searchsorted(ref, v)
+    # the first equal sits at ``at``: a second one right after it
+    return (at + 1 < ref.size) & (ref[np.minimum(at + 1, ref.size - 1)] == v)
+
+
+def cells_strata(
+    train: pl.DataFrame, holdout: pl.DataFrame, synthetic: pl.DataFrame, strata: tuple[int, ...] = CELL_STRATA
+) -> dict[int, Part]:
+    """The margin strata in cells (issue 55), on exact values: for each k, a record is rare when no
+    other record of both tables pooled lies within k + 1 cells of it (one key per set of k + 1 masked
+    columns, leave one out) and exposed when a synthetic row lies within k cells (equal on some set of
+    all but k columns); its exposing rows are every such synthetic row. A stratum whose masks would
+    exceed MAX_MASKS (a wide table) is left out: no stratum is better than an inexact one."""
+    d = train.width
+    keys = {"t": cell_keys(train), "h": cell_keys(holdout), "s": cell_keys(synthetic)}
+    with np.errstate(over="ignore"):
+        total = {r: k.sum(axis=1, dtype=np.uint64) for r, k in keys.items()}
+    n_t = train.height
+    pooled_keys = np.concatenate([keys["t"], keys["h"]])
+    pooled_total = np.concatenate([total["t"], total["h"]])
+    out: dict[int, Part] = {}
+    for k in strata:
+        wide = k + MARGIN_CELLS - 1
+        if wide >= d or math.comb(d, wide) > MAX_MASKS:
+            continue
+        rare = np.ones(pooled_total.size, dtype=bool)
+        for m in itertools.combinations(range(d), wide):
+            alive = np.flatnonzero(rare)  # a record seen within k + 1 cells of another stays common
+            if alive.size == 0:
+                break
+            rare[alive[_shared(_masked(pooled_keys, pooled_total, m), alive)]] = False
+        hit = np.zeros(pooled_total.size, dtype=bool)
+        masks = list(itertools.combinations(range(d), k))
+        syn = [np.sort(_masked(keys["s"], total["s"], m)) for m in masks]
+        for m, ks in zip(masks, syn, strict=True):
+            hit |= _in_sorted(_masked(pooled_keys, pooled_total, m), ks)
+        exposed = rare & hit
+        exposing = np.zeros(synthetic.height, dtype=bool)
+        for m in masks:  # every synthetic row within k cells of an exposed record
+            ref = np.sort(_masked(keys["t"], total["t"], m)[exposed[:n_t]])
+            exposing |= _in_sorted(_masked(keys["s"], total["s"], m), ref)
+        out[k] = Part(rare[:n_t], rare[n_t:], exposed[:n_t], exposed[n_t:], exposing)
+    return out
+
+
 def edit_registration(
     train_grid: pl.DataFrame, train_masked: np.ndarray, rare_near: np.ndarray, rare_verbatim: np.ndarray,
     rng: np.random.Generator, *, samples: int = 400,
@@ -310,6 +394,7 @@ __all__ = [
     "grid",
     "grid_widths",
     "isolated",
+    "cells_strata",
     "margin_part",
     "masked_hashes",
     "near_part",

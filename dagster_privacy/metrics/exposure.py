@@ -24,14 +24,13 @@ LIST_CAP = 1000
 #: issue 55: the margin strata (copies altered in a few cells, nudged, or kept on the key columns) take
 #: 0.3 of it, where chance is thin; verbatim keeps the largest share
 WEIGHTS = {"verbatim": 0.45, "verbatim_isolated": 0.1, "near_isolated": 0.1, "near": 0.025, "nearer": 0.025,
-           "cells_1": 0.05, "cells_2": 0.05, "cells_3": 0.05, "tenth": 0.1, "keys": 0.05}  # fmt: skip
-#: the euclidean space's queries the nearer and tenth parts read, shared with the distance gates, and the
-#: same in cells (the Hamming space of exact codes) for the cells strata
+           "cells_1": 0.075, "cells_2": 0.075, "tenth": 0.1, "keys": 0.05}  # fmt: skip
+#: the euclidean space's queries the nearer and tenth parts read, shared with the distance gates (the
+#: cells strata use masked hashes: engine/exposure.cells_strata)
 SPACE = "euclidean"
-CELLS = "hamming"
 PAIRS = (("real", "real"), ("holdout", "real"), ("real", "holdout"), ("holdout", "holdout"),
          ("real", "synthetic"), ("holdout", "synthetic"))  # fmt: skip
-QUERIES = tuple((space, q, r, 1) for space in (SPACE, CELLS) for q, r in PAIRS)
+QUERIES = tuple((SPACE, q, r, 1) for q, r in PAIRS)
 
 
 @metric(
@@ -82,7 +81,8 @@ def exposed_records(
         "near_isolated": near,
         "near": other,
         "nearer": closer,
-        **_margin_parts(ctx, (own, syn, nearest)),
+        **{f"cells_{k}": p for k, p in ex.cells_strata(*(frames[r] for r in roles)).items()},
+        "tenth": ex.margin_part(own, syn, nearest, ctx.n("synthetic"), ratio=ex.TENTH),
         **_key_part(ctx, frames),
     }
     if not verbatim.rare_train.any():
@@ -152,15 +152,6 @@ def _distances(
            np.minimum(d["holdout", "real"], d["holdout", "holdout"]))  # fmt: skip
     nearest = ctx.neighbors(space, "real", "synthetic", 1).idx[:, 0]
     return own, (d["real", "synthetic"], d["holdout", "synthetic"]), nearest
-
-
-def _margin_parts(ctx: EvaluationContext, euclidean: tuple) -> dict[str, ex.Part]:
-    """The margin strata (issue 55): cells_k in cells, tenth in the distance gates' space."""
-    n = ctx.n("synthetic")
-    own, syn, nearest = _distances(ctx, CELLS)
-    parts = {f"cells_{k}": ex.margin_part(own, syn, nearest, n, cells=k) for k in ex.CELL_STRATA}
-    parts["tenth"] = ex.margin_part(*euclidean, n, ratio=ex.TENTH)
-    return parts
 
 
 def _key_part(ctx: EvaluationContext, frames: dict) -> dict[str, ex.Part]:
