@@ -173,8 +173,10 @@ def run_case(table: str, df: pl.DataFrame, seed: int, kind: str, k: int) -> dict
         "status": r.status.value,
         "blocked_by_new_values": bool(new_values),
         "caught": r.status.value == "fail" or bool(new_values),
-        "parts": [{x: p[x] for x in ("part", "exposed", "rare", "exposed_holdout", "rare_holdout", "level")}
-                  for p in parts],  # fmt: skip
+        "parts": [
+            {x: p[x] for x in ("part", "exposed", "rare", "exposed_holdout", "rare_holdout", "level")}
+            for p in parts
+        ],  # fmt: skip
         "seconds": round(time.perf_counter() - t0, 2),
     }
 
@@ -202,7 +204,8 @@ def floor_of(cases: list[dict[str, Any]]) -> tuple[int | None, str | None]:
         if reg <= 0.02:
             continue
         p0 = ps[0]
-        f = floor(p0["rare"], p0["exposed_holdout"], p0["rare_holdout"], p0["level"], registered=min(1.0, reg),
+        reg = min(1.0, reg)
+        f = floor(p0["rare"], p0["exposed_holdout"], p0["rare_holdout"], p0["level"], registered=reg,
                   limit=5000)  # fmt: skip
         if f is not None and (best[0] is None or f < best[0]):
             best = (f, part)

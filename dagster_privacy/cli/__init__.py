@@ -18,7 +18,7 @@ import click
 from ..decision.policy import PolicyError
 from ..engine.executors import ExecutorError
 from ..errors import TableError, first_line
-from ..results import Evaluation, Status
+from ..results import RISK_NAMES, Evaluation, Status
 from .args import UsageFailure, parse_kinds, split_list
 from .calibrate import calibrate_command
 from .console import console_command
@@ -77,8 +77,9 @@ def print_table(ev: Evaluation) -> None:
         extra = "" if d["required"] else " (not required)"
         console.print(f"risk {name}: [{tone}]{st}[/]{extra}", markup=True, highlight=False)
     for name, why in ev.waivers.items():
+        what = f"risk {name}" if name in RISK_NAMES else f"policy {name}"  # a loosening, not a risk
         console.print(
-            f"risk {name}: [yellow]waived by the policy[/] ({why}): publication needs a sign-off",
+            f"{what}: [yellow]waived by the policy[/] ({why}): publication needs a sign-off",
             markup=True,
             highlight=False,
         )
@@ -293,7 +294,7 @@ def finish(
             f"cannot write an output ({type(exc).__name__}); the verdict was {ev.verdict.value}"
         ) from None
     _verdict_reached()
-    if ev.verdict is not Status.FAIL and _requires_signoff(policy):
+    if ev.verdict is not Status.FAIL and (_requires_signoff(policy) or ev.waivers):
         click.echo(
             f"awaiting sign-off: the verdict is {ev.verdict.value} and the policy requires a privacy "
             "officer's sign-off before publication (exit 4)",

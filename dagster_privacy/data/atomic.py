@@ -62,7 +62,9 @@ def check_not_input(path: Path, inputs: Sequence[object], *, tmp: Path | None = 
 
 
 def _exclusive(tmp: Path, mode: int) -> int:
-    return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0), mode)
+    return os.open(
+        tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0), mode
+    )
 
 
 def write_atomically(
@@ -78,7 +80,7 @@ def write_atomically(
     link that appeared at ``path`` meanwhile is kept and the write refused (FileExistsError)."""
     path = Path(path)
     check_not_input(path, inputs)
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
+    tmp = path.with_name(f".{path.name[:150]}.{uuid.uuid4().hex}.tmp")  # within a 255-byte name
     fd = _exclusive(tmp, mode)  # raises on anything planted there, which is left as it was
     try:
         with os.fdopen(fd, "wb") as f:
@@ -107,7 +109,7 @@ def replace_atomically(
     followed), then ``write`` fills it by name, then it is renamed onto ``path``."""
     path = Path(path)
     check_not_input(path, inputs)
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}{suffix}")
+    tmp = path.with_name(f".{path.name[:150]}.{uuid.uuid4().hex}{suffix}")
     os.close(_exclusive(tmp, 0o666))  # raises on anything planted there, which is left as it was
     try:
         write(tmp)

@@ -75,7 +75,10 @@ def new_values(real: pl.DataFrame, holdout: pl.DataFrame | None, synthetic: pl.D
         else:
             blocked = k_s > tolerated(synthetic.height)
         if blocked:
-            out[c.name] = (k_s, "values missing where the real column has none" if what == "missing" else what)
+            out[c.name] = (
+                k_s,
+                "values missing where the real column has none" if what == "missing" else what,
+            )
     return out
 
 

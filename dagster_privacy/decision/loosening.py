@@ -122,17 +122,59 @@ def loosenings(policy: Any, base: Any) -> list[Loosening]:
 
 
 def _weight_loosenings(policy: Any, base: Any) -> list[Loosening]:
-    """A changed weight loosens when some gate of both policies gets a lower fail level than under the
-    preset at the preset's false_alarm (a lower false_alarm is its own loosening)."""
+    """When some gate of both policies gets a lower fail level than under the preset at the preset's
+    false_alarm (a lower false_alarm is its own loosening), every changed weight and every gate the
+    preset lacks loosens: they take the level."""
     same_alarm = policy.model_copy(update={"false_alarm": base.false_alarm})
     now, was = _levels(same_alarm), _levels(base)
     if not any(now[m] < was[m] * (1 - 1e-12) for m in now.keys() & was.keys()):
         return []
-    return [
+    out = [
         Loosening(f"metrics.{m}.weight", base.metrics[m].weight, e.weight)
         for m, e in policy.metrics.items()
         if m in base.metrics and not math.isclose(e.weight, base.metrics[m].weight)
     ]
+    # a gate the preset does not have takes its share of the false alarm from the preset's gates (a
+    # reviewer promoted 24 informing metrics to ERROR at threshold 1.0: exposed_records' level fell 4×)
+    return out + [
+        Loosening(f"metrics.{m}.severity", "not a gate", "a gate taking level from the preset's gates")
+        for m in now.keys() - was.keys()
+    ]
+
+
+def check_signed(policy: Any) -> None:
+    """Refuse (ValueError) a loosening without its waiver, and a field waiver that waives nothing."""
+    base_name = policy.preset or "standard"
+    found = {x.path: x for x in policy.loosenings()}
+    if "require_signoff" in found:  # a waiver would force the very sign-off it waives
+        raise ValueError(
+            f"require_signoff: {base_name} requires a privacy officer's sign-off; a policy based on it "
+            "cannot drop it (start from preset standard instead)"
+        )
+    unsigned = [x for path, x in found.items() if not covered(path, policy.waivers)]
+    if unsigned:
+        x = unsigned[0]
+        more = f" (and {len(unsigned) - 1} more: {', '.join(u.path for u in unsigned[1:4])})" * (
+            len(unsigned) > 1
+        )
+        raise ValueError(
+            f"{x.path} {_show(x.was)} → {_show(x.now)} passes releases more easily than preset "
+            f"{base_name}{more}: add `waivers: {{{x.path}: <why>}}` for each loosening (or metrics.*.FIELD "
+            "for one field of every entry; a waiver forces a privacy officer's sign-off), or keep the "
+            "preset's value"
+        )
+    idle = [k for k in policy.waivers if is_field_path(k) and not any(covered(f, {k: 1}) for f in found)]
+    if idle:
+        raise ValueError(
+            f"waiver of {', '.join(idle)}: the policy does not loosen it against preset {base_name} "
+            "(nothing to waive)"
+        )
+
+
+def declared_column(key: str) -> bool:
+    """A waiver ``new_values.COLUMN``: the column's values the real table never holds are legitimate
+    (data/new_values.py)."""
+    return key.startswith("new_values.") and len(key) > len("new_values.")
 
 
 def is_field_path(key: str) -> bool:
@@ -154,4 +196,13 @@ def covered(path: str, waivers: Any) -> bool:
     return path in waivers or (parts[0] == "metrics" and wild in waivers)
 
 
-__all__ = ["ENTRY_FIELDS", "POLICY_FIELDS", "Loosening", "covered", "is_field_path", "loosenings"]
+__all__ = [
+    "ENTRY_FIELDS",
+    "POLICY_FIELDS",
+    "Loosening",
+    "check_signed",
+    "covered",
+    "declared_column",
+    "is_field_path",
+    "loosenings",
+]

@@ -37,8 +37,17 @@ from ..data.tables import Schema
 #: isolated records reproduced within one cell but not verbatim; the other records rare at radius
 #: one reproduced within one cell (second review: a one-cell edit of them was seen by no gate); and
 #: records a synthetic row lies nearer to than their own nearest other record (jittered copies)
-PARTS = ("verbatim", "verbatim_isolated", "near_isolated", "near", "nearer", "cells_1", "cells_2", "tenth",
-         "keys")
+PARTS = (
+    "verbatim",
+    "verbatim_isolated",
+    "near_isolated",
+    "near",
+    "nearer",
+    "cells_1",
+    "cells_2",
+    "tenth",
+    "keys",
+)
 #: the margin strata (issue 55): a record counts in cells_k when a synthetic row differs from it in at most
 #: k cells while its nearest other real record differs in at least k + MARGIN_CELLS; in tenth when a
 #: synthetic row lies within TENTH of its own spacing in the distance gates' space
@@ -283,8 +292,10 @@ def cell_keys(df: pl.DataFrame) -> np.ndarray:
         return np.zeros((df.height, 0), dtype=np.uint64)
     with np.errstate(over="ignore"):
         return np.column_stack(
-            [mix64(df.get_column(c).hash(seed=0).to_numpy() + np.uint64(j + 1) * _GOLDEN)
-             for j, c in enumerate(df.columns)]  # fmt: skip
+            [
+                mix64(df.get_column(c).hash(seed=0).to_numpy() + np.uint64(j + 1) * _GOLDEN)
+                for j, c in enumerate(df.columns)
+            ]  # fmt: skip
         )
 
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import os
-import tempfile
 from collections.abc import Mapping, Sequence
 from html import escape
 from importlib import metadata

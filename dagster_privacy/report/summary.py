@@ -160,10 +160,16 @@ def people_sentence(ev: Evaluation) -> str:
         if edit is not None
         else "; no number of copies with one cell edited is sure to fail it"
     )
-    return head + caught + edited + (
-        ". A pass guarantees the verbatim figure only; copies altered in more cells, nudged or kept on the "
-        "key columns are counted by the margin strata, each with its own floor in the JSON "
-        "(floor_people), without a guarantee at the policy's accepted floor."
+    return (
+        head
+        + caught
+        + edited
+        + (
+            ". A pass guarantees the verbatim figure only; copies altered in more cells, nudged or kept on "
+            "the "
+            "key columns are counted by the margin strata, each with its own floor in the JSON "
+            "(floor_people), without a guarantee at the policy's accepted floor."
+        )
     )
 
 

@@ -35,8 +35,8 @@ def tables(tmp_path_factory):
     for name, df in (("t", sp.train), ("h", sp.control), ("s", sp.synthetic)):
         df.write_csv(d / f"{name}.csv")
     (d / "p.yaml").write_text(
-        "preset: standard\nmetrics:\n" + "".join(f"  {m}: {{threshold: {e['threshold']}}}\n" for m, e in
-                                                 OTHER_RISKS.items())  # fmt: skip
+        "preset: standard\nmetrics:\n"
+        + "".join(f"  {m}: {{threshold: {e['threshold']}}}\n" for m, e in OTHER_RISKS.items())  # fmt: skip
     )
     return d
 
@@ -85,7 +85,17 @@ def test_the_helper_refuses_an_output_that_is_an_input_by_identity(tmp_path) -> 
 def test_remediate_never_overwrites_the_training_table(tables, tmp_path, monkeypatch, planted) -> None:
     monkeypatch.chdir(tmp_path)
     sha = _copy(tables, tmp_path)
-    args = ["remediate", "--real", "t.csv", "--holdout", "h.csv", "--synthetic", "s.csv", "--policy", "p.yaml"]
+    args = [
+        "remediate",
+        "--real",
+        "t.csv",
+        "--holdout",
+        "h.csv",
+        "--synthetic",
+        "s.csv",
+        "--policy",
+        "p.yaml",
+    ]
     # the break as found: a link at the old fixed temporary name, pointing at the training table
     old = tmp_path / ".fixed.parquet.tmp"
     old.symlink_to(tmp_path / "t.csv") if planted == "link" else old.write_text("planted\n")
@@ -99,12 +109,15 @@ def test_remediate_never_overwrites_the_training_table(tables, tmp_path, monkeyp
 
 
 @pytest.mark.parametrize("option", ["--json", "--report"])
-def test_evaluate_outputs_refuse_a_planted_temporary(tables, tmp_path, monkeypatch, predictable, option) -> None:
+def test_evaluate_outputs_refuse_a_planted_temporary(
+    tables, tmp_path, monkeypatch, predictable, option
+) -> None:
     monkeypatch.chdir(tmp_path)
     sha = _copy(tables, tmp_path)
     name = "o.json" if option == "--json" else "o.html"
     (tmp_path / f".{name}.{predictable}.tmp").symlink_to(tmp_path / "t.csv")
-    res = CliRunner().invoke(cli, ["evaluate", "--real", "t.csv", "--holdout", "h.csv", "--synthetic", "s.csv",
+    res = CliRunner().invoke(cli, ["evaluate", "--real", "t.csv", "--holdout", "h.csv", "--synthetic",
+                                   "s.csv",
                                    "--policy", "p.yaml", "--metrics", METRICS, option, name])  # fmt: skip
     assert res.exit_code == 2 and "cannot write an output" in res.output, res.output
     assert _sha(tmp_path / "t.csv") == sha and not (tmp_path / name).exists()

@@ -54,13 +54,16 @@ def test_a_loosening_needs_its_waiver_which_forces_a_sign_off(change, path) -> N
     assert signed.require_signoff is True
     assert path in [x.path for x in signed.loosenings()]
     shown = path.removeprefix("metrics.")  # a threshold's and a severity's lines name the metric first
-    assert any(shown.replace(".threshold", ": threshold").replace(".severity", ": ERROR") in line or path in line
-               for line in differences(signed)[1])  # fmt: skip  (the report says what changed)
+    assert any(
+        shown.replace(".threshold", ": threshold").replace(".severity", ": ERROR") in line or path in line
+        for line in differences(signed)[1]
+    )  # fmt: skip  (the report says what changed)
 
 
 def test_tightening_needs_no_waiver_and_an_idle_waiver_is_refused() -> None:
     tight = pol.from_mapping({"preset": "standard", "false_alarm": 0.1, "assurance": 0.99,
-                              "accepted_floor_people": 10, "metrics": {"crp": {"threshold": 0.01}}})  # fmt: skip
+                              "accepted_floor_people": 10,
+                              "metrics": {"crp": {"threshold": 0.01}}})  # fmt: skip
     assert tight.loosenings() == [] and tight.require_signoff is False
     with pytest.raises(dp.PolicyError, match="does not loosen it"):
         pol.from_mapping({"preset": "standard", "waivers": {"false_alarm": WHY}})
@@ -116,3 +119,31 @@ def test_the_direction_of_each_level_is_the_judges(field, base, looser) -> None:
             assert rank[b] <= rank[a], (n, share, a, b)
             moved += rank[b] < rank[a]
     assert moved > 0
+
+
+def test_gates_added_to_dilute_the_preset_s_levels_are_a_loosening() -> None:
+    """Review: promoting the 24 informing metrics to ERROR at threshold 1.0 cut exposed_records' level
+    4× and published a leak standard fails, with no waiver."""
+    informing = [m for m, e in pol.preset_policy("standard").metrics.items() if not e.blocks_on_failure]
+    gate = {"severity": "ERROR", "threshold": 1.0, "optional": True}
+    diluted = {"preset": "standard", "metrics": {m: gate for m in informing}}
+    with pytest.raises(dp.PolicyError, match="severity .* a gate taking level"):
+        pol.from_mapping(diluted)
+
+
+def test_an_object_changed_after_loading_is_validated_again() -> None:
+    p = pol.load_policy("standard")
+    p.false_alarm = 1e-6  # pydantic does not validate an assignment
+    with pytest.raises(dp.PolicyError, match="false_alarm"):
+        pol.load_policy(p)
+
+
+def test_a_metric_subset_that_leaves_out_gates_asks_for_a_sign_off() -> None:
+    from dagster_privacy.calibration import leaky_split
+    from dagster_privacy.demo import load_demo
+
+    sp = leaky_split(load_demo().head(1200), 0.0, seed=0)
+    ev = dp.evaluate(sp.train, sp.synthetic, holdout=sp.control, metrics=["linkability"], progress=False)
+    assert "exposed_records" in ev.waivers["metrics not run"] and ev.verdict is not dp.Status.PASS
+    whole = {m for m, e in pol.load_policy("standard").metrics.items() if e.blocks_on_failure}
+    assert all(m in ev.waivers["metrics not run"] for m in whole - {"linkability"})

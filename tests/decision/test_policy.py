@@ -177,8 +177,10 @@ def test_a_result_is_immutable_and_unjudged_until_judged() -> None:
 
 def test_every_applies_to_each_metric_under_the_policys_own_entries(tmp_path) -> None:
     f = tmp_path / "p.yaml"
-    f.write_text("preset: standard\nevery: {severity: WARN}\nmetrics:\n  crp: {severity: ERROR}\n"
-                 "waivers:\n  metrics.*.severity: every gate informs in this test of `every`\n")  # issue 54
+    f.write_text(
+        "preset: standard\nevery: {severity: WARN}\nmetrics:\n  crp: {severity: ERROR}\n"
+        "waivers:\n  metrics.*.severity: every gate informs in this test of `every`\n"
+    )  # issue 54
     p = dp.load_policy(f)
     assert p.entry("crp").severity is dp.Severity.ERROR and p.entry("crp").threshold == 0.05
     assert p.entry("ims").severity is dp.Severity.WARN and p.entry("ims").threshold == 0.02

@@ -24,7 +24,12 @@ def test_margin_part_known_answer() -> None:
     assert two.exposed_holdout.tolist() == [True, False] and two.rare_holdout.tolist() == [True, False]
     assert two.exposing.tolist() == [False, True, False, False, False]  # the exposed record's nearest row
     tenth = ex.margin_part(own, (np.array([0.0, 0.1, 0.5, 0.4]), syn[1]), nearest, 5, ratio=0.1)
-    assert tenth.exposed_train.tolist() == [False, True, False, True]  # 0.1 < 0.2, 0.4 < 0.5; 0.5 ≥ 0.4; twin: no
+    assert tenth.exposed_train.tolist() == [
+        False,
+        True,
+        False,
+        True,
+    ]  # 0.1 < 0.2, 0.4 < 0.5; 0.5 ≥ 0.4; twin: no
 
 
 @pytest.fixture(scope="module")
@@ -90,7 +95,9 @@ def test_a_weight_plus_one_is_nearer_to_its_record_than_any_other(split) -> None
 
 def test_a_copy_kept_on_its_key_columns_singles_out_its_person(split) -> None:
     keys = ["age", "fnlwgt", "sex"]
-    pooled = pl.concat([split.train, split.control]).select(keys).is_duplicated().to_numpy()[: split.train.height]
+    pooled = (
+        pl.concat([split.train, split.control]).select(keys).is_duplicated().to_numpy()[: split.train.height]
+    )
     rows = split.train.filter(pl.Series(~pooled)).sample(60, seed=2)  # chance on these keys is about 1 %
     changed = rows.with_columns(pl.lit("Other-service").alias("occupation"), pl.col("hours-per-week") + 7,
                                 pl.lit("Divorced").alias("marital-status"))  # fmt: skip
@@ -107,7 +114,12 @@ def test_recoded_labels_block_on_the_api_route_unless_declared(split) -> None:
     release = pl.concat([split.release, recoded])
     ev = _evaluate(split.train, release, split.control)
     lines = [f for f in ev.findings if "never holds" in f]
-    assert ev.verdict is dp.Status.FAIL and len(lines) == 1 and "'sex'" in lines[0] and "20 synthetic" in lines[0]
+    assert (
+        ev.verdict is dp.Status.FAIL
+        and len(lines) == 1
+        and "'sex'" in lines[0]
+        and "20 synthetic" in lines[0]
+    )
     assert "Male" not in lines[0] and "M," not in lines[0]  # counts and names, never a value
     declared = {"preset": "standard", "waivers": {"new_values.sex": "the generator recodes sex on purpose"}}
     ok = _evaluate(split.train, release, split.control, policy=declared)
@@ -123,7 +135,9 @@ def test_remediate_leaves_no_counted_copy(split, tmp_path) -> None:
 
     own = _own_cells(split.train, split.control)
     altered = _two_cells_changed(split.train.filter(pl.Series(own >= 4)).head(30), split.train, 5)
-    nudged = split.train.filter(~split.train.is_duplicated()).sample(30, seed=6).with_columns(pl.col("fnlwgt") + 1)
+    nudged = (
+        split.train.filter(~split.train.is_duplicated()).sample(30, seed=6).with_columns(pl.col("fnlwgt") + 1)
+    )
     for name, df in (("t", split.train), ("h", split.control),
                      ("s", pl.concat([split.release, altered, nudged]))):  # fmt: skip
         df.write_csv(tmp_path / f"{name}.csv")

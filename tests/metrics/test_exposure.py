@@ -191,8 +191,11 @@ def test_the_floor_in_people_is_in_the_json_and_the_detection_floor(split) -> No
     ev = _evaluate(split.train, split.release, split.control)
     people = ev.detection_floor["people"]
     strata = {"cells_1", "cells_2", "tenth", "keys"}  # issue 55: each margin stratum's floor
-    assert {"verbatim", "isolated_verbatim", "one_cell_edit"} <= set(people) <= {"verbatim", "isolated_verbatim",
-                                                                                 "one_cell_edit", *strata}
+    assert (
+        {"verbatim", "isolated_verbatim", "one_cell_edit"}
+        <= set(people)
+        <= {"verbatim", "isolated_verbatim", "one_cell_edit", *strata}
+    )
     v = next(p for p in ev["exposed_records"].decision["parts"] if p["part"] == "verbatim")
     least = math.ceil(math.log(v["level"]) / math.log(v["pi"]))  # the floor were chance to expose none
     assert people["verbatim"] is not None and least <= people["verbatim"] <= 10 * least
