@@ -293,7 +293,7 @@ def _preset_data(name: str) -> dict[str, Any]:
 
 
 @functools.cache
-def _preset_cached(name: str) -> Policy:
+def _preset_cached(name: str, ids: tuple[str, ...]) -> Policy:  # ids: a metric registered later changes it
     data = _preset_data(name)
     data.setdefault("name", name)
     return Policy.model_validate(data, context={"preset": True})
@@ -301,7 +301,9 @@ def _preset_cached(name: str) -> Policy:
 
 def preset_policy(name: str) -> Policy:
     """A preset as a Policy, the base its loosenings are compared with (a copy: callers may edit)."""
-    return _preset_cached(name).model_copy(deep=True)
+    from ..metrics import registry
+
+    return _preset_cached(name, tuple(registry())).model_copy(deep=True)
 
 
 def _merge(base: dict[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:

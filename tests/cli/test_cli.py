@@ -16,9 +16,11 @@ from dagster_privacy.demo import load_demo
 
 CANARY = "CANARY-VALUE-7f3a"
 #: crp gates membership; the other three risks are waived by name (issue 44), so the verdict can pass
-CRP_GATE = "preset: standard\nmetrics:\n  crp: {threshold: 0.05, severity: ERROR}\nwaivers:\n" + "".join(
-    f"  {r}: not assessed in this CLI test\n" for r in ("singling out", "linkability", "inference")
-)
+CRP_GATE = (
+    "preset: standard\nmetrics:\n  crp: {threshold: 0.05, severity: ERROR}\nwaivers:\n"
+    + "".join(f"  {r}: not assessed in this CLI test\n" for r in ("singling out", "linkability", "inference"))
+    + "  metrics.crp.severity: crp gates beside the preset's gates in this CLI test\n"
+)  # issue 54: it dilutes
 
 
 @pytest.fixture(scope="module")

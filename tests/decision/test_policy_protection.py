@@ -64,9 +64,11 @@ def test_required_risks_empty_no_longer_publishes_a_thirty_percent_copy(leaky) -
               ("singling out", "linkability", "inference", "membership")}}  # fmt: skip
     ev = dp.evaluate(leaky.train, leaky.synthetic, holdout=leaky.control, policy=waived, progress=False,
                      metrics=["exposed_records", "linkability"])  # fmt: skip
-    assert ev.verdict is dp.Status.WARN and ev.blocked_by == [] and set(ev.waivers) == set(waived["waivers"])
+    # issue 54: the subset of the policy's gates reads as one more waiver
+    assert ev.verdict is dp.Status.WARN and ev.blocked_by == []
+    assert set(ev.waivers) == {*waived["waivers"], "metrics not run"}
     doc = json.loads(ev.to_json())
-    assert doc["waivers"] == waived["waivers"] and doc["verdict"] == "warn"
+    assert doc["waivers"].items() >= waived["waivers"].items() and doc["verdict"] == "warn"
     sentence = verdict_sentence(ev, "r1")
     assert "waives" in sentence and "signs off" in sentence and "passed its gates;" not in sentence
     assert "Do not publish" not in next_steps(ev, signoff=True)
@@ -102,7 +104,8 @@ def test_every_sentence_of_the_summary_follows_the_verdict(kind, clean, leaky) -
     blocked = ev.verdict is dp.Status.FAIL
     assert ("is blocked" in head) is blocked and ("Do not publish" in nxt) is blocked
     assert ("passed" in head) is not blocked and ("Do not publish" in md) is blocked
-    expected = {"clean": dp.Status.PASS, "leaky": dp.Status.FAIL, "subset": dp.Status.FAIL,
+    # clean: WARN, a subset of the policy's gates asks for a sign-off (issue 54)
+    expected = {"clean": dp.Status.WARN, "leaky": dp.Status.FAIL, "subset": dp.Status.FAIL,
                 "waived": dp.Status.WARN}  # fmt: skip
     assert ev.verdict is expected[kind], ev.blocked_by
 
