@@ -67,8 +67,8 @@ def main() -> None:
         target.unlink(missing_ok=True)
         home.mkdir(exist_ok=True)
         _write(db, sp.train, sp.control, synthetic)
-        env = {**os.environ, "DAGSTER_PRIVACY_DATABASE": str(db), "DAGSTER_PRIVACY_PUBLISH_TARGET": str(target),
-               "DAGSTER_HOME": str(home)}  # fmt: skip
+        env = {**os.environ, "DAGSTER_PRIVACY_DATABASE": str(db),
+               "DAGSTER_PRIVACY_PUBLISH_TARGET": str(target), "DAGSTER_HOME": str(home)}  # fmt: skip
         t0 = time.perf_counter()
         res = subprocess.run(["dg", "launch", "--assets", "*", "-f", "definitions.py"], cwd=ROOT, env=env,
                              capture_output=True, text=True)  # fmt: skip
