@@ -201,12 +201,12 @@ def floor_of(cases: list[dict[str, Any]]) -> tuple[int | None, str | None]:
             chance = p["exposed_holdout"] * p["rare"] / p["rare_holdout"] if p["rare_holdout"] else 0.0
             regs.append(max(0.0, (p["exposed"] - chance) / top))
         reg = float(np.mean(regs))
-        if reg <= 0.02:
+        if reg <= 0.05:  # a part that sees almost none of these copies sets no floor
             continue
         p0 = ps[0]
         reg = min(1.0, reg)
         f = floor(p0["rare"], p0["exposed_holdout"], p0["rare_holdout"], p0["level"], registered=reg,
-                  limit=5000)  # fmt: skip
+                  limit=2000)  # fmt: skip
         if f is not None and (best[0] is None or f < best[0]):
             best = (f, part)
     return best

@@ -123,6 +123,7 @@ STRATA = {
     **{f"cells_{k}": f"within {k} cell{'s' * (k > 1)} where no other real record is within {k + 1}"
        for k in (1, 2)},
     "tenth": "within a tenth of their distance to any other real record",
+    "hundredth": "within a hundredth of their distance to any other real record",
     "keys": "equal on the key columns, a combination no other real record has",
 }  # fmt: skip
 

@@ -24,7 +24,7 @@ LIST_CAP = 1000
 #: issue 55: the margin strata (copies altered in a few cells, nudged, or kept on the key columns) take
 #: 0.3 of it, where chance is thin; verbatim keeps the largest share
 WEIGHTS = {"verbatim": 0.45, "verbatim_isolated": 0.1, "near_isolated": 0.1, "near": 0.025, "nearer": 0.025,
-           "cells_1": 0.075, "cells_2": 0.075, "tenth": 0.1, "keys": 0.05}  # fmt: skip
+           "cells_1": 0.075, "cells_2": 0.075, "tenth": 0.05, "hundredth": 0.05, "keys": 0.05}  # fmt: skip
 #: the euclidean space's queries the nearer and tenth parts read, shared with the distance gates (the
 #: cells strata use masked hashes: engine/exposure.cells_strata)
 SPACE = "euclidean"
@@ -83,6 +83,7 @@ def exposed_records(
         "nearer": closer,
         **{f"cells_{k}": p for k, p in ex.cells_strata(*(frames[r] for r in roles)).items()},
         "tenth": ex.margin_part(own, syn, nearest, ctx.n("synthetic"), ratio=ex.TENTH),
+        "hundredth": ex.margin_part(own, syn, nearest, ctx.n("synthetic"), ratio=ex.HUNDREDTH),
         **_key_part(ctx, frames),
     }
     if not verbatim.rare_train.any():
@@ -174,6 +175,7 @@ MECHANISMS = {
     "near": "within one cell",
     **{f"cells_{k}": f"within {k} cell{'s' * (k > 1)}, nearer than any other record" for k in ex.CELL_STRATA},
     "tenth": "within a tenth of its distance to any other record",
+    "hundredth": "within a hundredth of its distance to any other record",
     "keys": "equal on the key columns, a combination unique among real records",
 }
 

@@ -89,6 +89,7 @@ def test_a_weight_plus_one_is_nearer_to_its_record_than_any_other(split) -> None
     clean = _evaluate(split.train, split.release, split.control)
     ev = _evaluate(split.train, pl.concat([split.release, nudged]), split.control)
     assert _part(ev, "tenth")["exposed"] - _part(clean, "tenth")["exposed"] >= 38
+    assert _part(ev, "hundredth")["exposed"] - _part(clean, "hundredth")["exposed"] >= 38
     assert _part(ev, "verbatim")["exposed"] == _part(clean, "verbatim")["exposed"]  # not a verbatim copy
     assert ev["exposed_records"].status is dp.Status.FAIL
 
@@ -150,3 +151,19 @@ def test_remediate_leaves_no_counted_copy(split, tmp_path) -> None:
         assert not fixed.join(planted, on=fixed.columns, how="semi").height  # every altered copy dropped
     again = _evaluate(split.train, fixed, split.control)
     assert again["exposed_records"].flagged is not None and again["exposed_records"].flagged.size == 0
+
+
+def test_two_cells_emptied_across_columns_block_as_rows(split) -> None:
+    """Two cells emptied per copy spread the nulls thin over the columns (a few per column, within each
+    column's chance): the rows holding a new value in any column are tested together."""
+    rng = np.random.default_rng(7)
+    rows = split.train.filter(~split.train.is_duplicated()).sample(20, seed=7)
+    cols = rows.columns
+    emptied = pl.DataFrame(
+        [{c: (None if c in set(rng.choice(cols, 2, replace=False)) else v) for c, v in r.items()}
+         for r in rows.iter_rows(named=True)],
+        schema=rows.schema,
+    )  # fmt: skip
+    ev = _evaluate(split.train, pl.concat([split.release, emptied]), split.control)
+    assert any("never holds" in f and "missing" in f for f in ev.findings), ev.findings
+    assert ev.verdict is dp.Status.FAIL
