@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..data.atomic import replace_atomically
+from ..data.atomic import write_atomically
 from ..errors import OwnMessage
 
 ROLES = ("viewer", "officer")
@@ -133,14 +133,10 @@ class Users:
             raise IdentityError(f"users file {self.path}: not a file")
         users = [u for u in self._read() if u["name"] != name] + [entry]
 
-        def write(tmp: Path) -> None:
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)  # hashes: owner only
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                json.dump({"users": users}, f, indent=2)
-
+        data = json.dumps({"users": users}, indent=2).encode("utf-8")
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            replace_atomically(self.path, write)
+            write_atomically(self.path, lambda f: f.write(data), mode=0o600)  # hashes: owner only
         except OSError as exc:
             raise IdentityError(f"users file {self.path}: cannot be written ({type(exc).__name__})") from None
 
