@@ -23,7 +23,7 @@ POLICY = covering(
         "seed": 0,
         "metrics": {
             "crp": {"threshold": 0.05, "severity": "ERROR"},
-            "dcr_percentile": {"threshold": 0.05, "on": "ci_upper", "severity": "ERROR"},
+            "dcr_percentile": {"threshold": 0.02, "on": "ci_upper", "severity": "ERROR"},  # standard's
             "nndr": {"threshold": 0.9, "severity": "WARN"},
             "gcap": {"threshold": 0.9, "severity": "WARN"},  # the Hamming (mixed) kernel
         },
