@@ -167,3 +167,17 @@ def test_two_cells_emptied_across_columns_block_as_rows(split) -> None:
     ev = _evaluate(split.train, pl.concat([split.release, emptied]), split.control)
     assert any("never holds" in f and "missing" in f for f in ev.findings), ev.findings
     assert ev.verdict is dp.Status.FAIL
+
+
+def test_a_holdout_too_small_to_test_new_values_falls_back_to_the_tolerance(split) -> None:
+    """Second reading: a 3-row holdout let a whole re-coded column through (the exact test cannot reach
+    its level there); where the holdout shows no new value, more than the tolerated rows block."""
+    from dagster_privacy.data import new_values as nv
+
+    recoded = split.release.with_columns(pl.col("sex").replace({"Male": "M", "Female": "F"}))
+    rows = nv.new_values(split.train, split.control.head(3), recoded, dp.evaluate.__globals__["tb"].infer_schema(
+        split.train))  # fmt: skip
+    assert "sex" in nv.blocked(rows)
+    clean = nv.new_values(split.train, split.control.head(3), split.release,
+                          dp.evaluate.__globals__["tb"].infer_schema(split.train))  # fmt: skip
+    assert nv.blocked(clean) == {}
