@@ -190,7 +190,11 @@ def evaluate_plan(
     threads: int | None = None,
 ) -> Evaluation:
     """Evaluate with a plan already resolved (``policy.resolve``): load, prepare, run, judge; every
-    pool held at ``threads`` (threads.py)."""
+    pool held at ``threads`` (threads.py). A plan whose entries are not its policy's (built by hand) is
+    refused: the policy is the one signed, its loosenings waived (issue 54, review)."""
+    checked = pol.load_policy(plan.policy)
+    if any(plan.entries[m] != checked.entry_or_inform(m) for m in plan.ids):
+        raise pol.PolicyError("the plan's entries are not its policy's: resolve the plan from the policy")
     with held(threads):
         ctx, fingerprints = prepare(
             real,

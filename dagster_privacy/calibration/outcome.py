@@ -202,10 +202,12 @@ class Calibration:
         unsigned = pol.Policy.model_validate(data, context={"preset": True})
         notes = {f"metrics.{m}.threshold": t.note for m, t in (self.thresholds or {}).items()}
         notes.update({f"metrics.{m}.severity": t.note for m, t in (self.thresholds or {}).items()})
-        for x in unsigned.loosenings():
-            if x.path not in data["waivers"]:
-                why = notes.get(x.path) or "kept from the input policy"
-                data["waivers"][x.path] = f"calibrated on this table: {why}"
+        found = [x.path for x in unsigned.loosenings()]
+        kept = {k: v for k, v in data["waivers"].items() if "." not in k or k.startswith("new_values.")}
+        for path in found:  # a field waiver of the input that standard does not need is dropped (review)
+            why = data["waivers"].get(path) or notes.get(path) or "kept from the input policy"
+            kept[path] = why if path in data["waivers"] else f"calibrated on this table: {why}"
+        data["waivers"] = kept
         return pol.Policy.model_validate(data)
 
     def policy_yaml(self) -> str:

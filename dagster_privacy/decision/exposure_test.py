@@ -129,7 +129,12 @@ STRATA = {
 
 
 def decide(
-    parts: list[dict[str, float]], threshold: float, fail_level: float, pass_level: float, accepted_floor: int
+    parts: list[dict[str, float]],
+    threshold: float,
+    fail_level: float,
+    pass_level: float,
+    accepted_floor: int,
+    people: tuple[float, float] | None = None,
 ) -> tuple[str, str | None, dict[str, object]]:
     """The gate's decision on its parts: ``fail`` when a part's training count is beyond chance at its
     share of ``fail_level`` and that part's exposed share beyond chance exceeds ``threshold`` (0: any
@@ -175,6 +180,9 @@ def decide(
     exposed = v["exposed"] + near["exposed"] + other["exposed"]  # disjoint by definition
     chance = (v["chance"] or 0.0) + (near["chance"] or 0.0) + (other["chance"] or 0.0)
     by_part = f"verbatim {v['exposed']}, within one cell {near['exposed'] + other['exposed']}"
+    if people is not None and people[0] > exposed:  # the margin strata's people too (the metric's union)
+        by_part += f", nearer than anyone else by a margin {int(people[0]) - exposed}"
+        exposed, chance = int(people[0]), float(people[1])
     floors = {
         "verbatim": v["floor_people"],
         "isolated_verbatim": iso["floor_people"],

@@ -64,7 +64,12 @@ def judge(
         from .exposure_test import decide  # counts of people: the exact test (issue 45)
 
         status, reason, decision = decide(
-            [dict(p) for p in result.evidence], float(entry.threshold), fail_level, pass_level, accepted_floor
+            [dict(p) for p in result.evidence],
+            float(entry.threshold),
+            fail_level,
+            pass_level,
+            accepted_floor,
+            people=None if result.raw is None or result.baseline is None else (result.raw, result.baseline),
         )
         st = Status(status)
         if st is Status.FAIL and entry.severity is not Severity.ERROR:

@@ -30,7 +30,9 @@ POLICY_FIELDS: dict[str, str] = {
     "threat_model": "neutral",  # describes the data: shown in the report's threat model
     "metrics": "entries",  # per entry: ENTRY_FIELDS, and an entry left out
     "require_signoff": "off",
-    "false_alarm": "lower",  # each gate's fail level shrinks: it fails less
+    # lower: each gate fails less; higher: exposed_records passes on a smaller floor (its power is taken at
+    # the fail level): either way something passes that the preset fails (review)
+    "false_alarm": "any",
     "assurance": "lower",  # a narrower upper bound passes sooner
     "required_risks": "signed",  # a risk left out needs its waiver (Policy._protection)
     "accepted_floor_people": "higher",
@@ -50,6 +52,11 @@ ENTRY_FIELDS: dict[str, str] = {
     "params": "any",
     "weight": "level",  # judged by the gates' fail levels it gives (weighted Bonferroni)
 }
+
+
+#: gates that pass on their power at the fail level (a floor in people: exposure_test.decide), so a
+#: higher level passes them sooner; every other gate passes on an upper bound at the pass level
+FLOOR_GATES = ("exposed_records",)
 
 
 @dataclass(frozen=True)
@@ -117,17 +124,21 @@ def loosenings(policy: Any, base: Any) -> list[Loosening]:
         for name, how in ENTRY_FIELDS.items():
             if how != "level" and _looser(how, getattr(was, name), getattr(now, name)):
                 out.append(Loosening(f"metrics.{mid}.{name}", getattr(was, name), getattr(now, name)))
-    out += _weight_loosenings(policy, base)
+    out += _weight_loosenings(policy, base, explained=bool(out))
     return out
 
 
-def _weight_loosenings(policy: Any, base: Any) -> list[Loosening]:
-    """When some gate of both policies gets a lower fail level than under the preset at the preset's
-    false_alarm (a lower false_alarm is its own loosening), every changed weight and every gate the
-    preset lacks loosens: they take the level."""
+def _weight_loosenings(policy: Any, base: Any, *, explained: bool = False) -> list[Loosening]:
+    """When some gate of both policies gets another fail level than under the preset at the preset's
+    false_alarm (a changed false_alarm is its own loosening), every changed weight and every gate the
+    preset lacks loosens: a lower level fails less, a higher one passes exposed_records on a smaller
+    floor in people."""
     same_alarm = policy.model_copy(update={"false_alarm": base.false_alarm})
     now, was = _levels(same_alarm), _levels(base)
-    if not any(now[m] < was[m] * (1 - 1e-12) for m in now.keys() & was.keys()):
+    both = now.keys() & was.keys()
+    lower = any(now[m] < was[m] * (1 - 1e-12) for m in both)  # fails less
+    higher = any(now[m] > was[m] * (1 + 1e-12) for m in both & set(FLOOR_GATES))  # a smaller floor
+    if not (lower or higher):
         return []
     out = [
         Loosening(f"metrics.{m}.weight", base.metrics[m].weight, e.weight)
@@ -136,9 +147,17 @@ def _weight_loosenings(policy: Any, base: Any) -> list[Loosening]:
     ]
     # a gate the preset does not have takes its share of the false alarm from the preset's gates (a
     # reviewer promoted 24 informing metrics to ERROR at threshold 1.0: exposed_records' level fell 4×)
-    return out + [
+    out += [
         Loosening(f"metrics.{m}.severity", "not a gate", "a gate taking level from the preset's gates")
         for m in now.keys() - was.keys()
+    ]
+    # no field explains it (a policy without a preset and fewer gates): the count's own level
+    if out or explained:
+        return out
+    return [
+        Loosening(f"metrics.{m}.weight", f"level {was[m]:.3g}", f"level {now[m]:.3g}")
+        for m in both & set(FLOOR_GATES)
+        if not math.isclose(now[m], was[m], rel_tol=1e-12)
     ]
 
 

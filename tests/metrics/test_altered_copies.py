@@ -173,11 +173,9 @@ def test_a_holdout_too_small_to_test_new_values_falls_back_to_the_tolerance(spli
     """Second reading: a 3-row holdout let a whole re-coded column through (the exact test cannot reach
     its level there); where the holdout shows no new value, more than the tolerated rows block."""
     from dagster_privacy.data import new_values as nv
+    from dagster_privacy.data.tables import infer_schema
 
+    schema = infer_schema(split.train)
     recoded = split.release.with_columns(pl.col("sex").replace({"Male": "M", "Female": "F"}))
-    rows = nv.new_values(split.train, split.control.head(3), recoded, dp.evaluate.__globals__["tb"].infer_schema(
-        split.train))  # fmt: skip
-    assert "sex" in nv.blocked(rows)
-    clean = nv.new_values(split.train, split.control.head(3), split.release,
-                          dp.evaluate.__globals__["tb"].infer_schema(split.train))  # fmt: skip
-    assert nv.blocked(clean) == {}
+    assert "sex" in nv.blocked(nv.new_values(split.train, split.control.head(3), recoded, schema))
+    assert nv.blocked(nv.new_values(split.train, split.control.head(3), split.release, schema)) == {}
