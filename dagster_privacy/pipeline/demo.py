@@ -62,6 +62,14 @@ def demo_policy() -> pol.Policy:
     metrics = {
         m: e.model_dump(mode="json") for m, e in std.metrics.items() if m in FAST_METRICS and m in known
     }
+    # the count keeps standard's level (a higher one would pass it on a smaller floor: a loosening,
+    # issue 54): its weight scaled to the fewer gates beside it
+    gates = {m: e.weight for m, e in std.metrics.items() if e.blocks_on_failure}
+    own = {m: w for m, w in gates.items() if m in metrics}
+    count = "exposed_records"
+    if count in own:
+        others = sum(own.values()) - own[count]
+        metrics[count]["weight"] = gates[count] * others / (sum(gates.values()) - gates[count])
     return pol.from_mapping({"seed": std.seed, "metrics": metrics, "require_signoff": False}, name="demo")
 
 
