@@ -353,6 +353,9 @@ def test_published_demo_release_rejudged_under_a_stricter_policy_then_withdrawn(
     stricter = demo_policy().model_dump(mode="json")
     stricter["name"] = "stricter"
     stricter["metrics"]["dcr"] = {"threshold": 0.5, "severity": "ERROR"}  # v1's dcr is ≈ 0.8
+    # one more gate beside the count: its weight keeps standard's level (issue 54: a gate added takes
+    # level from the others, a loosening)
+    stricter["metrics"]["exposed_records"]["weight"] = 2.0
     settings = ReleaseSettings(
         database=str(demo.database), policy=stricter, publish_target=str(demo.publish_target)
     )
