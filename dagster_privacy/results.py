@@ -79,6 +79,8 @@ class Measurement:
     #: what the gate decides on (policy.judge): success counts on training and control targets per part
     #: (``k_t, n_t, k_c, n_c, e_star``; several parts = a maximum over columns, sizes or attacks)
     evidence: tuple[Mapping[str, float], ...] | None = None
+    #: the records behind the figures, for a lineage (exposed_records: engine.exposure.Exposed); memory only
+    records: Any = None
 
 
 class RateDetails(TypedDict):
@@ -160,6 +162,7 @@ class MetricResult(BaseModel):
     flagged_hashes: np.ndarray | None = Field(
         None, exclude=True, description="content hashes of the flagged rows (memory only)"
     )
+    records: Any = Field(None, exclude=True, description="the records behind the figures (memory only)")
 
     @property
     def passed(self) -> bool:
@@ -334,6 +337,11 @@ class Timings(TypedDict, total=False):
     queries: dict[str, float]  # per shared neighbour query
 
 
+def lineage_failed(lineage: Mapping[str, Any] | None) -> bool:
+    """The lineage's decision blocks the release (the union of its releases fails: issue 56)."""
+    return bool(lineage) and lineage.get("status") == "fail"  # type: ignore[union-attr]
+
+
 class Evaluation(BaseModel):
     """All results of one evaluation, the verdict and what was evaluated (fingerprints, no values)."""
 
@@ -368,6 +376,9 @@ class Evaluation(BaseModel):
     detection_floor: dict[str, Any] = Field(
         default_factory=dict, description="the smallest verbatim-copy leak caught with 95 % probability"
     )
+    lineage: dict[str, Any] | None = Field(
+        None, description="the release judged with every earlier release of its lineage (issue 56)"
+    )
 
     @property
     def risks(self) -> dict[str, dict[str, Any]]:
@@ -377,7 +388,9 @@ class Evaluation(BaseModel):
     @property
     def blocked_by(self) -> list[str]:
         """What blocks the verdict: failing gates and required risks lacking evidence, then findings."""
-        return blocked_by(self.results, self.required_risks) + (["findings"] if self.findings else [])
+        lineage = ["privacy_lineage"] if lineage_failed(self.lineage) else []
+        findings = ["findings"] if self.findings else []
+        return blocked_by(self.results, self.required_risks) + lineage + findings
 
     @property
     def risks_not_assessed(self) -> list[str]:
@@ -422,6 +435,7 @@ class Evaluation(BaseModel):
                 "risks_not_assessed": self.risks_not_assessed,
                 "levels": self.levels,
                 "detection_floor": self.detection_floor,
+                "lineage": self.lineage,
                 "metrics": [r.to_dict() for r in self.results],
                 "distances": self.distances,
                 "timings": self.timings,
@@ -448,7 +462,9 @@ class Evaluation(BaseModel):
             raise ValueError(f"results not judged by a policy: {', '.join(unjudged)}")
         required, waivers = d.get("required_risks"), d.get("waivers") or {}
         if Status(d["verdict"]) is not (
-            Status.FAIL if d.get("findings") else verdict(results, required, waivers)
+            Status.FAIL
+            if d.get("findings") or lineage_failed(d.get("lineage"))
+            else verdict(results, required, waivers)
         ):
             raise ValueError("the document's verdict disagrees with its results (edited?)")
         return cls(
@@ -467,6 +483,7 @@ class Evaluation(BaseModel):
             waivers=waivers,
             levels=d.get("levels", {}),
             detection_floor=d.get("detection_floor", {}),
+            lineage=d.get("lineage"),
         )
 
     def to_frame(self):  # -> polars.DataFrame

@@ -28,7 +28,7 @@ LAYERS: list[tuple[str, ...]] = [
     # the root's entry points
     ("evaluate", "remediate"),
     # what is built on one evaluation: calibration, the report; the shipped demo data
-    ("calibration.", "report.", "demo."),
+    ("calibration.", "report.", "demo.", "lineage."),
     # the Dagster side, by concern: low modules, publication targets, the checks, governance, assembly
     ("pipeline.metadata", "pipeline.resources", "pipeline.hook", "pipeline.settings", "pipeline.records"),
     ("pipeline.publication.",),

@@ -23,6 +23,7 @@ from .args import UsageFailure, parse_kinds, split_list
 from .calibrate import calibrate_command
 from .console import console_command
 from .governance import audit_command, signoff_command, withdraw_command
+from .lineage import check_options, judged, lineage_command, lineage_line
 from .remediate import remediate_command
 
 
@@ -96,6 +97,11 @@ def print_table(ev: Evaluation) -> None:
         from ..report.summary import people_sentence
 
         console.print(f"exposed records: {people_sentence(ev)}", highlight=False)
+    if ev.lineage:
+        tone = "red" if ev.lineage["status"] == "fail" else "green"
+        console.print(f"[{tone}]{lineage_line(ev.lineage)}[/]", markup=True, highlight=False)
+        if ev.lineage.get("reason"):
+            console.print(f"[red]lineage:[/] {ev.lineage['reason']}", markup=True, highlight=False)
     for b in ev.blocked_by:
         if b != "findings":
             console.print(f"[red]blocked by:[/] {b}", markup=True, highlight=False)
@@ -148,6 +154,13 @@ def cli() -> None:
     help="run the neighbour blocks on Ray: local (start one here), auto (join this machine's cluster) "
     "or ray://HEAD:10001",
 )
+@click.option("--lineage", default=None, help="judge the release with every earlier release of this lineage")
+@click.option(
+    "--ledger", default=None, help="the lineage's ledger file (*.duckdb), created at its first release"
+)
+@click.option(
+    "--record", is_flag=True, help="record the release in the lineage (published, reserved or refused)"
+)
 def evaluate(
     real: str,
     synthetic: str,
@@ -164,6 +177,9 @@ def evaluate(
     release_id: str | None,
     threads: int | None,
     ray_address: str | None,
+    lineage: str | None,
+    ledger: str | None,
+    record: bool,
 ) -> None:
     """Evaluate a synthetic table; exit 1 when the verdict is fail, 4 when it awaits a sign-off."""
     from ..data.release_ids import ReleaseIdError, valid_release_id
@@ -178,6 +194,7 @@ def evaluate(
         except ReleaseIdError as exc:
             raise UsageFailure(f"--release-id: {exc}") from None
 
+    check_options(lineage, ledger, record, (real, synthetic, holdout))
     # before the evaluation: an unwritable output is bad input, not a lost verdict
     writable("--json", json_out, inputs=(real, synthetic, holdout), suffixes=(".json",), marker=FORMAT_MARK)
     writable(
@@ -208,6 +225,12 @@ def evaluate(
         executor=executor,
         threads=threads,
     )
+    if lineage and ledger:
+        from ..data.release_ids import default_release_id
+
+        release = release_id or default_release_id(ev.tables.get("synthetic", {}).get("sha256", ""))
+        awaiting = _requires_signoff(policy) or bool(ev.waivers)
+        ev = judged(ev, lineage, ledger, release, record, awaiting)
     finish(
         ev,
         json_out=json_out,
@@ -423,6 +446,7 @@ cli.add_command(withdraw_command)
 cli.add_command(calibrate_command)  # calibrate.py
 cli.add_command(console_command)  # console.py
 cli.add_command(remediate_command)  # remediate.py
+cli.add_command(lineage_command)  # lineage.py
 
 
 #: set by ``main`` when this process is the command itself (never in a test's CliRunner)

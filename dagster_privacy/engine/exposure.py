@@ -85,6 +85,19 @@ class Part:
         }
 
 
+@dataclass(frozen=True)
+class Exposed:
+    """What a lineage needs of one evaluation (issue 56): each part's rare and exposed records on both
+    sides, the folded training and holdout tables they index (records are named by their content there,
+    so a re-ordered or re-spelled extract names a person the same), and each training record's row
+    number in the input as given. Memory only: never serialised."""
+
+    parts: dict[str, Part]
+    train: pl.DataFrame
+    holdout: pl.DataFrame
+    train_rows: np.ndarray | None  # input row number per training record (None: the context's order)
+
+
 def grid(df: pl.DataFrame, schema: Schema, widths: dict[str, float]) -> pl.DataFrame:
     """Numerical columns as the index of their grid cell (``floor(x / width)``; missing stays missing);
     categorical and binary columns as they are."""
@@ -403,6 +416,7 @@ def edit_registration(
 __all__ = [
     "loose",
     "PARTS",
+    "Exposed",
     "Part",
     "edit_registration",
     "exposing_near",

@@ -123,6 +123,7 @@ def exposed_records(
         baseline=float(chance),
         evidence=evidence,
         flagged=np.flatnonzero(exposing),
+        records=ex.Exposed(parts, frames["real"], frames["holdout"], _order(ctx)),
         sizes={
             "real": ctx.n("real"),
             "synthetic": ctx.n("synthetic"),
@@ -180,10 +181,15 @@ MECHANISMS = {
 }
 
 
+def _order(ctx: EvaluationContext) -> np.ndarray | None:
+    """Each training record's row number in the real input as given (None: the context's order)."""
+    return getattr(ctx, "input_rows", {}).get("real")
+
+
 def _listed(ctx: EvaluationContext, parts: dict[str, ex.Part]) -> dict[str, object]:
     """The exposed training records by their row number in the real input as given (0-based, the
     header not counted), with the mechanism; capped at LIST_CAP. Never a value."""
-    order = getattr(ctx, "input_rows", {}).get("real")
+    order = _order(ctx)
     rows: list[dict[str, object]] = []
     for name, mechanism in MECHANISMS.items():  # verbatim_isolated is a stratum of verbatim
         if name not in parts:

@@ -178,8 +178,9 @@ def run(spec: MetricSpec, ctx: Any, params: dict[str, Any] | None = None) -> Met
         status, reason = Status.ERROR, safe_reason(exc)
     seconds = max(0.0, time.perf_counter() - t0 - (ctx.spent_seconds - shared_before))
     figures: dict[str, Any] = {}
-    flagged = flagged_hashes = None
+    flagged = flagged_hashes = records = None
     if m is not None:
+        records = m.records
         reason = invalid_figures(m)
         status = Status.ERROR if reason else None
         figures = {"value": m.value, "raw": m.raw, "baseline": m.baseline, "ci": m.ci}
@@ -200,4 +201,5 @@ def run(spec: MetricSpec, ctx: Any, params: dict[str, Any] | None = None) -> Met
         details={"params": {**spec.params, **(params or {})}, **details},
         flagged=flagged,
         flagged_hashes=flagged_hashes,
+        records=records,
     )

@@ -1,0 +1,129 @@
+"""``dagster-privacy lineage show|withdraw``, and what ``evaluate --lineage`` does (issue 56).
+
+``evaluate … --lineage NAME --ledger FILE`` judges the candidate alone and on the union with every
+earlier release of the lineage; the lineage's decision joins the verdict (``blocked_by:
+privacy_lineage``). With ``--record`` the candidate is recorded: ``published`` when the verdict lets it
+publish (exit 0), ``reserved`` when it awaits a sign-off (it counts from now on), ``refused`` when it
+fails (a look at the count, no exposure counted).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import click
+
+from .args import UsageFailure
+
+
+def check_options(
+    lineage: str | None, ledger: str | None, record: bool, inputs: Sequence[str | None]
+) -> None:
+    """Before the evaluation: a lineage needs a ledger, --record needs a lineage, the ledger is no input."""
+    from ..data.atomic import input_files
+    from ..lineage import Ledger, LineageError, valid_lineage
+
+    if (lineage is None) != (ledger is None):
+        raise UsageFailure("--lineage and --ledger go together: the lineage's name and the ledger file")
+    if record and lineage is None:
+        raise UsageFailure("--record needs --lineage and --ledger")
+    if lineage is None or ledger is None:
+        return
+    try:
+        valid_lineage(lineage)
+        led = Ledger(ledger)
+    except LineageError as exc:
+        raise UsageFailure(f"--ledger/--lineage: {exc}") from None
+    target = led.path.resolve()
+    if any(f.resolve() == target for f in input_files(inputs)):
+        raise UsageFailure(
+            f"--ledger {ledger} is one of the input tables; keep the ledger in a file of its own"
+        )
+
+
+def judged(ev: Any, lineage: str, ledger: str, release_id: str, record: bool, awaiting: bool) -> Any:
+    """The evaluation with its lineage decision; recorded (and, when it may publish, committed as
+    published) with ``record``."""
+    from ..lineage import Ledger, LineageError, commit, judge_lineage
+
+    led = Ledger(ledger)
+    try:
+        out = judge_lineage(ev, lineage=lineage, ledger=led, release_id=release_id, record=record)
+        if record and out.lineage["recorded"]["event"] == "reserved" and not awaiting:
+            commit(led, lineage, release_id, "published")
+            out.lineage["recorded"]["event"] = "published"
+    except LineageError as exc:
+        raise UsageFailure(f"lineage: {exc}") from None
+    return out
+
+
+def lineage_line(lineage: dict[str, Any]) -> str:
+    """The lineage's decision in one line for the terminal."""
+    head = (
+        f"lineage {lineage['name']}: {lineage['status']} at look {lineage['look']} (level "
+        f"{lineage['level']:.2g}); {lineage['people']} rare real records exposed across its releases, "
+        f"chance about {lineage['chance']:.1f}; this release {lineage['candidate_people']}, "
+        f"{lineage['added_people']} not exposed before"
+    )
+    room = lineage.get("room_people")
+    if room is not None and lineage["status"] != "fail":
+        head += f"; the next release may add about {room} verbatim copies before the lineage fails (95 %)"
+    recorded = lineage.get("recorded")
+    if recorded:
+        head += f"; recorded as {recorded['event']} (ledger row {recorded['seq']})"
+    return head
+
+
+@click.group("lineage")
+def lineage_command() -> None:
+    """The releases of one real table: what each exposed, and the union."""
+
+
+@lineage_command.command("show")
+@click.argument("name")
+@click.option("--ledger", required=True, help="the ledger file (*.duckdb)")
+def show(name: str, ledger: str) -> None:
+    """Print the lineage's releases (chain checked): status, people each exposed and added."""
+    from ..lineage import Ledger, LineageError, releases, valid_lineage
+    from ..lineage.names import key_path, lineage_key
+
+    try:
+        valid_lineage(name)
+        led = Ledger(ledger)
+        with led.locked():
+            has_key = key_path(led.path, name).exists()
+            key = lineage_key(led.path, name, create=False) if has_key else None
+            entries = led.entries(name, key)
+    except LineageError as exc:
+        raise UsageFailure(f"lineage: {exc}") from None
+    rel = releases(entries)
+    if not rel:
+        click.echo(f"lineage {name}: no release recorded in {ledger}")
+        return
+    click.echo(f"lineage {name}: {len(rel)} release(s) in {ledger}, hash chain intact")
+    for r in rel:
+        f = r.first.figures()
+        click.echo(
+            f"  {r.first.look:>3}  {r.release_id}  {r.status:<9}  recorded {r.first.recorded_at}  "
+            f"exposed {f.get('candidate_people')} (new {f.get('added_people')})  lineage then: "
+            f"{f.get('status')}, {f.get('people')} people, chance {float(f.get('chance') or 0):.1f}"
+        )
+
+
+@lineage_command.command("withdraw")
+@click.argument("name")
+@click.argument("release_id")
+@click.option("--ledger", required=True, help="the ledger file (*.duckdb)")
+def withdraw(name: str, release_id: str, ledger: str) -> None:
+    """Record a release as withdrawn: it still counts (a record copied once stays copied)."""
+    from ..lineage import Ledger, LineageError, commit
+
+    try:
+        entry = commit(Ledger(ledger), name, release_id, "withdrawn")
+    except LineageError as exc:
+        raise UsageFailure(f"lineage: {exc}") from None
+    click.echo(f"lineage {name}: release {release_id} withdrawn (ledger row {entry.seq}); it still counts")
+
+
+__all__ = ["check_options", "judged", "lineage_command", "lineage_line"]

@@ -1,0 +1,12 @@
+"""Every release counts (issue 56): the releases of one real table form a lineage; a ledger records what
+each exposed (records named by a keyed hash, never a value); a candidate is judged on the union.
+
+names.py (keys, record names) → ledger.py (the append-only, hash-chained file) → cumulative.py (the
+union's exact test, the level spent per look) → gate.py (judge a candidate, record it).
+"""
+
+from .gate import commit, judge_lineage, valid_lineage
+from .ledger import Ledger, releases
+from .names import LineageError
+
+__all__ = ["Ledger", "LineageError", "commit", "judge_lineage", "releases", "valid_lineage"]
