@@ -10,7 +10,10 @@ part by part at the part's weight.
 Every publication is another look at the same growing count, so the i-th look is tested at
 ``level · 6 / (π² i²)``: the looks' levels sum to the gate's level (Σ 1/i² = π²/6), which bounds the
 lineage's false-alarm rate over any number of releases (Bonferroni over looks; the looks are
-positively dependent, so it is conservative).
+positively dependent, so it is conservative). i counts the looks that passed, plus one: until its
+first false alarm a lineage's looks all pass, so the first one happens at some i with probability at
+most that i's share; a look that fails does not move i (refused candidates cannot wear the level
+down, nor a retry buy a looser one).
 """
 
 from __future__ import annotations

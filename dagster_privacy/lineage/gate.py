@@ -99,7 +99,9 @@ def judge_lineage(
                 f"{cand.holdout_fingerprint[:12]} against {past[0].first.holdout[:12]}): a lineage keeps "
                 "one holdout; start a new lineage"
             )
-        look = len(past) + 1
+        # the i-th look at the count: only a look that passed spends its share (a release refused by the
+        # lineage does not move the next look's level, so refusals cannot wear the level down)
+        look = 1 + sum(1 for r in past if r.first.figures().get("status") == "pass")
         level = float(ev.levels.get("gate_levels", {}).get("exposed_records", 0.0))
         counted = [p for p in cand.rare if p != "nearer"]
         earlier = [r.first.parts() for r in past if r.counted]

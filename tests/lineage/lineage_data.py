@@ -1,0 +1,69 @@
+"""The seeded lineage the tests share (issue 56): the demo split (train 5,000, holdout 2,500, unseen
+2,500), releases of 800 unseen rows plus ``k`` unique training records copied verbatim, each one
+different records. Records are copied by training row number, so a test knows which people each
+release exposed."""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+import numpy as np
+import polars as pl
+
+#: rows of unseen real people per release
+FRESH = 800
+#: exposed_records at standard's level (0.0125) beside the cheapest gate of each other risk, so that a
+#: verdict can pass: the policy the CLI tests write to a file
+POLICY_YAML = """\
+name: lineage-test
+metrics:
+  exposed_records: {threshold: 0.0, severity: ERROR, weight: 1.0}
+  singling_out_univariate: {threshold: 0.1, severity: ERROR}
+  linkability: {threshold: 0.1, severity: ERROR}
+  inference_distance: {threshold: 0.15, severity: ERROR}
+require_signoff: false
+"""
+
+
+@dataclass(frozen=True)
+class Split:
+    train: pl.DataFrame
+    holdout: pl.DataFrame
+    unseen: pl.DataFrame
+    unique: np.ndarray  # training rows no other real record equals, in a seeded order
+
+
+@functools.cache
+def split() -> Split:
+    from dagster_privacy.calibration import leaky_split
+    from dagster_privacy.demo import load_demo
+
+    sp = leaky_split(load_demo(), 0.0, seed=1)
+    pooled = pl.concat([sp.train, sp.control])
+    unique = np.flatnonzero(~pooled.is_duplicated().to_numpy()[: sp.train.height])
+    return Split(sp.train, sp.control, sp.release, np.random.default_rng(0).permutation(unique))
+
+
+def release(i: int, copied: np.ndarray) -> pl.DataFrame:
+    """Release ``i``: its own draw of unseen rows, then the training rows ``copied`` verbatim."""
+    s = split()
+    rng = np.random.default_rng([56, i])
+    fresh = s.unseen[np.sort(rng.choice(s.unseen.height, FRESH, replace=False))]
+    return pl.concat([fresh, s.train[np.sort(copied)]])
+
+
+def copies(i: int, k: int) -> np.ndarray:
+    """The ``k`` training rows release ``i`` copies (disjoint across releases)."""
+    return split().unique[k * i : k * (i + 1)]
+
+
+def evaluate(synthetic: pl.DataFrame, holdout: pl.DataFrame | None = None):  # -> Evaluation
+    """The release under POLICY_YAML (the verdict as the CLI reaches it)."""
+    import yaml
+
+    import dagster_privacy as dp
+
+    s = split()
+    return dp.evaluate(s.train, synthetic, holdout=s.holdout if holdout is None else holdout,
+                       policy=yaml.safe_load(POLICY_YAML), seed=0, progress=False)  # fmt: skip

@@ -1,0 +1,233 @@
+"""A lineage of real evaluations (issue 56): releases that each pass alone and fail together, a record
+counted once, withdrawn and refused releases, the holdout kept, the ledger's chain and keys, a process
+killed after its reservation and two candidates judged at once (real processes)."""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import pytest
+from lineage_data import copies, evaluate, release, split
+
+from dagster_privacy.lineage import Ledger, LineageError, commit, judge_lineage, releases
+from dagster_privacy.lineage.names import head_path, key_folder, key_path, lineage_key
+
+HERE = Path(__file__).parent
+K = 5  # copies per release: each release alone passes (its verbatim floor is 10 people here)
+
+
+@functools.cache
+def _evaluated(i: int, k: int = K):  # -> Evaluation (cached: the tests share the releases)
+    return evaluate(release(i, copies(i, k)))
+
+
+def _judge(ledger: Ledger, i: int, *, record: bool = True, ev=None, lineage: str = "demo"):
+    ev = ev or _evaluated(i)
+    return judge_lineage(ev, lineage=lineage, ledger=ledger, release_id=f"r{i}", record=record)
+
+
+def _verbatim(lin: dict) -> dict:
+    return next(p for p in lin["parts"] if p["part"] == "verbatim")
+
+
+def test_releases_that_each_pass_alone_fail_together(tmp_path) -> None:
+    led = Ledger(tmp_path / "ledger.duckdb")
+    first_fail = None
+    for i in range(8):
+        ev = _evaluated(i)
+        assert ev["exposed_records"].status.value == "pass", f"release {i} alone"
+        out = _judge(led, i)
+        lin = out.lineage
+        assert _verbatim(lin)["exposed"] >= K * (i + 1 if first_fail is None else first_fail)
+        if lin["status"] == "fail":
+            first_fail = i
+            assert out.verdict.value == "fail" and "privacy_lineage" in out.blocked_by
+            assert lin["recorded"]["event"] == "refused"
+            assert "earlier releases holding its verbatim records" in lin["reason"]
+            assert {h["release_id"] for h in lin["held_by"]} == {f"r{j}" for j in range(i)}
+            # the union's training records by row number: every copy of every counted release and this one
+            want = set(np.concatenate([copies(j, K) for j in range(i + 1)]).tolist())
+            assert want <= set(lin["records"]["rows"])
+            break
+        assert out.verdict.value == "pass" and lin["recorded"]["event"] == "reserved"
+    assert first_fail is not None and first_fail >= 2, "three releases of 4 copies pass together"
+
+
+def test_a_record_copied_by_two_releases_counts_once(tmp_path) -> None:
+    led = Ledger(tmp_path / "ledger.duckdb")
+    same = copies(0, K)
+    a = _judge(led, 0, ev=evaluate(release(0, same)))
+    b = judge_lineage(evaluate(release(1, same)), lineage="demo", ledger=led, release_id="r1b", record=True)
+    # the union holds the same four people: what release 1's fresh rows add by chance, never 4 more
+    added = _verbatim(b.lineage)["exposed"] - _verbatim(a.lineage)["exposed"]
+    assert added < K
+    assert set(same.tolist()) <= set(b.lineage["records"]["rows"])
+    assert b.lineage["added_people"] < b.lineage["candidate_people"]
+
+
+def test_a_withdrawn_release_still_counts_and_a_refused_one_does_not(tmp_path) -> None:
+    led = Ledger(tmp_path / "ledger.duckdb")
+    _judge(led, 0)
+    commit(led, "demo", "r0", "withdrawn")
+    after = _judge(led, 1, record=False).lineage
+    assert set(copies(0, K).tolist()) <= set(after["records"]["rows"])
+    assert after["releases"][0]["status"] == "withdrawn"
+    # a refusal: a reservation refused later stops counting
+    other = Ledger(tmp_path / "other.duckdb")
+    _judge(other, 0)
+    commit(other, "demo", "r0", "refused")
+    seen = _judge(other, 1, record=False).lineage
+    assert not set(copies(0, K).tolist()) & set(seen["records"]["rows"])
+
+
+def test_another_holdout_is_refused(tmp_path) -> None:
+    led = Ledger(tmp_path / "ledger.duckdb")
+    _judge(led, 0)
+    s = split()
+    ev = evaluate(release(1, copies(1, K)), holdout=s.holdout.head(s.holdout.height - 1))
+    with pytest.raises(LineageError, match="holdout differs"):
+        judge_lineage(ev, lineage="demo", ledger=led, release_id="r1", record=True)
+
+
+def test_an_edited_or_deleted_ledger_row_is_caught(tmp_path) -> None:
+    path = tmp_path / "ledger.duckdb"
+    led = Ledger(path)
+    for i in range(3):
+        _judge(led, i)
+    key = lineage_key(path, "demo", create=False)
+    assert len(led.entries("demo", key)) == 3
+    with duckdb.connect(str(path)) as con:  # someone removes a release's exposure from the count
+        con.execute("update lineage_ledger set exposed = '{}' where seq = 2")
+    with pytest.raises(LineageError, match="altered: lineage 'demo', row 2"):
+        led.entries("demo", key)
+    path2 = tmp_path / "tail.duckdb"
+    led2 = Ledger(path2)
+    for i in range(3):
+        _judge(led2, i)
+    with duckdb.connect(str(path2)) as con:  # the chain alone cannot see a deleted tail
+        con.execute("delete from lineage_ledger where seq = 3")
+    with pytest.raises(LineageError, match="lacks lineage 'demo'"):
+        led2.entries("demo", lineage_key(path2, "demo", create=False))
+
+
+def test_the_key_is_private_and_required(tmp_path) -> None:
+    path = tmp_path / "ledger.duckdb"
+    led = Ledger(path)
+    _judge(led, 0)
+    assert key_folder(path).stat().st_mode & 0o777 == 0o700
+    assert key_path(path, "demo").stat().st_mode & 0o777 == 0o600
+    os.chmod(key_path(path, "demo"), 0o644)
+    with pytest.raises(LineageError, match="readable by other accounts"):
+        _judge(led, 1)
+    os.chmod(key_path(path, "demo"), 0o600)
+    key_path(path, "demo").rename(tmp_path / "elsewhere.key")
+    with pytest.raises(LineageError, match="no key|missing"):
+        _judge(led, 1)
+
+
+def test_a_ledger_beside_data_or_of_another_kind_is_refused(tmp_path) -> None:
+    with pytest.raises(LineageError, match="DuckDB file"):
+        Ledger(tmp_path / "ledger.csv")
+    data = tmp_path / "data.duckdb"
+    with duckdb.connect(str(data)) as con:
+        con.execute("create table people as select 1 as id")
+    with pytest.raises(LineageError, match="besides the ledger's"):
+        _judge(Ledger(data), 0)
+    with duckdb.connect(str(data)) as con:
+        assert con.execute("select count(*) from people").fetchall() == [(1,)]
+
+
+_CHILD = textwrap.dedent(
+    """
+    import os, signal, sys, time
+    from pathlib import Path
+    sys.path.insert(0, {here!r})
+    from lineage_data import copies, evaluate, release
+    from dagster_privacy.lineage import Ledger, judge_lineage
+    i, ledger, mode = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+    ev = evaluate(release(i, copies(i, {k})))
+    if mode == "race":  # both candidates evaluated, then judged at the same moment
+        Path(ledger + f".ready{{i}}").touch()
+        while not Path(ledger + ".go").exists():
+            time.sleep(0.01)
+    out = judge_lineage(ev, lineage="demo", ledger=Ledger(ledger), release_id=f"r{{i}}", record=True)
+    if mode == "kill":  # reserved, then killed before anyone commits the publication
+        os.kill(os.getpid(), signal.SIGKILL)
+    print(out.lineage["recorded"]["event"], out.lineage["look"], flush=True)
+    """
+)
+
+
+def _child(i: int, ledger: Path, mode: str) -> subprocess.Popen:
+    code = _CHILD.format(here=str(HERE), k=K)
+    return subprocess.Popen([sys.executable, "-c", code, str(i), str(ledger), mode], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)  # fmt: skip
+
+
+def test_a_process_killed_after_its_reservation_leaves_no_release_missed(tmp_path) -> None:
+    path = tmp_path / "ledger.duckdb"
+    p = _child(0, path, "kill")
+    _, err = p.communicate(timeout=300)
+    assert p.returncode == -9, err[-500:]
+    led = Ledger(path)
+    rel = releases(led.entries("demo", lineage_key(path, "demo", create=False)))
+    assert [(r.release_id, r.status) for r in rel] == [("r0", "reserved")]
+    after = _judge(led, 1, record=False).lineage
+    assert set(copies(0, K).tolist()) <= set(after["records"]["rows"])
+
+
+def test_two_candidates_judged_at_once_cannot_both_pass_the_last_of_the_budget(tmp_path) -> None:
+    """Releases 0–3 recorded; then 4 and 5, each of which passes on the lineage alone (look 5), are
+    judged at the same moment by two processes: the second judged sees the first's reservation."""
+    path = tmp_path / "ledger.duckdb"
+    led = Ledger(path)
+    for i in range(4):
+        assert _judge(led, i).lineage["status"] == "pass"
+    for i in (4, 5):  # alone on the lineage, each passes (a dry look: nothing recorded)
+        dry = _judge(led, i, record=False).lineage
+        assert dry["status"] == "pass" and dry.get("recorded") is None and dry["look"] == 5
+    procs = {i: _child(i, path, "race") for i in (4, 5)}
+    ready = [Path(f"{path}.ready{i}") for i in procs]
+    import time
+
+    deadline = time.time() + 300
+    while not all(r.exists() for r in ready):
+        assert time.time() < deadline and all(p.poll() is None for p in procs.values())
+        time.sleep(0.05)
+    Path(f"{path}.go").touch()
+    outs = {i: p.communicate(timeout=300) for i, p in procs.items()}
+    assert all(p.returncode == 0 for p in procs.values()), {i: o[1][-300:] for i, o in outs.items()}
+    events = sorted(o[0].split()[0] for o in outs.values())
+    looks = sorted(int(o[0].split()[1]) for o in outs.values())
+    assert looks == [5, 6]  # one after the other, never both at look 5
+    assert events == ["refused", "reserved"]
+
+
+def test_no_real_value_reaches_the_ledger_or_the_decision(tmp_path) -> None:
+    import polars as pl
+
+    s = split()
+    canary = "CANARY-LINEAGE-7c2e"
+    col = next(c for c, t in s.train.schema.items() if t == pl.String)
+    row = int(copies(0, 1)[0])
+    train = s.train.with_columns(
+        pl.when(pl.int_range(pl.len()) == row).then(pl.lit(canary)).otherwise(pl.col(col)).alias(col)
+    )
+    import dagster_privacy as dp
+
+    rel = pl.concat([release(0, np.array([], dtype=int)), train[[row]]])
+    ev = dp.evaluate(train, rel, holdout=s.holdout, metrics=["exposed_records"], progress=False, seed=0)
+    path = tmp_path / "ledger.duckdb"
+    out = judge_lineage(ev, lineage="demo", ledger=Ledger(path), release_id="r0", record=True)
+    assert row in out.lineage["records"]["rows"]  # the person is counted, by row number
+    assert canary not in json.dumps(out.to_dict())
+    for f in [path, *key_folder(path).iterdir(), head_path(path, "demo")]:
+        assert canary.encode() not in Path(f).read_bytes(), f

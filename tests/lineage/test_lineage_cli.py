@@ -1,0 +1,101 @@
+"""The lineage as a user scripts it (issue 56): ``evaluate --lineage --ledger --record`` on CSV files,
+the lineage's decision in the verdict, the JSON and the terminal, ``lineage show`` and ``withdraw``, and
+bad usage (exit 2, one line)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import duckdb
+import pytest
+from lineage_data import POLICY_YAML, copies, release, split
+from lineage_data import evaluate as evaluate_api
+
+from dagster_privacy.lineage import Ledger, judge_lineage
+
+K = 5
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess:
+    cmd = [sys.executable, "-m", "dagster_privacy.cli", *args]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory) -> dict[str, Path]:
+    d = tmp_path_factory.mktemp("lineage_cli")
+    s = split()
+    out = {"real": d / "train.csv", "holdout": d / "holdout.csv", "policy": d / "policy.yaml"}
+    s.train.write_csv(out["real"])
+    s.holdout.write_csv(out["holdout"])
+    out["policy"].write_text(POLICY_YAML)
+    for i in range(6):
+        out[f"r{i}"] = d / f"release{i}.csv"
+        release(i, copies(i, K)).write_csv(out[f"r{i}"])
+    return out
+
+
+def _evaluate(files: dict[str, Path], i: int, ledger: Path, *extra: str) -> subprocess.CompletedProcess:
+    return _cli("evaluate", "--real", str(files["real"]), "--holdout", str(files["holdout"]),
+                "--synthetic", str(files[f"r{i}"]), "--policy", str(files["policy"]), "--lineage", "demo",
+                "--ledger", str(ledger), "--release-id", f"r{i}", *extra)  # fmt: skip
+
+
+def test_a_scripted_lineage_blocks_the_release_that_tips_the_union(files, tmp_path) -> None:
+    ledger = tmp_path / "ledger.duckdb"
+    for i in range(4):  # the first four through the Python API: the CLI names records the same
+        out = judge_lineage(evaluate_api(release(i, copies(i, K))), lineage="demo", ledger=Ledger(ledger),
+                            release_id=f"r{i}", record=True)  # fmt: skip
+        assert out.lineage["status"] == "pass"
+    passing = _evaluate(files, 4, ledger, "--record", "--json", str(tmp_path / "r4.json"))
+    assert passing.returncode == 0, passing.stderr[-2000:]
+    lin = json.loads((tmp_path / "r4.json").read_text())["lineage"]
+    assert lin["status"] == "pass" and lin["look"] == 5 and lin["recorded"]["event"] == "published"
+    assert "lineage demo: pass at look 5" in passing.stdout
+    assert "not exposed before" in passing.stdout
+    failing = _evaluate(files, 5, ledger, "--record", "--json", str(tmp_path / "r5.json"))
+    assert failing.returncode == 1, failing.stderr[-2000:]
+    doc = json.loads((tmp_path / "r5.json").read_text())
+    assert doc["verdict"] == "fail" and "privacy_lineage" in doc["blocked_by"]
+    assert doc["lineage"]["recorded"]["event"] == "refused"
+    assert {h["release_id"] for h in doc["lineage"]["held_by"]} == {f"r{i}" for i in range(5)}
+    assert "blocked by: privacy_lineage" in failing.stdout
+    shown = _cli("lineage", "show", "demo", "--ledger", str(ledger))
+    assert shown.returncode == 0, shown.stderr
+    lines = shown.stdout.splitlines()
+    assert "6 release(s)" in lines[0] and "hash chain intact" in lines[0]
+    assert [ln.split()[2] for ln in lines[1:]] == ["reserved"] * 4 + ["published", "refused"]
+    gone = _cli("lineage", "withdraw", "demo", "r4", "--ledger", str(ledger))
+    assert gone.returncode == 0 and "still counts" in gone.stdout
+    again = _evaluate(files, 5, ledger, "--release-id", "r5-again")  # r4 withdrawn: still in the union
+    assert again.returncode == 1 and "privacy_lineage" in again.stdout
+
+
+def test_bad_lineage_usage_is_one_line_and_exit_2(files, tmp_path) -> None:
+    ledger = tmp_path / "ledger.duckdb"
+    base = ["evaluate", "--real", str(files["real"]), "--holdout", str(files["holdout"]), "--synthetic",
+            str(files["r0"]), "--policy", str(files["policy"])]  # fmt: skip
+    r = _cli(*base, "--record")
+    assert r.returncode == 2 and "--record needs --lineage" in r.stderr and "Traceback" not in r.stderr
+    r = _cli(*base, "--lineage", "demo")
+    assert r.returncode == 2 and "go together" in r.stderr
+    r = _cli(*base, "--lineage", "../etc", "--ledger", str(ledger))
+    assert r.returncode == 2 and "lineage name" in r.stderr
+    r = _cli(*base, "--lineage", "demo", "--ledger", str(tmp_path / "ledger.csv"))
+    assert r.returncode == 2 and "DuckDB file" in r.stderr
+    db = tmp_path / "real.duckdb"
+    with duckdb.connect(str(db)) as con:
+        con.execute(f"create table t as select * from read_csv('{files['real']}')")
+    rest = ["--synthetic", str(files["r0"]), "--policy", str(files["policy"]), "--lineage", "demo"]
+    r = _cli("evaluate", "--real", f"{db}:t", "--holdout", str(files["holdout"]), *rest, "--ledger", str(db))
+    assert r.returncode == 2 and "one of the input tables" in r.stderr
+    # an edited ledger: one line, exit 2, the chain names the row
+    ok = _evaluate(files, 0, ledger, "--record")
+    assert ok.returncode == 0, ok.stderr[-2000:]
+    with duckdb.connect(str(ledger)) as con:
+        con.execute("update lineage_ledger set event = 'refused'")
+    r = _cli("lineage", "show", "demo", "--ledger", str(ledger))
+    assert r.returncode == 2 and "was altered" in r.stderr and "Traceback" not in r.stderr
