@@ -36,6 +36,7 @@ LAYERS: list[tuple[str, ...]] = [
         "pipeline.assets",
         "pipeline.translator",
         "pipeline.evidence",
+        "pipeline.lineage_check",
         "pipeline.checks",
         "pipeline.schema_gate",
         "pipeline.automation",

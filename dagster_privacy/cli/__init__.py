@@ -18,12 +18,13 @@ import click
 from ..decision.policy import PolicyError
 from ..engine.executors import ExecutorError
 from ..errors import TableError, first_line
+from ..lineage import sentence
 from ..results import RISK_NAMES, Evaluation, Status
 from .args import UsageFailure, parse_kinds, split_list
 from .calibrate import calibrate_command
 from .console import console_command
 from .governance import audit_command, signoff_command, withdraw_command
-from .lineage import check_options, judged, lineage_command, lineage_line
+from .lineage import check_options, judged, lineage_command
 from .remediate import remediate_command
 
 
@@ -99,7 +100,7 @@ def print_table(ev: Evaluation) -> None:
         console.print(f"exposed records: {people_sentence(ev)}", highlight=False)
     if ev.lineage:
         tone = "red" if ev.lineage["status"] == "fail" else "green"
-        console.print(f"[{tone}]{lineage_line(ev.lineage)}[/]", markup=True, highlight=False)
+        console.print(f"[{tone}]{sentence(ev.lineage)}[/]", markup=True, highlight=False)
         if ev.lineage.get("reason"):
             console.print(f"[red]lineage:[/] {ev.lineage['reason']}", markup=True, highlight=False)
     for b in ev.blocked_by:

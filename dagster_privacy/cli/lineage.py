@@ -58,23 +58,6 @@ def judged(ev: Any, lineage: str, ledger: str, release_id: str, record: bool, aw
     return out
 
 
-def lineage_line(lineage: dict[str, Any]) -> str:
-    """The lineage's decision in one line for the terminal."""
-    head = (
-        f"lineage {lineage['name']}: {lineage['status']} at look {lineage['look']} (level "
-        f"{lineage['level']:.2g}); {lineage['people']} rare real records exposed across its releases, "
-        f"chance about {lineage['chance']:.1f}; this release {lineage['candidate_people']}, "
-        f"{lineage['added_people']} not exposed before"
-    )
-    room = lineage.get("room_people")
-    if room is not None and lineage["status"] != "fail":
-        head += f"; the next release may add about {room} verbatim copies before the lineage fails (95 %)"
-    recorded = lineage.get("recorded")
-    if recorded:
-        head += f"; recorded as {recorded['event']} (ledger row {recorded['seq']})"
-    return head
-
-
 @click.group("lineage")
 def lineage_command() -> None:
     """The releases of one real table: what each exposed, and the union."""
@@ -126,4 +109,4 @@ def withdraw(name: str, release_id: str, ledger: str) -> None:
     click.echo(f"lineage {name}: release {release_id} withdrawn (ledger row {entry.seq}); it still counts")
 
 
-__all__ = ["check_options", "judged", "lineage_command", "lineage_line"]
+__all__ = ["check_options", "judged", "lineage_command"]

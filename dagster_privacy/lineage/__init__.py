@@ -5,8 +5,8 @@ names.py (keys, record names) → ledger.py (the append-only, hash-chained file)
 union's exact test, the level spent per look) → gate.py (judge a candidate, record it).
 """
 
-from .gate import commit, judge_lineage, valid_lineage
+from .gate import commit, judge_lineage, sentence, valid_lineage
 from .ledger import Ledger, releases
 from .names import LineageError
 
-__all__ = ["Ledger", "LineageError", "commit", "judge_lineage", "releases", "valid_lineage"]
+__all__ = ["Ledger", "LineageError", "commit", "judge_lineage", "releases", "sentence", "valid_lineage"]

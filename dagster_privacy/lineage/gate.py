@@ -77,58 +77,83 @@ def judge_lineage(
 ) -> Evaluation:
     """``ev`` with its lineage decision (``ev.lineage``; a failing union fails the verdict), and with
     ``record``, the candidate appended to the ledger (reserved when its verdict lets it publish, else
-    refused). Raises LineageError on a bad ledger, key or holdout (the CLI exits 2)."""
-    from ..metrics.exposure import WEIGHTS
-
+    refused). A release id already recorded with the same records is judged as it was, not recorded
+    again (a retried check). Raises LineageError on a bad ledger, key or holdout (the CLI exits 2)."""
     valid_lineage(lineage)
     result = _records(ev)
     with ledger.locked():
-        if _has_key(ledger, lineage):
-            key = lineage_key(ledger.path, lineage, create=False)
-        else:  # the first release: rows without a key are refused by entries(); a look alone keeps no key
-            ledger.entries(lineage, None)
-            key = lineage_key(ledger.path, lineage, create=True) if record else secrets.token_bytes(32)
-        entries = ledger.entries(lineage, key)
-        past = releases(entries)
-        if any(r.release_id == release_id for r in past):
-            raise LineageError(f"release {release_id} is already in lineage {lineage!r}: give another id")
+        key = _key(ledger, lineage, record)
+        past = releases(ledger.entries(lineage, key))
         cand = named(result.records, key)
-        if past and past[0].first.holdout != cand.holdout_fingerprint:
-            raise LineageError(
-                f"the holdout differs from lineage {lineage!r}'s (fingerprint "
-                f"{cand.holdout_fingerprint[:12]} against {past[0].first.holdout[:12]}): a lineage keeps "
-                "one holdout; start a new lineage"
-            )
+        again = _already(past, release_id, cand, lineage)
+        if again is not None:
+            past, record = [r for r in past if r.first.seq < again.first.seq], False
+        _same_holdout(past, cand, lineage)
         # the i-th look at the count: only a look that passed spends its share (a release refused by the
         # lineage does not move the next look's level, so refusals cannot wear the level down)
-        look = 1 + sum(1 for r in past if r.first.figures().get("status") == "pass")
-        level = float(ev.levels.get("gate_levels", {}).get("exposed_records", 0.0))
-        counted = [p for p in cand.rare if p != "nearer"]
-        earlier = [r.first.parts() for r in past if r.counted]
-        union = cu.union_parts(cand.exposed, earlier, cand.rare)
-        out = cu.decide_union(
-            union, cand.rare, WEIGHTS, level=cu.look_level(level, look),
-            next_level=cu.look_level(level, look + 1), threshold=float(result.threshold or 0.0),
-            counted=counted,
-        )  # fmt: skip
-        fails = out["status"] == "fail" or ev.verdict is Status.FAIL
-        summary = _summary(ev, out, cand, past, counted, look, lineage, ledger, release_id)
+        look = again.first.look if again else 1 + sum(r.first.figures().get("status") == "pass" for r in past)
+        out = _decide(ev, result, cand, past, look)
+        summary = _summary(ev, out, cand, past, look, lineage, ledger, release_id)
         if record:
+            fails = out["status"] == "fail" or ev.verdict is Status.FAIL
             entry = ledger.append(
                 key, lineage=lineage, release_id=release_id, event="refused" if fails else "reserved",
-                look=look, holdout=cand.holdout_fingerprint,
+                look=look, holdout=cand.holdout_fingerprint, summary=json.dumps(_stored(summary)),
                 exposed=json.dumps({p: [sorted(t), sorted(h)] for p, (t, h) in cand.exposed.items()}),
-                summary=json.dumps(_stored(summary)),
             )  # fmt: skip
             summary["recorded"] = {"event": entry.event, "seq": entry.seq, "row_hash": entry.row_hash}
+        elif again is not None:
+            summary["recorded"] = {"event": again.status, "seq": again.first.seq, "again": True}
     verdict = Status.FAIL if out["status"] == "fail" else ev.verdict
     return ev.model_copy(update={"lineage": summary, "verdict": verdict})
 
 
-def _has_key(ledger: Ledger, lineage: str) -> bool:
+def _counted(cand: Named) -> list[str]:
+    """The parts that count people (nearer is a membership signal: tested, not counted)."""
+    return [p for p in cand.rare if p != "nearer"]
+
+
+def _key(ledger: Ledger, lineage: str, record: bool) -> bytes:
+    """The lineage's key; at its first release created when recording (a look alone keeps none: a
+    random key names the records of this look only). Rows without a key are refused by entries()."""
     from .names import key_path
 
-    return key_path(ledger.path, lineage).exists()
+    if key_path(ledger.path, lineage).exists():
+        return lineage_key(ledger.path, lineage, create=False)
+    ledger.entries(lineage, None)
+    return lineage_key(ledger.path, lineage, create=True) if record else secrets.token_bytes(32)
+
+
+def _same_holdout(past: list[Release], cand: Named, lineage: str) -> None:
+    if past and past[0].first.holdout != cand.holdout_fingerprint:
+        raise LineageError(
+            f"the holdout differs from lineage {lineage!r}'s (fingerprint {cand.holdout_fingerprint[:12]} "
+            f"against {past[0].first.holdout[:12]}): a lineage keeps one holdout; start a new lineage"
+        )
+
+
+def _decide(ev: Evaluation, result: Any, cand: Named, past: list[Release], look: int) -> dict[str, Any]:
+    """The union of the counted earlier releases and the candidate, judged at this look's level."""
+    from ..metrics.exposure import WEIGHTS
+
+    level = float(ev.levels.get("gate_levels", {}).get("exposed_records", 0.0))
+    union = cu.union_parts(cand.exposed, [r.first.parts() for r in past if r.counted], cand.rare)
+    levels = {"level": cu.look_level(level, look), "next_level": cu.look_level(level, look + 1)}
+    threshold = float(result.threshold or 0.0)
+    return cu.decide_union(union, cand.rare, WEIGHTS, **levels, threshold=threshold, counted=_counted(cand))
+
+
+def _already(past: list[Release], release_id: str, cand: Named, lineage: str) -> Release | None:
+    """The release recorded under ``release_id`` when it is this candidate again (the same records
+    exposed); another content under a recorded id is refused (it would escape the count)."""
+    mine = next((r for r in past if r.release_id == release_id), None)
+    if mine is None:
+        return None
+    if mine.first.parts() != cand.exposed:
+        raise LineageError(
+            f"release {release_id} is already in lineage {lineage!r} with other content: give it a new id"
+        )
+    return mine
 
 
 def commit(ledger: Ledger, lineage: str, release_id: str, event: str) -> Entry:
@@ -150,11 +175,12 @@ def commit(ledger: Ledger, lineage: str, release_id: str, event: str) -> Entry:
 
 
 def _summary(
-    ev: Evaluation, out: dict[str, Any], cand: Named, past: list[Release], counted: list[str], look: int,
-    lineage: str, ledger: Ledger, release_id: str,
+    ev: Evaluation, out: dict[str, Any], cand: Named, past: list[Release], look: int, lineage: str,
+    ledger: Ledger, release_id: str,
 ) -> dict[str, Any]:  # fmt: skip
     """The lineage's figures for the JSON, the report and the terminal (counts, row numbers, never a
     value); the candidate's own people and what it adds to the union."""
+    counted = _counted(cand)
     own = cu.people(cand.exposed, counted)
     before = cu.people(cu.union_parts({}, [r.first.parts() for r in past if r.counted], cand.rare), counted)
     union_t = cu.people(cu.union_parts(cand.exposed, [r.first.parts() for r in past if r.counted], cand.rare),
@@ -226,4 +252,21 @@ def _stored(summary: dict[str, Any]) -> dict[str, Any]:
     return {k: summary[k] for k in keep}
 
 
-__all__ = ["commit", "judge_lineage", "named", "valid_lineage"]
+def sentence(lineage: dict[str, Any]) -> str:
+    """The lineage's decision in one line for the terminal."""
+    head = (
+        f"lineage {lineage['name']}: {lineage['status']} at look {lineage['look']} (level "
+        f"{lineage['level']:.2g}); {lineage['people']} rare real records exposed across its releases, "
+        f"chance about {lineage['chance']:.1f}; this release {lineage['candidate_people']}, "
+        f"{lineage['added_people']} not exposed before"
+    )
+    room = lineage.get("room_people")
+    if room is not None and lineage["status"] != "fail":
+        head += f"; the next release may add about {room} verbatim copies before the lineage fails (95 %)"
+    recorded = lineage.get("recorded")
+    if recorded:
+        head += f"; recorded as {recorded['event']} (ledger row {recorded['seq']})"
+    return head
+
+
+__all__ = ["commit", "judge_lineage", "named", "sentence", "valid_lineage"]

@@ -17,6 +17,7 @@ from ..engine.executors import RayExecutor
 from ..errors import safe_reason
 from ..metrics import registry
 from ..results import VERDICT_RISKS
+from . import lineage_check
 from .assets import DUCKDB_KEY, RELEASE_KEY
 from .evidence import build_report_hook
 from .hook import REPORT, EvaluationHook
@@ -41,7 +42,12 @@ def required_risks(plan: pol.EvaluationPlan) -> list[str]:
 
 
 def required_check_names(
-    policy: PolicyLike, *, schema_gate: bool = True, extra: Sequence[str] = (), name_prefix: str = ""
+    policy: PolicyLike,
+    *,
+    schema_gate: bool = True,
+    extra: Sequence[str] = (),
+    name_prefix: str = "",
+    lineage: bool = False,
 ) -> list[str]:
     """The checks publication requires to have passed: one per required risk (``privacy_risk_<risk>``,
     which passes only when every gate of that risk passed), gating metrics of no verdict risk (a
@@ -52,6 +58,8 @@ def required_check_names(
     specs = registry()
     names = [name_prefix + risk_check_name(r) for r in required_risks(plan)]
     names += [name_prefix + m for m in plan.gating if VERDICT_RISKS.get(specs[m].risk.value) is None]
+    if lineage:
+        names.append(name_prefix + lineage_check.CHECK)
     if schema_gate:
         names.append("schema_gate")
     if plan.policy.require_signoff:
@@ -130,6 +138,8 @@ def build_privacy_checks(
     translator: PrivacyCheckTranslator = DEFAULT_TRANSLATOR,
     ray_resource_key: str | None = None,
     partitions_def: dg.PartitionsDefinition | None = None,
+    lineage: bool | str = False,
+    ledger: str | None = None,
 ) -> Sequence[dg.AssetChecksDefinition]:
     """Privacy checks on a synthetic table asset: one spec per metric of ``policy`` and one blocking
     spec per required risk (``privacy_risk_<risk>``, the per-risk decision of the verdict).
@@ -161,6 +171,10 @@ def build_privacy_checks(
     checks (``AssetCheckSpec.partitions_def``, a preview feature of Dagster 1.13): one evaluation per
     partition, of that partition's value, with the partition in every result's metadata — so a leaky
     month blocks that month's downstream assets only.
+
+    With ``lineage`` (True: named by the real table; or a name), a blocking ``privacy_lineage`` check
+    judges the release with every earlier release of its lineage, recorded in ``ledger`` (default:
+    beside the Dagster instance; lineage_check.py).
     """
     plan = pol.resolve(policy)
     key = key_of(asset)
@@ -218,6 +232,9 @@ def build_privacy_checks(
                 **part,
             )
         )
+    lineage_of = _lineage(lineage, plan, real_key, real, holdout or holdout_key)
+    if lineage_of:
+        specs.append(lineage_check.spec(key, name_prefix, deps, part))
     resources = {release_resource_key, ray_resource_key} - {None}
     common: dict[str, Any] = {
         "plan": plan,
@@ -227,6 +244,8 @@ def build_privacy_checks(
         "translator": translator,
         "ray_resource_key": ray_resource_key,
         "name_prefix": name_prefix,
+        "lineage": lineage_of,
+        "ledger": ledger,
     }
     decorate = dg.multi_asset_check(
         specs=specs,
@@ -280,6 +299,30 @@ def build_privacy_checks(
     return [decorate(_values_with_holdout)]
 
 
+def _lineage(
+    lineage: bool | str,
+    plan: pol.EvaluationPlan,
+    real_key: dg.AssetKey | None,
+    real: str | None,
+    holdout: Any,
+) -> str | None:
+    """The lineage the checks record into (None: no lineage check); refused at definition when the
+    policy does not count people or there is no holdout (the union test needs both)."""
+    if not lineage:
+        return None
+    from ..lineage import LineageError, valid_lineage
+
+    if "exposed_records" not in plan.ids or not holdout:
+        raise dg.DagsterInvalidDefinitionError(
+            "lineage= needs a policy that runs exposed_records and a holdout (the union's chance side)"
+        )
+    name = lineage if isinstance(lineage, str) else lineage_check.lineage_name(real_key, real)
+    try:
+        return valid_lineage(name)
+    except LineageError as exc:
+        raise dg.DagsterInvalidDefinitionError(f"lineage=: {exc}") from None
+
+
 def evaluate_checks(
     context: dg.AssetCheckExecutionContext,
     *,
@@ -291,6 +334,8 @@ def evaluate_checks(
     translator: PrivacyCheckTranslator = DEFAULT_TRANSLATOR,
     ray_resource_key: str | None = None,
     name_prefix: str = "",
+    lineage: str | None = None,
+    ledger: str | None = None,
 ) -> Iterator[dg.AssetObservation | dg.AssetCheckResult]:
     """The body of the check: ``read()`` gives (real, synthetic, holdout or None) — frames read by
     name, or the assets' values — then one evaluation, an observation of the synthetic asset with every
@@ -349,6 +394,9 @@ def evaluate_checks(
                     description=translator.risk_result_description(risk, d),
                 )
             )
+        if lineage:
+            where = {"lineage": lineage, "ledger": ledger, "release": str(release), "extra": extra}
+            out.append(lineage_check.result(context, ev, key=key, name_prefix=name_prefix, **where))
         observation = translator.observation(ev, key, release=release)
         context.log.info(
             f"release {release}: verdict {ev.verdict.value} "
@@ -370,5 +418,9 @@ def evaluate_checks(
             metadata=translator.failure_metadata(reason, release=release, fingerprint=fp),
             description=f"evaluation failed: {reason}",
         )
-        for m in [*plan.ids, *(risk_check_name(r) for r in required_risks(plan))]
+        for m in [
+            *plan.ids,
+            *(risk_check_name(r) for r in required_risks(plan)),
+            *([lineage_check.CHECK] if lineage else []),
+        ]
     ]

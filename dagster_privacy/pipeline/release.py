@@ -80,7 +80,10 @@ def build_release_assets(*, settings: ReleaseSettings) -> list[dg.AssetsDefiniti
         )
     if settings.publish_target:
         required = required_check_names(
-            settings.loaded_policy(), schema_gate=settings.schema_gate, extra=settings.required_checks
+            settings.loaded_policy(),
+            schema_gate=settings.schema_gate,
+            extra=settings.required_checks,
+            lineage=bool(settings.lineage),
         )
         out.append(
             build_published_release(
@@ -127,6 +130,8 @@ def build_release_checks(
             name=settings.named("privacy_checks"),
             resource_key=keys["tables"],
             release_resource_key=keys["release"],
+            lineage=settings.lineage,
+            ledger=settings.ledger,
         )
     )
     if settings.schema_gate:

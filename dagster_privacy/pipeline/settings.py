@@ -40,6 +40,10 @@ class ReleaseSettings:
     #: the release's name: every asset, resource, job, schedule, sensor and op this pipeline creates is
     #: ``<name>_<base>``, so several releases live in one code location; empty: the plain names
     name: str = ""
+    #: judge every release with the earlier releases of its lineage (issue 56): True names it by the real
+    #: table, a text names it; ``ledger``: the lineage's ledger file (default: beside the instance)
+    lineage: bool | str = False
+    ledger: str | None = None
 
     def __post_init__(self) -> None:
         if self.name and not re.fullmatch(r"[A-Za-z][A-Za-z0-9_]{0,62}", self.name):

@@ -1,0 +1,98 @@
+"""``privacy_lineage``: the blocking check that judges a release with every earlier release judged
+against the same real table (issue 56).
+
+The lineage is named by the real table: the real asset's key (partition-independent: every month of a
+partitioned release is one lineage) or, for tables read by name, ``table:<name>``; ``lineage="NAME"``
+names it yourself. The ledger is ``DAGSTER_PRIVACY_LEDGER``, else ``<instance directory or
+$DAGSTER_HOME>/dagster_privacy/ledger.duckdb`` (beside the audit table), else
+``~/.dagster_privacy/ledger.duckdb``. The check reserves a release whose verdict lets it publish (it
+counts from then on, published or not: a crash over-counts, never under-counts) and records a blocked one
+as refused; a re-run on the same release is judged as before and not recorded twice.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+import dagster as dg
+
+from ..results import Evaluation
+from . import metadata as md
+
+CHECK = "privacy_lineage"
+LEDGER_ENV = "DAGSTER_PRIVACY_LEDGER"
+#: the figures a user charts over the lineage's releases (numeric metadata)
+FIGURES = ("look", "people", "people_holdout", "chance", "candidate_people", "added_people", "room_people",
+           "floor_people", "level")  # fmt: skip
+
+
+def default_ledger(instance: Any = None) -> Path:
+    env = os.environ.get(LEDGER_ENV)
+    if env:
+        return Path(env)
+    root = getattr(instance, "root_directory", None) if instance is not None else None
+    home = root or os.environ.get("DAGSTER_HOME")
+    base = Path(home) / "dagster_privacy" if home else Path.home() / ".dagster_privacy"
+    return base / "ledger.duckdb"
+
+
+def lineage_name(real_key: dg.AssetKey | None, real_table: str | None) -> str:
+    """The default lineage: the real asset's key, or the real table's name (a readable name when it is
+    made of lineage characters, else a hash of it)."""
+    text = real_key.to_user_string() if real_key is not None else f"table:{real_table}"
+    if re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._:+/-]{0,127}", text) and ".." not in text:
+        return text
+    return "real:" + hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def spec(key: dg.AssetKey, name_prefix: str, deps: list[Any], part: dict[str, Any]) -> dg.AssetCheckSpec:
+    return dg.AssetCheckSpec(
+        name_prefix + CHECK,
+        asset=key,
+        blocking=True,
+        additional_deps=deps or None,
+        description="Blocking: the release judged with every earlier release of its lineage (the union of "
+        "the real people they expose, against chance; a withdrawn release still counts)",
+        **part,
+    )
+
+
+def result(
+    context: Any, ev: Evaluation, *, key: dg.AssetKey, lineage: str, ledger: str | None, release: str,
+    name_prefix: str, extra: dict[str, Any],
+) -> dg.AssetCheckResult:  # fmt: skip
+    """Judge ``ev`` with its lineage, record it (reserved or refused) and give the check's result."""
+    from ..lineage import Ledger, judge_lineage, sentence
+
+    path = Path(ledger) if ledger else default_ledger(getattr(context, "instance", None))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    judged = judge_lineage(ev, lineage=lineage, ledger=Ledger(path), release_id=release, record=True)
+    d = judged.lineage or {}
+    meta: dict[str, Any] = {f"lineage/{k}": md.number(d.get(k)) for k in FIGURES}
+    meta |= {
+        "lineage/name": md.text(lineage),
+        "lineage/status": md.text(d.get("status")),
+        "lineage/recorded": md.text((d.get("recorded") or {}).get("event")),
+        "lineage/ledger": md.text(str(path)),
+        "lineage/releases": md.json(d.get("releases")),
+        "lineage/held_by": md.json(d.get("held_by")),
+        "release_id": md.text(release),
+        **extra,
+    }
+    passed = d.get("status") == "pass"
+    context.log.info(sentence(d))
+    return dg.AssetCheckResult(
+        asset_key=key,
+        check_name=name_prefix + CHECK,
+        passed=passed,
+        severity=dg.AssetCheckSeverity.ERROR,
+        metadata=meta,
+        description=sentence(d) if passed else str(d.get("reason")),
+    )
+
+
+__all__ = ["CHECK", "LEDGER_ENV", "default_ledger", "lineage_name", "result", "spec"]
