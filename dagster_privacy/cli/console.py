@@ -34,6 +34,11 @@ PROXY_SECRET_ENV = "DAGSTER_PRIVACY_PROXY_SECRET"
 )
 @click.option("--audit", "audit_path", default=None, help="audit DuckDB file [default: as for signoff]")
 @click.option(
+    "--ledger",
+    default=None,
+    help="the lineages' ledger [default: $DAGSTER_PRIVACY_LEDGER, else beside the instance]",
+)
+@click.option(
     "--asset",
     default=None,
     help="the synthetic table asset [default: every asset of the instance whose privacy checks ran]",
@@ -64,6 +69,7 @@ def console_command(
     users_file: str | None,
     target: str | None,
     audit_path: str | None,
+    ledger: str | None,
     asset: str | None,
     name_prefix: str,
     proxy_header: str | None,
@@ -108,6 +114,7 @@ def console_command(
             instance_dir=instance_dir,
             asset=asset,
             audit=audit_path,
+            ledger=ledger,
             target=target or os.environ.get("DAGSTER_PRIVACY_PUBLISH_TARGET"),
             users=users_file or _default_users(instance_dir),
             proxy_header=proxy_header,

@@ -81,6 +81,8 @@ class ConsoleSettings:
     proxy_secret: str | None = field(default=None, repr=False)
     #: the privacy checks' own prefix (several policies on one asset: build_privacy_checks(name_prefix=))
     name_prefix: str = ""
+    #: the lineages' ledger (issue 56; default: beside the instance, as the lineage check writes it)
+    ledger: str | None = None
     secure_cookies: bool = True
     idle_minutes: float = 30.0
 
@@ -446,6 +448,33 @@ class Console:
         attachment = {"Content-Disposition": 'attachment; filename="privacy-audit.csv"'}
         return Response(out.getvalue(), media_type="text/csv; charset=utf-8", headers=attachment)
 
+    def _ledger(self) -> Any:
+        from ..lineage import Ledger
+        from ..pipeline.lineage_check import default_ledger
+
+        return Ledger(self.settings.ledger or default_ledger(self.instance))
+
+    async def lineages_view(self, request: Request) -> Response:
+        user, csrf = self.need(request)
+        led = self._ledger()
+        return _page(pages.lineages_page(led.lineages(), str(led.path), user=user, csrf=csrf))
+
+    async def lineage_view(self, request: Request) -> Response:
+        from ..lineage import LineageError, releases
+        from ..lineage.names import key_path, lineage_key
+
+        user, csrf = self.need(request)
+        name, led = request.path_params["name"], self._ledger()
+        if name not in led.lineages():
+            raise _Refused(404, "no such lineage in the ledger")
+        try:
+            key = lineage_key(led.path, name, create=False) if key_path(led.path, name).exists() else None
+            rel = releases(led.entries(name, key))
+            status, problems = f"{len(rel)} release(s), hash chain intact (ledger {led.path})", []
+        except LineageError as exc:
+            rel, status, problems = [], "the ledger does not verify", [safe_reason(exc)]
+        return _page(pages.lineage_page(name, rel, status, problems, user=user, csrf=csrf))
+
     def _cookie(self, resp: Response, key: str, value: str, *, max_age: int | None = None) -> None:
         resp.set_cookie(key, value, max_age=max_age, path="/", secure=self.settings.secure_cookies,
                         httponly=True, samesite="strict")  # fmt: skip
@@ -477,6 +506,8 @@ class Console:
             Route("/", guarded(self.index), methods=["GET"]),
             Route("/audit", guarded(self.audit_view), methods=["GET"]),
             Route("/audit.csv", guarded(self.audit_csv), methods=["GET"]),
+            Route("/lineages", guarded(self.lineages_view), methods=["GET"]),
+            Route("/lineage/{name:path}", guarded(self.lineage_view), methods=["GET"]),
             Route("/release/{release_id}", guarded(self.release), methods=["GET"]),
             Route("/release/{release_id}/report", guarded(self.report), methods=["GET"]),
             Route("/release/{release_id}/decision", guarded(self.decide), methods=["POST"]),

@@ -60,7 +60,11 @@ def layout(title: str, body: str, *, user: User | None = None, csrf: str | None 
             f'<form method="post" action="/logout"><input type="hidden" name="csrf" value="{esc(csrf)}">'
             "<button>Sign out</button></form>"
         )
-    nav = '<a href="/">Releases</a><a href="/audit">Audit</a>' if user is not None else ""
+    nav = (
+        '<a href="/">Releases</a><a href="/lineages">Lineages</a><a href="/audit">Audit</a>'
+        if user is not None
+        else ""
+    )
     return (
         f'<!doctype html><html lang="en"><head><meta charset="utf-8"><title>{esc(title)} · privacy console'
         f'</title><meta name="viewport" content="width=device-width"><style>{CSS}</style></head><body>'
@@ -208,6 +212,51 @@ def audit_page(rows: list[AuditRow], status: str, problems: list[str], *, user: 
     return layout("Audit", body, user=user, csrf=csrf)
 
 
+def lineage_url(name: str) -> str:
+    return f"/lineage/{urllib.parse.quote(name, safe='')}"
+
+
+def lineages_page(names: list[str], ledger: str, *, user: User, csrf: str) -> str:
+    if not names:
+        body = f'<p class="note">No lineage recorded yet (ledger {esc(ledger)}).</p>'
+    else:
+        items = "".join(f'<li><a href="{esc(lineage_url(n))}">{esc(n)}</a></li>' for n in names)
+        body = f'<p class="note">Ledger {esc(ledger)}: {len(names)} lineage(s).</p><ul>{items}</ul>'
+    return layout("Lineages", body, user=user, csrf=csrf)
+
+
+def lineage_page(
+    name: str, releases: list, status: str, problems: list[str], *, user: User, csrf: str
+) -> str:
+    """A lineage's releases, oldest first: status (withdrawn ones still count), people each exposed and
+    added, and the union then — exposed, chance, the lineage's decision and the room the next release has."""
+    cls = "err" if problems else "note"
+    body = f'<p class="{cls}">{esc(status)}</p>' + "".join(f'<p class="err">{esc(p)}</p>' for p in problems)
+    rows = []
+    for r in releases:
+        f = r.first.figures()
+        tone = "fail" if f.get("status") == "fail" else "pass"
+        rows.append(
+            f"<tr><td>{esc(r.first.look)}</td><td><code>{esc(r.release_id)}</code></td><td>{esc(r.status)}</td>"
+            f"<td>{esc(r.first.recorded_at)}</td><td>{esc(f.get('candidate_people'))}</td>"
+            f"<td>{esc(f.get('added_people'))}</td><td>{esc(f.get('people'))}</td>"
+            f'<td>{float(f.get("chance") or 0):.1f}</td><td class="state {tone}">{esc(f.get("status"))}</td>'
+            f"<td>{esc(f.get('room_people'))}</td></tr>"
+        )
+    if rows:
+        cols = ("look", "release", "status", "recorded", "exposed", "new", "union then", "chance", "lineage",
+                "room left")  # fmt: skip
+        head = "<tr>" + "".join(f"<th>{c}</th>" for c in cols) + "</tr>"
+        body += (
+            "<p>Rare real records each release exposed (verbatim, near or by a margin), what it added to "
+            "the lineage's union, and the union against chance (holdout records exposed the same way). "
+            "A withdrawn release still counts; a refused one does not. <i>Room left</i>: how many more "
+            "records copied verbatim would fail the next look.</p>"
+            f'<table id="lineage-releases"><thead>{head}</thead><tbody>{"".join(rows)}</tbody></table>'
+        )
+    return layout(f"Lineage {name}", body, user=user, csrf=csrf)
+
+
 #: the heading of an error page: what happened, in words, beside the code
 TITLES = {400: "Bad request", 403: "Not allowed", 404: "Not found", 405: "Not allowed here",
           409: "Not possible now", 413: "Too large", 429: "Too many attempts"}  # fmt: skip
@@ -224,6 +273,9 @@ __all__ = [
     "error",
     "esc",
     "layout",
+    "lineage_page",
+    "lineage_url",
+    "lineages_page",
     "login",
     "release_list",
     "release_page",

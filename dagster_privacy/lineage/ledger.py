@@ -174,6 +174,21 @@ class Ledger:
         self._verify(lineage, rows, key)
         return rows
 
+    def lineages(self) -> list[str]:
+        """The lineages the ledger holds (names only; each one's rows are checked when read)."""
+        if not self.path.is_file():
+            return []
+        with self._connect(read_only=True) as con:
+            self._check_tables(con)
+            have = con.execute(
+                "select count(*) from information_schema.tables where table_name = ?", [TABLE]
+            ).fetchall()[0][0]
+            if not have:
+                return []
+            return [
+                str(r[0]) for r in con.execute(f"select distinct lineage from {TABLE} order by 1").fetchall()
+            ]
+
     def _verify(self, lineage: str, rows: list[Entry], key: bytes | None) -> None:
         if rows and key is None:
             raise LineageError(f"lineage {lineage!r} has rows in {self.path} but no key")

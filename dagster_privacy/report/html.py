@@ -25,6 +25,7 @@ from . import plots
 from .decision import badge as _status
 from .decision import decision_section, summary_section
 from .decision import figure as _f
+from .lineage import lineage_section
 from .policy_diff import differences_html
 from .risks import risk_class, verdict_groups
 from .sources import cite
@@ -183,6 +184,8 @@ def render_report(
 
     w(summary_section(ev, release, signoff=bool(signoff)))
     w(decision_section(ev))
+    if ev.lineage:
+        w(lineage_section(ev.lineage))
 
     # -- WP29 mapping
     w('<h2 id="wp29">Risks measured, as the verdict decides them</h2>')

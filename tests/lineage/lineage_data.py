@@ -58,12 +58,25 @@ def copies(i: int, k: int) -> np.ndarray:
     return split().unique[k * i : k * (i + 1)]
 
 
-def evaluate(synthetic: pl.DataFrame, holdout: pl.DataFrame | None = None):  # -> Evaluation
-    """The release under POLICY_YAML (the verdict as the CLI reaches it)."""
+def evaluate(synthetic: pl.DataFrame, holdout: pl.DataFrame | None = None, train: pl.DataFrame | None = None):
+    """The release under POLICY_YAML (the verdict as the CLI reaches it): an Evaluation."""
     import yaml
 
     import dagster_privacy as dp
 
     s = split()
-    return dp.evaluate(s.train, synthetic, holdout=s.holdout if holdout is None else holdout,
-                       policy=yaml.safe_load(POLICY_YAML), seed=0, progress=False)  # fmt: skip
+    train = s.train if train is None else train
+    holdout = s.holdout if holdout is None else holdout
+    return dp.evaluate(
+        train, synthetic, holdout=holdout, policy=yaml.safe_load(POLICY_YAML), seed=0, progress=False
+    )
+
+
+def with_canary(canary: str) -> tuple[pl.DataFrame, int]:
+    """The training table with ``canary`` in one text cell of a unique record (the first one copied),
+    and that record's row number."""
+    s = split()
+    col = next(c for c, t in s.train.schema.items() if t == pl.String)
+    row = int(copies(0, 1)[0])
+    mark = pl.when(pl.int_range(pl.len()) == row).then(pl.lit(canary)).otherwise(pl.col(col)).alias(col)
+    return s.train.with_columns(mark), row

@@ -15,7 +15,7 @@ from pathlib import Path
 import duckdb
 import numpy as np
 import pytest
-from lineage_data import copies, evaluate, release, split
+from lineage_data import copies, evaluate, release, split, with_canary
 
 from dagster_privacy.lineage import Ledger, LineageError, commit, judge_lineage, releases
 from dagster_privacy.lineage.names import head_path, key_folder, key_path, lineage_key
@@ -214,19 +214,12 @@ def test_two_candidates_judged_at_once_cannot_both_pass_the_last_of_the_budget(t
 def test_no_real_value_reaches_the_ledger_or_the_decision(tmp_path) -> None:
     import polars as pl
 
-    s = split()
     canary = "CANARY-LINEAGE-7c2e"
-    col = next(c for c, t in s.train.schema.items() if t == pl.String)
-    row = int(copies(0, 1)[0])
-    train = s.train.with_columns(
-        pl.when(pl.int_range(pl.len()) == row).then(pl.lit(canary)).otherwise(pl.col(col)).alias(col)
-    )
-    import dagster_privacy as dp
-
+    train, row = with_canary(canary)
     rel = pl.concat([release(0, np.array([], dtype=int)), train[[row]]])
-    ev = dp.evaluate(train, rel, holdout=s.holdout, metrics=["exposed_records"], progress=False, seed=0)
     path = tmp_path / "ledger.duckdb"
-    out = judge_lineage(ev, lineage="demo", ledger=Ledger(path), release_id="r0", record=True)
+    out = judge_lineage(evaluate(rel, train=train), lineage="demo", ledger=Ledger(path), release_id="r0",
+                        record=True)  # fmt: skip
     assert row in out.lineage["records"]["rows"]  # the person is counted, by row number
     assert canary not in json.dumps(out.to_dict())
     for f in [path, *key_folder(path).iterdir(), head_path(path, "demo")]:

@@ -56,8 +56,13 @@ def test_a_scripted_lineage_blocks_the_release_that_tips_the_union(files, tmp_pa
     assert lin["status"] == "pass" and lin["look"] == 5 and lin["recorded"]["event"] == "published"
     assert "lineage demo: pass at look 5" in passing.stdout
     assert "not exposed before" in passing.stdout
-    failing = _evaluate(files, 5, ledger, "--record", "--json", str(tmp_path / "r5.json"))
+    report = tmp_path / "r5.html"
+    failing = _evaluate(
+        files, 5, ledger, "--record", "--json", str(tmp_path / "r5.json"), "--report", str(report)
+    )
     assert failing.returncode == 1, failing.stderr[-2000:]
+    html = report.read_text()
+    assert 'id="lineage-reason"' in html and 'id="lineage-releases"' in html and "<code>r4</code>" in html
     doc = json.loads((tmp_path / "r5.json").read_text())
     assert doc["verdict"] == "fail" and "privacy_lineage" in doc["blocked_by"]
     assert doc["lineage"]["recorded"]["event"] == "refused"
