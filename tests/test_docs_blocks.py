@@ -25,6 +25,7 @@ WALK = "tests/pipeline/test_walkthroughs.py"
 CAL = "tests/calibration/test_calibration_walkthrough.py"
 CAL_DEMO = "tests/calibration/test_calibration_demo_walkthrough.py::test_calibrate_demo_commands_as_printed"
 HERE = "tests/test_docs_blocks.py"
+LINEAGE = "tests/lineage/test_lineage_cli.py"
 RAY = "tests/pipeline/test_ray_check.py::test_the_check_on_ray_records_the_figures_of_the_in_process_check"
 SNIPPETS = (
     "tests/pipeline/test_docs_snippets.py::test_the_own_assets_example_publishes_a_clean_release_as_printed"
@@ -59,6 +60,8 @@ CATALOGUE: dict[tuple[str, int], str] = {
     ("docs/pipeline.md", 0): f"{WALK}: the demo, test_launch_as_printed, test_dagster_dev_as_printed",
     ("docs/pipeline.md", 1): SNIPPETS,
     ("docs/pipeline.md", 2): f"{HERE}::test_the_component_yaml_is_the_component_and_the_example",
+    ("docs/lineage.md", 0): f"{LINEAGE}::test_the_docs_commands_as_printed",
+    ("docs/lineage.md", 1): f"{LINEAGE}::test_the_docs_dagster_block_defines_the_check",
     ("examples/privacy_release/README.md", 0): f"{WALK}::test_the_dg_example_as_printed",
 }
 
@@ -146,7 +149,7 @@ def test_the_readme_usage_runs_and_every_option_exists(files) -> None:
         ran.append(command.split()[1])
         assert code in (0, 1), (command, out[-2000:])  # a verdict, never bad input
         assert "Traceback" not in out
-    assert ran == ["evaluate", "remediate", "metrics"]
+    assert ran == ["evaluate", "lineage", "remediate", "metrics"]
     assert pl.read_parquet(files / "fixed.parquet").height > 0  # remediate wrote its release
 
 

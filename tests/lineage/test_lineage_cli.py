@@ -104,3 +104,32 @@ def test_bad_lineage_usage_is_one_line_and_exit_2(files, tmp_path) -> None:
         con.execute("update lineage_ledger set event = 'refused'")
     r = _cli("lineage", "show", "demo", "--ledger", str(ledger))
     assert r.returncode == 2 and "was altered" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_the_docs_commands_as_printed(files, tmp_path) -> None:
+    """docs/lineage.md's shell block, run as printed in a folder holding its files."""
+    from docs_blocks import block, clean_env, commands, sh
+
+    for name, src in (("train.csv", "real"), ("holdout.csv", "holdout"), ("release-07.csv", "r0")):
+        (tmp_path / name).write_bytes(files[src].read_bytes())
+    ran = [sh(c, tmp_path, clean_env()) for c in commands(block("docs/lineage.md", 0).text)]
+    assert [code for code, _ in ran][1:] == [0, 0], [out[-500:] for _, out in ran]
+    assert ran[0][0] in (0, 1, 4) and "lineage adult-monthly" in ran[0][1], ran[0][1][-1500:]
+    assert "1 release(s)" in ran[1][1] and "still counts" in ran[2][1]
+    assert all("Traceback" not in out for _, out in ran)
+
+
+def test_the_docs_dagster_block_defines_the_check() -> None:
+    """docs/lineage.md's Python block defines privacy_lineage, blocking, on the asset it names."""
+    import dagster as dg
+    from docs_blocks import block
+
+    scope = {
+        "build_privacy_checks": __import__("dagster_privacy").build_privacy_checks,
+        **{name: dg.AssetSpec(name) for name in ("synthetic_table", "real_table", "holdout_table")},
+    }
+    exec(compile(block("docs/lineage.md", 1).text, "lineage.md", "exec"), scope)  # noqa: S102 - our docs
+    specs = {s.name: s for c in scope["checks"] for s in c.check_specs}
+    assert specs["privacy_lineage"].blocking and specs["privacy_lineage"].asset_key == dg.AssetKey(
+        "synthetic_table"
+    )
