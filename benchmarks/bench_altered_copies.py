@@ -216,6 +216,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--tables", default=",".join(DEFAULT_TABLES))
     ap.add_argument("--seeds", type=int, default=3)
+    ap.add_argument("--first-seed", type=int, default=0, help="seeds first-seed … first-seed + seeds − 1")
     ap.add_argument("--sizes", default="20,50,100")
     ap.add_argument("--alterations", default=",".join(ALTERATIONS))
     ap.add_argument("--out", default=str(Path(__file__).parent / "out" / "altered.jsonl"))
@@ -231,7 +232,7 @@ def main() -> None:
             df = load(table)
             for kind in a.alterations.split(","):
                 for k in sizes:
-                    for seed in range(a.seeds):
+                    for seed in range(a.first_seed, a.first_seed + a.seeds):
                         case = run_case(table, df, seed, kind, k)
                         if case is None:
                             continue
