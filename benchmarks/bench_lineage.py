@@ -2,7 +2,7 @@
 
     python benchmarks/bench_lineage.py [--tables uci_adult,...] [--releases 12] [--per 5] [--fresh 4000]
                                        [--clean 20] [--looks 20] [--pool 40] [--resamples DIR]
-                                       [--only twelve,overlap,clean,resamples]
+                                       [--only twelve,overlap,resampled,clean,resamples]
 
 For every table (validity_data.TABLES; UCI Adult from ../shared), the split of the leaky risk model with
 no leak (train 50 % / holdout 25 % / unseen 25 %), each release judged by the standard policy's
@@ -16,6 +16,9 @@ file per lineage):
              the lineage blocks; the union of all releases judged as one release.
   overlap    the same, each release copying ``--per`` records drawn from a pool of 2 × ``--per`` (records
              repeat across releases): the union counts people once.
+  resampled  a generator that memorised ``--releases`` × ``--per`` unique training records, resampled
+             ``--releases`` times: each draw carries ``--per`` of them at random (Annamalai et al. 2024:
+             many draws of one generator are one larger release); the union finds what each draw hides.
   clean      ``--clean`` lineages of ``--looks`` releases of unseen rows only (drawn from ``--pool``
              releases, each a fresh draw of unseen rows): lineages blocked at any look, as printed.
   resamples  the DP releases in ``--resamples DIR`` (many draws of one fitted generator: files
@@ -83,11 +86,13 @@ def _verbatim(d: dict[str, Any]) -> dict[str, Any]:
 
 
 def series(
-    sp: Any, unique: np.ndarray, a: argparse.Namespace, overlap: bool, rng: np.random.Generator
+    sp: Any, unique: np.ndarray, a: argparse.Namespace, pool_size: int | None, rng: np.random.Generator
 ) -> dict[str, Any]:
-    """Releases of unseen rows plus copies, each judged alone and with the lineage."""
+    """Releases of unseen rows plus copies (other records each time, or ``--per`` drawn from the first
+    ``pool_size``), each judged alone and with the lineage."""
     fresh = min(a.fresh, sp.release.height // 2)
-    pool = unique[: 2 * a.per] if overlap else unique
+    overlap = pool_size is not None
+    pool = unique[:pool_size] if overlap else unique
     lin, rows, first, releases = Lineage("bench"), [], None, []
     for i in range(a.releases):
         got = rng.choice(pool, a.per, replace=False) if overlap else pool[a.per * i : a.per * (i + 1)]
@@ -212,7 +217,7 @@ def main() -> None:
     ap.add_argument("--looks", type=int, default=20)
     ap.add_argument("--pool", type=int, default=40)
     ap.add_argument("--resamples", default=None)
-    ap.add_argument("--only", default="twelve,overlap,clean,resamples")
+    ap.add_argument("--only", default="twelve,overlap,resampled,clean,resamples")
     ap.add_argument("--out", default=str(Path(__file__).parent / "out" / "lineage.jsonl"))
     a = ap.parse_args()
     from validity_data import load
@@ -236,10 +241,13 @@ def main() -> None:
         result: dict[str, Any] = {"table": table}
         if "twelve" in only:
             print(f" {a.releases} releases, {a.per} other records copied verbatim each:")
-            result["twelve"] = series(sp, unique, a, False, rng)
+            result["twelve"] = series(sp, unique, a, None, rng)
         if "overlap" in only:
             print(f" {a.releases} releases, {a.per} records each drawn from the same {2 * a.per}:")
-            result["overlap"] = series(sp, unique, a, True, rng)
+            result["overlap"] = series(sp, unique, a, 2 * a.per, rng)
+        if "resampled" in only:
+            print(f" a generator that memorised {a.releases * a.per} records, drawn {a.releases} times:")
+            result["resampled"] = series(sp, unique, a, a.releases * a.per, rng)
         if "clean" in only:
             result["clean"] = clean(sp, a, rng)
         if "resamples" in only and a.resamples:
