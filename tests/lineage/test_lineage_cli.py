@@ -133,3 +133,28 @@ def test_the_docs_dagster_block_defines_the_check() -> None:
     assert specs["privacy_lineage"].blocking and specs["privacy_lineage"].asset_key == dg.AssetKey(
         "synthetic_table"
     )
+
+
+def test_no_real_value_in_the_terminal_the_outputs_or_the_ledger(files, tmp_path) -> None:
+    import numpy as np
+    import polars as pl
+    from lineage_data import with_canary
+
+    canary = "CANARY-CLI-LINEAGE-3f8d"
+    train, row = with_canary(canary)
+    train.write_csv(tmp_path / "train.csv")
+    pl.concat([release(0, np.array([], dtype=int)), train[[row]]]).write_csv(tmp_path / "release.csv")
+    ledger, out, page = tmp_path / "ledger.duckdb", tmp_path / "out.json", tmp_path / "out.html"
+    tables = ["--real", str(tmp_path / "train.csv"), "--holdout", str(files["holdout"]), "--synthetic",
+              str(tmp_path / "release.csv"), "--policy", str(files["policy"])]  # fmt: skip
+    outputs = ["--json", str(out), "--report", str(page)]
+    runs = [
+        _cli("evaluate", *tables, "--lineage", "demo", "--ledger", str(ledger), "--record", *outputs),
+        _cli("lineage", "show", "demo", "--ledger", str(ledger)),
+    ]
+    assert runs[0].returncode in (0, 1) and runs[1].returncode == 0, runs[0].stderr[-1500:]
+    assert row in json.loads(out.read_text())["lineage"]["records"]["rows"]  # counted, by row number
+    for r in runs:
+        assert canary not in r.stdout + r.stderr
+    for f in [out, page, ledger, *Path(f"{ledger}.keys").iterdir()]:
+        assert canary.encode() not in f.read_bytes(), f

@@ -1,8 +1,9 @@
 """``privacy_lineage`` in Dagster (issue 56), as the docs write it: a monthly-partitioned synthetic table
-re-released by a monthly schedule, each month's release 800 unseen rows plus 5 other unique training
-records copied verbatim. Each month passes alone; the lineage (named by the real asset) blocks the
-month whose copies tip the union, and that month is not published; the check's figures are numeric
-metadata; a re-run of a month is judged as before and not recorded twice."""
+re-released by a monthly schedule, each month's release 800 unseen rows plus 7 other unique training
+records copied verbatim (one of them holds a canary). Each month passes alone; the lineage (named by the
+real asset) blocks the fourth, which is not published; the check's figures are numeric metadata with no
+real value; a re-run of a month is judged as before and not recorded twice; the officer console's
+lineage page shows the months."""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ import pytest
 import yaml
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "lineage"))
-from lineage_data import POLICY_YAML, copies, release, split  # noqa: E402
+from lineage_data import FRESH, POLICY_YAML, copies, split, with_canary  # noqa: E402
+from test_console import PASSWORD, Client, Served  # noqa: E402
 
 from dagster_privacy.lineage import Ledger, releases  # noqa: E402
 from dagster_privacy.lineage.names import lineage_key  # noqa: E402
@@ -23,16 +25,28 @@ from dagster_privacy.pipeline import PublishTarget, build_privacy_checks, build_
 
 MONTHS = dg.MonthlyPartitionsDefinition(start_date="2026-01-01", end_date="2026-07-01")
 QUIET = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
-K = 5
+K = 7
+CANARY = "CANARY-DAGSTER-LINEAGE-9e0a"
+
+
+def _month(i: int, train: pl.DataFrame) -> pl.DataFrame:
+    """Month ``i``'s release: its own draw of unseen rows, then K training records copied verbatim."""
+    import numpy as np
+
+    unseen = split().unseen
+    rng = np.random.default_rng([56, i])
+    fresh = unseen[np.sort(rng.choice(unseen.height, FRESH, replace=False))]
+    return pl.concat([fresh, train[np.sort(copies(i, K))]])
 
 
 def _defs(work: Path) -> dg.Definitions:
     s = split()
+    train = with_canary(CANARY)[0]
     months = MONTHS.get_partition_keys()
 
     @dg.asset
     def real_table() -> pl.DataFrame:
-        return s.train
+        return train
 
     @dg.asset
     def holdout_table() -> pl.DataFrame:
@@ -40,8 +54,7 @@ def _defs(work: Path) -> dg.Definitions:
 
     @dg.asset(partitions_def=MONTHS)
     def synthetic_table(context) -> pl.DataFrame:  # noqa: ANN001
-        i = months.index(context.partition_key)
-        return release(i, copies(i, K))
+        return _month(months.index(context.partition_key), train)
 
     policy = yaml.safe_load(POLICY_YAML)
     checks = build_privacy_checks(asset=synthetic_table, policy=policy, real_asset=real_table,
@@ -73,7 +86,9 @@ def _lineage_result(run: dg.ExecuteInProcessResult) -> dg.AssetCheckEvaluation:
 
 def test_a_monthly_release_is_blocked_when_its_copies_tip_the_lineage(tmp_path) -> None:
     defs = _defs(tmp_path)
-    instance = dg.DagsterInstance.ephemeral()
+    home = tmp_path / "home"
+    home.mkdir()
+    instance = dg.DagsterInstance.local_temp(tempdir=str(home))
     defs.resolve_implicit_global_asset_job_def().execute_in_process(
         instance=instance, asset_selection=[dg.AssetKey("real_table"), dg.AssetKey("holdout_table")],
         run_config=QUIET,
@@ -93,7 +108,7 @@ def test_a_monthly_release_is_blocked_when_its_copies_tip_the_lineage(tmp_path) 
         if not lin.passed:
             break
     blocked = [m for m, (ok, _, _) in outcome.items() if not ok]
-    assert len(blocked) == 1 and list(outcome).index(blocked[0]) >= 3, outcome.keys()
+    assert len(blocked) == 1 and list(outcome).index(blocked[0]) == 3, outcome.keys()  # the fourth month
     assert all(pub for m, (ok, pub, _) in outcome.items() if ok)
     assert not outcome[blocked[0]][1], "the blocked month is not published"
     meta = outcome[blocked[0]][2]
@@ -101,6 +116,7 @@ def test_a_monthly_release_is_blocked_when_its_copies_tip_the_lineage(tmp_path) 
     for k in ("lineage/people", "lineage/look", "lineage/chance", "lineage/added_people"):
         assert isinstance(meta[k].value, int | float), k
     assert meta["lineage/recorded"].value == "refused"
+    assert all(CANARY not in str(v.value) for _, _, m in outcome.values() for v in m.values())
     # the ledger holds the months before, reserved, and the blocked one, refused
     path = tmp_path / "ledger.duckdb"
     rel = releases(Ledger(path).entries("real_table", lineage_key(path, "real_table", create=False)))
@@ -112,6 +128,25 @@ def test_a_monthly_release_is_blocked_when_its_copies_tip_the_lineage(tmp_path) 
     assert _lineage_result(again).passed
     key = lineage_key(path, "real_table", create=False)
     assert len(releases(Ledger(path).entries("real_table", key))) == len(rel)
+    assert CANARY.encode() not in path.read_bytes()
+    _the_console_shows_the_months(home, path, tmp_path)
+
+
+def _the_console_shows_the_months(home: Path, ledger: Path, tmp_path: Path) -> None:
+    from dagster_privacy.console import ConsoleSettings
+    from dagster_privacy.console.identity import Users
+
+    users = tmp_path / "users.json"
+    Users(users).add("dana", "officer", PASSWORD)
+    served = Served(ConsoleSettings(instance_dir=str(home), users=str(users), ledger=str(ledger)))
+    try:
+        dana = Client(served.url)
+        assert dana.login("dana") == 303
+        status, _, body = dana.request("/lineage/real_table")
+    finally:
+        served.stop()
+    assert status == 200 and "4 release(s), hash chain intact" in body and CANARY not in body
+    assert body.count(">reserved<") == 3 and body.count(">refused<") == 1
 
 
 def test_a_lineage_without_a_count_or_a_holdout_is_refused_at_definition() -> None:
