@@ -85,15 +85,10 @@ def print_table(ev: Evaluation) -> None:
             markup=True,
             highlight=False,
         )
-    floor = ev.detection_floor.get("verbatim_copy_fraction")
-    if ev.detection_floor:
-        text = "none (no exact-match gate can catch a copy here)" if floor is None else f"{floor:.3f}"
-        console.print(
-            f"detection floor: verbatim copies of {text} of the training rows are caught with 95 % "
-            f"probability; false-alarm level {ev.levels.get('false_alarm')} over "
-            f"{ev.levels.get('gates')} gates",
-            highlight=False,
-        )
+    if ev.detection_floor:  # one floor (issue 57): in people when the count ran (its sentence below)
+        from ..report.summary import floor_sentence
+
+        console.print(f"detection floor: {floor_sentence(ev).strip()}", highlight=False)
     if any(r.id == "exposed_records" and r.decision for r in ev.results):
         from ..report.summary import people_sentence
 

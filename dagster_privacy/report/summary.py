@@ -173,6 +173,14 @@ def people_sentence(ev: Evaluation) -> str:
     )
 
 
+def _verbatim_floor(ev: Evaluation) -> int | None:
+    """exposed_records' verbatim floor in people, when the count ran and has one."""
+    r = next((r for r in ev.results if r.id == "exposed_records" and r.decision), None)
+    floors = ((r.decision or {}).get("floor_people") or {}) if r is not None else {}
+    v = floors.get("verbatim")
+    return int(v) if isinstance(v, int | float) else None
+
+
 def floor_sentence(ev: Evaluation) -> str:
     lv, floor = ev.levels, ev.detection_floor.get("verbatim_copy_fraction")
     alarm = lv.get("false_alarm")
@@ -182,6 +190,12 @@ def floor_sentence(ev: Evaluation) -> str:
         if alarm is not None
         else ""
     )
+    people = _verbatim_floor(ev)
+    if people is not None:  # one floor, in people (issue 57): the count's, not a share of rows
+        return head + (
+            f" This evaluation catches a release copying {people} rare training records verbatim with 95 % "
+            "probability; fewer may pass unseen."
+        )
     if floor is None:
         return head + " No exact-match gate gives a detection floor on these tables."
     return (
