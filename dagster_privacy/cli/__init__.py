@@ -8,6 +8,7 @@ stderr, no traceback); 4 the gates pass and the policy requires a privacy office
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import sys
 from collections.abc import Sequence
@@ -55,7 +56,10 @@ def print_table(ev: Evaluation) -> None:
         if d is None:
             excess = "—"
         elif "exposed" in d:  # a count of people (exposed_records): exposed beside what chance explains
-            excess = f"{d['exposed']} people, chance {d['chance']:.1f}"
+            b = d.get("beyond") or {}
+            excess = f"{d['exposed']} people, chance {d['chance']:.1f}" + (
+                f", beyond it {math.floor(b['lower'])}–{math.ceil(b['upper'])}" if b else ""
+            )
         elif d.get("excess") is None or d.get("lower") is None or d.get("upper") is None:
             excess = str(d.get("guarantee") or "—")  # a gate not run at this size has no excess (issue 54)
         else:

@@ -16,6 +16,8 @@ Poisson around what the holdout side shows (k_c, and k_c · n_t / n_c on the tra
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..engine.exposure import PARTS
@@ -49,6 +51,28 @@ def p_value_exact(k_t: int, n_t: int, k_c: int, n_c: int) -> float:
     if k_t <= 0:
         return 1.0
     return float(hypergeom.sf(k_t - 1, n_t + n_c, n_t, k_t + k_c))
+
+
+def beyond_chance(k_t: int, k_c: int, ratio: float, confidence: float = 0.95) -> dict[str, float]:
+    """The training records exposed beyond chance, in people, with one-sided exact bounds (issue 57).
+
+    Given m = k_t + k_c exposed records, k_t ~ Binomial(m, p); chance alone gives p = π = r / (1 + r),
+    r = n_t / n_c. The excess over chance is X(p) = m (p (1 + r) − r) = E[k_t] − r E[k_c], 0 at π; its
+    bounds are X at the Clopper-Pearson bounds of p (each one-sided at ``confidence``), clipped to
+    [0, k_t]: at least ``lower`` and at most ``upper`` people beyond chance."""
+    from scipy.stats import beta
+
+    m = k_t + k_c
+    if m == 0:
+        return {"estimate": 0.0, "lower": 0.0, "upper": 0.0}
+    tail = 1.0 - confidence
+    p_lo = float(beta.ppf(tail, k_t, m - k_t + 1)) if k_t > 0 else 0.0
+    p_hi = float(beta.ppf(confidence, k_t + 1, m - k_t)) if k_t < m else 1.0
+
+    def people(p: float) -> float:
+        return min(float(k_t), max(0.0, m * (p * (1.0 + ratio) - ratio)))
+
+    return {"estimate": people(k_t / m), "lower": people(p_lo), "upper": people(p_hi)}
 
 
 def _poisson(lam: float) -> tuple[np.ndarray, np.ndarray]:
@@ -190,8 +214,11 @@ def decide(
         # issue 55: each margin stratum's floor, in records copied with that alteration and counted there
         **{r["part"]: r["floor_people"] for r in rows if r["part"] in STRATA and r["part"] != "nearer"},
     }
+    ratio = v["rare"] / v["rare_holdout"] if v.get("rare_holdout") else None
     decision: dict[str, object] = {
         "test": "exact conditional test per part (binomial; hypergeometric for nearer), weighted Bonferroni",
+        # the people beyond chance with 95 % one-sided bounds (the union of the counted parts)
+        "beyond": None if not ratio else beyond_chance(int(exposed), round(chance / ratio), ratio),
         "excess": exposed - chance,
         "lower": None,
         "upper": None,
@@ -204,6 +231,9 @@ def decide(
         "floor_people": floors,
     }
     counted = f"{exposed} rare real records exposed ({by_part}); chance explains about {chance:.1f}"
+    b = decision["beyond"]
+    if isinstance(b, dict):  # the people beyond chance, bounded (issue 57)
+        counted += f" (beyond it: {math.floor(b['lower'])} to {math.ceil(b['upper'])} people, 95 %)"
 
     def over(r: dict) -> bool:  # the part's own exposed share beyond chance exceeds the threshold
         return r["rare"] > 0 and (r["exposed"] - (r["chance"] or 0.0)) / r["rare"] > threshold
@@ -245,4 +275,4 @@ def decide(
     )
 
 
-__all__ = ["POWER", "decide", "floor", "p_value", "p_value_exact", "pi", "power"]
+__all__ = ["POWER", "beyond_chance", "decide", "floor", "p_value", "p_value_exact", "pi", "power"]

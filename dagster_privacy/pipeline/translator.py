@@ -12,7 +12,7 @@ import dagster as dg
 from ..decision import policy as pol
 from ..decision.judge import compared_figure
 from ..report.decision import count_test
-from ..report.summary import people_sentence
+from ..report.summary import beyond_words, people_sentence
 from ..results import Evaluation, MetricResult, Severity, shareable_details
 from . import metadata as md
 
@@ -116,10 +116,15 @@ class PrivacyCheckTranslator:
         if r.decision and "exposed" in r.decision:  # a count of people: exposed, chance, test, floor
             d = r.decision
             floor = (d.get("floor_people") or {}).get("verbatim")
+            said = (
+                f"floor {floor} people"
+                if floor is not None
+                else "no number of verbatim copies is sure to fail"
+            )
             lines += [
                 "",
                 f"Decided on people: {d['exposed']} rare real records exposed, chance explains about "
-                f"{d['chance']:.0f}; {count_test(d)}; floor {floor if floor is not None else 'none'} people "
+                f"{d['chance']:.0f}: {beyond_words(d.get('beyond'))}; {count_test(d)}; {said} "
                 f"({d['trials']} rare training records).",
             ]
         elif r.decision and "excess" in r.decision:

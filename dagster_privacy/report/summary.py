@@ -135,6 +135,20 @@ def next_steps(ev: Evaluation, *, signoff: bool) -> str:
     return "Nothing blocks publication; this policy does not ask for a sign-off."
 
 
+def beyond_words(b: dict | None) -> str:
+    """The people beyond chance in words, with the bound that matters (issue 57)."""
+    import math
+
+    if not b:
+        return "no holdout measures chance, so none can be said to be beyond it"
+    low, high = math.floor(b["lower"]), math.ceil(b["upper"])
+    if low >= 1:
+        return f"about {round(b['estimate'])} beyond chance (at least {low}, 95 %)"
+    if high == 0:
+        return "no more than chance explains"
+    return f"no more than chance would explain, at most {high} beyond it (95 %)"
+
+
 def people_sentence(ev: Evaluation) -> str:
     """What the count of exposed records found and what it could have missed, in people (issue 45)."""
     r = next((r for r in ev.results if r.id == "exposed_records" and r.decision), None)
@@ -145,7 +159,7 @@ def people_sentence(ev: Evaluation) -> str:
     head = (
         f"{d.get('exposed', 0)} rare real records are exposed (verbatim {parts.get('verbatim', 0)}, "
         f"within one cell {parts.get('near_isolated', 0) + parts.get('near', 0)}); chance explains about "
-        f"{d.get('chance', 0.0):.0f}."
+        f"{d.get('chance', 0.0):.0f}: {beyond_words(d.get('beyond'))}."
     )
     floors = d.get("floor_people") or {}
 
@@ -206,6 +220,7 @@ def floor_sentence(ev: Evaluation) -> str:
 
 __all__ = [
     "RiskLine",
+    "beyond_words",
     "floor_sentence",
     "next_steps",
     "people_sentence",

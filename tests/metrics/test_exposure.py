@@ -380,3 +380,22 @@ def test_remediate_drops_what_a_warning_names_under_a_policy_without_the_count(t
     assert "flagged by crp" in res.output and "rare real records" not in res.output
     kept = pl.read_csv(out)
     assert 0 < kept.height < sp.synthetic.height  # the copies are gone, the rest kept
+
+
+def test_people_beyond_chance_by_hand_and_their_bounds_cover() -> None:
+    """Issue 57: the excess over chance in people, X(p) = m (p (1 + r) − r), at the Clopper-Pearson
+    bounds of p. By hand: 20 exposed, none on the holdout side (r = 2): every one may be a copy, and at
+    least 20 (3 · 0.05^(1/20) − 2) are; then coverage of a known excess over seeds."""
+    b = et.beyond_chance(20, 0, 2.0)
+    assert b["estimate"] == 20 and b["upper"] == 20
+    assert b["lower"] == pytest.approx(20 * (3 * 0.05 ** (1 / 20) - 2), rel=1e-9)
+    assert et.beyond_chance(0, 0, 2.0) == {"estimate": 0.0, "lower": 0.0, "upper": 0.0}
+    assert et.beyond_chance(2, 1, 2.0)["estimate"] == 0.0  # exactly chance's ratio
+    rng = np.random.default_rng(57)
+    for copies, lam_t in ((10, 6.0), (0, 6.0), (30, 60.0)):
+        low = high = 0
+        for _ in range(1000):
+            b = et.beyond_chance(int(rng.poisson(lam_t)) + copies, int(rng.poisson(lam_t / 2)), 2.0)
+            low += b["lower"] <= copies
+            high += b["upper"] >= copies
+        assert low >= 930 and high >= 930, (copies, low, high)

@@ -101,3 +101,16 @@ def test_evaluate_takes_a_release_id_and_refuses_a_path_as_one(tables, tmp_path)
     assert '<code id="release-id">2026-11.v1</code>' in html and "cannot be signed off" in html
     bad = CliRunner().invoke(cli, [*base, "--release-id", "../../etc"])
     assert bad.exit_code == 2 and "--release-id" in bad.output
+
+
+def test_the_people_beyond_chance_read_as_words() -> None:
+    from dagster_privacy.report.summary import beyond_words
+
+    assert beyond_words(None) == "no holdout measures chance, so none can be said to be beyond it"
+    assert beyond_words({"estimate": 0.0, "lower": 0.0, "upper": 0.0}) == "no more than chance explains"
+    assert beyond_words({"estimate": 0.0, "lower": 0.0, "upper": 8.2}) == (
+        "no more than chance would explain, at most 9 beyond it (95 %)"
+    )
+    assert beyond_words({"estimate": 20.0, "lower": 11.65, "upper": 20.0}) == (
+        "about 20 beyond chance (at least 11, 95 %)"
+    )
