@@ -264,8 +264,9 @@ def decide(
     else:
         why = f"a release copying up to {verbatim_floor - 1} rare records verbatim could pass"
         action = (
-            f"accept this table's floor with accepted_floor_people: {verbatim_floor} in the policy, or "
-            "give a larger holdout (it lowers the floor)"
+            "give a larger holdout (it lowers the floor), or accept this table's floor with "
+            f"accepted_floor_people: {verbatim_floor} in the policy — which accepts a release copying up to "
+            f"{verbatim_floor - 1} rare records verbatim, and needs a waiver with a reason and a sign-off"
         )
     return (
         "inconclusive",

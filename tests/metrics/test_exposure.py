@@ -212,10 +212,10 @@ def test_a_floor_above_what_the_policy_accepts_lacks_evidence(split) -> None:
     floor = strict.decision["floor_people"]["verbatim"]
     assert (
         floor > 5
-        and f"To decide on this table: accept this table's floor with accepted_floor_people: "
-        f"{floor} in the policy"
-        in strict.reason
+        and f"accept this table's floor with accepted_floor_people: {floor} in the policy" in strict.reason
     )
+    # issue 57: the advice says what it gives up, in people
+    assert f"accepts a release copying up to {floor - 1} rare records verbatim" in strict.reason
     again = judge(entry, r.model_copy(update={"status": None}), fail_level=0.05, accepted_floor=floor)
     assert again.status is dp.Status.PASS  # the value the line names decides it
 
