@@ -9,6 +9,7 @@ fails (a look at the count, no exposure counted).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -40,6 +41,12 @@ def check_options(
         raise UsageFailure(
             f"--ledger {ledger} is one of the input tables; keep the ledger in a file of its own"
         )
+    try:  # before the evaluation: a ledger that cannot be read or written is bad input, not a lost verdict
+        led.lineages()
+    except LineageError as exc:
+        raise UsageFailure(f"--ledger: {exc}") from None
+    if record and not os.access(led.path.parent, os.W_OK):
+        raise UsageFailure(f"--ledger {ledger}: its folder is not writable (the release is recorded there)")
 
 
 def judged(ev: Any, lineage: str, ledger: str, release_id: str, record: bool, awaiting: bool) -> Any:
@@ -73,11 +80,10 @@ def show(name: str, ledger: str) -> None:
 
     try:
         valid_lineage(name)
-        led = Ledger(ledger)
-        with led.locked():
-            has_key = key_path(led.path, name).exists()
-            key = lineage_key(led.path, name, create=False) if has_key else None
-            entries = led.entries(name, key)
+        led = Ledger(ledger)  # a reader: no lock (DuckDB reads a consistent file)
+        has_key = key_path(led.path, name).exists()
+        key = lineage_key(led.path, name, create=False) if has_key else None
+        entries = led.entries(name, key)
     except LineageError as exc:
         raise UsageFailure(f"lineage: {exc}") from None
     rel = releases(entries)

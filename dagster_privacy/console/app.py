@@ -30,6 +30,7 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 from ..errors import safe_reason
+from ..lineage import LineageError
 from ..pipeline.governance.audit import AuditError, AuditLog
 from ..pipeline.resources import ReleaseIdError, valid_release_id
 from . import pages
@@ -457,19 +458,27 @@ class Console:
     async def lineages_view(self, request: Request) -> Response:
         user, csrf = self.need(request)
         led = self._ledger()
-        return _page(pages.lineages_page(led.lineages(), str(led.path), user=user, csrf=csrf))
+        try:  # off the event loop: a locked ledger waits without holding up every other page
+            names = await run_in_threadpool(led.lineages)
+        except LineageError as exc:
+            raise _Refused(409, f"the ledger cannot be read: {safe_reason(exc)}") from None
+        return _page(pages.lineages_page(names, str(led.path), user=user, csrf=csrf))
 
     async def lineage_view(self, request: Request) -> Response:
-        from ..lineage import LineageError, releases
+        from ..lineage import releases
         from ..lineage.names import key_path, lineage_key
 
         user, csrf = self.need(request)
         name, led = request.path_params["name"], self._ledger()
-        if name not in led.lineages():
-            raise _Refused(404, "no such lineage in the ledger")
-        try:
+
+        def read() -> list[Any]:
+            if name not in led.lineages():
+                raise _Refused(404, "no such lineage in the ledger")
             key = lineage_key(led.path, name, create=False) if key_path(led.path, name).exists() else None
-            rel = releases(led.entries(name, key))
+            return releases(led.entries(name, key))
+
+        try:  # off the event loop, as above
+            rel = await run_in_threadpool(read)
             status, problems = f"{len(rel)} release(s), hash chain intact (ledger {led.path})", []
         except LineageError as exc:
             rel, status, problems = [], "the ledger does not verify", [safe_reason(exc)]

@@ -1,19 +1,24 @@
 """The cumulative gate (issue 56): the candidate judged on the union of its lineage's releases.
 
 Per part of exposed_records, a training record is exposed by the lineage when any counted release (or
-the candidate) exposed it, and is still rare on the current tables; the same on the holdout side is
-chance. A record counts once however many releases expose it. Under no memorisation the two sides stay
-exchangeable release by release (the holdout is the lineage's, fixed), so the union is exchangeable too,
-and the exact conditional test of decision/exposure_test.py applies to the union's counts unchanged,
-part by part at the part's weight.
+the candidate) exposed it — once rare and exposed, it stays counted, among the rare too, whatever twins
+the training table gains later; the same on the holdout side is chance. A record counts once however
+many releases expose it. Under no memorisation the two sides stay exchangeable release by release (the
+holdout is the lineage's, fixed), so the union is exchangeable too, and the exact conditional test of
+decision/exposure_test.py applies to the union's counts unchanged, part by part at the part's weight.
 
-Every publication is another look at the same growing count, so the i-th look is tested at
-``level · 6 / (π² i²)``: the looks' levels sum to the gate's level (Σ 1/i² = π²/6), which bounds the
-lineage's false-alarm rate over any number of releases (Bonferroni over looks; the looks are
-positively dependent, so it is conservative). i counts the looks that passed, plus one: until its
-first false alarm a lineage's looks all pass, so the first one happens at some i with probability at
-most that i's share; a look that fails does not move i (refused candidates cannot wear the level
-down, nor a retry buy a looser one).
+Every look that changes the union is another look at the same growing count, so the i-th such look is
+tested at ``level · 6 / (π² i²)``: the looks' levels sum to the gate's level (Σ 1/i² = π²/6), which
+bounds the lineage's false-alarm rate over any number of releases (Bonferroni over looks; the looks are
+positively dependent, so it is conservative). i counts the earlier looks that passed **and** brought a
+record the union did not hold, plus one: until its first false alarm a lineage's looks all pass, and a
+look at an unchanged union repeats the decision already taken, so the first false alarm happens at some
+i with probability at most that i's share. A look that fails does not move i, nor does a release that
+adds nothing (the same content under another id cannot wear the level down).
+
+Of each look's share, HOLDOUT_SHARE goes to the reverse test on the candidate alone: a release that
+reproduces holdout records beyond chance (its generator saw them) would raise the union's chance side
+for good, so it is refused and not counted.
 """
 
 from __future__ import annotations
@@ -24,6 +29,8 @@ from typing import Any
 
 from ..decision.exposure_test import decide, floor
 
+#: the share of each look's level the reverse test (holdout records beyond chance) takes
+HOLDOUT_SHARE = 0.1
 #: a part's records: (training names, holdout names)
 Sides = tuple[set[str], set[str]]
 
@@ -36,16 +43,52 @@ def look_level(level: float, look: int) -> float:
 def union_parts(
     candidate: Mapping[str, Sides], earlier: Sequence[Mapping[str, Sides]], rare: Mapping[str, Sides]
 ) -> dict[str, Sides]:
-    """Per part, the rare records exposed by the candidate or any earlier release, on both sides."""
+    """Per part, the records the candidate (among its rare ones) or any earlier release exposed, on both
+    sides. An earlier exposure stays counted when its record is no longer rare (a twin added to the
+    training table does not unexpose a person): ``ever_rare`` counts it among the rare too."""
     out = {}
     for part, (rare_t, rare_h) in rare.items():
-        t, h = set(candidate.get(part, (set(), set()))[0]), set(candidate.get(part, (set(), set()))[1])
+        t = set(candidate.get(part, (set(), set()))[0]) & rare_t
+        h = set(candidate.get(part, (set(), set()))[1]) & rare_h
         for release in earlier:
             et, eh = release.get(part, (set(), set()))
             t |= et
             h |= eh
-        out[part] = (t & rare_t, h & rare_h)
+        out[part] = (t, h)
     return out
+
+
+def ever_rare(rare: Mapping[str, Sides], earlier: Sequence[Mapping[str, Sides]]) -> dict[str, Sides]:
+    """Per part, the records rare now or exposed by an earlier release (the union's denominators)."""
+    out = {}
+    for part, (rare_t, rare_h) in rare.items():
+        t, h = set(rare_t), set(rare_h)
+        for release in earlier:
+            et, eh = release.get(part, (set(), set()))
+            t |= et
+            h |= eh
+        out[part] = (t, h)
+    return out
+
+
+def holdout_beyond_chance(
+    candidate: Mapping[str, Sides], rare: Mapping[str, Sides], weights: Mapping[str, float], level: float
+) -> dict[str, Any] | None:
+    """The candidate's worst part whose **holdout** count is beyond chance at its share of ``level`` (the
+    reverse of the test: the release reproduces records its generator never saw), or None. Such a release
+    would raise the lineage's chance side for good: it is refused, and its records are not counted."""
+    from ..decision.exposure_test import p_value, pi
+
+    worst = None
+    for part, (t, h) in candidate.items():
+        n_t, n_c = len(rare[part][0]), len(rare[part][1])
+        if part == "nearer" or part not in weights or not n_t or not n_c:
+            continue
+        p = p_value(len(h), len(t), 1.0 - pi(n_t, n_c))
+        if p <= level * weights[part] and (worst is None or p < worst["p_value"]):
+            worst = {"part": part, "exposed": len(t), "exposed_holdout": len(h), "rare": n_t,
+                     "rare_holdout": n_c, "p_value": p, "level": level * weights[part]}  # fmt: skip
+    return worst
 
 
 def people(parts: Mapping[str, Sides], counted: Sequence[str]) -> Sides:
@@ -124,4 +167,12 @@ def decide_union(
     }
 
 
-__all__ = ["Sides", "decide_union", "look_level", "people", "union_parts"]
+__all__ = [
+    "Sides",
+    "decide_union",
+    "ever_rare",
+    "holdout_beyond_chance",
+    "look_level",
+    "people",
+    "union_parts",
+]

@@ -9,6 +9,7 @@ records with the lineage's key, refuse a holdout other than the lineage's, judge
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import secrets
@@ -78,10 +79,11 @@ def judge_lineage(
     """``ev`` with its lineage decision (``ev.lineage``; a failing union fails the verdict), and with
     ``record``, the candidate appended to the ledger (reserved when its verdict lets it publish, else
     refused). A release id already recorded with the same records is judged as it was, not recorded
-    again (a retried check). Raises LineageError on a bad ledger, key or holdout (the CLI exits 2)."""
+    again (a retried check; a refused one stays refused). Raises LineageError on a bad ledger, key,
+    training table or holdout (the CLI exits 2)."""
     valid_lineage(lineage)
-    result = _records(ev)
-    with ledger.locked():
+    result, level = _records(ev), _gate_level(ev)
+    with ledger.locked() if record else contextlib.nullcontext():  # a look alone takes no lock
         key = _key(ledger, lineage, record)
         past = releases(ledger.entries(lineage, key))
         cand = named(result.records, key)
@@ -89,11 +91,13 @@ def judge_lineage(
         if again is not None:
             past, record = [r for r in past if r.first.seq < again.first.seq], False
         _same_holdout(past, cand, lineage)
-        # the i-th look at the count: only a look that passed spends its share (a release refused by the
-        # lineage does not move the next look's level, so refusals cannot wear the level down)
-        look = again.first.look if again else 1 + sum(r.first.figures().get("status") == "pass" for r in past)
-        out = _decide(ev, result, cand, past, look)
-        summary = _summary(ev, out, cand, past, look, lineage, ledger, release_id)
+        _same_people(past, cand, lineage)
+        look = again.first.look if again else 1 + sum(bool(r.first.figures().get("advances")) for r in past)
+        out = _decide(result, cand, past, look, level)
+        if again is not None and again.status == "refused":
+            out = {**out, "status": "fail", "reason": f"release {release_id} was refused at look {look} "
+                   "(recorded): it is not counted; judging it again needs a new release id"}  # fmt: skip
+        summary = _summary(level, out, cand, past, look, lineage, ledger, release_id)
         if record:
             fails = out["status"] == "fail" or ev.verdict is Status.FAIL
             entry = ledger.append(
@@ -108,6 +112,30 @@ def judge_lineage(
     return ev.model_copy(update={"lineage": summary, "verdict": verdict})
 
 
+def _gate_level(ev: Evaluation) -> float:
+    """exposed_records' level under the policy; a lineage needs it to gate (WARN tests at level 0)."""
+    level = float(ev.levels.get("gate_levels", {}).get("exposed_records", 0.0) or 0.0)
+    if level <= 0:
+        raise LineageError("a lineage is judged by exposed_records: the policy must make it a gate (ERROR)")
+    return level
+
+
+def _same_people(past: list[Release], cand: Named, lineage: str) -> None:
+    """Every training record an earlier counted release exposed is still in the training table: people
+    cannot leave a lineage (a record dropped from the table would drop out of its count)."""
+    exposed: set[str] = set()
+    for r in past:
+        if r.counted:
+            for t, _ in r.first.parts().values():
+                exposed |= t
+    missing = len(exposed - set(cand.train.tolist()))
+    if missing:
+        raise LineageError(
+            f"the training table lacks {missing} record(s) earlier releases of lineage {lineage!r} exposed: "
+            "people cannot leave a lineage; start a new lineage (the ledger keeps this one)"
+        )
+
+
 def _counted(cand: Named) -> list[str]:
     """The parts that count people (nearer is a membership signal: tested, not counted)."""
     return [p for p in cand.rare if p != "nearer"]
@@ -119,7 +147,13 @@ def _key(ledger: Ledger, lineage: str, record: bool) -> bytes:
     from .names import key_path
 
     if key_path(ledger.path, lineage).exists():
-        return lineage_key(ledger.path, lineage, create=False)
+        key = lineage_key(ledger.path, lineage, create=False)
+        if not ledger.entries(lineage, key):  # a key is made with a lineage's first recorded release
+            raise LineageError(
+                f"lineage {lineage!r} has a key but no rows in {ledger.path}: its rows were deleted (or a "
+                "first recording crashed: then remove its key file from the keys folder)"
+            )
+        return key
     ledger.entries(lineage, None)
     return lineage_key(ledger.path, lineage, create=True) if record else secrets.token_bytes(32)
 
@@ -132,15 +166,34 @@ def _same_holdout(past: list[Release], cand: Named, lineage: str) -> None:
         )
 
 
-def _decide(ev: Evaluation, result: Any, cand: Named, past: list[Release], look: int) -> dict[str, Any]:
-    """The union of the counted earlier releases and the candidate, judged at this look's level."""
+def _decide(result: Any, cand: Named, past: list[Release], look: int, level: float) -> dict[str, Any]:
+    """The union of the counted earlier releases and the candidate, judged at this look's level (but
+    HOLDOUT_SHARE, which the reverse test on the candidate's own holdout exposures takes)."""
     from ..metrics.exposure import WEIGHTS
 
-    level = float(ev.levels.get("gate_levels", {}).get("exposed_records", 0.0))
-    union = cu.union_parts(cand.exposed, [r.first.parts() for r in past if r.counted], cand.rare)
-    levels = {"level": cu.look_level(level, look), "next_level": cu.look_level(level, look + 1)}
+    earlier = [r.first.parts() for r in past if r.counted]
+    union = cu.union_parts(cand.exposed, earlier, cand.rare)
+    rare = cu.ever_rare(cand.rare, earlier)
+    at = cu.look_level(level, look)
+    levels = {
+        "level": at * (1 - cu.HOLDOUT_SHARE),
+        "next_level": cu.look_level(level, look + 1) * (1 - cu.HOLDOUT_SHARE),
+    }
     threshold = float(result.threshold or 0.0)
-    return cu.decide_union(union, cand.rare, WEIGHTS, **levels, threshold=threshold, counted=_counted(cand))
+    out = cu.decide_union(union, rare, WEIGHTS, **levels, threshold=threshold, counted=_counted(cand))
+    before = cu.union_parts({}, earlier, cand.rare)
+    out["adds"] = any(union[p][i] - before[p][i] for p in union for i in (0, 1))
+    spent = cu.holdout_beyond_chance(cand.exposed, cand.rare, WEIGHTS, at * cu.HOLDOUT_SHARE)
+    if spent is not None and out["status"] != "fail":
+        out["status"] = "fail"
+        out["reason"] = (
+            f"the release reproduces holdout records beyond chance ({spent['part']}: "
+            f"{spent['exposed_holdout']} of {spent['rare_holdout']} holdout records against "
+            f"{spent['exposed']} of {spent['rare']} training records; p = {spent['p_value']:.2g} ≤ "
+            f"{spent['level']:.2g}): its generator saw the holdout, or it copies real records from "
+            "elsewhere; the holdout would no longer measure chance for this lineage"
+        )
+    return out
 
 
 def _already(past: list[Release], release_id: str, cand: Named, lineage: str) -> Release | None:
@@ -159,8 +212,12 @@ def _already(past: list[Release], release_id: str, cand: Named, lineage: str) ->
 def commit(ledger: Ledger, lineage: str, release_id: str, event: str) -> Entry:
     """Record what became of a reserved release: ``published``, ``refused`` (a later check blocked it:
     its exposure stops counting) or ``withdrawn`` (it still counts)."""
+    from .names import key_path
+
     valid_lineage(lineage)
     with ledger.locked():
+        if not key_path(ledger.path, lineage).exists() and not ledger.entries(lineage, None):
+            raise LineageError(f"lineage {lineage!r} has no release in {ledger.path}")
         key = lineage_key(ledger.path, lineage, create=False)
         entries = ledger.entries(lineage, key)
         mine = [r for r in releases(entries) if r.release_id == release_id]
@@ -175,7 +232,7 @@ def commit(ledger: Ledger, lineage: str, release_id: str, event: str) -> Entry:
 
 
 def _summary(
-    ev: Evaluation, out: dict[str, Any], cand: Named, past: list[Release], look: int, lineage: str,
+    level: float, out: dict[str, Any], cand: Named, past: list[Release], look: int, lineage: str,
     ledger: Ledger, release_id: str,
 ) -> dict[str, Any]:  # fmt: skip
     """The lineage's figures for the JSON, the report and the terminal (counts, row numbers, never a
@@ -191,7 +248,9 @@ def _summary(
         "ledger": str(ledger.path),
         "release_id": release_id,
         "look": look,
-        "level": cu.look_level(float(ev.levels.get("gate_levels", {}).get("exposed_records", 0.0)), look),
+        "level": cu.look_level(level, look),
+        # a look that passed and brought a record the union did not hold: the next look's index moves
+        "advances": out["status"] == "pass" and bool(out.get("adds")),
         "status": out["status"],
         "reason": _reason(out, where),
         "people": out["people"],
@@ -217,6 +276,8 @@ def _listed(r: Release) -> dict[str, Any]:
 def _holders(out: dict[str, Any], cand: Named, past: list[Release]) -> list[dict[str, Any]]:
     """Which earlier counted releases hold the failing part's exposed training records (most first)."""
     beyond = [r for r in out["decision"]["parts"] if r["p_value"] is not None and r["p_value"] <= r["level"]]
+    if not beyond:  # failed for another reason (a recorded refusal, holdout records beyond chance)
+        return []
     part = min(beyond, key=lambda r: r["p_value"])["part"]
     counted = [r for r in past if r.counted]
     union = cu.union_parts(cand.exposed, [r.first.parts() for r in counted], cand.rare)[part][0]
@@ -247,8 +308,8 @@ def _rows(union_t: set[str], cand: Named) -> dict[str, Any]:
 
 def _stored(summary: dict[str, Any]) -> dict[str, Any]:
     """What the ledger keeps of a decision: counts only (no row numbers: they change with the table)."""
-    keep = ("look", "level", "status", "people", "people_holdout", "chance", "floor_people", "room_people",
-            "candidate_people", "added_people")  # fmt: skip
+    keep = ("look", "level", "status", "advances", "people", "people_holdout", "chance", "floor_people",
+            "room_people", "candidate_people", "added_people")  # fmt: skip
     return {k: summary[k] for k in keep}
 
 
@@ -262,7 +323,7 @@ def sentence(lineage: dict[str, Any]) -> str:
     )
     room = lineage.get("room_people")
     if room is not None and lineage["status"] != "fail":
-        head += f"; the next release may add about {room} verbatim copies before the lineage fails (95 %)"
+        head += f"; {room} more rare records copied verbatim would fail the next look (chance as it stands)"
     recorded = lineage.get("recorded")
     if recorded:
         head += f"; recorded as {recorded['event']} (ledger row {recorded['seq']})"

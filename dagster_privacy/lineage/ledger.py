@@ -109,6 +109,25 @@ def _hash(fields: dict[str, Any], key: bytes) -> str:
     return hmac.new(key, body.encode(), hashlib.sha256).hexdigest()
 
 
+def _read_head(head: Path) -> dict[str, Any]:
+    """The kept head (sequence, hash), read without following a link; anything else is refused."""
+    try:
+        fd = os.open(head, os.O_RDONLY | os.O_NOFOLLOW)
+        try:
+            data = json.loads(os.read(fd, 4096).decode("utf-8"))
+        finally:
+            os.close(fd)
+    except (OSError, ValueError):
+        data = None
+    if (
+        not isinstance(data, dict)
+        or not isinstance(data.get("seq"), int)
+        or not isinstance(data.get("row_hash"), str)
+    ):
+        raise LineageError(f"the head record {head} is not one the ledger wrote (edited, or a link)")
+    return data
+
+
 def now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
@@ -129,29 +148,51 @@ class Ledger:
     def locked(self) -> Iterator[None]:
         """The ledger's exclusive lock, held while a candidate is judged against it and reserved."""
         lock = self.path.with_name(self.path.name + ".lock")
-        fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+        try:
+            fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+        except OSError as exc:  # a link planted at its name, a folder we cannot write
+            raise LineageError(f"the ledger's lock {lock} cannot be opened ({type(exc).__name__})") from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             yield
         finally:
             os.close(fd)  # closing releases the lock, also when the process is killed
 
+    def _no_links(self) -> None:
+        """DuckDB writes ``<ledger>.wal`` (and ``.tmp``) beside the file: a link planted there would be
+        written through."""
+        for suffix in (".wal", ".tmp"):
+            side = self.path.with_name(self.path.name + suffix)
+            if side.is_symlink() or (side.exists() and not (side.is_file() or side.is_dir())):
+                raise LineageError(f"{side} is a link or not a regular file: remove it")
+
     @contextmanager
     def _connect(self, *, read_only: bool) -> Iterator[Any]:
         import duckdb
 
+        self._no_links()
         delay = 0.05
         for i in range(40):  # a reader elsewhere (lineage show) holds the file a moment
             try:
                 con = duckdb.connect(str(self.path), read_only=read_only)
                 break
             except (duckdb.IOException, duckdb.ConnectionException) as exc:
+                if "lock" not in str(exc).lower():  # not a database, truncated: no wait makes it one
+                    raise LineageError(
+                        f"the ledger {self.path} cannot be opened ({type(exc).__name__})"
+                    ) from None
                 if i == 39:
                     raise LineageError(f"the ledger {self.path} is locked: {type(exc).__name__}") from None
                 time.sleep(delay)
                 delay = min(2 * delay, 1.0)
+            except duckdb.Error as exc:
+                raise LineageError(
+                    f"the ledger {self.path} cannot be opened ({type(exc).__name__})"
+                ) from None
         try:
             yield con
+        except duckdb.Error as exc:  # a table of another shape under the ledger's name
+            raise LineageError(f"the ledger {self.path} cannot be read ({type(exc).__name__})") from None
         finally:
             con.close()
 
@@ -200,8 +241,8 @@ class Ledger:
                 raise LineageError(f"the ledger {self.path} holds an unknown event at row {r.seq}")
             prev = r.row_hash
         head = head_path(self.path, lineage)
-        if head.is_file():
-            kept = json.loads(head.read_text())
+        if head.is_file() or head.is_symlink():
+            kept = _read_head(head)
             at = next((r for r in rows if r.seq == kept.get("seq")), None)
             if at is None or at.row_hash != kept.get("row_hash"):
                 raise LineageError(

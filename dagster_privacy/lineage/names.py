@@ -53,20 +53,25 @@ def head_path(ledger: Path, lineage: str) -> Path:
     return key_folder(ledger) / f"{_stem(lineage)}.head"
 
 
-def _private_folder(folder: Path) -> None:
+def _private_folder(folder: Path, *, create: bool) -> None:
+    """The keys folder: a folder (never a link) only this account owns and can open."""
     if folder.is_symlink():
         raise LineageError(f"{folder} is a link: the lineage keys live in a folder of their own")
-    folder.mkdir(mode=0o700, parents=False, exist_ok=True)
-    mode = folder.stat().st_mode
-    if not stat.S_ISDIR(mode) or mode & 0o077:
-        raise LineageError(f"{folder} must be a folder only its owner can open (chmod 700)")
+    if create:
+        try:
+            folder.mkdir(mode=0o700, parents=False, exist_ok=True)
+        except OSError as exc:
+            raise LineageError(f"the keys folder {folder} cannot be made ({type(exc).__name__})") from None
+    st = folder.lstat()
+    if not stat.S_ISDIR(st.st_mode) or st.st_mode & 0o077 or st.st_uid != os.getuid():
+        raise LineageError(f"{folder} must be a folder this account owns and only it can open (chmod 700)")
 
 
 def lineage_key(ledger: Path, lineage: str, *, create: bool) -> bytes:
     """The lineage's key; created when ``create`` and there is none (its first release)."""
     path = key_path(ledger, lineage)
     if create and not path.exists() and not path.is_symlink():
-        _private_folder(key_folder(ledger))
+        _private_folder(key_folder(ledger), create=True)
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
         try:
             os.write(fd, secrets.token_hex(KEY_BYTES).encode())
@@ -83,8 +88,12 @@ def lineage_key(ledger: Path, lineage: str, *, create: bool) -> bytes:
     except OSError:
         raise LineageError(f"the key of lineage {lineage!r} ({path}) is a link or unreadable") from None
     try:
-        if os.fstat(fd).st_mode & 0o077:
-            raise LineageError(f"the key {path} is readable by other accounts: chmod 600 it")
+        _private_folder(key_folder(ledger), create=False)
+        st = os.fstat(fd)
+        if st.st_mode & 0o077 or st.st_uid != os.getuid():
+            raise LineageError(
+                f"the key {path} is readable by other accounts, or not this account's: chmod 600 it"
+            )
         text = os.read(fd, 4 * KEY_BYTES).decode("ascii", "replace").strip()
     finally:
         os.close(fd)

@@ -20,6 +20,7 @@ from typing import Any
 
 import dagster as dg
 
+from ..lineage import sentence
 from ..results import Evaluation
 from . import metadata as md
 
@@ -66,7 +67,7 @@ def result(
     name_prefix: str, extra: dict[str, Any],
 ) -> dg.AssetCheckResult:  # fmt: skip
     """Judge ``ev`` with its lineage, record it (reserved or refused) and give the check's result."""
-    from ..lineage import Ledger, judge_lineage, sentence
+    from ..lineage import Ledger, judge_lineage
 
     path = Path(ledger) if ledger else default_ledger(getattr(context, "instance", None))
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -83,7 +84,9 @@ def result(
         "release_id": md.text(release),
         **extra,
     }
-    passed = d.get("status") == "pass"
+    recorded = (d.get("recorded") or {}).get("event")
+    # a release recorded as refused (its own verdict fails) is not counted: this check never passes it
+    passed = d.get("status") == "pass" and recorded != "refused"
     context.log.info(sentence(d))
     return dg.AssetCheckResult(
         asset_key=key,
@@ -91,8 +94,12 @@ def result(
         passed=passed,
         severity=dg.AssetCheckSeverity.ERROR,
         metadata=meta,
-        description=sentence(d) if passed else str(d.get("reason")),
+        description=sentence(d) if passed else str(d.get("reason") or _refused(d)),
     )
+
+
+def _refused(d: dict[str, Any]) -> str:
+    return f"{sentence(d)}; its own verdict fails, so it is recorded as refused and not counted"
 
 
 __all__ = ["CHECK", "LEDGER_ENV", "default_ledger", "lineage_name", "result", "spec"]

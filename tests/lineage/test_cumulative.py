@@ -21,12 +21,25 @@ def test_the_looks_levels_sum_to_the_gate_level_and_shrink() -> None:
     assert all(a > b for a, b in zip(shares, shares[1:], strict=False))
 
 
-def test_the_union_counts_a_record_once_and_only_while_it_is_rare() -> None:
+def test_the_union_counts_a_record_once_and_an_exposure_stays_counted() -> None:
     rare = {"verbatim": ({"a", "b", "c", "d"}, {"x", "y"})}
     earlier = [{"verbatim": ({"a", "b"}, {"x"})}, {"verbatim": ({"b", "z"}, set())}]  # z: no longer rare
-    union = cu.union_parts({"verbatim": ({"a", "c"}, set())}, earlier, rare)
-    assert union == {"verbatim": ({"a", "b", "c"}, {"x"})}
-    assert cu.people(union, ["verbatim"]) == ({"a", "b", "c"}, {"x"})
+    # the candidate's own exposures count among its rare records; an earlier exposure stays counted
+    union = cu.union_parts({"verbatim": ({"a", "c", "q"}, set())}, earlier, rare)  # q: not rare now
+    assert union == {"verbatim": ({"a", "b", "c", "z"}, {"x"})}
+    assert cu.ever_rare(rare, earlier) == {"verbatim": ({"a", "b", "c", "d", "z"}, {"x", "y"})}
+    assert cu.people(union, ["verbatim"]) == ({"a", "b", "c", "z"}, {"x"})
+
+
+def test_a_release_reproducing_holdout_records_beyond_chance_is_named() -> None:
+    rare = {"verbatim": ({f"t{i}" for i in range(600)}, {f"h{i}" for i in range(300)})}
+    weights = {"verbatim": 0.5}
+    clean = {"verbatim": ({"t1", "t2"}, {"h1"})}
+    assert cu.holdout_beyond_chance(clean, rare, weights, 0.01) is None
+    # 12 holdout records and no training record: P(X ≥ 12), X ~ Bin(12, 1/3) = 3^-12, far below 0.005
+    saw = {"verbatim": (set(), {f"h{i}" for i in range(12)})}
+    worst = cu.holdout_beyond_chance(saw, rare, weights, 0.01)
+    assert worst is not None and worst["p_value"] == pytest.approx(3.0**-12) and worst["level"] == 0.005
 
 
 def test_copies_to_fail_is_the_smallest_count_the_binomial_tail_rejects() -> None:

@@ -224,3 +224,82 @@ def test_no_real_value_reaches_the_ledger_or_the_decision(tmp_path) -> None:
     assert canary not in json.dumps(out.to_dict())
     for f in [path, *key_folder(path).iterdir(), head_path(path, "demo")]:
         assert canary.encode() not in Path(f).read_bytes(), f
+
+
+# ------------------------------------------------------------------ a reviewer's attacks (issue 56)
+
+
+def test_the_same_content_under_new_ids_does_not_wear_the_level_down(tmp_path) -> None:
+    led = Ledger(tmp_path / "ledger.duckdb")
+    clean = evaluate(release(0, copies(0, 0)))
+    looks = [
+        judge_lineage(clean, lineage="demo", ledger=led, release_id=f"same-{j}", record=True).lineage["look"]
+        for j in range(3)
+    ]
+    assert looks == [1, 2, 2]  # the first clean look brought chance's records; the same ones add nothing
+    assert _judge(led, 1, record=False).lineage["look"] == 2
+
+
+def test_a_refused_release_judged_again_stays_refused(tmp_path) -> None:
+    led = Ledger(tmp_path / "ledger.duckdb")
+    failing = _evaluated(0).model_copy(update={"verdict": _evaluated(0).verdict.FAIL})  # another gate failed
+    assert _judge(led, 0, ev=failing).lineage["recorded"]["event"] == "refused"
+    again = _judge(led, 0)  # its verdict passes now (a policy edit): the recorded refusal stands
+    assert again.verdict.value == "fail" and "needs a new release id" in again.lineage["reason"]
+
+
+def test_people_cannot_leave_a_lineage_nor_hide_behind_a_twin(tmp_path) -> None:
+    import polars as pl
+
+    led = Ledger(tmp_path / "ledger.duckdb")
+    _judge(led, 0)
+    s = split()
+    gone = np.setdiff1d(np.arange(s.train.height), copies(0, K)[:1])
+    with pytest.raises(LineageError, match="lacks 1 record"):
+        judge_lineage(evaluate(release(1, copies(1, K)), train=s.train[gone]), lineage="demo", ledger=led,
+                      release_id="r1", record=False)  # fmt: skip
+    twins = pl.concat([s.train, s.train[np.sort(copies(0, K))]])  # each copied record gets a twin
+    out = judge_lineage(evaluate(release(1, copies(1, K)), train=twins), lineage="demo", ledger=led,
+                        release_id="r1", record=False).lineage  # fmt: skip
+    assert _verbatim(out)["exposed"] >= 2 * K  # release 0's people still counted
+
+
+def test_a_lineage_needs_its_count_to_gate(tmp_path) -> None:
+    ev = _evaluated(0)
+    warn = ev.model_copy(update={"levels": {**ev.levels, "gate_levels": {}}})
+    with pytest.raises(LineageError, match="must make it a gate"):
+        judge_lineage(warn, lineage="demo", ledger=Ledger(tmp_path / "l.duckdb"), release_id="r0")
+
+
+def test_links_and_garbage_beside_the_ledger_are_refused_in_one_line(tmp_path) -> None:
+    path = tmp_path / "ledger.duckdb"
+    led = Ledger(path)
+    _judge(led, 0)
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me")
+    Path(f"{path}.wal").symlink_to(victim)
+    with pytest.raises(LineageError, match="is a link"):
+        _judge(led, 1)
+    assert victim.read_text() == "keep me"
+    Path(f"{path}.wal").unlink()
+    head_path(path, "demo").write_text("[1, 2]")
+    with pytest.raises(LineageError, match="not one the ledger wrote"):
+        _judge(led, 1)
+    bad = tmp_path / "bad.duckdb"
+    bad.write_bytes(b"not a database at all" * 100)
+    with pytest.raises(LineageError, match="cannot be opened"):
+        Ledger(bad).lineages()
+    lock = tmp_path / "other.duckdb.lock"
+    lock.symlink_to(victim)
+    with pytest.raises(LineageError, match="lock"):
+        _judge(Ledger(tmp_path / "other.duckdb"), 0)
+
+
+def test_a_key_without_rows_is_caught(tmp_path) -> None:
+    path = tmp_path / "ledger.duckdb"
+    _judge(Ledger(path), 0)
+    with duckdb.connect(str(path)) as con:
+        con.execute("delete from lineage_ledger")
+    head_path(path, "demo").unlink()
+    with pytest.raises(LineageError, match="has a key but no rows"):
+        _judge(Ledger(path), 1)
