@@ -376,9 +376,7 @@ class Evaluation(BaseModel):
     detection_floor: dict[str, Any] = Field(
         default_factory=dict, description="the smallest verbatim-copy leak caught with 95 % probability"
     )
-    lineage: dict[str, Any] | None = Field(
-        None, description="the release judged with every earlier release of its lineage (issue 56)"
-    )
+    lineage: dict[str, Any] | None = Field(None, description="the release judged with its lineage (issue 56)")
 
     @property
     def risks(self) -> dict[str, dict[str, Any]]:
@@ -487,31 +485,15 @@ class Evaluation(BaseModel):
         )
 
     def to_frame(self):  # -> polars.DataFrame
+        """One row per metric: id, family, risk, the figures, threshold, severity, status, reason."""
         import polars as pl
 
-        rows = []
-        for r in self.results:
-            rows.append(
-                {
-                    "id": r.id,
-                    "family": r.family,
-                    "risk": r.risk,
-                    "value": r.value,
-                    "raw": r.raw,
-                    "baseline": r.baseline,
-                    "ci_low": r.ci[0] if r.ci else None,
-                    "ci_high": r.ci[1] if r.ci else None,
-                    "threshold": r.threshold,
-                    "severity": r.severity.value,
-                    "status": r.status.value,
-                    "reason": r.reason,
-                    "seconds": r.seconds,
-                }
-            )
-        return pl.DataFrame(
-            rows,
-            schema_overrides={
-                k: pl.Float64
-                for k in ("value", "raw", "baseline", "ci_low", "ci_high", "threshold", "seconds")
-            },
-        )
+        rows = [
+            {"id": r.id, "family": r.family, "risk": r.risk, "value": r.value, "raw": r.raw,
+             "baseline": r.baseline, "ci_low": (r.ci or (None,))[0], "ci_high": (r.ci or (None, None))[1],
+             "threshold": r.threshold, "severity": r.severity.value, "status": r.status.value,
+             "reason": r.reason, "seconds": r.seconds}
+            for r in self.results
+        ]  # fmt: skip
+        figures = ("value", "raw", "baseline", "ci_low", "ci_high", "threshold", "seconds")
+        return pl.DataFrame(rows, schema_overrides={k: pl.Float64 for k in figures})

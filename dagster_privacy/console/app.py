@@ -18,6 +18,7 @@ import secrets
 import time
 import urllib.parse
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -30,10 +31,9 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 from ..errors import safe_reason
-from ..lineage import LineageError
 from ..pipeline.governance.audit import AuditError, AuditLog
 from ..pipeline.resources import ReleaseIdError, valid_release_id
-from . import pages
+from . import lineages, pages
 from .identity import (
     PROXY_SECRET_HEADER,
     PROXY_SECRET_MIN,
@@ -45,6 +45,7 @@ from .identity import (
     same_token,
 )
 from .records import ReleaseView, audit_of, privacy_assets, releases_of
+from .refusal import Refused
 
 MAX_FORM = 64 * 1024
 
@@ -88,12 +89,6 @@ class ConsoleSettings:
     idle_minutes: float = 30.0
 
 
-class _Refused(Exception):
-    def __init__(self, status: int, text: str) -> None:
-        super().__init__(text)
-        self.status, self.text = status, text
-
-
 def _page(body: str, status: int = 200) -> HTMLResponse:
     return HTMLResponse(body, status_code=status)
 
@@ -127,19 +122,19 @@ async def _form(request: Request) -> dict[str, str]:
     per name."""
     kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if kind != "application/x-www-form-urlencoded":
-        raise _Refused(415, "forms are posted urlencoded")
+        raise Refused(415, "forms are posted urlencoded")
     declared = request.headers.get("content-length", "0")
     if not declared.isdigit() or int(declared) > MAX_FORM:
-        raise _Refused(413, "form too large")
+        raise Refused(413, "form too large")
     body = b""
     async for chunk in request.stream():
         body += chunk
         if len(body) > MAX_FORM:  # a chunked body past the limit: stop reading
-            raise _Refused(413, "form too large")
+            raise Refused(413, "form too large")
     try:
         pairs = urllib.parse.parse_qsl(body.decode("utf-8"), keep_blank_values=True, strict_parsing=False)
     except UnicodeDecodeError:
-        raise _Refused(400, "form not UTF-8") from None
+        raise Refused(400, "form not UTF-8") from None
     return dict(pairs)
 
 
@@ -178,16 +173,16 @@ class Console:
         header = self.settings.proxy_header
         if header and header in request.headers:
             if not self._from_proxy(request):
-                raise _Refused(403, f"the {header} header is accepted from the configured proxy only")
+                raise Refused(403, f"the {header} header is accepted from the configured proxy only")
             if not self._proxy_proven(request):
-                raise _Refused(403, f"the {header} header needs the proxy's secret ({PROXY_SECRET_HEADER})")
+                raise Refused(403, f"the {header} header needs the proxy's secret ({PROXY_SECRET_HEADER})")
             values = request.headers.getlist(header)
             try:  # headers arrive as Latin-1; a proxy sends a UTF-8 name
                 name = values[0].encode("latin-1").decode("utf-8").strip() if len(values) == 1 else ""
             except UnicodeError:
                 name = ""
             if not name or not name.isprintable() or len(name) > 200:
-                raise _Refused(403, f"the {header} header does not name exactly one user")
+                raise Refused(403, f"the {header} header does not name exactly one user")
             entry = self.users.get(name)
             user = User(name, entry["role"] if entry else "viewer")
             token = hmac.new(self._secret, b"csrf:" + name.encode(), "sha256").hexdigest()
@@ -220,7 +215,7 @@ class Console:
     def need(self, request: Request) -> tuple[User, str]:
         user, csrf = self.identify(request)
         if user is None:
-            raise _Refused(401, "sign in first")
+            raise Refused(401, "sign in first")
         return user, str(csrf)
 
     async def decided(self, request: Request) -> tuple[User, dict[str, str]]:
@@ -231,24 +226,24 @@ class Console:
         if self._from_proxy(request):  # a proxy may rewrite Host and say the public one here
             hosts.add(request.headers.get("x-forwarded-host"))
         if origin and origin != "null" and urllib.parse.urlsplit(origin).netloc not in hosts:
-            raise _Refused(403, "the form was posted from another site")
+            raise Refused(403, "the form was posted from another site")
         form = await _form(request)
         if not same_token(form.get("csrf"), csrf):
-            raise _Refused(403, "the form's CSRF token is missing or wrong: reload the page")
+            raise Refused(403, "the form's CSRF token is missing or wrong: reload the page")
         if not user.may_decide:
-            raise _Refused(403, f"{user.name} is a viewer: only an officer decides")
+            raise Refused(403, f"{user.name} is a viewer: only an officer decides")
         return user, form
 
     def view(self, release_id: str) -> ReleaseView:
         try:
             valid_release_id(release_id)
         except ReleaseIdError:
-            raise _Refused(404, "no such release") from None
+            raise Refused(404, "no such release") from None
         views, twice = self._releases()
         if release_id in twice:
-            raise _Refused(409, "a release id of several assets: start the console with --asset")
+            raise Refused(409, "a release id of several assets: start the console with --asset")
         if release_id not in views:
-            raise _Refused(404, "no such release")
+            raise Refused(404, "no such release")
         return views[release_id]
 
     def assets(self) -> list[dg.AssetKey]:  # the one given, else those whose privacy checks ran (now)
@@ -270,14 +265,14 @@ class Console:
     async def login(self, request: Request) -> Response:
         form = await _form(request)
         if not same_token(form.get("csrf"), request.cookies.get(self.login_cookie)):
-            raise _Refused(403, "the sign-in form's CSRF token is missing or wrong: reload the page")
+            raise Refused(403, "the sign-in form's CSRF token is missing or wrong: reload the page")
         name, peer = form.get("user", "").strip(), request.client.host if request.client else ""
         device = request.cookies.get(self.device_cookie) or ""
         key = (name, "device:" + device) if self._device_of(device, name) else (name, peer)
         now = time.monotonic()
         recent = [t for t in self._fails.get(key, []) if now - t < FAIL_WINDOW]
         if len(recent) >= MAX_FAILS:
-            raise _Refused(
+            raise Refused(
                 429,
                 "too many failed sign-ins for this user from this address: wait 15 minutes, or sign in "
                 "from a browser that has signed in as this user before",
@@ -336,7 +331,7 @@ class Console:
         user, csrf = self.need(request)
         form = await _form(request)
         if not same_token(form.get("csrf"), csrf):
-            raise _Refused(403, "the form's CSRF token is missing or wrong")
+            raise Refused(403, "the form's CSRF token is missing or wrong")
         self.sessions.end(request.cookies.get(self.session_cookie))
         resp = _redirect("/login")
         self._cookie(resp, self.session_cookie, "", max_age=0)
@@ -376,7 +371,7 @@ class Console:
         view = self.view(request.path_params["release_id"])
         body = self._report(view)
         if body is None or view.latest is None:
-            raise _Refused(409, "the report file is missing or no longer has its recorded sha256")
+            raise Refused(409, "the report file is missing or no longer has its recorded sha256")
         return Response(body, media_type="text/html; charset=utf-8",
                         headers={"Content-Security-Policy": REPORT_CSP,
                                  "X-Report-SHA256": view.latest.report_sha256 or ""})  # fmt: skip
@@ -387,9 +382,9 @@ class Console:
         user, form = await self.decided(request)
         view = self.view(request.path_params["release_id"])
         if self._report(view) is None:  # nobody decides on a report the console cannot show
-            raise _Refused(409, "not recorded: the report file is missing or changed, so it cannot be read")
+            raise Refused(409, "not recorded: the report file is missing or changed, so it cannot be read")
         if view.state in ("approved", "rejected"):  # as the page offers: one decision per report (review)
-            raise _Refused(
+            raise Refused(
                 409, f"not recorded: this report is already {view.state}; a new evaluation is decided anew"
             )
         decision, reason = form.get("decision", ""), _one_line(form.get("reason", ""))
@@ -399,7 +394,7 @@ class Console:
                            report_sha256=form.get("report_sha256") or "-", audit=self.audit,
                            name_prefix=self.prefix)  # fmt: skip
         except (SignoffError, AuditError) as exc:
-            raise _Refused(409, f"not recorded: {safe_reason(exc)}") from None
+            raise Refused(409, f"not recorded: {safe_reason(exc)}") from None
         return _redirect(pages.release_url(view.release_id, f"?done={decision}"))
 
     async def withdraw(self, request: Request) -> Response:
@@ -409,13 +404,13 @@ class Console:
         user, form = await self.decided(request)
         view = self.view(request.path_params["release_id"])
         if not self.settings.target:
-            raise _Refused(409, "this console was started without the publication target (--target)")
+            raise Refused(409, "this console was started without the publication target (--target)")
         try:
             row = withdraw_release(PublishTarget(path=self.settings.target), release_id=view.release_id,
                                    by=user.name, reason=_one_line(form.get("reason", "")), audit=self.audit,
                                    instance=self.instance)  # fmt: skip
         except (PublicationRefused, AuditError, ReleaseIdError) as exc:
-            raise _Refused(409, f"not withdrawn: {safe_reason(exc)}") from None
+            raise Refused(409, f"not withdrawn: {safe_reason(exc)}") from None
         del row
         return _redirect(pages.release_url(view.release_id, "?done=withdraw"))
 
@@ -449,41 +444,6 @@ class Console:
         attachment = {"Content-Disposition": 'attachment; filename="privacy-audit.csv"'}
         return Response(out.getvalue(), media_type="text/csv; charset=utf-8", headers=attachment)
 
-    def _ledger(self) -> Any:
-        from ..lineage import Ledger
-        from ..pipeline.lineage_check import default_ledger
-
-        return Ledger(self.settings.ledger or default_ledger(self.instance))
-
-    async def lineages_view(self, request: Request) -> Response:
-        user, csrf = self.need(request)
-        led = self._ledger()
-        try:  # off the event loop: a locked ledger waits without holding up every other page
-            names = await run_in_threadpool(led.lineages)
-        except LineageError as exc:
-            raise _Refused(409, f"the ledger cannot be read: {safe_reason(exc)}") from None
-        return _page(pages.lineages_page(names, str(led.path), user=user, csrf=csrf))
-
-    async def lineage_view(self, request: Request) -> Response:
-        from ..lineage import releases
-        from ..lineage.names import key_path, lineage_key
-
-        user, csrf = self.need(request)
-        name, led = request.path_params["name"], self._ledger()
-
-        def read() -> list[Any]:
-            if name not in led.lineages():
-                raise _Refused(404, "no such lineage in the ledger")
-            key = lineage_key(led.path, name, create=False) if key_path(led.path, name).exists() else None
-            return releases(led.entries(name, key))
-
-        try:  # off the event loop, as above
-            rel = await run_in_threadpool(read)
-            status, problems = f"{len(rel)} release(s), hash chain intact (ledger {led.path})", []
-        except LineageError as exc:
-            rel, status, problems = [], "the ledger does not verify", [safe_reason(exc)]
-        return _page(pages.lineage_page(name, rel, status, problems, user=user, csrf=csrf))
-
     def _cookie(self, resp: Response, key: str, value: str, *, max_age: int | None = None) -> None:
         resp.set_cookie(key, value, max_age=max_age, path="/", secure=self.settings.secure_cookies,
                         httponly=True, samesite="strict")  # fmt: skip
@@ -495,7 +455,7 @@ class Console:
             async def run(request: Request) -> Response:
                 try:
                     return await endpoint(request)
-                except _Refused as exc:
+                except Refused as exc:
                     if exc.status == 401 and request.method == "GET":
                         return _redirect("/login")
                     try:
@@ -515,8 +475,8 @@ class Console:
             Route("/", guarded(self.index), methods=["GET"]),
             Route("/audit", guarded(self.audit_view), methods=["GET"]),
             Route("/audit.csv", guarded(self.audit_csv), methods=["GET"]),
-            Route("/lineages", guarded(self.lineages_view), methods=["GET"]),
-            Route("/lineage/{name:path}", guarded(self.lineage_view), methods=["GET"]),
+            Route("/lineages", guarded(partial(lineages.lineages_view, self)), methods=["GET"]),
+            Route("/lineage/{name:path}", guarded(partial(lineages.lineage_view, self)), methods=["GET"]),
             Route("/release/{release_id}", guarded(self.release), methods=["GET"]),
             Route("/release/{release_id}/report", guarded(self.report), methods=["GET"]),
             Route("/release/{release_id}/decision", guarded(self.decide), methods=["POST"]),

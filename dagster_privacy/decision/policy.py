@@ -436,10 +436,9 @@ class EvaluationPlan:
 
     @property
     def fail_level(self) -> float:
-        """A gate of weight 1's chance of failing a release with no excess risk: false_alarm over the
-        gates' total weight (weighted Bonferroni; most gates weigh 1) — the policy's gates, run or not:
-        a metric subset keeps each gate at the level the policy gives it (review, issue 56: a subset of
-        one gate spent the whole false_alarm on it, four times its level under standard)."""
+        """A gate of weight 1's chance of failing a release with no excess risk: false_alarm over the total
+        weight of the policy's gates, run or not (weighted Bonferroni; a metric subset keeps each gate at
+        its level: a subset of one gate spent the whole false_alarm on it, issue 56)."""
         weights = {m: e.weight for m, e in self.policy.metrics.items() if e.blocks_on_failure}
         weights.update({m: self.entries[m].weight for m in self.gating})
         return self.policy.false_alarm / max(1.0, sum(weights.values()))

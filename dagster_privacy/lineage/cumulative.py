@@ -40,35 +40,36 @@ def look_level(level: float, look: int) -> float:
     return level * 6.0 / (math.pi**2 * look**2)
 
 
+def _with_earlier(base: Mapping[str, Sides], earlier: Sequence[Mapping[str, Sides]]) -> dict[str, Sides]:
+    """Per part, ``base``'s records with every earlier release's exposures added, on both sides."""
+    out = {}
+    for part, (t0, h0) in base.items():
+        t, h = set(t0), set(h0)
+        for release in earlier:
+            et, eh = release.get(part, (set(), set()))
+            t |= et
+            h |= eh
+        out[part] = (t, h)
+    return out
+
+
 def union_parts(
     candidate: Mapping[str, Sides], earlier: Sequence[Mapping[str, Sides]], rare: Mapping[str, Sides]
 ) -> dict[str, Sides]:
     """Per part, the records the candidate (among its rare ones) or any earlier release exposed, on both
     sides. An earlier exposure stays counted when its record is no longer rare (a twin added to the
     training table does not unexpose a person): ``ever_rare`` counts it among the rare too."""
-    out = {}
-    for part, (rare_t, rare_h) in rare.items():
-        t = set(candidate.get(part, (set(), set()))[0]) & rare_t
-        h = set(candidate.get(part, (set(), set()))[1]) & rare_h
-        for release in earlier:
-            et, eh = release.get(part, (set(), set()))
-            t |= et
-            h |= eh
-        out[part] = (t, h)
-    return out
+    none: Sides = (set(), set())
+    own = {
+        p: (set(candidate.get(p, none)[0]) & t, set(candidate.get(p, none)[1]) & h)
+        for p, (t, h) in rare.items()
+    }
+    return _with_earlier(own, earlier)
 
 
 def ever_rare(rare: Mapping[str, Sides], earlier: Sequence[Mapping[str, Sides]]) -> dict[str, Sides]:
     """Per part, the records rare now or exposed by an earlier release (the union's denominators)."""
-    out = {}
-    for part, (rare_t, rare_h) in rare.items():
-        t, h = set(rare_t), set(rare_h)
-        for release in earlier:
-            et, eh = release.get(part, (set(), set()))
-            t |= et
-            h |= eh
-        out[part] = (t, h)
-    return out
+    return _with_earlier(rare, earlier)
 
 
 def holdout_beyond_chance(

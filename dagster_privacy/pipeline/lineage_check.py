@@ -23,6 +23,7 @@ import dagster as dg
 from ..lineage import sentence
 from ..results import Evaluation
 from . import metadata as md
+from .settings import privacy_folder
 
 CHECK = "privacy_lineage"
 LEDGER_ENV = "DAGSTER_PRIVACY_LEDGER"
@@ -33,12 +34,7 @@ FIGURES = ("look", "people", "people_holdout", "chance", "candidate_people", "ad
 
 def default_ledger(instance: Any = None) -> Path:
     env = os.environ.get(LEDGER_ENV)
-    if env:
-        return Path(env)
-    root = getattr(instance, "root_directory", None) if instance is not None else None
-    home = root or os.environ.get("DAGSTER_HOME")
-    base = Path(home) / "dagster_privacy" if home else Path.home() / ".dagster_privacy"
-    return base / "ledger.duckdb"
+    return Path(env) if env else privacy_folder(instance) / "ledger.duckdb"
 
 
 def lineage_name(real_key: dg.AssetKey | None, real_table: str | None) -> str:

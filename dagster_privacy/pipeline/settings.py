@@ -74,3 +74,11 @@ class ReleaseSettings:
 
     def loaded_policy(self) -> pol.Policy:
         return pol.load_policy(self.policy)
+
+
+def privacy_folder(instance: Any = None) -> Path:
+    """Where the product keeps its records beside a Dagster instance: ``<instance directory, else
+    $DAGSTER_HOME>/dagster_privacy``, else ``~/.dagster_privacy`` (the audit table, the lineages' ledger)."""
+    root = getattr(instance, "root_directory", None) if instance is not None else None
+    home = root or os.environ.get("DAGSTER_HOME")
+    return Path(home) / "dagster_privacy" if home else Path.home() / ".dagster_privacy"

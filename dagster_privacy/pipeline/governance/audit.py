@@ -95,13 +95,10 @@ def os_user() -> str | None:
 def default_audit_path(instance: Any = None) -> Path:
     """``DAGSTER_PRIVACY_AUDIT``, else ``<instance directory>/dagster_privacy/audit.duckdb`` (the
     instance's own directory, else ``$DAGSTER_HOME``), else ``~/.dagster_privacy/audit.duckdb``."""
+    from ..settings import privacy_folder
+
     env = os.environ.get(AUDIT_ENV)
-    if env:
-        return Path(env)
-    root = getattr(instance, "root_directory", None) if instance is not None else None
-    home = root or os.environ.get("DAGSTER_HOME")
-    base = Path(home) / "dagster_privacy" if home else Path.home() / ".dagster_privacy"
-    return base / "audit.duckdb"
+    return Path(env) if env else privacy_folder(instance) / "audit.duckdb"
 
 
 #: the longest name or reason a person may give (an audit row is read on a terminal and a web page)

@@ -1,0 +1,54 @@
+"""The console's lineage pages (issue 56): the lineages of the ledger, and one lineage's releases. The
+ledger is read off the event loop: a locked or slow ledger holds up no other page."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import HTMLResponse
+
+from ..errors import safe_reason
+from ..lineage import Ledger, LineageError, releases
+from ..lineage.names import key_path, lineage_key
+from . import pages
+from .refusal import Refused
+
+
+def ledger_of(console: Any) -> Ledger:
+    """The console's ledger: the one it was given, else where the lineage check writes it."""
+    from ..pipeline.lineage_check import default_ledger
+
+    return Ledger(console.settings.ledger or default_ledger(console.instance))
+
+
+async def lineages_view(console: Any, request: Request) -> HTMLResponse:
+    user, csrf = console.need(request)
+    led = ledger_of(console)
+    try:
+        names = await run_in_threadpool(led.lineages)
+    except LineageError as exc:
+        raise Refused(409, f"the ledger cannot be read: {safe_reason(exc)}") from None
+    return HTMLResponse(pages.lineages_page(names, str(led.path), user=user, csrf=csrf))
+
+
+async def lineage_view(console: Any, request: Request) -> HTMLResponse:
+    user, csrf = console.need(request)
+    name, led = request.path_params["name"], ledger_of(console)
+
+    def read() -> list[Any]:
+        if name not in led.lineages():
+            raise Refused(404, "no such lineage in the ledger")
+        key = lineage_key(led.path, name, create=False) if key_path(led.path, name).exists() else None
+        return releases(led.entries(name, key))
+
+    try:
+        rel = await run_in_threadpool(read)
+        status, problems = f"{len(rel)} release(s), hash chain intact (ledger {led.path})", []
+    except LineageError as exc:
+        rel, status, problems = [], "the ledger does not verify", [safe_reason(exc)]
+    return HTMLResponse(pages.lineage_page(name, rel, status, problems, user=user, csrf=csrf))
+
+
+__all__ = ["ledger_of", "lineage_view", "lineages_view"]
