@@ -11,14 +11,16 @@ Every look that changes the union is another look at the same growing count, so 
 tested at ``level · 6 / (π² i²)``: the looks' levels sum to the gate's level (Σ 1/i² = π²/6), which
 bounds the lineage's false-alarm rate over any number of releases (Bonferroni over looks; the looks are
 positively dependent, so it is conservative). i counts the earlier looks that passed **and** brought a
-record the union did not hold, plus one: until its first false alarm a lineage's looks all pass, and a
-look at an unchanged union repeats the decision already taken, so the first false alarm happens at some
-i with probability at most that i's share. A look that fails does not move i, nor does a release that
-adds nothing (the same content under another id cannot wear the level down).
+training record the union did not hold, plus one: until its first false alarm a lineage's looks all
+pass, and a look at an unchanged training side repeats a decision already taken or passes more easily,
+so the first false alarm happens at some i with probability at most that i's share. A look that fails
+does not move i, nor does a release that adds nothing (the same content under another id cannot wear
+the level down).
 
-Of each look's share, HOLDOUT_SHARE goes to the reverse test on the candidate alone: a release that
-reproduces holdout records beyond chance (its generator saw them) would raise the union's chance side
-for good, so it is refused and not counted.
+Of each look's share, HOLDOUT_SHARE goes to the reverse test on the union's holdout side: releases
+that reproduce holdout records beyond chance (their generator saw them), one at a time or spread over
+several, would raise the union's chance side for good, so the release that tips it is refused and not
+counted. A look that adds holdout records only does not move i: they can only raise the p-values.
 """
 
 from __future__ import annotations
@@ -75,9 +77,10 @@ def ever_rare(rare: Mapping[str, Sides], earlier: Sequence[Mapping[str, Sides]])
 def holdout_beyond_chance(
     candidate: Mapping[str, Sides], rare: Mapping[str, Sides], weights: Mapping[str, float], level: float
 ) -> dict[str, Any] | None:
-    """The candidate's worst part whose **holdout** count is beyond chance at its share of ``level`` (the
-    reverse of the test: the release reproduces records its generator never saw), or None. Such a release
-    would raise the lineage's chance side for good: it is refused, and its records are not counted."""
+    """The worst part whose **holdout** count is beyond chance at its share of ``level`` (the reverse of
+    the test: releases reproduce records their generator never saw), or None; given the union with
+    ``ever_rare`` denominators. Such a release would raise the lineage's chance side for good: the one
+    that tips it is refused, and its records are not counted."""
     from ..decision.exposure_test import p_value, pi
 
     worst = None

@@ -92,7 +92,7 @@ def judge_lineage(
             past, record = [r for r in past if r.first.seq < again.first.seq], False
         _same_holdout(past, cand, lineage)
         _same_people(past, cand, lineage)
-        look = again.first.look if again else 1 + sum(bool(r.first.figures().get("advances")) for r in past)
+        look = again.first.look if again else 1 + sum(_advanced(r) for r in past)
         out = _decide(result, cand, past, look, level)
         if again is not None and again.status == "refused":
             out = {**out, "status": "fail", "reason": f"release {release_id} was refused at look {look} "
@@ -110,6 +110,12 @@ def judge_lineage(
             summary["recorded"] = {"event": again.status, "seq": again.first.seq, "again": True}
     verdict = Status.FAIL if out["status"] == "fail" else ev.verdict
     return ev.model_copy(update={"lineage": summary, "verdict": verdict})
+
+
+def _advanced(r: Release) -> bool:
+    """Whether the release's look moved the look index (a row without the field: when it passed)."""
+    f = r.first.figures()
+    return bool(f.get("advances", f.get("status") == "pass"))
 
 
 def _gate_level(ev: Evaluation) -> float:
@@ -182,12 +188,14 @@ def _decide(result: Any, cand: Named, past: list[Release], look: int, level: flo
     threshold = float(result.threshold or 0.0)
     out = cu.decide_union(union, rare, WEIGHTS, **levels, threshold=threshold, counted=_counted(cand))
     before = cu.union_parts({}, earlier, cand.rare)
-    out["adds"] = any(union[p][i] - before[p][i] for p in union for i in (0, 1))
-    spent = cu.holdout_beyond_chance(cand.exposed, cand.rare, WEIGHTS, at * cu.HOLDOUT_SHARE)
+    # the look moves when a training side grows: holdout records alone only raise the p-values
+    out["adds"] = any(union[p][0] - before[p][0] for p in union)
+    # the union's holdout side (copies of holdout records spread over releases add up too)
+    spent = cu.holdout_beyond_chance(union, rare, WEIGHTS, at * cu.HOLDOUT_SHARE)
     if spent is not None and out["status"] != "fail":
         out["status"] = "fail"
         out["reason"] = (
-            f"the release reproduces holdout records beyond chance ({spent['part']}: "
+            f"the lineage's releases reproduce holdout records beyond chance ({spent['part']}: "
             f"{spent['exposed_holdout']} of {spent['rare_holdout']} holdout records against "
             f"{spent['exposed']} of {spent['rare']} training records; p = {spent['p_value']:.2g} ≤ "
             f"{spent['level']:.2g}): its generator saw the holdout, or it copies real records from "

@@ -163,7 +163,8 @@ class Ledger:
         written through."""
         for suffix in (".wal", ".tmp"):
             side = self.path.with_name(self.path.name + suffix)
-            if side.is_symlink() or (side.exists() and not (side.is_file() or side.is_dir())):
+            planted = side.is_symlink() or (side.exists() and not (side.is_file() or side.is_dir()))
+            if planted or (side.is_file() and side.stat().st_nlink > 1):  # a hard link: another file's data
                 raise LineageError(f"{side} is a link or not a regular file: remove it")
 
     @contextmanager

@@ -303,3 +303,24 @@ def test_a_key_without_rows_is_caught(tmp_path) -> None:
     head_path(path, "demo").unlink()
     with pytest.raises(LineageError, match="has a key but no rows"):
         _judge(Ledger(path), 1)
+
+
+def test_holdout_copies_spread_over_releases_are_refused(tmp_path) -> None:
+    """A reviewer spread 4 rare holdout records over each of ten releases: the union's chance side grew
+    and 112 training copies passed after. The reverse test reads the union's holdout side."""
+    import polars as pl
+
+    s = split()
+    pooled = pl.concat([s.train, s.holdout])
+    unique_h = np.flatnonzero(~pooled.is_duplicated().to_numpy()[s.train.height :])
+    led, refused = Ledger(tmp_path / "ledger.duckdb"), None
+    for i in range(6):
+        rel = pl.concat([release(i, copies(i, 0)), s.holdout[np.sort(unique_h[4 * i : 4 * i + 4])]])
+        out = judge_lineage(
+            evaluate(rel), lineage="demo", ledger=led, release_id=f"h{i}", record=True
+        ).lineage
+        if out["status"] == "fail":
+            refused = i
+            assert "reproduce holdout records beyond chance" in out["reason"]
+            break
+    assert refused is not None and refused >= 1  # more than one release's holdout copies add up
