@@ -188,6 +188,7 @@ def _decide(result: Any, cand: Named, past: list[Release], look: int, level: flo
     threshold = float(result.threshold or 0.0)
     out = cu.decide_union(union, rare, WEIGHTS, **levels, threshold=threshold, counted=_counted(cand))
     before = cu.union_parts({}, earlier, cand.rare)
+    out["union"], out["before"] = union, before  # the summary reads them (people, added, row numbers)
     # the look moves when a training side grows: holdout records alone only raise the p-values
     out["adds"] = any(union[p][0] - before[p][0] for p in union)
     # the union's holdout side (copies of holdout records spread over releases add up too)
@@ -247,10 +248,9 @@ def _summary(
     value); the candidate's own people and what it adds to the union."""
     counted = _counted(cand)
     own = cu.people(cand.exposed, counted)
-    before = cu.people(cu.union_parts({}, [r.first.parts() for r in past if r.counted], cand.rare), counted)
-    union_t = cu.people(cu.union_parts(cand.exposed, [r.first.parts() for r in past if r.counted], cand.rare),
-                        counted)[0]  # fmt: skip
-    where = _holders(out, cand, past) if out["status"] == "fail" else []
+    before = cu.people(out["before"], counted)
+    union_t = cu.people(out["union"], counted)[0]
+    where = _holders(out, past) if out["status"] == "fail" else []
     return {
         "name": lineage,
         "ledger": str(ledger.path),
@@ -281,14 +281,14 @@ def _listed(r: Release) -> dict[str, Any]:
             "people": f.get("candidate_people"), "added_people": f.get("added_people")}  # fmt: skip
 
 
-def _holders(out: dict[str, Any], cand: Named, past: list[Release]) -> list[dict[str, Any]]:
+def _holders(out: dict[str, Any], past: list[Release]) -> list[dict[str, Any]]:
     """Which earlier counted releases hold the failing part's exposed training records (most first)."""
     beyond = [r for r in out["decision"]["parts"] if r["p_value"] is not None and r["p_value"] <= r["level"]]
     if not beyond:  # failed for another reason (a recorded refusal, holdout records beyond chance)
         return []
     part = min(beyond, key=lambda r: r["p_value"])["part"]
     counted = [r for r in past if r.counted]
-    union = cu.union_parts(cand.exposed, [r.first.parts() for r in counted], cand.rare)[part][0]
+    union = out["union"][part][0]
     out_rows = []
     for r in counted:
         n = len(r.first.parts().get(part, (set(), set()))[0] & union)

@@ -203,35 +203,7 @@ def build_privacy_checks(
     holdout_key = key_of(holdout_asset) if holdout_asset else None
     deps = list(additional_deps) + [k for k in (real_key, holdout_key) if k is not None]
     synthetic_source = synthetic or key.path[-1]
-    specs = []
-    specs_of = registry()
-    for m in plan.ids:
-        e = plan.entry(m)
-        specs.append(
-            dg.AssetCheckSpec(
-                name_prefix + m,
-                asset=key,
-                # a gate of a verdict risk informs; its risk's check blocks. A gate of no verdict risk
-                # (a proxy a policy made ERROR) blocks itself
-                blocking=e.blocks_on_failure and VERDICT_RISKS.get(specs_of[m].risk.value) is None,
-                additional_deps=deps or None,
-                description=translator.spec_description(m, specs_of[m].summary, e),
-                metadata={"severity": e.severity.value, "threshold": e.threshold, "on": e.on},
-                **part,
-            )
-        )
-    for risk in required_risks(plan):
-        specs.append(
-            dg.AssetCheckSpec(
-                name_prefix + risk_check_name(risk),
-                asset=key,
-                blocking=True,
-                additional_deps=deps or None,
-                description=translator.risk_description(risk),
-                metadata={"risk": risk},
-                **part,
-            )
-        )
+    specs = _specs(plan, key, name_prefix, deps, part, translator)
     lineage_of = _lineage(lineage, plan, real_key, real, holdout or holdout_key)
     if lineage_of:
         specs.append(lineage_check.spec(key, name_prefix, deps, part))
@@ -297,6 +269,43 @@ def build_privacy_checks(
         yield from evaluate_checks(context, read=read, **common)
 
     return [decorate(_values_with_holdout)]
+
+
+def _specs(
+    plan: pol.EvaluationPlan, key: dg.AssetKey, name_prefix: str, deps: list[Any], part: dict[str, Any],
+    translator: PrivacyCheckTranslator,
+) -> list[dg.AssetCheckSpec]:  # fmt: skip
+    """One spec per metric of the plan and one blocking spec per required risk."""
+    specs = []
+    specs_of = registry()
+    for m in plan.ids:
+        e = plan.entry(m)
+        specs.append(
+            dg.AssetCheckSpec(
+                name_prefix + m,
+                asset=key,
+                # a gate of a verdict risk informs; its risk's check blocks. A gate of no verdict risk
+                # (a proxy a policy made ERROR) blocks itself
+                blocking=e.blocks_on_failure and VERDICT_RISKS.get(specs_of[m].risk.value) is None,
+                additional_deps=deps or None,
+                description=translator.spec_description(m, specs_of[m].summary, e),
+                metadata={"severity": e.severity.value, "threshold": e.threshold, "on": e.on},
+                **part,
+            )
+        )
+    for risk in required_risks(plan):
+        specs.append(
+            dg.AssetCheckSpec(
+                name_prefix + risk_check_name(risk),
+                asset=key,
+                blocking=True,
+                additional_deps=deps or None,
+                description=translator.risk_description(risk),
+                metadata={"risk": risk},
+                **part,
+            )
+        )
+    return specs
 
 
 def _lineage(
