@@ -19,6 +19,10 @@ records no other real record equals (training and holdout pooled), each altered:
   rescale    the weight column × 1000
   keys_kept  the key columns kept, every sensitive column (the threat model's default) changed
 
+With --nearer-only, the K records are drawn among those whose altered copy stays nearer, in cells on exact
+values, to its record than to any other real record (the issue's "keeps the record nearer to its person
+than to anyone else"); the share of drawn copies that did is printed.
+
 judged by the standard policy's exposure gate (exposed_records at its level) and the findings every route
 applies (values the real tables never hold). A case is caught when the release is blocked by either.
 Printed per table and alteration: caught / seeds at each K, and the floor in people: per counted part,
@@ -145,7 +149,48 @@ def _default_sensitive(train: pl.DataFrame) -> list[str]:
     return [min(labels, key=lambda c: (train.get_column(c).n_unique(), c))]
 
 
-def run_case(table: str, df: pl.DataFrame, seed: int, kind: str, k: int) -> dict[str, Any] | None:
+def _codes(frames: list[pl.DataFrame]) -> list[np.ndarray]:
+    """Each frame's cells as integer codes shared across the frames (exact values, nulls a value)."""
+    both = pl.concat(frames, how="vertical_relaxed")
+    cols = [both.get_column(c).cast(pl.String).fill_null("\x00").cast(pl.Categorical).to_physical()
+            .to_numpy().astype(np.int32) for c in both.columns]  # fmt: skip
+    x = np.column_stack(cols)
+    cuts = np.cumsum([f.height for f in frames])[:-1]
+    return np.split(x, cuts)
+
+
+def nearer_than_anyone(copies: pl.DataFrame, sources: np.ndarray, train: pl.DataFrame,
+                       control: pl.DataFrame) -> np.ndarray:  # fmt: skip
+    """Bool per copy: it differs from its source record (a training row index) in fewer cells, on exact
+    values, than from every other real record (training and holdout pooled)."""
+    real, alt = _codes([pl.concat([train, control]), copies.select(train.columns)])
+    keep = np.zeros(alt.shape[0], dtype=bool)
+    for i in range(0, alt.shape[0], 200):
+        d = (alt[i : i + 200, None, :] != real[None, :, :]).sum(axis=2)
+        rows = np.arange(d.shape[0])
+        own = d[rows, sources[i : i + 200]]
+        d[rows, sources[i : i + 200]] = np.iinfo(d.dtype).max
+        keep[i : i + 200] = own < d.min(axis=1)
+    return keep
+
+
+def _altered_copies(kind: str, sp: Any, pool: np.ndarray, k: int, rng: np.random.Generator,
+                    nearer_only: bool) -> tuple[pl.DataFrame | None, float]:  # fmt: skip
+    """K altered copies of unique training records (with --nearer-only: of those whose copy stays nearer
+    to its person than to anyone else) and the share of drawn copies that did."""
+    drawn = np.sort(rng.choice(pool, size=min(pool.size, 4 * k if nearer_only else k), replace=False))
+    altered = alter(kind, sp.train[drawn], sp.train, rng, _default_sensitive(sp.train))
+    if altered is None or not nearer_only:
+        return altered, 1.0
+    keep = nearer_than_anyone(altered, drawn, sp.train, sp.control)
+    if keep.sum() < k:
+        return None, float(keep.mean())
+    at = np.sort(rng.choice(np.flatnonzero(keep), size=k, replace=False))
+    return altered[at], float(keep.mean())
+
+
+def run_case(table: str, df: pl.DataFrame, seed: int, kind: str, k: int,
+             nearer_only: bool = False) -> dict[str, Any] | None:  # fmt: skip
     import dagster_privacy as dp
     from dagster_privacy.calibration import leaky_split
 
@@ -154,8 +199,7 @@ def run_case(table: str, df: pl.DataFrame, seed: int, kind: str, k: int) -> dict
     if pool.size < k:
         return None
     rng = np.random.default_rng([seed, 55, k, ALTERATIONS.index(kind)])
-    rows = sp.train[np.sort(rng.choice(pool, size=k, replace=False))]
-    altered = alter(kind, rows, sp.train, rng, _default_sensitive(sp.train))
+    altered, nearer_share = _altered_copies(kind, sp, pool, k, rng, nearer_only)
     if altered is None:
         return None
     release = pl.concat([sp.release, altered.select(sp.train.columns)], how="vertical_relaxed")
@@ -173,6 +217,8 @@ def run_case(table: str, df: pl.DataFrame, seed: int, kind: str, k: int) -> dict
         "status": r.status.value,
         "blocked_by_new_values": bool(new_values),
         "caught": r.status.value == "fail" or bool(new_values),
+        "nearer_only": nearer_only,
+        "nearer_share": round(nearer_share, 3),
         "parts": [
             {x: p[x] for x in ("part", "exposed", "rare", "exposed_holdout", "rare_holdout", "level")}
             for p in parts
@@ -219,6 +265,11 @@ def main() -> None:
     ap.add_argument("--first-seed", type=int, default=0, help="seeds first-seed … first-seed + seeds − 1")
     ap.add_argument("--sizes", default="20,50,100")
     ap.add_argument("--alterations", default=",".join(ALTERATIONS))
+    ap.add_argument(
+        "--nearer-only",
+        action="store_true",
+        help="only copies that stay nearer (in cells) to their person than to anyone else",
+    )
     ap.add_argument("--out", default=str(Path(__file__).parent / "out" / "altered.jsonl"))
     a = ap.parse_args()
     from validity_data import load
@@ -233,7 +284,7 @@ def main() -> None:
             for kind in a.alterations.split(","):
                 for k in sizes:
                     for seed in range(a.first_seed, a.first_seed + a.seeds):
-                        case = run_case(table, df, seed, kind, k)
+                        case = run_case(table, df, seed, kind, k, a.nearer_only)
                         if case is None:
                             continue
                         rows.append(case)
@@ -258,9 +309,12 @@ def summary(rows: list[dict[str, Any]], sizes: list[int]) -> None:
         f, part = floor_of(cs)
         new = sum(c["blocked_by_new_values"] for c in cs)
         secs = np.median([c["seconds"] for c in cs])
+        kept = f"  nearer {np.mean([c.get('nearer_share', 1.0) for c in cs]):.0%}" * any(
+            c.get("nearer_only") for c in cs
+        )
         floor_text = "none" if f is None else f"{f} ({part})"
         print(f"  {kind:10s} {'  '.join(cells)}  floor {floor_text}  new-values blocks {new}/{len(cs)}  "
-              f"{secs:.1f} s")  # fmt: skip
+              f"{secs:.1f} s{kept}")  # fmt: skip
     sys.stdout.flush()
 
 

@@ -192,18 +192,18 @@ def run_case(
 
     train, holdout, synthetic = parts
     t0 = time.perf_counter()
-    if fast:  # the exposure gate alone, at its level in the standard policy (weighted Bonferroni)
-        fast_policy = {
-            "preset": "standard",
-            "false_alarm": pol.resolve("standard").fail_level_of("exposed_records"),
-            "waivers": {"false_alarm": "the exposure gate alone, at its level in the standard policy"},
-        }
-        ev = dp.evaluate(train, synthetic, holdout=holdout, policy=fast_policy, metrics=["exposed_records"],
+    published = None
+    if fast:
+        # the exposure gate alone, at its level in the standard policy (a metric subset keeps the
+        # policy's levels; the verdict reads the subset as a waiver awaiting sign-off, so the gate's own
+        # status and the findings decide here)
+        ev = dp.evaluate(train, synthetic, holdout=holdout, policy="standard", metrics=["exposed_records"],
                          seed=seed, progress=False)  # fmt: skip
         r = ev["exposed_records"]
         failing = ["exposed_records"] if r.status.value == "fail" else []
         failing += [f for f in ev.findings if "never holds" in f]  # values the real tables never hold
         lacking = ["exposed_records: lacking evidence"] if r.status.value == "inconclusive" else []
+        published = not failing and not lacking
     else:
         gates = [m for m, e in pol.load_policy(policy).metrics.items() if e.blocks_on_failure]
         ev = dp.evaluate(train, synthetic, holdout=holdout, policy=policy, metrics=gates, seed=seed)
@@ -215,8 +215,8 @@ def run_case(
         "kind": kind,
         "seed": seed,
         "rows": {"train": train.height, "holdout": holdout.height, "synthetic": synthetic.height},
-        "verdict": ev.verdict.value,
-        "published": ev.verdict.value in ("pass", "warn"),
+        "verdict": ev.verdict.value if published is None else ("pass" if published else "fail"),
+        "published": ev.verdict.value in ("pass", "warn") if published is None else published,
         "failing": failing,
         "lacking": lacking,
         "floor": ev.detection_floor.get("verbatim_copy_fraction"),

@@ -24,6 +24,10 @@ from ..engine.exposure import PARTS
 
 #: the probability with which a leak at the floor fails the gate
 POWER = 0.95
+#: bands tested within their part, their records weighing more (issue 55): a part's p-value is then that
+#: of X_band + w·X_far (each binomial given its exposed count), not of its count; the band has no level
+#: of its own. Three: on Adult's split seeds the power at 100 one-cell edits peaks between 2 and 5
+SUBSTRATA = {"cells_1_far": ("cells_1", 3)}
 _TAIL = 1e-10
 
 
@@ -51,6 +55,22 @@ def p_value_exact(k_t: int, n_t: int, k_c: int, n_c: int) -> float:
     if k_t <= 0:
         return 1.0
     return float(hypergeom.sf(k_t - 1, n_t + n_c, n_t, k_t + k_c))
+
+
+def p_value_banded(part: tuple[int, int, int, int], far: tuple[int, int, int, int], w: int) -> float:
+    """P(X_band + w·X_far ≥ k_band + w·k_far): ``part`` and ``far`` are (k_t, n_t, k_c, n_c), the far
+    band's records among the part's; each band's training count is Binomial(its exposed, its π), the
+    two independent given their counts (the bands are disjoint)."""
+    from scipy.stats import binom
+
+    kb, nb, cb, hb = (a - b for a, b in zip(part, far, strict=True))
+    kf, nf, cf, hf = far
+    t = kb + w * kf
+    if t <= 0:
+        return 1.0
+    xf = np.arange(kf + cf + 1)
+    pf = binom.pmf(xf, kf + cf, pi(nf, hf))
+    return float(np.clip(pf @ binom.sf(t - w * xf - 1, kb + cb, pi(nb, hb)), 0.0, 1.0))
 
 
 def beyond_chance(k_t: int, k_c: int, ratio: float, confidence: float = 0.95) -> dict[str, float]:
@@ -152,6 +172,47 @@ STRATA = {
 }  # fmt: skip
 
 
+def _row(p: dict[str, float], fail_level: float) -> dict[str, object]:
+    """One part's counts, chance, exact p-value at its level and floor in people (decide's rows)."""
+    name = PARTS[int(p["part"])]
+    k_t, n_t, k_c, n_c = (int(p[k]) for k in ("k_t", "n_t", "k_c", "n_c"))
+    level = fail_level * float(p["weight"])
+    share = pi(n_t, n_c)
+    p_val = None
+    if n_c and name not in SUBSTRATA:
+        p_val = p_value_exact(k_t, n_t, k_c, n_c) if name == "nearer" else p_value(k_t, k_c, share)
+    # the floors a reader is told (verbatim, isolated, one cell edited); the last parts' chance counts run
+    # to thousands, where the power sum costs seconds and no sentence reads it; a band has no level
+    skip = name in ("near", "nearer") or name in SUBSTRATA
+    return {
+        "part": name,
+        "exposed": k_t,
+        "rare": n_t,
+        "exposed_holdout": k_c,
+        "rare_holdout": n_c,
+        "chance": k_c * n_t / n_c if n_c else None,
+        "pi": share,
+        "p_value": p_val,
+        "level": level,
+        "floor_people": None if skip else floor(n_t, k_c, n_c, level, registered=float(p["registered"])),
+        "registered": float(p["registered"]),
+    }
+
+
+def _banded(rows: list[dict[str, object]]) -> None:
+    """A part with a far band present takes the banded p-value (SUBSTRATA); its floor stays the merged
+    count's (docs/metrics.md)."""
+    named = {r["part"]: r for r in rows}
+    for band, (parent, w) in SUBSTRATA.items():
+        far, part = named.get(band), named.get(parent)
+        if far is None or part is None or not part["rare_holdout"] or not far["rare_holdout"]:
+            continue
+        counts = [tuple(int(r[k]) for k in ("exposed", "rare", "exposed_holdout", "rare_holdout"))  # type: ignore[call-overload]
+                  for r in (part, far)]  # fmt: skip
+        part["p_value"] = p_value_banded(counts[0], counts[1], w)  # type: ignore[arg-type]
+        part["band"] = {"part": band, "weight": w}
+
+
 def decide(
     parts: list[dict[str, float]],
     threshold: float,
@@ -168,34 +229,8 @@ def decide(
     at that size); else ``inconclusive``. Returns (status, reason,
     decision). Unlike judge's upper-bound pass on an excess share, the pass here is the test's power at
     this table's own chance counts: a floor in people, not an interval on a rate."""
-    rows = []
-    for p in parts:
-        k_t, n_t, k_c, n_c = (int(p[k]) for k in ("k_t", "n_t", "k_c", "n_c"))
-        level = fail_level * float(p["weight"])
-        share = pi(n_t, n_c)
-        rows.append(
-            {
-                "part": PARTS[int(p["part"])],
-                "exposed": k_t,
-                "rare": n_t,
-                "exposed_holdout": k_c,
-                "rare_holdout": n_c,
-                "chance": k_c * n_t / n_c if n_c else None,
-                "pi": share,
-                "p_value": None
-                if not n_c
-                else p_value_exact(k_t, n_t, k_c, n_c)
-                if PARTS[int(p["part"])] == "nearer"
-                else p_value(k_t, k_c, share),
-                "level": level,
-                # the floors a reader is told (verbatim, isolated, one cell edited); the last parts' chance
-                # counts run to thousands, where the power sum costs seconds and no sentence reads it
-                "floor_people": None
-                if PARTS[int(p["part"])] in ("near", "nearer")
-                else floor(n_t, k_c, n_c, level, registered=float(p["registered"])),
-                "registered": float(p["registered"]),
-            }
-        )
+    rows = [_row(p, fail_level) for p in parts]
+    _banded(rows)
     named = {r["part"]: r for r in rows}
     empty = {"exposed": 0, "rare": 0, "chance": 0.0, "floor_people": None}
     v, iso, near, other = (
@@ -216,7 +251,8 @@ def decide(
     }
     ratio = v["rare"] / v["rare_holdout"] if v.get("rare_holdout") else None
     decision: dict[str, object] = {
-        "test": "exact conditional test per part (binomial; hypergeometric for nearer), weighted Bonferroni",
+        "test": "exact conditional test per part (binomial; hypergeometric for nearer; cells_1 with its far "
+        "band weighing 3), weighted Bonferroni",
         # the people beyond chance with 95 % one-sided bounds (the union of the counted parts)
         "beyond": None if not ratio else beyond_chance(int(exposed), round(chance / ratio), ratio),
         "excess": exposed - chance,
@@ -276,4 +312,15 @@ def decide(
     )
 
 
-__all__ = ["POWER", "beyond_chance", "decide", "floor", "p_value", "p_value_exact", "pi", "power"]
+__all__ = [
+    "POWER",
+    "SUBSTRATA",
+    "beyond_chance",
+    "decide",
+    "floor",
+    "p_value",
+    "p_value_banded",
+    "p_value_exact",
+    "pi",
+    "power",
+]

@@ -48,12 +48,17 @@ PARTS = (
     "tenth",
     "keys",
     "hundredth",
+    "cells_1_far",
 )
 #: the margin strata (issue 55): a record counts in cells_k when a synthetic row differs from it in at most
 #: k cells while its nearest other real record differs in at least k + MARGIN_CELLS; in tenth when a
 #: synthetic row lies within TENTH of its own spacing in the distance gates' space
 CELL_STRATA = (1, 2)
 MARGIN_CELLS = 2
+#: cells_1's far band: its records no other record comes within FAR_CELLS cells of (four cells apart on
+#: clean Adult: chance about 1 exposure in 2,700 records, against 1 in 400 at three); a sub-stratum of
+#: cells_1, tested within it (decision/exposure_test.SUBSTRATA), never alone
+FAR_CELLS = 3
 TENTH = 0.1
 #: the thinner distance stratum: on clean Adult 13 of 16,260 training records have a synthetic row within
 #: a hundredth of their spacing (155 within a tenth), where a weight + 1 lands
@@ -343,42 +348,64 @@ def _shared(values: np.ndarray, candidates: np.ndarray) -> np.ndarray:
 
 def cells_strata(
     train: pl.DataFrame, holdout: pl.DataFrame, synthetic: pl.DataFrame, strata: tuple[int, ...] = CELL_STRATA
-) -> dict[int, Part]:
+) -> dict[str, Part]:
     """The margin strata in cells (issue 55), on exact values: for each k, a record is rare when no
     other record of both tables pooled lies within k + 1 cells of it (one key per set of k + 1 masked
     columns, leave one out) and exposed when a synthetic row lies within k cells (equal on some set of
-    all but k columns); its exposing rows are every such synthetic row. A stratum whose masks would
+    all but k columns); its exposing rows are every such synthetic row. ``cells_1_far``: cells_1's
+    records no other comes within FAR_CELLS cells of (cells_2's rare ones). A stratum whose masks would
     exceed MAX_MASKS (a wide table) is left out: no stratum is better than an inexact one."""
-    d = train.width
     keys = {"t": cell_keys(train), "h": cell_keys(holdout), "s": cell_keys(synthetic)}
     with np.errstate(over="ignore"):
         total = {r: k.sum(axis=1, dtype=np.uint64) for r, k in keys.items()}
-    n_t = train.height
-    pooled_keys = np.concatenate([keys["t"], keys["h"]])
-    pooled_total = np.concatenate([total["t"], total["h"]])
-    out: dict[int, Part] = {}
+    pooled = (np.concatenate([keys["t"], keys["h"]]), np.concatenate([total["t"], total["h"]]))
+    # the masked columns per margin: no other record within k + 1 cells is one key per set of k + 1
+    wide = {k: k + MARGIN_CELLS - 1 for k in strata}
+    rare = {w: _rare_within(*pooled, w) for w in {*wide.values(), FAR_CELLS}}
+    out: dict[str, Part] = {}
     for k in strata:
-        wide = k + MARGIN_CELLS - 1
-        if wide >= d or math.comb(d, wide) > MAX_MASKS:
-            continue
-        rare = np.ones(pooled_total.size, dtype=bool)
-        for m in itertools.combinations(range(d), wide):
-            alive = np.flatnonzero(rare)  # a record seen within k + 1 cells of another stays common
-            if alive.size == 0:
-                break
-            rare[alive[_shared(_masked(pooled_keys, pooled_total, m), alive)]] = False
-        hit = np.zeros(pooled_total.size, dtype=bool)
-        masks = list(itertools.combinations(range(d), k))
-        syn = [np.sort(_masked(keys["s"], total["s"], m)) for m in masks]
-        for m, ks in zip(masks, syn, strict=True):
-            hit |= _in_sorted(_masked(pooled_keys, pooled_total, m), ks)
-        exposed = rare & hit
-        exposing = np.zeros(synthetic.height, dtype=bool)
-        for m in masks:  # every synthetic row within k cells of an exposed record
-            ref = np.sort(_masked(keys["t"], total["t"], m)[exposed[:n_t]])
-            exposing |= _in_sorted(_masked(keys["s"], total["s"], m), ref)
-        out[k] = Part(rare[:n_t], rare[n_t:], exposed[:n_t], exposed[n_t:], exposing)
+        if (r := rare[wide[k]]) is not None:
+            out[f"cells_{k}"] = _cells_part(keys, total, pooled, r, k, train.height)
+    far = rare[FAR_CELLS]
+    if far is not None and "cells_1" in out:
+        out["cells_1_far"] = _cells_part(keys, total, pooled, far, 1, train.height)
     return out
+
+
+def _rare_within(pooled_keys: np.ndarray, pooled_total: np.ndarray, wide: int) -> np.ndarray | None:
+    """Bool per pooled record: no other record agrees with it on all but ``wide`` columns (None: the
+    masks would exceed MAX_MASKS, or every column would be masked)."""
+    d = pooled_keys.shape[1]
+    if wide >= d or math.comb(d, wide) > MAX_MASKS:
+        return None
+    rare = np.ones(pooled_total.size, dtype=bool)
+    for m in itertools.combinations(range(d), wide):
+        alive = np.flatnonzero(rare)  # a record seen within wide cells of another stays common
+        if alive.size == 0:
+            break
+        rare[alive[_shared(_masked(pooled_keys, pooled_total, m), alive)]] = False
+    return rare
+
+
+def _cells_part(
+    keys: dict[str, np.ndarray],
+    total: dict[str, np.ndarray],
+    pooled: tuple[np.ndarray, np.ndarray],
+    rare: np.ndarray,
+    k: int,
+    n_t: int,
+) -> Part:
+    """The records among ``rare`` a synthetic row lies within k cells of, and those synthetic rows."""
+    hit = np.zeros(rare.size, dtype=bool)
+    masks = list(itertools.combinations(range(keys["t"].shape[1]), k))
+    for m in masks:
+        hit |= _in_sorted(_masked(*pooled, m), np.sort(_masked(keys["s"], total["s"], m)))
+    exposed = rare & hit
+    exposing = np.zeros(keys["s"].shape[0], dtype=bool)
+    for m in masks:  # every synthetic row within k cells of an exposed record
+        ref = np.sort(_masked(keys["t"], total["t"], m)[exposed[:n_t]])
+        exposing |= _in_sorted(_masked(keys["s"], total["s"], m), ref)
+    return Part(rare[:n_t], rare[n_t:], exposed[:n_t], exposed[n_t:], exposing)
 
 
 def edit_registration(

@@ -86,7 +86,7 @@ def holdout_beyond_chance(
     worst = None
     for part, (t, h) in candidate.items():
         n_t, n_c = len(rare[part][0]), len(rare[part][1])
-        if part == "nearer" or part not in weights or not n_t or not n_c:
+        if part == "nearer" or not weights.get(part) or not n_t or not n_c:  # a band has no level
             continue
         p = p_value(len(h), len(t), 1.0 - pi(n_t, n_c))
         if p <= level * weights[part] and (worst is None or p < worst["p_value"]):

@@ -179,3 +179,62 @@ def test_a_holdout_too_small_to_test_new_values_falls_back_to_the_tolerance(spli
     recoded = split.release.with_columns(pl.col("sex").replace({"Male": "M", "Female": "F"}))
     assert "sex" in nv.blocked(nv.new_values(split.train, split.control.head(3), recoded, schema))
     assert nv.blocked(nv.new_values(split.train, split.control.head(3), split.release, schema)) == {}
+
+
+def test_the_banded_p_value_by_hand() -> None:
+    """cells_1 with its far band weighing 3 (issue 55): T = X_band + 3·X_far, each binomial given its
+    exposed count. One band exposure (π 2/3) and one far one (π 2/3): T ≥ 4 only when both are
+    training records, 4/9; with the far one on the holdout side T = 1 is reached whenever X_band = 1 or
+    X_far = 1: 1 − (1/3)(1/3) = 8/9."""
+    from dagster_privacy.decision.exposure_test import p_value_banded
+
+    assert p_value_banded((2, 4, 0, 2), (1, 2, 0, 1), 3) == pytest.approx(4 / 9)
+    assert p_value_banded((1, 4, 1, 2), (0, 2, 1, 1), 3) == pytest.approx(8 / 9)
+    assert p_value_banded((0, 4, 2, 2), (0, 2, 1, 1), 3) == 1.0
+    # weight 1: the merged count's binomial when both bands share π
+    from dagster_privacy.decision.exposure_test import p_value
+
+    assert p_value_banded((9, 60, 3, 30), (4, 20, 1, 10), 1) == pytest.approx(p_value(9, 3, 2 / 3))
+
+
+def test_the_banded_test_keeps_its_level_and_far_copies_weigh_more() -> None:
+    """Under no memorisation (each exposure a training record with its band's π) the banded test fails
+    at most its level over many draws; a far copy lowers the p-value more than a band copy does."""
+    from dagster_privacy.decision.exposure_test import p_value_banded
+
+    rng = np.random.default_rng(55)
+    level, draws, fails = 0.01, 4000, 0
+    for _ in range(draws):
+        m_b, m_f = rng.poisson(18), rng.poisson(1.0)
+        x_b, x_f = rng.binomial(m_b, 2 / 3), rng.binomial(m_f, 2 / 3)
+        band, far = (x_b + x_f, 6000, m_b + m_f - x_b - x_f, 3000), (x_f, 2000, m_f - x_f, 1000)
+        fails += p_value_banded(band, far, 3) <= level
+    assert fails / draws <= level + 3 * (level / draws) ** 0.5
+    base = p_value_banded((20, 6000, 8, 3000), (2, 2000, 0, 1000), 3)
+    assert p_value_banded((21, 6000, 8, 3000), (3, 2000, 0, 1000), 3) < p_value_banded(
+        (21, 6000, 8, 3000), (2, 2000, 0, 1000), 3) < base  # fmt: skip
+
+
+def test_the_far_band_is_the_records_three_cells_clear_and_within_one(split) -> None:
+    """cells_1_far counts, among records no other real record comes within three cells of (the pairwise
+    reference), those a synthetic row lies within one cell of; one-cell edits of such records land
+    there and the gate's cells_1 row carries the band."""
+    own = _own_cells(split.train, split.control)
+    far_rows = split.train.filter(pl.Series(own >= 4))
+    assert far_rows.height >= 15
+    rng = np.random.default_rng(8)
+    edited = []
+    for row in far_rows.head(15).iter_rows(named=True):
+        row["age"] = int(row["age"]) + 40 + int(rng.integers(0, 5))
+        edited.append(row)
+    release = pl.concat([split.release, pl.DataFrame(edited, schema=split.train.schema)])
+    parts = ex.cells_strata(split.train, split.control, release)
+    far = parts["cells_1_far"]
+    assert far.rare_train.tolist() == (own >= 4).tolist()
+    before = ex.cells_strata(split.train, split.control, split.release)["cells_1_far"]
+    assert far.exposed_train.sum() - before.exposed_train.sum() == 15
+    assert (far.exposed_train <= parts["cells_1"].exposed_train).all()  # a band of cells_1
+    ev = _evaluate(split.train, release, split.control)
+    row = _part(ev, "cells_1")
+    assert row["band"] == {"part": "cells_1_far", "weight": 3}
+    assert _part(ev, "cells_1_far")["p_value"] is None  # no level of its own
