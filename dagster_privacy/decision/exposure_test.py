@@ -172,6 +172,33 @@ STRATA = {
 }  # fmt: skip
 
 
+#: a part's records in words, for the sentence of a failing part
+PART_WORDS = {
+    "verbatim": "copied verbatim",
+    "verbatim_isolated": "isolated records copied verbatim",
+    "near_isolated": "isolated records copied within one cell",
+    "near": "records copied within one cell",
+    **STRATA,
+}
+
+
+def failing_part(row: dict) -> dict[str, object]:
+    """The failing part's training count, chance and people beyond chance with exact bounds."""
+    ratio = row["rare"] / row["rare_holdout"]
+    return {"part": row["part"], "exposed": row["exposed"], "chance": row["chance"],
+            **beyond_chance(int(row["exposed"]), int(row["exposed_holdout"]), ratio)}  # fmt: skip
+
+
+def failing_words(f: dict) -> str:
+    """'copied verbatim: 15 training records against about 2 by chance, about 13 beyond it (at least
+    8, 95 %)'."""
+    low = math.floor(f["lower"])
+    return (
+        f"{PART_WORDS.get(f['part'], f['part'])}: {f['exposed']} training records against about "
+        f"{f['chance']:.0f} by chance, about {round(f['estimate'])} beyond it (at least {low}, 95 %)"
+    )
+
+
 def _row(p: dict[str, float], fail_level: float) -> dict[str, object]:
     """One part's counts, chance, exact p-value at its level and floor in people (decide's rows)."""
     name = PARTS[int(p["part"])]
@@ -266,7 +293,8 @@ def decide(
         "chance": chance,
         "floor_people": floors,
     }
-    counted = f"{exposed} rare real records exposed ({by_part}); chance explains about {chance:.1f}"
+    head = f"{exposed} rare real records exposed ({by_part}); chance explains about {chance:.1f}"
+    counted = head
     b = decision["beyond"]
     if isinstance(b, dict):  # the people beyond chance, bounded (issue 57)
         counted += f" (beyond it: {math.floor(b['lower'])} to {math.ceil(b['upper'])} people, 95 %)"
@@ -277,12 +305,16 @@ def decide(
     beyond = [r for r in rows if r["p_value"] is not None and r["p_value"] <= r["level"] and over(r)]
     if beyond:
         worst = min(beyond, key=lambda r: r["p_value"])
-        said = counted
+        # the people beyond chance where the gate found them (the union's noisier parts dilute them:
+        # "0 to 19 beyond it" beside a failing verbatim count read as a contradiction)
+        failing = failing_part(worst)
+        decision["failing"] = failing
+        said = f"{head}; {failing_words(failing)}"
         if worst["part"] in STRATA:  # altered copies: the stratum's own counts, against the holdout's
             said = (
                 f"{worst['exposed']:,} of {worst['rare']:,} training records have a synthetic row "
                 f"{STRATA[worst['part']]}, against {worst['exposed_holdout']:,} of "
-                f"{worst['rare_holdout']:,} holdout records (chance); {counted}"
+                f"{worst['rare_holdout']:,} holdout records (chance); {said}"
             )
         return (
             "fail",

@@ -64,7 +64,8 @@ def decision_section(ev: Evaluation) -> str:
         + (f"<p><b>Blocked by:</b></p><ul>{blocked}</ul>" if blocked else "")
         + '<table id="guarantee-table"><thead><tr><th>this verdict</th><th>guarantee</th></tr></thead><tbody>'
         f"<tr><td>false alarm</td><td>a release that leaks nothing fails a gate with probability at most "
-        f"{lv.get('false_alarm', '—')} (over {lv.get('gates', '—')} gates, each at "
+        f"{lv.get('false_alarm', '—')} (over {lv.get('gates', '—')} "
+        f"gate{'' if lv.get('gates') == 1 else 's'}, each at "
         f"{figure(lv.get('fail_level_per_gate'), '.4g')}{_weighted(lv)})"
         + (
             f"; except {lv['gates_without_bounds']} gate(s) this policy judges on a point figure, "

@@ -159,8 +159,14 @@ def people_sentence(ev: Evaluation) -> str:
     head = (
         f"{d.get('exposed', 0)} rare real records are exposed (verbatim {parts.get('verbatim', 0)}, "
         f"within one cell {parts.get('near_isolated', 0) + parts.get('near', 0)}); chance explains about "
-        f"{d.get('chance', 0.0):.0f}: {beyond_words(d.get('beyond'))}."
+        f"{d.get('chance', 0.0):.0f}"
     )
+    if d.get("failing"):  # the gate failed: the people beyond chance where it found them
+        from ..decision.exposure_test import failing_words
+
+        head += f" in all, but {failing_words(d['failing'])}."
+    else:
+        head += f": {beyond_words(d.get('beyond'))}."
     floors = d.get("floor_people") or {}
 
     verbatim, edit = floors.get("verbatim"), floors.get("one_cell_edit")
@@ -200,7 +206,7 @@ def floor_sentence(ev: Evaluation) -> str:
     alarm = lv.get("false_alarm")
     head = (
         f"A release that leaks nothing is blocked with probability at most {alarm} (over "
-        f"{lv.get('gates', '?')} gates)."
+        f"{lv.get('gates', '?')} gate{'' if lv.get('gates') == 1 else 's'})."
         if alarm is not None
         else ""
     )

@@ -97,3 +97,24 @@ def test_small_table_fuzz_every_output_is_written(tmp_path, n, cols, hold) -> No
     assert doc["verdict"] in ("pass", "warn", "fail")
     html = (tmp_path / "o.html").read_text()
     assert "privacy" in html and CANARY not in html + res.output + json.dumps(doc.get("results"))
+
+
+def test_the_terminal_reads_at_100_columns_in_words_that_are_results(small, capsys) -> None:
+    """Issue 57: the 8-column table folded to a word per line at 120 columns, and "passed  WARN" read as
+    a contradiction. Every line fits 100 columns; each result is an outcome word; a metric's severity
+    reads as what a failure does; the reasons follow the table whole."""
+    from dagster_privacy.cli.terminal import RESULT_WORDS
+
+    print_table(small)
+    out = capsys.readouterr().out
+    assert max(len(line) for line in out.splitlines()) <= 100
+    header = next(line for line in out.splitlines() if "metric" in line and "result" in line)
+    assert "severity" not in header and "status" not in header and "if it fails" in header
+    rows = [line for line in out.splitlines() if line.startswith("│") and "metric" not in line]
+    named = [line for line in rows if line.split("│")[1].strip() in {r.id for r in small.results}]
+    assert len(named) == len(small.results)
+    for line in named:
+        assert line.split("│")[-2].strip() in set(RESULT_WORDS.values())
+        assert line.split("│")[2].strip() in ("blocks", "warns")
+    with_reason = [r for r in small.results if r.reason]
+    assert with_reason and all(f"{r.id}: {r.reason[:40]}" in out.replace("\n", " ") for r in with_reason)

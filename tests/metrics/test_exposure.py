@@ -251,7 +251,7 @@ def test_remediate_drops_the_exposing_rows_writes_a_new_file_and_passes(tmp_path
     res = CliRunner().invoke(cli, ["remediate", *remediate_args, "--out", str(out)])
     assert res.exit_code == 0, res.output
     fixed = pl.read_parquet(out)
-    assert sp.synthetic.height - fixed.height > 0 and "risk membership: pass" in res.output
+    assert sp.synthetic.height - fixed.height > 0 and "risk membership: passed" in res.output
     assert not fixed.join(sp.train.unique(), on=fixed.columns, how="semi").height
     again = CliRunner().invoke(cli, ["remediate", *remediate_args, "--out", str(out)])
     assert again.exit_code == 2 and "exists" in again.output  # never over a file
@@ -399,3 +399,23 @@ def test_people_beyond_chance_by_hand_and_their_bounds_cover() -> None:
             low += b["lower"] <= copies
             high += b["upper"] >= copies
         assert low >= 930 and high >= 930, (copies, low, high)
+
+
+def test_a_failing_count_states_the_people_beyond_chance_where_it_found_them(split) -> None:
+    """Issue 57: "evidence of risk" beside "no more than chance would explain, at most 19 beyond it" (the
+    union of every part, whose noisier strata dilute a verbatim leak) read as a contradiction. A failing
+    gate states the failing part's people beyond chance, with a lower bound of at least one."""
+    from dagster_privacy.report.summary import people_sentence
+
+    leak = pl.concat([split.release, _unique_rows(split.train, 30, seed=11)])
+    ev = _evaluate(split.train, leak, split.control)
+    r = ev["exposed_records"]
+    assert r.status.value == "fail"
+    f = r.decision["failing"]
+    assert f["part"] == "verbatim" and f["lower"] >= 1 and f["exposed"] >= 30
+    text = people_sentence(ev)
+    assert "no more than chance" not in text and "no more than chance" not in r.reason
+    assert f"copied verbatim: {f['exposed']} training records against about" in text
+    assert f"(at least {int(f['lower'])}, 95 %)" in text and "beyond it (at least" in r.reason
+    clean = _evaluate(split.train, split.release, split.control)
+    assert "failing" not in clean["exposed_records"].decision  # a pass keeps the union's sentence
