@@ -140,7 +140,9 @@ def test_sign_off_and_withdrawal_name_the_partition(tmp_path) -> None:
             record_signoff(release=aug.release_id, **who)
         with pytest.raises(SignoffError, match="is not the release of the latest privacy evaluation"):
             record_signoff(release=octo.release_id, partition="2026-08-01", **who)
-        assert any("awaiting sign-off" in m for m in publish(instance, "2026-08-01"))
+        # the hint names the release (issue 57: it printed "--release <release id>")
+        hint = f"--release {aug.release_id} --partition 2026-08-01"
+        assert any("awaiting sign-off" in m and hint in m for m in publish(instance, "2026-08-01"))
         record_signoff(release=aug.release_id, partition="2026-08-01", **who)
         assert publish(instance, "2026-08-01") == []
         assert len(list(target.glob("*.parquet"))) == 1

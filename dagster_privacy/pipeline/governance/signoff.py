@@ -64,10 +64,18 @@ def _key(asset: dg.AssetsDefinition | dg.AssetKey | str) -> dg.AssetKey:
 
 def _command(release: str | None, partition: str | None = None) -> str:
     part = f" --partition {partition}" if partition is not None else ""
-    return (
-        f"dagster-privacy signoff --release {release or '<release id>'}{part} --decision approve|reject "
-        "--by NAME --reason TEXT"
-    )
+    rid = release or "<release id>"
+    return f"dagster-privacy signoff --release {rid}{part} --decision approve|reject --by NAME --reason TEXT"
+
+
+def _current_id(
+    instance: dg.DagsterInstance, key: dg.AssetKey, partition: str | None, prefix: str
+) -> str | None:
+    """The current evaluation's release id for a hint (None: no evaluation to name)."""
+    try:
+        return str(current_evaluation(instance, key, partition=partition, name_prefix=prefix).release_id)
+    except SignoffError:
+        return None
 
 
 def build_signoff_check(
@@ -348,7 +356,8 @@ def verify_signoff(
     rec = latest_check_records(instance, [check], partition)
     ev = evaluation_of(rec.get(check))
     if ev is None:  # the check never ran (not defined, or never evaluated): a refusal, not a wait
-        raise SignoffError(f"{AWAITING}: no decision recorded ({_command(None, partition)})")
+        hint = _command(_current_id(instance, key, partition, name_prefix), partition)
+        raise SignoffError(f"{AWAITING}: no decision recorded ({hint})")
     decision = md.recorded(ev.metadata, "decision")
     log = audit if isinstance(audit, AuditLog) else AuditLog(audit, instance=instance)
     if decision == AWAITING:  # a re-run check waits anew, but an audited rejection stands (review)
@@ -358,7 +367,9 @@ def verify_signoff(
         if last is not None and last.decision != "approve":
             what = f"#{last.seq} '{last.decision}' by {last.approver}"
             raise SignoffError(f"the audit's latest decision on this report is {what}: it stays blocked")
-        raise SignoffPending(f"{AWAITING}: no decision on this report yet ({_command(None, partition)})")
+        raise SignoffPending(
+            f"{AWAITING}: no decision on this report yet ({_command(str(cur.release_id), partition)})"
+        )
     if decision != "approve" or not ev.passed:
         who = md.recorded(ev.metadata, "approver")
         raise SignoffError(
