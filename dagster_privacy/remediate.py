@@ -85,13 +85,7 @@ def remediate(
         )
     if expected.get("sha256") and tb.fingerprint(frame) != expected["sha256"]:
         raise ValueError("the synthetic table is not the one evaluated (its content fingerprint differs)")
-    schema = tb.Schema(
-        [
-            tb.Column(c["name"], c["kind"], c.get("format"), c.get("reads", "text"))
-            for c in evaluation.schema_.get("columns", [])
-        ]
-    )
-    keep = ~np.isin(tb.row_hashes(tb.canonical(frame, schema, role="synthetic")), drop)
+    keep = ~np.isin(_hashes(evaluation, frame), drop)
     if isinstance(synthetic, pl.DataFrame):
         return synthetic.filter(pl.Series(keep))
     try:
@@ -104,4 +98,21 @@ def remediate(
     return frame.filter(pl.Series(keep))
 
 
-__all__ = ["DEFAULT_METRICS", "flagged_rows", "remediate"]
+def _hashes(evaluation: Evaluation, frame: pl.DataFrame) -> np.ndarray:
+    """Each row's canonical content hash under the evaluation's schema."""
+    schema = tb.Schema(
+        [
+            tb.Column(c["name"], c["kind"], c.get("format"), c.get("reads", "text"))
+            for c in evaluation.schema_.get("columns", [])
+        ]
+    )
+    return tb.row_hashes(tb.canonical(frame, schema, role="synthetic"))
+
+
+def kept_rows(evaluation: Evaluation, original: pl.DataFrame, kept: pl.DataFrame) -> np.ndarray:
+    """Bool per row of ``original`` (the evaluated synthetic table as loaded): its content is among
+    ``kept``'s (rows are dropped by content, so a kept row's every twin is kept too)."""
+    return np.isin(_hashes(evaluation, original), _hashes(evaluation, kept))
+
+
+__all__ = ["DEFAULT_METRICS", "flagged_rows", "kept_rows", "remediate"]

@@ -51,6 +51,24 @@ def _until_none_flagged(first: Any, synthetic: Any, drop: list[str], again: Call
     return current if current is not synthetic else remediate(ev, synthetic, metrics=drop)
 
 
+def _as_given(first: Any, synthetic: str, kept: Any, out: Path) -> Any:
+    """The kept rows as the input spells them (issue 57: a CSV's yes/no came out true/false) when the
+    output has the input's format; else the rows as evaluated."""
+    import polars as pl
+
+    from ..data.loading import as_given, load
+    from ..remediate import kept_rows
+
+    same = Path(synthetic).suffix.lower() == out.suffix.lower()
+    raw = as_given(synthetic) if same else None
+    if raw is None:
+        return kept
+    original = load(synthetic, role="synthetic")
+    if raw.height != original.height or raw.columns != original.columns:  # never misaligned
+        return kept
+    return raw.filter(pl.Series(kept_rows(first, original, kept)))
+
+
 @click.command("remediate")
 @click.option(
     "--real", required=True, help="the training table: CSV, Parquet, FILE.duckdb:TABLE or one SELECT"
@@ -108,6 +126,7 @@ def remediate_command(
     if missing:
         raise UsageFailure(f"--drop {', '.join(missing)}: not run by this policy")
     kept = _until_none_flagged(first, synthetic, drop, lambda s: evaluate(real, s, holdout, **common))
+    kept = _as_given(first, synthetic, kept, path)
     before = first.tables["synthetic"]["rows"]
     inputs = (real, synthetic, holdout)
     try:  # a random name created exclusively, never through a link, never onto an input (issue 54)

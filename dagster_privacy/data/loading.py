@@ -153,6 +153,27 @@ def _read_csv(path: Path, role: str) -> pl.DataFrame:
     return df
 
 
+def as_given(source: str) -> pl.DataFrame | None:
+    """A CSV or Parquet file as its bytes say, row for row as ``load`` reads it: a CSV's cells as the
+    text they are spelled with (``load`` reads yes/no as booleans), a Parquet file's own types; None
+    for any other source. What ``remediate`` writes back (issue 57: its output is the input less rows)."""
+    path = Path(source)
+    name = path.name.lower()
+    if is_sql(source) or not path.is_file():
+        return None
+    if name.endswith((".parquet", ".pq")):
+        return pl.read_parquet(path)
+    if not name.endswith((".csv", ".tsv")):
+        return None
+    delim = "\t" if name.endswith(".tsv") else ","
+    opts = (
+        f"delim = {_quote(delim)}, quote = '\"', escape = '\"', skip = 0, strict_mode = true, "
+        "ignore_errors = false, null_padding = false, all_varchar = true"
+    )
+    q = _quote(str(path))
+    return read_select(f"select * from read_csv({q}, header = true, {opts})", allowed_paths=[path])
+
+
 def _read_file(path: Path, role: str) -> pl.DataFrame:
     name = path.name.lower()
     if name.endswith((".parquet", ".pq")):

@@ -419,3 +419,51 @@ def test_a_failing_count_states_the_people_beyond_chance_where_it_found_them(spl
     assert f"(at least {int(f['lower'])}, 95 %)" in text and "beyond it (at least" in r.reason
     clean = _evaluate(split.train, split.release, split.control)
     assert "failing" not in clean["exposed_records"].decision  # a pass keeps the union's sentence
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".parquet"])
+def test_remediate_writes_the_input_less_rows_with_its_spellings_and_types(tmp_path, suffix) -> None:
+    """Issue 57: remediate's output rewrote a CSV's yes/no as true/false. The output is the input less
+    the dropped rows: a CSV's cells as spelled (yes/no, a padded number, a quoted comma), a Parquet file's
+    column types (int16, float32, a category); the planted copies are gone."""
+    from click.testing import CliRunner
+
+    from dagster_privacy.cli import cli
+
+    sp = leaky_split(load_demo().head(1500), 0.0, seed=4)
+    rng = np.random.default_rng(4)
+
+    def dress(df: pl.DataFrame) -> pl.DataFrame:  # the same dress on every table: yes/no and narrow types
+        flag = pl.Series("member", rng.choice(["yes", "no"], df.height))
+        return df.with_columns(flag, pl.col("age").cast(pl.Int16), pl.col("fnlwgt").cast(pl.Float32))
+
+    train, hold = dress(sp.train), dress(sp.control)
+    copies = train.filter(~train.is_duplicated()).sample(30, seed=4)
+    release = pl.concat([dress(sp.release), copies])
+    for name, df in (("t", train), ("h", hold)):
+        df.write_parquet(tmp_path / f"{name}.parquet")
+    syn = tmp_path / f"s{suffix}"
+    if suffix == ".csv":
+        text = release.with_columns(pl.format("{}", pl.col("age")).str.zfill(3).alias("age")).write_csv()
+        syn.write_text(text.replace(",Private,", ',"Private, inc",', 5))
+    else:
+        release.with_columns(pl.col("race").cast(pl.Categorical)).write_parquet(syn)
+    out = tmp_path / f"fixed{suffix}"
+    args = ["remediate", "--real", str(tmp_path / "t.parquet"), "--holdout", str(tmp_path / "h.parquet"),
+            "--synthetic", str(syn), "--out", str(out), "--policy", "standard",
+            "--metrics", "exposed_records"]  # fmt: skip
+    res = CliRunner().invoke(cli, [a for a in args if a not in ("--metrics", "exposed_records")])
+    assert out.exists(), res.output
+    if suffix == ".csv":
+        given = syn.read_text().splitlines()
+        kept = out.read_text().splitlines()
+        assert kept[0] == given[0] and len(given) - len(kept) > 0 and set(kept[1:]) <= set(given[1:])
+        assert any(",yes," in line or line.endswith(",yes") for line in kept[1:])
+        assert not any(",true" in line or ",false" in line for line in kept)
+        assert any(line.startswith("0") for line in kept[1:])  # "039" stays "039"
+    else:
+        fixed, given = pl.read_parquet(out), pl.read_parquet(syn)
+        assert fixed.schema == given.schema and given.height - fixed.height > 0
+        assert set(fixed.rows()) <= set(given.rows())  # rows of the input only
+    dropped = pl.read_parquet(out) if suffix == ".parquet" else pl.read_csv(out, infer_schema=False)
+    assert dropped.height <= release.height - copies.height + 5  # the planted copies went
