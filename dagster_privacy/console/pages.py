@@ -91,23 +91,34 @@ def release_list(views: Iterable[ReleaseView], user: User, csrf: str) -> str:
         group = [v for v in views if v.state == state]
         if not group:
             continue
-        rows = "".join(
-            f'<tr><td><a href="{esc(release_url(v.release_id))}">{esc(v.release_id)}</a>'
-            + (" (current)" if v.current else "")
-            + f"</td><td>{esc(v.asset.to_user_string() if v.asset else '—')}</td>"
-            f"<td>{esc(v.latest.verdict if v.latest else '—')}</td>"
-            f"<td>{_when(v.latest.time) if v.latest else '—'}</td><td>{len(v.decisions)}</td></tr>"
-            for v in reversed(group)
-        )
+        rows = "".join(_listed(v) for v in reversed(group))
         parts.append(
             f"<h2>{esc(state.capitalize())} ({len(group)})</h2><table><tr><th>release</th><th>asset</th>"
-            f"<th>verdict</th><th>last evaluated</th><th>decisions</th></tr>{rows}</table>"
+            "<th>verdict</th><th>last evaluated</th><th>run</th><th>rows</th><th>generator</th>"
+            f"<th>decisions</th></tr>{rows}</table>"
         )
     body = "".join(parts) or (
         "<p>No release has been evaluated in this Dagster instance yet: no asset has privacy checks that "
         "ran (build_privacy_checks writes the evidence report the console lists).</p>"
     )
     return layout("Releases", body, user=user, csrf=csrf)
+
+
+def _listed(v: ReleaseView) -> str:
+    """A release's row in the list: its id, asset, verdict, time, run, rows and generator (issue 57:
+    releases listed by content hash alone could not be told apart)."""
+    e = v.latest
+    cells = [
+        f'<a href="{esc(release_url(v.release_id))}">{esc(v.release_id)}</a>' + (" (current)" * v.current),
+        esc(v.asset.to_user_string() if v.asset else "—"),
+        esc(e.verdict if e else "—"),
+        _when(e.time) if e else "—",
+        f"<code>{esc(e.run_id[:8])}</code>" if e else "—",
+        esc(f"{e.rows:,}" if e and e.rows is not None else "—"),
+        esc(e.generator if e and e.generator else "—"),
+        str(len(v.decisions)),
+    ]
+    return "<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>"
 
 
 def _decisions(rows: list[AuditRow]) -> str:
@@ -145,7 +156,10 @@ def release_page(
         verdict_class = "fail" if latest.verdict == "fail" else "pass"
         out.append(
             f"<p>Latest evaluation: <span class={verdict_class}>{esc(latest.verdict)}</span>, "
-            f"{_when(latest.time)}, run <code>{esc(latest.run_id[:8])}</code>.</p>"
+            f"{_when(latest.time)}, run <code>{esc(latest.run_id[:8])}</code>"
+            + (f", {latest.rows:,} rows" if latest.rows is not None else "")
+            + (f", generator {esc(latest.generator)}" if latest.generator else "")
+            + ".</p>"
             + (f"<p>{esc(latest.exposed_records)}</p>" if latest.exposed_records else "")
             + f'<p>Evidence report: <a href="{esc(release_url(view.release_id, "/report"))}">'
             "open the report</a>"
@@ -159,20 +173,15 @@ def release_page(
             "<p>Its gates block this release: it cannot be approved. A new evaluation of a corrected "
             "release can be decided.</p>"
         )
+        if report_ok:  # a rejection and its reason on record (issue 57: a blocked release offered none)
+            out.append(_form(view, csrf, latest.report_sha256, ("reject",)))
     elif user.may_decide and view.current and latest is not None and view.state in ("approved", "rejected"):
         out.append(f"<p>This report is {esc(view.state)}: see the decisions below.</p>")
     if user.may_decide and view.current and latest is not None and report_ok and decidable:
-        out.append(
-            f'<form method="post" action="{esc(release_url(view.release_id, "/decision"))}" class="decide">'
-            f'<input type="hidden" name="csrf" value="{esc(csrf)}">'
-            f'<input type="hidden" name="report_sha256" value="{esc(latest.report_sha256)}">'
-            "<p>Your decision binds the report above (its sha256).</p>"
-            '<p><label>Reason (required)<br><textarea name="reason" required maxlength="2000"></textarea>'
-            '</label></p><button name="decision" value="approve">Approve</button> '
-            '<button name="decision" value="reject">Reject</button></form>'
-        )
+        out.append(_form(view, csrf, latest.report_sha256, ("approve", "reject")))
     elif user.may_decide and not view.current and not view.publications:
-        out.append("<p>Only the release of the latest evaluation can be decided.</p>")
+        out.append("<p>A later evaluation superseded this release: only the release of the latest "
+                   "evaluation can be decided.</p>")  # fmt: skip
     if user.may_decide and can_withdraw and view.publications and view.state == "published":
         out.append(
             f'<form method="post" action="{esc(release_url(view.release_id, "/withdraw"))}" class="decide">'
@@ -194,6 +203,19 @@ def release_page(
             f"{rows}</table>"
         )
     return layout(f"Release {view.release_id}", "".join(out), user=user, csrf=csrf)
+
+
+def _form(view: ReleaseView, csrf: str, sha: str | None, choices: tuple[str, ...]) -> str:
+    """The decision form binding the report's sha256: the buttons ``choices`` offers."""
+    buttons = " ".join(f'<button name="decision" value="{c}">{c.capitalize()}</button>' for c in choices)
+    return (
+        f'<form method="post" action="{esc(release_url(view.release_id, "/decision"))}" class="decide">'
+        f'<input type="hidden" name="csrf" value="{esc(csrf)}">'
+        f'<input type="hidden" name="report_sha256" value="{esc(sha)}">'
+        "<p>Your decision binds the report above (its sha256).</p>"
+        '<p><label>Reason (required)<br><textarea name="reason" required maxlength="2000"></textarea>'
+        f"</label></p>{buttons}</form>"
+    )
 
 
 def _by(row: dict) -> str:

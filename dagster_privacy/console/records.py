@@ -17,7 +17,8 @@ from ..pipeline.publication.target import PublishTarget
 from ..results import RISK_NAMES
 
 #: the states a release can be in, in the order the release list groups them
-STATES = ("awaiting decision", "blocked by its gates", "approved", "rejected", "published", "withdrawn")
+STATES = ("awaiting decision", "blocked by its gates", "approved", "rejected", "published", "withdrawn",
+          "superseded")  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,8 @@ class Evaluated:
     report_sha256: str | None
     partition: str | None = None  # a partitioned release: the partition it is of
     exposed_records: str | None = None  # the count of exposed records in words (counts, never rows)
+    rows: int | None = None  # the release's rows
+    generator: str | None = None  # the generator the run was tagged with (evidence.GENERATOR_TAG)
 
 
 @dataclass
@@ -59,6 +62,8 @@ class ReleaseView:
         ]
         if on_report and on_report[-1].decision in ("approve", "reject"):
             return "approved" if on_report[-1].decision == "approve" else "rejected"
+        if not self.current and latest is not None:  # a later evaluation replaced it: nothing to decide
+            return "superseded"
         if latest is not None and latest.verdict == "fail":
             return "blocked by its gates"
         return "awaiting decision"
@@ -78,6 +83,8 @@ def evaluations(
             report_sha256=str(p["report_sha256"]),
             partition=p.get("partition"),
             exposed_records=p.get("exposed_records"),
+            rows=p.get("rows"),
+            generator=p.get("generator"),
         )
         for p in check_history(instance, asset, limit=limit, name_prefix=name_prefix)
         if p["report_sha256"]

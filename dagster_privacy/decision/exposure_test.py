@@ -65,6 +65,8 @@ def p_value_banded(part: tuple[int, int, int, int], far: tuple[int, int, int, in
 
     kb, nb, cb, hb = (a - b for a, b in zip(part, far, strict=True))
     kf, nf, cf, hf = far
+    if min(kb, nb, cb, hb) < 0:  # not a band of the part (a hash collision): the merged test, never NaN
+        return p_value(part[0], part[2], pi(part[1], part[3]))
     t = kb + w * kf
     if t <= 0:
         return 1.0
@@ -227,8 +229,7 @@ def _row(p: dict[str, float], fail_level: float) -> dict[str, object]:
 
 
 def _banded(rows: list[dict[str, object]]) -> None:
-    """A part with a far band present takes the banded p-value (SUBSTRATA); its floor stays the merged
-    count's (docs/metrics.md)."""
+    """A part with a far band present takes the banded p-value and floor (SUBSTRATA)."""
     named = {r["part"]: r for r in rows}
     for band, (parent, w) in SUBSTRATA.items():
         far, part = named.get(band), named.get(parent)

@@ -211,7 +211,9 @@ def _already(past: list[Release], release_id: str, cand: Named, lineage: str) ->
     mine = next((r for r in past if r.release_id == release_id), None)
     if mine is None:
         return None
-    if mine.first.parts() != cand.exposed:
+    # the parts both hold: a release recorded before a part existed (cells_1_far) is the same release
+    was, now = mine.first.parts(), cand.exposed
+    if {p: was[p] for p in was.keys() & now.keys()} != {p: now[p] for p in was.keys() & now.keys()}:
         raise LineageError(
             f"release {release_id} is already in lineage {lineage!r} with other content: give it a new id"
         )

@@ -22,7 +22,7 @@ LIST_CAP = 1000
 #: not care): every verbatim copy is the harm the gate exists for; the isolated strata catch copies of
 #: the rarest records, where chance explains almost none
 #: issue 55: the margin strata (copies altered in a few cells, nudged, or kept on the key columns) take
-#: 0.5 of it, where chance is thin; verbatim keeps the largest share of the rest (its floor where chance
+#: 0.475 of it, where chance is thin; verbatim keeps the largest share of the rest (its floor where chance
 #: is zero: 14 records). cells_1 counts a copy with one cell altered wherever its record is two cells
 #: clear of anyone else, weighing its far band (cells_1_far: three cells clear, tested within cells_1,
 #: no share of its own) three times: at 0.15, alone, it missed 100 one-cell edits on Adult in 3 split

@@ -36,6 +36,10 @@ CONSOLE_LINK = "dagster_privacy/console"
 REPORT_PATH = "dagster_privacy/report_path"
 REPORT_SHA256 = "dagster_privacy/report_sha256"
 REPORT_SUMMARY = "privacy_report"
+#: the release's rows, and the run tag naming the generator that made it (a pipeline sets it; shown by
+#: the console beside the release id)
+SYNTHETIC_ROWS = "dagster_privacy/synthetic_rows"
+GENERATOR_TAG = "dagster_privacy/generator"
 
 
 def instance_dir(instance: dg.DagsterInstance | None = None) -> Path:
@@ -90,6 +94,8 @@ def check_history(
                     "report_path": md.recorded(ev.metadata, REPORT_PATH),
                     "report_sha256": md.recorded(ev.metadata, REPORT_SHA256),
                     "partition": rec.partition,  # a partitioned release: the partition judged
+                    "rows": md.recorded(ev.metadata, SYNTHETIC_ROWS),
+                    "generator": md.recorded(ev.metadata, GENERATOR_TAG),
                 },
             )
             point["time"] = min(point["time"], rec.create_timestamp)
@@ -143,8 +149,13 @@ def build_report_hook(
         if console.startswith(("http://", "https://")):  # the officer's page of this release
             page = f"{console}/release/{urllib.parse.quote(release, safe='')}"
             link = {CONSOLE_LINK: dg.MetadataValue.url(page)}
+        # what names a release to the officer (issue 57): its rows and the generator the run is tagged with
+        named = {SYNTHETIC_ROWS: dg.MetadataValue.int(int(ev.tables["synthetic"]["rows"]))}
+        if context.run.tags.get(GENERATOR_TAG):
+            named[GENERATOR_TAG] = dg.MetadataValue.text(str(context.run.tags[GENERATOR_TAG])[:200])
         return {
             **link,
+            **named,
             REPORT_PATH: dg.MetadataValue.path(str(path)),
             REPORT_SHA256: dg.MetadataValue.text(sha),
             REPORT_SUMMARY: dg.MetadataValue.md(

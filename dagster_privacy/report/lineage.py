@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from html import escape
 from typing import Any
 
+from ..decision.exposure_test import SUBSTRATA
 from ..lineage import sentence
 
 
@@ -53,8 +54,11 @@ def lineage_section(lineage: Mapping[str, Any]) -> str:
         "</thead><tbody>"
     )
     for p in d.get("parts", []):
+        if p["part"] in SUBSTRATA:  # a band is tested within its part (that row's p), no level of its own
+            continue
+        name = str(p["part"]) + (" (with its far band)" if p.get("band") else "")
         out.append(
-            f"<tr><td>{escape(str(p['part']))}</td><td>{_n(p['exposed'])}</td><td>{_n(p['rare'])}</td>"
+            f"<tr><td>{escape(name)}</td><td>{_n(p['exposed'])}</td><td>{_n(p['rare'])}</td>"
             f"<td>{_n(p['exposed_holdout'])}</td><td>{_n(p['rare_holdout'])}</td><td>{_n(p['p_value'])}</td>"
             f"<td>{_n(p['level'])}</td></tr>"
         )

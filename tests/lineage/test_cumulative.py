@@ -83,3 +83,20 @@ def test_a_growing_copy_fails_a_later_look_that_each_release_alone_passes() -> N
     assert p_value(4, 0, share) == pytest.approx(share**4) and share**4 > level
     assert p_value(20, 0, share) == pytest.approx(share**20)
     assert share**20 <= cu.look_level(level, 5) < share**16  # 16 copies would not fail the fifth look
+
+
+def test_a_release_recorded_before_a_part_existed_is_the_same_release() -> None:
+    """Review: a ledger row recorded before cells_1_far existed lacks the part, and judging the same
+    release id again read as 'other content'; the parts both hold are compared, and other content
+    under the id is still refused."""
+    from types import SimpleNamespace
+
+    from dagster_privacy.lineage.gate import LineageError, _already
+
+    before = {"verbatim": ({"a"}, set()), "cells_1": ({"b"}, set())}
+    past = [SimpleNamespace(release_id="r1", first=SimpleNamespace(parts=lambda: before))]
+    now = SimpleNamespace(exposed={**before, "cells_1_far": ({"b"}, set())})
+    assert _already(past, "r1", now, "L") is past[0]
+    other = SimpleNamespace(exposed={**before, "verbatim": ({"z"}, set())})
+    with pytest.raises(LineageError, match="other content"):
+        _already(past, "r1", other, "L")

@@ -238,3 +238,12 @@ def test_the_far_band_is_the_records_three_cells_clear_and_within_one(split) -> 
     row = _part(ev, "cells_1")
     assert row["band"] == {"part": "cells_1_far", "weight": 3}
     assert _part(ev, "cells_1_far")["p_value"] is None  # no level of its own
+
+
+def test_a_far_band_that_is_not_within_its_part_falls_back_to_the_merged_test() -> None:
+    """Review: a far band with more records than its part (only a hash collision could do it) gave NaN,
+    which no level rejects; it reads the merged count's p-value."""
+    from dagster_privacy.decision.exposure_test import p_value, p_value_banded
+
+    got = p_value_banded((5, 100, 1, 50), (7, 20, 0, 10), 3)
+    assert got == pytest.approx(p_value(5, 1, 100 / 150)) and 0.0 <= got <= 1.0
