@@ -234,6 +234,8 @@ def commit(ledger: Ledger, lineage: str, release_id: str, event: str) -> Entry:
         mine = [r for r in releases(entries) if r.release_id == release_id]
         if not mine:
             raise LineageError(f"release {release_id} is not in lineage {lineage!r}")
+        if event == "published" and mine[0].status == "published":  # a re-run published it again
+            return mine[0].first
         if event == "refused" and mine[0].status != "reserved":
             raise LineageError(f"release {release_id} is {mine[0].status}: only a reservation is refused")
         return ledger.append(

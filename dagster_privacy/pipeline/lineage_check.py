@@ -94,8 +94,31 @@ def result(
     )
 
 
+def mark_published(instance: Any, required: list[Any], partition: str | None, release: str) -> str | None:
+    """After a publication: the lineage's reservation of ``release`` committed as published (what the
+    ledger says of it; a reserved release counts already). Returns a line for the log, or None when no
+    lineage check is required."""
+    from ..lineage import Ledger, LineageError, commit
+    from .governance.signoff import evaluation_of
+    from .records import latest_check_records
+
+    keys = [k for k in required if k.name.endswith(CHECK)]
+    for key, rec in latest_check_records(instance, keys, partition).items():
+        ev = evaluation_of(rec)
+        meta = ev.metadata if ev is not None else {}
+        if md.recorded(meta, "release_id") != release or md.recorded(meta, "lineage/recorded") != "reserved":
+            continue
+        name, path = md.recorded(meta, "lineage/name"), md.recorded(meta, "lineage/ledger")
+        try:
+            commit(Ledger(Path(str(path))), str(name), release, "published")
+        except (LineageError, OSError) as exc:  # the publication stands; the reservation counts as it is
+            return f"lineage {name}: release {release} stays reserved in the ledger ({exc})"
+        return f"lineage {name}: release {release} committed as published ({key.name})"
+    return None
+
+
 def _refused(d: dict[str, Any]) -> str:
     return f"{sentence(d)}; its own verdict fails, so it is recorded as refused and not counted"
 
 
-__all__ = ["CHECK", "LEDGER_ENV", "default_ledger", "lineage_name", "result", "spec"]
+__all__ = ["CHECK", "LEDGER_ENV", "default_ledger", "lineage_name", "mark_published", "result", "spec"]

@@ -32,6 +32,7 @@ from . import metadata as md
 from .assets import DUCKDB_KEY, PUBLISH_KEY
 from .checks import AssetRef, asset_value, key_of
 from .evidence import REPORT_SHA256
+from .lineage_check import mark_published
 from .publication.asset_locations import Declared
 from .publication.target import PublicationRefused, PublishTarget
 from .records import latest_check_records, latest_materialization
@@ -430,6 +431,8 @@ def publish_verified(
         context.log.error(failure)
         raise dg.Failure(description=failure)
     context.log.info(f"published release {verified.release_id} ({df.height} rows) to {path}")
+    if said := mark_published(context.instance, list(required), partition, verified.release_id):
+        context.log.info(said)
     return dg.MaterializeResult(
         metadata={
             md.RELEASE_ID: dg.MetadataValue.text(verified.release_id),

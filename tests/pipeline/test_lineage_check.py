@@ -117,17 +117,20 @@ def test_a_monthly_release_is_blocked_when_its_copies_tip_the_lineage(tmp_path) 
         assert isinstance(meta[k].value, int | float), k
     assert meta["lineage/recorded"].value == "refused"
     assert all(CANARY not in str(v.value) for _, _, m in outcome.values() for v in m.values())
-    # the ledger holds the months before, reserved, and the blocked one, refused
+    # the ledger holds the months before, published (their reservations committed by the publication),
+    # and the blocked one, refused
     path = tmp_path / "ledger.duckdb"
     rel = releases(Ledger(path).entries("real_table", lineage_key(path, "real_table", create=False)))
-    assert [r.status for r in rel] == ["reserved"] * (len(outcome) - 1) + ["refused"]
+    assert [r.status for r in rel] == ["published"] * (len(outcome) - 1) + ["refused"]
     # a re-run of a passing month: judged as before, not recorded again
     first = MONTHS.get_partition_keys()[0]
     again = job.execute_in_process(instance=instance, partition_key=first, raise_on_error=False,
                                    run_config=QUIET)  # fmt: skip
     assert _lineage_result(again).passed
     key = lineage_key(path, "real_table", create=False)
-    assert len(releases(Ledger(path).entries("real_table", key))) == len(rel)
+    again_rel = releases(Ledger(path).entries("real_table", key))
+    assert len(again_rel) == len(rel) and again_rel[0].status == "published"
+    assert len(Ledger(path).entries("real_table", key)) == 2 * (len(outcome) - 1) + 1  # no second commit
     assert CANARY.encode() not in path.read_bytes()
     _the_console_shows_the_months(home, path, tmp_path)
 
@@ -146,7 +149,7 @@ def _the_console_shows_the_months(home: Path, ledger: Path, tmp_path: Path) -> N
     finally:
         served.stop()
     assert status == 200 and "4 release(s), hash chain intact" in body and CANARY not in body
-    assert body.count(">reserved<") == 3 and body.count(">refused<") == 1
+    assert body.count(">published<") == 3 and body.count(">refused<") == 1
 
 
 def test_a_lineage_without_a_count_or_a_holdout_is_refused_at_definition() -> None:
