@@ -194,9 +194,9 @@ def failing_part(row: dict) -> dict[str, object]:
 def failing_words(f: dict) -> str:
     """'copied verbatim: 15 training records against about 2 by chance, about 13 beyond it (at least
     8, 95 %)'."""
-    low = math.floor(f["lower"])
+    low, n = math.floor(f["lower"]), f["exposed"]
     return (
-        f"{PART_WORDS.get(f['part'], f['part'])}: {f['exposed']} training records against about "
+        f"{PART_WORDS.get(f['part'], f['part'])}: {n} training record{'' if n == 1 else 's'} against about "
         f"{f['chance']:.0f} by chance, about {round(f['estimate'])} beyond it (at least {low}, 95 %)"
     )
 

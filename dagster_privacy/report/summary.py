@@ -48,7 +48,8 @@ def plain_words(r: MetricResult) -> str:
     (a count of people for exposed_records)."""
     if r.decision and "exposed" in r.decision:
         d = r.decision
-        return f"{d['exposed']} rare training records are exposed; chance explains about {d['chance']:.0f}"
+        who = counted(d["exposed"], "rare training record")
+        return f"{who} exposed; chance explains about {d['chance']:.0f}"
     parts = [p for p in (r.evidence or []) if p.get("n_t") and p.get("n_c")]
     if not parts:
         return r.reason or "no counts: judged on its figure"
@@ -135,6 +136,12 @@ def next_steps(ev: Evaluation, *, signoff: bool) -> str:
     return "Nothing blocks publication; this policy does not ask for a sign-off."
 
 
+def counted(n: int | float, noun: str, *, verb: bool = True) -> str:
+    """'1 rare real record is' / '15 rare real records are' (verb: the verb follows)."""
+    one = n == 1
+    return f"{n} {noun}{'' if one else 's'}" + ((" is" if one else " are") if verb else "")
+
+
 def beyond_words(b: dict | None) -> str:
     """The people beyond chance in words, with the bound that matters (issue 57)."""
     import math
@@ -157,7 +164,7 @@ def people_sentence(ev: Evaluation) -> str:
     d = r.decision or {}
     parts = {p["part"]: p["exposed"] for p in d.get("parts", [])}
     head = (
-        f"{d.get('exposed', 0)} rare real records are exposed (verbatim {parts.get('verbatim', 0)}, "
+        f"{counted(d.get('exposed', 0), 'rare real record')} exposed (verbatim {parts.get('verbatim', 0)}, "
         f"within one cell {parts.get('near_isolated', 0) + parts.get('near', 0)}); chance explains about "
         f"{d.get('chance', 0.0):.0f}"
     )
@@ -171,12 +178,13 @@ def people_sentence(ev: Evaluation) -> str:
 
     verbatim, edit = floors.get("verbatim"), floors.get("one_cell_edit")
     caught = (
-        f" A release copying {verbatim} rare training records verbatim fails this gate with 95 % probability"
+        f" A release copying {counted(verbatim, 'rare training record', verb=False)} verbatim fails this "
+        "gate with 95 % probability"
         if verbatim is not None
         else " No number of verbatim copies is sure to fail this gate on these tables"
     )
     edited = (
-        f"; copies with one cell edited need {edit} records for the same"
+        f"; copies with one cell edited need {counted(edit, 'record', verb=False)} for the same"
         if edit is not None
         else "; no number of copies with one cell edited is sure to fail it"
     )
@@ -213,8 +221,9 @@ def floor_sentence(ev: Evaluation) -> str:
     people = _verbatim_floor(ev)
     if people is not None:  # one floor, in people (issue 57): the count's, not a share of rows
         return head + (
-            f" This evaluation catches a release copying {people} rare training records verbatim with 95 % "
-            "probability; fewer may pass unseen."
+            " This evaluation catches a release copying "
+            f"{counted(people, 'rare training record', verb=False)} verbatim with 95 % probability; fewer "
+            "may pass unseen."
         )
     if floor is None:
         return head + " No exact-match gate gives a detection floor on these tables."
