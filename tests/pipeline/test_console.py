@@ -100,6 +100,16 @@ class Client:
         return self.request("/login", {"csrf": token, "user": user, "password": password})[0]
 
 
+def sign_in(b: Browser, url: str, user: str = "dana") -> None:
+    """Sign in through the console's form in the browser ``b``."""
+    b.goto(url + "/login")
+    b.wait_for("!!document.querySelector('input[name=password]')")
+    b.js(f"""(() => {{ document.querySelector('input[name=user]').value = {user!r};
+        document.querySelector('input[name=password]').value = {PASSWORD!r};
+        document.querySelector('form.decide').submit(); }})()""")
+    b.wait_for(f"document.body.innerText.includes('{user} (officer)')")
+
+
 @contextlib.contextmanager
 def own_console(settings: ConsoleSettings, tmp_path: Path, name: str = "dana", role: str = "officer"):
     """A console of its own over the world's instance, with a users file naming one user."""

@@ -11,7 +11,7 @@ import duckdb
 import polars as pl
 import pytest
 from browser import Browser, needs_chromium
-from test_console import PASSWORD, Client, Served
+from test_console import PASSWORD, Client, Served, sign_in
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "lineage"))
 from lineage_data import copies, evaluate, release, with_canary  # noqa: E402
@@ -47,12 +47,7 @@ def console(tmp_path_factory):
 def test_the_lineage_pages_in_a_browser(console, tmp_path) -> None:
     served, _ = console
     with Browser(width=1024, height=900) as b:
-        b.goto(served.url + "/login")
-        b.wait_for("!!document.querySelector('input[name=password]')")
-        b.js(f"""(() => {{ document.querySelector('input[name=user]').value = 'dana';
-            document.querySelector('input[name=password]').value = {PASSWORD!r};
-            document.querySelector('form.decide').submit(); }})()""")
-        b.wait_for("document.body.innerText.includes('dana (officer)')")
+        sign_in(b, served.url)
         b.goto(served.url + "/lineages")
         b.wait_for("document.body.innerText.includes('1 lineage(s)')")
         b.js("document.querySelector('main a').click()")

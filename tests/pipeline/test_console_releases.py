@@ -7,8 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from browser import Browser
-from test_console import PASSWORD, Client, Served
+from browser import Browser, needs_chromium
+from test_console import PASSWORD, Client, Served, sign_in
 from test_signoff import QUIET, Env
 
 from dagster_privacy.console import ConsoleSettings
@@ -38,6 +38,7 @@ def two(tmp_path_factory):
     env.instance.dispose()
 
 
+@needs_chromium()
 def test_releases_are_named_superseded_apart_and_a_blocked_one_rejected(two, tmp_path) -> None:
     env, served = two
     dana = Client(served.url)
@@ -62,12 +63,7 @@ def test_releases_are_named_superseded_apart_and_a_blocked_one_rejected(two, tmp
     ]
     assert "Rejected (1)" in dana.request("/")[2]
     with Browser(width=1024, height=900) as b:  # the list as the officer reads it
-        b.goto(served.url + "/login")
-        b.wait_for("!!document.querySelector('input[name=password]')")
-        b.js(f"""(() => {{ document.querySelector('input[name=user]').value = 'dana';
-            document.querySelector('input[name=password]').value = {PASSWORD!r};
-            document.querySelector('form.decide').submit(); }})()""")
-        b.wait_for("document.body.innerText.includes('dana (officer)')")
+        sign_in(b, served.url)
         assert b.js("document.body.innerText.includes('Superseded (1)')")
         assert b.js("document.body.innerText.includes('ctgan 0.9, epochs 300')")
         assert b.js("document.documentElement.scrollWidth <= 1024")  # the wider list still fits
