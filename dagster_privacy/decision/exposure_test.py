@@ -168,6 +168,7 @@ STRATA = {
     "nearer": "nearer than their own nearest neighbour",
     **{f"cells_{k}": f"within {k} cell{'s' * (k > 1)} where no other real record is within {k + 1}"
        for k in (1, 2)},
+    "cells_1_wide": "within 1 cell where no other real record is within 1",
     "tenth": "within a tenth of their distance to any other real record",
     "hundredth": "within a hundredth of their distance to any other real record",
     "keys": "equal on the key columns, a combination no other real record has",

@@ -49,12 +49,16 @@ PARTS = (
     "keys",
     "hundredth",
     "cells_1_far",
+    "cells_1_wide",
 )
 #: the margin strata (issue 55): a record counts in cells_k when a synthetic row differs from it in at most
 #: k cells while its nearest other real record differs in at least k + MARGIN_CELLS; in tenth when a
 #: synthetic row lies within TENTH of its own spacing in the distance gates' space
 CELL_STRATA = (1, 2)
 MARGIN_CELLS = 2
+#: cells_1_wide: cells_1's rule at a margin of one cell (records no other comes within one cell of):
+#: on narrow tables of exact numbers (two flags and two amounts) no record is two cells clear of the
+#: rest, so a nudged copy reached no stratum; on coarse tables its chance is high (its own small level)
 #: cells_1's far band: its records no other record comes within FAR_CELLS cells of (four cells apart on
 #: clean Adult: chance about 1 exposure in 2,700 records, against 1 in 400 at three); a sub-stratum of
 #: cells_1, tested within it (decision/exposure_test.SUBSTRATA), never alone
@@ -353,7 +357,8 @@ def cells_strata(
     other record of both tables pooled lies within k + 1 cells of it (one key per set of k + 1 masked
     columns, leave one out) and exposed when a synthetic row lies within k cells (equal on some set of
     all but k columns); its exposing rows are every such synthetic row. ``cells_1_far``: cells_1's
-    records no other comes within FAR_CELLS cells of (cells_2's rare ones). A stratum whose masks would
+    records no other comes within FAR_CELLS cells of (cells_2's rare ones); ``cells_1_wide``: records no
+    other comes within one cell of, exposed within one. A stratum whose masks would
     exceed MAX_MASKS (a wide table) is left out: no stratum is better than an inexact one."""
     keys = {"t": cell_keys(train), "h": cell_keys(holdout), "s": cell_keys(synthetic)}
     with np.errstate(over="ignore"):
@@ -361,7 +366,7 @@ def cells_strata(
     pooled = (np.concatenate([keys["t"], keys["h"]]), np.concatenate([total["t"], total["h"]]))
     # the masked columns per margin: no other record within k + 1 cells is one key per set of k + 1
     wide = {k: k + MARGIN_CELLS - 1 for k in strata}
-    rare = {w: _rare_within(*pooled, w) for w in {*wide.values(), FAR_CELLS}}
+    rare = {w: _rare_within(*pooled, w) for w in {*wide.values(), FAR_CELLS, 1}}
     out: dict[str, Part] = {}
     for k in strata:
         if (r := rare[wide[k]]) is not None:
@@ -369,6 +374,8 @@ def cells_strata(
     far = rare[FAR_CELLS]
     if far is not None and "cells_1" in out:
         out["cells_1_far"] = _cells_part(keys, total, pooled, far, 1, train.height)
+    if 1 in strata and rare[1] is not None:
+        out["cells_1_wide"] = _cells_part(keys, total, pooled, rare[1], 1, train.height)
     return out
 
 

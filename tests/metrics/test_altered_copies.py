@@ -247,3 +247,30 @@ def test_a_far_band_that_is_not_within_its_part_falls_back_to_the_merged_test() 
 
     got = p_value_banded((5, 100, 1, 50), (7, 20, 0, 10), 3)
     assert got == pytest.approx(p_value(5, 1, 100 / 150)) and 0.0 <= got <= 1.0
+
+
+def _narrow(n: int, seed: int) -> pl.DataFrame:
+    """Two flags and two exact amounts (ISLR Default's shape): no record is two cells clear of another
+    with the same flags, so cells_1 has no record to count."""
+    rng = np.random.default_rng(seed)
+    return pl.DataFrame({
+        "default": rng.choice(["No", "Yes"], n, p=[0.97, 0.03]), "student": rng.choice(["No", "Yes"], n),
+        "balance": np.round(rng.gamma(2.0, 400.0, n), 6), "income": np.round(rng.normal(33000, 13000, n), 6),
+    })  # fmt: skip
+
+
+def test_nudged_copies_on_a_narrow_table_of_exact_numbers_fail_on_cells_1_wide() -> None:
+    """Review of the battery: on ISLR Default 100 nudged copies (income + a quarter of its sd) reached no
+    part (0 of 20). Within one cell of a record no other real record comes within one cell of: chance
+    is near zero on exact amounts, so 40 such copies fail and the clean release does not."""
+    train, hold, clean = _narrow(3000, 1), _narrow(1500, 2), _narrow(1500, 3)
+    copies = train.sample(40, seed=4).with_columns(pl.col("income") + 0.25 * train.get_column("income").std())
+    parts = ex.cells_strata(train, hold, pl.concat([clean, copies]))
+    assert "cells_1" not in parts or not parts["cells_1"].rare_train.any()
+    wide = parts["cells_1_wide"]
+    assert wide.rare_train.mean() > 0.99 and wide.exposed_train.sum() >= 40
+    assert wide.exposed_holdout.sum() == 0
+    ev = _evaluate(train, pl.concat([clean, copies]), hold)
+    r = ev["exposed_records"]
+    assert r.status.value == "fail" and "cells_1_wide" in r.reason
+    assert _evaluate(train, clean, hold)["exposed_records"].status.value != "fail"
