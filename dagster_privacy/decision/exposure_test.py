@@ -230,7 +230,8 @@ def _row(p: dict[str, float], fail_level: float) -> dict[str, object]:
 
 
 def _banded(rows: list[dict[str, object]]) -> None:
-    """A part with a far band present takes the banded p-value and floor (SUBSTRATA)."""
+    """A part with a far band present takes the banded p-value (SUBSTRATA); its floor stays the merged
+    count's, which holds for copies spread over the bands as their records are (docs/metrics.md)."""
     named = {r["part"]: r for r in rows}
     for band, (parent, w) in SUBSTRATA.items():
         far, part = named.get(band), named.get(parent)
