@@ -60,10 +60,13 @@ def _as_given(first: Any, synthetic: str, kept: Any, out: Path) -> Any:
     from ..remediate import kept_rows
 
     same = Path(synthetic).suffix.lower() == out.suffix.lower()
-    raw = as_given(synthetic) if same else None
-    if raw is None:
+    try:
+        raw = as_given(synthetic) if same else None
+        original = load(synthetic, role="synthetic") if raw is not None else None
+    except Exception:  # noqa: BLE001 - read as evaluated (the file was read once already): the typed rows
         return kept
-    original = load(synthetic, role="synthetic")
+    if raw is None or original is None:
+        return kept
     if raw.height != original.height or raw.columns != original.columns:  # never misaligned
         return kept
     return raw.filter(pl.Series(kept_rows(first, original, kept)))
