@@ -99,13 +99,12 @@ def mark_published(instance: Any, required: list[Any], partition: str | None, re
     ledger says of it; a reserved release counts already). Returns a line for the log, or None when no
     lineage check is required."""
     from ..lineage import Ledger, LineageError, commit
-    from .governance.signoff import evaluation_of
     from .records import latest_check_records
 
     keys = [k for k in required if k.name.endswith(CHECK)]
     for key, rec in latest_check_records(instance, keys, partition).items():
-        ev = evaluation_of(rec)
-        meta = ev.metadata if ev is not None else {}
+        ev = rec.evaluation if rec is not None and rec.event is not None else None
+        meta = ev.metadata if isinstance(ev, dg.AssetCheckEvaluation) else {}
         if md.recorded(meta, "release_id") != release or md.recorded(meta, "lineage/recorded") != "reserved":
             continue
         name, path = md.recorded(meta, "lineage/name"), md.recorded(meta, "lineage/ledger")
