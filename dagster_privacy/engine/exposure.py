@@ -367,15 +367,20 @@ def cells_strata(
     # the masked columns per margin: no other record within k + 1 cells is one key per set of k + 1
     wide = {k: k + MARGIN_CELLS - 1 for k in strata}
     rare = {w: _rare_within(*pooled, w) for w in {*wide.values(), FAR_CELLS, 1}}
+    # within k cells, once per k and only where a part at k is counted (wide tables skip k = 2)
+    needed = {k for k in strata if rare[wide[k]] is not None} | (
+        {1} & set(strata) if rare[1] is not None else set()
+    )
+    hits = {k: _within(keys, total, pooled, k) for k in needed}
     out: dict[str, Part] = {}
     for k in strata:
         if (r := rare[wide[k]]) is not None:
-            out[f"cells_{k}"] = _cells_part(keys, total, pooled, r, k, train.height)
+            out[f"cells_{k}"] = _cells_part(keys, total, r, hits[k], k, train.height)
     far = rare[FAR_CELLS]
     if far is not None and "cells_1" in out:
-        out["cells_1_far"] = _cells_part(keys, total, pooled, far, 1, train.height)
+        out["cells_1_far"] = _cells_part(keys, total, far, hits[1], 1, train.height)
     if 1 in strata and rare[1] is not None:
-        out["cells_1_wide"] = _cells_part(keys, total, pooled, rare[1], 1, train.height)
+        out["cells_1_wide"] = _cells_part(keys, total, rare[1], hits[1], 1, train.height)
     return out
 
 
@@ -394,22 +399,27 @@ def _rare_within(pooled_keys: np.ndarray, pooled_total: np.ndarray, wide: int) -
     return rare
 
 
+def _within(keys: dict[str, np.ndarray], total: dict[str, np.ndarray], pooled: tuple[np.ndarray, np.ndarray],
+            k: int) -> np.ndarray:  # fmt: skip
+    """Bool per pooled record: a synthetic row lies within k cells of it (shared by the parts at k)."""
+    hit = np.zeros(pooled[1].size, dtype=bool)
+    for m in itertools.combinations(range(keys["t"].shape[1]), k):
+        hit |= _in_sorted(_masked(*pooled, m), np.sort(_masked(keys["s"], total["s"], m)))
+    return hit
+
+
 def _cells_part(
     keys: dict[str, np.ndarray],
     total: dict[str, np.ndarray],
-    pooled: tuple[np.ndarray, np.ndarray],
     rare: np.ndarray,
+    hit: np.ndarray,
     k: int,
     n_t: int,
 ) -> Part:
-    """The records among ``rare`` a synthetic row lies within k cells of, and those synthetic rows."""
-    hit = np.zeros(rare.size, dtype=bool)
-    masks = list(itertools.combinations(range(keys["t"].shape[1]), k))
-    for m in masks:
-        hit |= _in_sorted(_masked(*pooled, m), np.sort(_masked(keys["s"], total["s"], m)))
+    """The records among ``rare`` a synthetic row lies within k cells of (``hit``), and those rows."""
     exposed = rare & hit
     exposing = np.zeros(keys["s"].shape[0], dtype=bool)
-    for m in masks:  # every synthetic row within k cells of an exposed record
+    for m in itertools.combinations(range(keys["t"].shape[1]), k):  # every synthetic row within k cells
         ref = np.sort(_masked(keys["t"], total["t"], m)[exposed[:n_t]])
         exposing |= _in_sorted(_masked(keys["s"], total["s"], m), ref)
     return Part(rare[:n_t], rare[n_t:], exposed[:n_t], exposed[n_t:], exposing)
