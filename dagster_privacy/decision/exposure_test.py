@@ -169,6 +169,8 @@ STRATA = {
     **{f"cells_{k}": f"within {k} cell{'s' * (k > 1)} where no other real record is within {k + 1}"
        for k in (1, 2)},
     "cells_1_wide": "within 1 cell where no other real record is within 1",
+    **{f"sole_{k}": f"{k} cell{'s' * (k > 1)} away where no other real record is within {k + 1} of that row"
+       for k in (1, 2)},
     "tenth": "within a tenth of their distance to any other real record",
     "hundredth": "within a hundredth of their distance to any other real record",
     "keys": "equal on the key columns, a combination no other real record has",

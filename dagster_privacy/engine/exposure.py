@@ -50,6 +50,8 @@ PARTS = (
     "hundredth",
     "cells_1_far",
     "cells_1_wide",
+    "sole_1",
+    "sole_2",
 )
 #: the margin strata (issue 55): a record counts in cells_k when a synthetic row differs from it in at most
 #: k cells while its nearest other real record differs in at least k + MARGIN_CELLS; in tenth when a
@@ -381,7 +383,7 @@ def cells_strata(
         out["cells_1_far"] = _cells_part(keys, total, far, hits[1], 1, train.height)
     if 1 in strata and rare[1] is not None:
         out["cells_1_wide"] = _cells_part(keys, total, rare[1], hits[1], 1, train.height)
-    return out
+    return {**out, **sole_parts(keys, total, pooled, train.height, strata)}
 
 
 def _rare_within(pooled_keys: np.ndarray, pooled_total: np.ndarray, wide: int) -> np.ndarray | None:
@@ -423,6 +425,71 @@ def _cells_part(
         ref = np.sort(_masked(keys["t"], total["t"], m)[exposed[:n_t]])
         exposing |= _in_sorted(_masked(keys["s"], total["s"], m), ref)
     return Part(rare[:n_t], rare[n_t:], exposed[:n_t], exposed[n_t:], exposing)
+
+
+def sole_parts(
+    keys: dict[str, np.ndarray], total: dict[str, np.ndarray], pooled: tuple[np.ndarray, np.ndarray],
+    n_t: int, strata: tuple[int, ...] = CELL_STRATA,
+) -> dict[str, Part]:
+    """Copies seen from the release's side (issue 55, "nearer than anyone else"): ``sole_k`` exposes a
+    record when a synthetic row lies k cells from it (none nearer) and every other real record lies at
+    least k + MARGIN_CELLS cells from that row. A copy with two cells altered is nearer to its person
+    than to anyone else whatever the person's own spacing; a clean row is so singled out rarely. Which
+    records are exposed depends on the pooled records and the release alone, never on the sides, so the
+    two sides stay exchangeable. Rare: records with no equal record (a twin is never the sole nearest).
+    A k whose masks exceed MAX_MASKS (or mask every column) is left out."""
+    d = keys["t"].shape[1]
+    rare = _counts_in(pooled[1], pooled[1]) == 1
+    seen = _in_sorted(total["s"], np.sort(pooled[1]))  # verbatim rows are the verbatim parts'
+    fits = [k for k in strata if k + MARGIN_CELLS - 1 < d and math.comb(d, k + MARGIN_CELLS - 1) <= MAX_MASKS]
+    out: dict[str, Part] = {}
+    for k in range(1, max(fits, default=0) + 1):  # a row k cells off is no row's at k + 1
+        wide = k + MARGIN_CELLS - 1
+        near = _nearest_at(keys["s"], total["s"], pooled, k, ~seen)
+        seen |= near >= 0
+        if k not in fits:
+            continue
+        alone = _alone_within(keys["s"], total["s"], pooled, near, wide, math.comb(d - k, wide - k))
+        hit = np.zeros(pooled[1].size, dtype=bool)
+        hit[near[alone]] = True
+        hit &= rare
+        exposing = alone & (near < n_t) & hit[np.maximum(near, 0)]
+        out[f"sole_{k}"] = Part(rare[:n_t], rare[n_t:], hit[:n_t], hit[n_t:], exposing)
+    return out
+
+
+def _nearest_at(s_keys: np.ndarray, s_total: np.ndarray, pooled: tuple[np.ndarray, np.ndarray], k: int,
+                todo: np.ndarray) -> np.ndarray:  # fmt: skip
+    """Per synthetic row in ``todo``: a pooled record within k cells of it (index, or -1)."""
+    out = np.full(s_total.size, -1, dtype=np.int64)
+    rows = np.flatnonzero(todo)
+    for m in itertools.combinations(range(s_keys.shape[1]), k):
+        if rows.size == 0:
+            break
+        ref = _masked(*pooled, m)
+        order = np.argsort(ref, kind="stable")
+        v = _masked(s_keys[rows], s_total[rows], m)
+        at = np.minimum(np.searchsorted(ref[order], v), ref.size - 1)
+        found = ref[order][at] == v
+        out[rows[found]] = order[at[found]]
+        rows = rows[~found]
+    return out
+
+
+def _alone_within(s_keys: np.ndarray, s_total: np.ndarray, pooled: tuple[np.ndarray, np.ndarray],
+                  near: np.ndarray, wide: int, own: int) -> np.ndarray:  # fmt: skip
+    """Bool per synthetic row with a record in ``near``: no other pooled record agrees with it on all but
+    ``wide`` columns. Its own record (k cells off) agrees on ``own`` = d − k of the wide-column masks
+    (those holding its k differing cells), so the row is alone when the masks' match counts sum to that."""
+    rows = np.flatnonzero(near >= 0)
+    matches = np.zeros(rows.size, dtype=np.int64)
+    for m in itertools.combinations(range(s_keys.shape[1]), wide):
+        ref = np.sort(_masked(*pooled, m))
+        v = _masked(s_keys[rows], s_total[rows], m)
+        matches += np.searchsorted(ref, v, side="right") - np.searchsorted(ref, v, side="left")
+    ok = np.zeros(s_total.size, dtype=bool)
+    ok[rows[matches == own]] = True
+    return ok
 
 
 def edit_registration(

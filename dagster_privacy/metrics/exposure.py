@@ -25,12 +25,15 @@ LIST_CAP = 1000
 #: 0.525 of it, where chance is thin; verbatim keeps the largest share of the rest (its floor where
 #: chance is zero: 14 records). cells_1 counts a copy with one cell altered wherever its record is two
 #: cells clear of anyone else, weighing its far band (cells_1_far: three cells clear, tested within
-#: cells_1, no share of its own) three times: at 0.15, alone, it missed 100 one-cell edits on Adult in 3
-#: split seeds of 40 and nudges in 4; cells_1_wide, one cell clear, sees nudges on narrow tables of exact
-#: numbers (ISLR Default: 0 of 20 caught without it) (docs/metrics.md, "Exposed records")
+#: cells_1, no share of its own) three times; cells_1_wide, one cell clear, sees nudges on narrow tables
+#: of exact numbers (ISLR Default: 0 of 20 caught without it); sole_1 and sole_2 see copies from the
+#: release's side (a row k cells from one record, k + 2 from every other): two-cell edits that stay
+#: nearer to their person than to anyone else, which no record-side stratum saw on Adult (0 of 20 at 100
+#: copies), sit there with chance about 15 records (docs/metrics.md, "Exposed records")
 WEIGHTS = {"verbatim": 0.3, "verbatim_isolated": 0.1, "near_isolated": 0.025, "near": 0.025,
-           "nearer": 0.025, "cells_1": 0.3, "cells_2": 0.05, "tenth": 0.025, "hundredth": 0.05, "keys": 0.05,
-           "cells_1_far": 0.0, "cells_1_wide": 0.05}  # fmt: skip
+           "nearer": 0.025, "cells_1": 0.15, "cells_2": 0.025, "tenth": 0.025, "hundredth": 0.05,
+           "keys": 0.05, "cells_1_far": 0.0, "cells_1_wide": 0.05, "sole_1": 0.1,
+           "sole_2": 0.075}  # fmt: skip
 #: the euclidean space's queries the nearer and tenth parts read, shared with the distance gates (the
 #: cells strata use masked hashes: engine/exposure.cells_strata)
 SPACE = "euclidean"
@@ -182,6 +185,8 @@ MECHANISMS = {
     "near": "within one cell",
     **{f"cells_{k}": f"within {k} cell{'s' * (k > 1)}, nearer than any other record" for k in ex.CELL_STRATA},
     "cells_1_wide": "within 1 cell, no other record within 1 cell of it",
+    **{f"sole_{k}": f"a synthetic row {k} cell{'s' * (k > 1)} from it and {k + 2} or more from every other record"
+       for k in ex.CELL_STRATA},
     "tenth": "within a tenth of its distance to any other record",
     "hundredth": "within a hundredth of its distance to any other record",
     "keys": "equal on the key columns, a combination unique among real records",
