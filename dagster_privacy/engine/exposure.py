@@ -428,8 +428,11 @@ def _cells_part(
 
 
 def sole_parts(
-    keys: dict[str, np.ndarray], total: dict[str, np.ndarray], pooled: tuple[np.ndarray, np.ndarray],
-    n_t: int, strata: tuple[int, ...] = CELL_STRATA,
+    keys: dict[str, np.ndarray],
+    total: dict[str, np.ndarray],
+    pooled: tuple[np.ndarray, np.ndarray],
+    n_t: int,
+    strata: tuple[int, ...] = CELL_STRATA,
 ) -> dict[str, Part]:
     """Copies seen from the release's side (issue 55, "nearer than anyone else"): ``sole_k`` exposes a
     record when a synthetic row lies k cells from it (none nearer) and every other real record lies at

@@ -185,8 +185,10 @@ MECHANISMS = {
     "near": "within one cell",
     **{f"cells_{k}": f"within {k} cell{'s' * (k > 1)}, nearer than any other record" for k in ex.CELL_STRATA},
     "cells_1_wide": "within 1 cell, no other record within 1 cell of it",
-    **{f"sole_{k}": f"a synthetic row {k} cell{'s' * (k > 1)} from it and {k + 2} or more from every other record"
-       for k in ex.CELL_STRATA},
+    **{
+        f"sole_{k}": f"a synthetic row {k} cell{'s' * (k > 1)} from it, {k + 2} or more from any other record"
+        for k in ex.CELL_STRATA
+    },
     "tenth": "within a tenth of its distance to any other record",
     "hundredth": "within a hundredth of its distance to any other record",
     "keys": "equal on the key columns, a combination unique among real records",

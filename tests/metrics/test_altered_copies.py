@@ -117,8 +117,9 @@ def test_sole_parts_match_a_pairwise_reference() -> None:
     x[400:] = x[rng.integers(0, 400, 250)]  # copies of real rows (some twins among the real ones) …
     x[450:, 0] = (x[450:, 0] + 1) % 6  # … with one cell altered
     x[550:, 1] = (x[550:, 1] + 1) % 6  # … and a second
-    frames = [pl.DataFrame({f"c{j}": x[a:b, j].astype(str) for j in range(9)}) for a, b in ((0, 300), (300, 450), (450, 650))]
-    keys = {r: ex.cell_keys(f) for r, f in zip("ths", frames)}
+    cuts = ((0, 300), (300, 450), (450, 650))  # training, holdout, synthetic
+    frames = [pl.DataFrame({f"c{j}": x[a:b, j].astype(str) for j in range(9)}) for a, b in cuts]
+    keys = {r: ex.cell_keys(f) for r, f in zip("ths", frames, strict=True)}
     total = {r: k.sum(axis=1, dtype=np.uint64) for r, k in keys.items()}
     pooled = (np.concatenate([keys["t"], keys["h"]]), np.concatenate([total["t"], total["h"]]))
     parts = ex.sole_parts(keys, total, pooled, 300)

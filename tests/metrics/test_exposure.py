@@ -190,7 +190,8 @@ def test_one_cell_edits_of_isolated_records_are_counted_near(split) -> None:
 def test_the_floor_in_people_is_in_the_json_and_the_detection_floor(split) -> None:
     ev = _evaluate(split.train, split.release, split.control)
     people = ev.detection_floor["people"]
-    strata = {"cells_1", "cells_1_wide", "cells_2", "tenth", "hundredth", "keys", "sole_1", "sole_2"}  # per stratum
+    # per stratum
+    strata = {"cells_1", "cells_1_wide", "cells_2", "tenth", "hundredth", "keys", "sole_1", "sole_2"}
     assert (
         {"verbatim", "isolated_verbatim", "one_cell_edit"}
         <= set(people)
