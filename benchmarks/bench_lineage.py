@@ -21,8 +21,9 @@ file per lineage):
              many draws of one generator are one larger release); the union finds what each draw hides.
   clean      ``--clean`` lineages of ``--looks`` releases of unseen rows only (drawn from ``--pool``
              releases, each a fresh draw of unseen rows): lineages blocked at any look, as printed.
-  resamples  the DP releases in ``--resamples DIR`` (many draws of one fitted generator: files
-             ``{table}_0_*.parquet``) as one lineage, and their union as one release.
+  resamples  the DP draws in ``--resamples DIR`` (benchmarks/dp_resamples.py: many draws of one fitted
+             generator per training split, files ``{table}_{seed}_*.parquet``): one lineage per split
+             seed, and each lineage's union as one release.
 
 One JSON line per lineage to benchmarks/out/lineage.jsonl.
 """
@@ -175,10 +176,24 @@ def clean(sp: Any, a: argparse.Namespace, rng: np.random.Generator) -> dict[str,
     }
 
 
-def resamples(sp: Any, table: str, folder: Path) -> dict[str, Any] | None:
-    files = sorted(folder.glob(f"{table}_0_*.parquet"))
-    if not files:
-        return None
+def resamples(table: str, df: pl.DataFrame, folder: Path) -> list[dict[str, Any]]:
+    """One lineage per training split with DP draws in ``folder`` (``{table}_{seed}_*.parquet``,
+    benchmarks/dp_resamples.py): each split's draws judged alone and as one lineage."""
+    from dagster_privacy.calibration import leaky_split
+
+    seeds: dict[int, list[Path]] = {}
+    for f in sorted(folder.glob(f"{table}_*.parquet")):
+        head = f.name[len(table) + 1 :].split("_", 1)[0]
+        if head.isdigit():
+            seeds.setdefault(int(head), []).append(f)
+    out = [_dp_lineage(leaky_split(df, 0.0, seed=s), s, files) for s, files in sorted(seeds.items())]
+    if out:
+        blocked = sum(o["blocked"] > 0 for o in out)
+        print(f"  DP lineages: {blocked} of {len(out)} blocked at any look", flush=True)
+    return out
+
+
+def _dp_lineage(sp: Any, seed: int, files: list[Path]) -> dict[str, Any]:
     lin, out, rels = Lineage("dp"), [], []
     for f in files:
         rel = pl.read_parquet(f).select(sp.train.columns)
@@ -198,13 +213,13 @@ def resamples(sp: Any, table: str, folder: Path) -> dict[str, Any] | None:
     union = _judge(sp.train, sp.control, pl.concat(rels))["exposed_records"]
     blocked = [o["file"] for o in out if o["lineage"] == "fail"]
     print(
-        f"  DP resamples: {len(files)} releases of one fitted generator; alone failing "
-        f"{sum(o['alone'] == 'fail' for o in out)}; lineage blocks {len(blocked)} "
-        f"({blocked[:3]}); their union as one release: {union.status.value}; union verbatim "
-        f"{out[-1]['union_verbatim']} vs {out[-1]['holdout']}",
+        f"  DP resamples, split seed {seed}: {len(files)} draws of one fitted generator; alone failing "
+        f"{sum(o['alone'] == 'fail' for o in out)}; lineage blocks {len(blocked)} ({blocked[:3]}); their "
+        f"union as one release: {union.status.value}; union verbatim {out[-1]['union_verbatim']} vs "
+        f"{out[-1]['holdout']}",
         flush=True,
     )
-    return {"releases": out, "union_alone": union.status.value}
+    return {"seed": seed, "releases": out, "blocked": len(blocked), "union_alone": union.status.value}
 
 
 def main() -> None:
@@ -251,7 +266,7 @@ def main() -> None:
         if "clean" in only:
             result["clean"] = clean(sp, a, rng)
         if "resamples" in only and a.resamples:
-            result["resamples"] = resamples(sp, table, Path(a.resamples))
+            result["resamples"] = resamples(table, load(table), Path(a.resamples))
         with out.open("a") as fh:
             fh.write(json.dumps(result) + "\n")
 

@@ -13,7 +13,6 @@ import dataclasses
 import functools
 import hashlib
 import json
-import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -29,20 +28,18 @@ from pydantic import (
     model_validator,
 )
 
-from ..errors import OwnMessage, safe_reason
+from ..errors import safe_reason
 from ..metrics.metric_policy import MetricPolicy
 from ..results import verdict as verdict  # the one verdict rule lives beside the result type
 from .judge import judge as judge  # the one decision rule, in its own module
+from .policy_yaml import PolicyError as PolicyError
+from .policy_yaml import compose, line_of, plain, read_yaml
 
 PRESETS_DIR = Path(__file__).parents[1] / "presets"  # the package data beside decision/
 PRESET_NAMES = ("strict", "standard", "report-only")
 MAX_POLICY_BYTES = 1_000_000
 #: a waiver's reason is read by the privacy officer who signs off: a word or two says nothing
 WAIVER_REASON_MIN = 10
-
-
-class PolicyError(OwnMessage, ValueError):
-    """A policy that cannot be used; the message is one line, with the file's line number when known."""
 
 
 class ThreatModel(BaseModel):
@@ -239,42 +236,6 @@ class Policy(BaseModel):
 # --------------------------------------------------------------------------------------------- loading
 
 
-class _Loader(yaml.SafeLoader):
-    """YAML 1.2 booleans: only true/false. YAML 1.1 also reads on/off/yes/no as booleans, which would
-    turn the policy key ``on: ci_upper`` into ``True: ci_upper``."""
-
-
-_Loader.yaml_implicit_resolvers = {
-    k: [(tag, rx) for tag, rx in v if tag != "tag:yaml.org,2002:bool"]
-    for k, v in yaml.SafeLoader.yaml_implicit_resolvers.items()
-}
-_Loader.add_implicit_resolver(
-    "tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")
-)
-
-
-def read_yaml(text: str) -> Any:
-    """Parse policy YAML (YAML 1.2 booleans)."""
-    return yaml.load(text, Loader=_Loader)  # noqa: S506 - a SafeLoader subclass
-
-
-def _line_of(node: yaml.Node | None, loc: tuple[Any, ...]) -> int | None:
-    """The 1-based line of the YAML node a pydantic error location points at."""
-    line = None if node is None else node.start_mark.line + 1
-    for part in loc:
-        if isinstance(node, yaml.MappingNode):
-            nxt = next((v for k, v in node.value if getattr(k, "value", None) == str(part)), None)
-        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value):
-            nxt = node.value[part]
-        else:
-            nxt = None
-        if nxt is None:
-            break
-        node = nxt
-        line = node.start_mark.line + 1
-    return line
-
-
 def _preset_data(name: str) -> dict[str, Any]:
     """A preset: every metric's default entry (declared beside the metric), then the preset file's
     ``every`` entry over each, then its ``metrics`` overrides. ``standard`` overrides nothing."""
@@ -343,7 +304,7 @@ def from_mapping(
     except ValidationError as exc:
         err = exc.errors()[0]
         loc = tuple(err["loc"])
-        line = _line_of(node, loc)
+        line = line_of(node, loc)
         at = f"{where}, line {line}" if line else where
         field = ".".join(str(p) for p in loc)
         raise PolicyError(f"{at}: {field + ': ' if field else ''}{err['msg']}") from None
@@ -371,8 +332,8 @@ def load_policy(policy: str | Path | Policy | Mapping[str, Any] | None = "standa
     failure = None
     try:
         source = path.read_text(encoding="utf-8")
-        node = yaml.compose(source, Loader=_Loader)
-        _plain(node, str(path))
+        node = compose(source)
+        plain(node, str(path))
         data = read_yaml(source) or {}
     except PolicyError:
         raise
@@ -387,31 +348,6 @@ def load_policy(policy: str | Path | Policy | Mapping[str, Any] | None = "standa
     if not isinstance(data, dict):
         raise PolicyError(f"{path}: a policy is a YAML mapping")
     return from_mapping(data, name=path.stem, node=node, where=str(path))
-
-
-def _plain(node: yaml.Node | None, where: str, seen: set[int] | None = None) -> None:
-    """Refuse what makes a policy read otherwise than it looks: a key given twice in one mapping (the
-    last would silently win) and anchors/aliases (a reviewer sees one entry, the loader another; and
-    nested aliases grow exponentially)."""
-    seen = set() if seen is None else seen
-    if node is None:
-        return
-    if id(node) in seen or getattr(node, "anchor", None):
-        raise PolicyError(
-            f"{where}, line {node.start_mark.line + 1}: anchors and aliases are not allowed in a "
-            "policy; write each entry out"
-        )
-    seen.add(id(node))
-    if isinstance(node, yaml.MappingNode):
-        keys: set[str] = set()
-        for k, v in node.value:
-            if k.value in keys:
-                raise PolicyError(f"{where}, line {k.start_mark.line + 1}: key {k.value!r} is given twice")
-            keys.add(k.value)
-            _plain(v, where, seen)
-    elif isinstance(node, yaml.SequenceNode):
-        for v in node.value:
-            _plain(v, where, seen)
 
 
 # ----------------------------------------------------------------------------------------- resolution
