@@ -350,6 +350,7 @@ def run_metrics(
             "gates": len(plan.gating),
             "fail_level_per_gate": plan.fail_level,  # of a gate of weight 1 (weighted Bonferroni)
             "gate_levels": {m: plan.fail_level_of(m) for m in plan.gating},
+            "lineage_budget": plan.policy.lineage_budget,  # what a lineage's union may expose (lineage/)
             # gates judged on a point figure (proxies a policy made ERROR): no false-alarm bound
             "gates_without_bounds": sum(
                 1

@@ -39,6 +39,7 @@ POLICY_FIELDS: dict[str, str] = {
     "accepted_floor_share": "higher",
     "accepted_excess": "higher",
     "accept_unrun": "on",
+    "lineage_budget": "higher",  # more people beyond chance before a lineage's union fails
     "waivers": "signed",
 }
 

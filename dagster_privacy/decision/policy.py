@@ -109,6 +109,13 @@ class Policy(BaseModel):
         description="a gate that cannot run at this table's size (too few holdout rows) leaves its risk to "
         "the risk's other gates, and says so; false: the risk lacks evidence",
     )
+    lineage_budget: int = Field(
+        0,
+        ge=0,
+        strict=True,
+        description="people a lineage's releases may expose beyond chance together: its union fails when "
+        "more are exposed beyond chance than this, on evidence (0: any excess the exact test sees)",
+    )
     waivers: dict[str, str] = Field(
         default_factory=dict,
         description="risk → why this policy does not require it, or a field it loosens against its preset "

@@ -21,6 +21,11 @@ Of each look's share, HOLDOUT_SHARE goes to the reverse test on the union's hold
 that reproduce holdout records beyond chance (their generator saw them), one at a time or spread over
 several, would raise the union's chance side for good, so the release that tips it is refused and not
 counted. A look that adds holdout records only does not move i: they can only raise the p-values.
+
+A policy's ``lineage_budget`` B (people beyond chance the lineage may expose together; 0 by default)
+turns the test into one of "more than B beyond chance": a failing part fails the lineage only when its
+exact lower bound of people beyond chance, at one minus the part's level, is above B. At B = 0 that is
+the exact test itself. A budget above 0 passes more and is a loosening (a waiver, a sign-off).
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..decision.exposure_test import decide, floor
+from ..decision.exposure_test import beyond_chance, decide, floor
 
 #: the share of each look's level the reverse test (holdout records beyond chance) takes
 HOLDOUT_SHARE = 0.1
@@ -133,6 +138,7 @@ def decide_union(
     next_level: float,
     threshold: float,
     counted: Sequence[str],
+    budget: int = 0,
 ) -> dict[str, Any]:
     """The union's decision: ``fail`` when a part's training count is beyond chance at its share of
     ``level`` (evidence of risk), else ``pass`` (each release's own gate already asks for evidence of
@@ -152,6 +158,9 @@ def decide_union(
     chance = len(who[1]) * len(rare_t) / len(rare_h) if rare_h else 0.0
     status, reason, decision = decide(rows, threshold, level, level, accepted_floor=10**9,
                                       people=(len(who[0]), chance))  # fmt: skip
+    used = spent_budget(decision["parts"], budget)  # type: ignore[arg-type]
+    if status == "fail" and budget > 0 and used["over"] is False:
+        status, reason = "pass", None
     verbatim = next((r for r in decision["parts"] if r["part"] == "verbatim"), None)  # type: ignore[union-attr]
     lineage_floor = room = None
     if verbatim is not None:
@@ -168,12 +177,35 @@ def decide_union(
         "floor_people": lineage_floor,
         # how many rare records copied verbatim by the next release fail the lineage, chance unchanged
         "room_people": room,
+        "budget": used,
     }
+
+
+def spent_budget(parts: Sequence[Mapping[str, Any]], budget: int) -> dict[str, Any]:
+    """The budget's reading, from the part that shows the most people beyond chance on evidence (the
+    largest exact lower bound at one minus the part's level; verbatim first on a tie): its estimate and
+    bound, and ``over`` when a part beyond chance at its level has its bound above the budget (None: no
+    part beyond chance)."""
+    read = []
+    for r in parts:
+        if not r.get("rare_holdout") or not r["level"] > 0:  # a band has no level of its own
+            continue
+        b = beyond_chance(int(r["exposed"]), int(r["exposed_holdout"]), r["rare"] / r["rare_holdout"],
+                          1.0 - r["level"])  # fmt: skip
+        failing = r["p_value"] is not None and r["p_value"] <= r["level"]
+        read.append((b["lower"], failing, r["part"], b["estimate"]))
+    if not read:
+        return {"people": budget, "estimate": 0.0, "lower": None, "part": None, "over": None}
+    lower, _, part, estimate = max(read, key=lambda x: x[0])
+    beyond = [x[0] for x in read if x[1]]
+    return {"people": budget, "estimate": estimate, "lower": lower, "part": part,
+            "over": max(beyond) > budget if beyond else None}  # fmt: skip
 
 
 __all__ = [
     "Sides",
     "decide_union",
+    "spent_budget",
     "ever_rare",
     "holdout_beyond_chance",
     "look_level",

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import re
 import secrets
 from dataclasses import dataclass
@@ -93,7 +94,7 @@ def judge_lineage(
         _same_holdout(past, cand, lineage)
         _same_people(past, cand, lineage)
         look = again.first.look if again else 1 + sum(_advanced(r) for r in past)
-        out = _decide(result, cand, past, look, level)
+        out = _decide(result, cand, past, look, level, int(ev.levels.get("lineage_budget") or 0))
         if again is not None and again.status == "refused":
             out = {**out, "status": "fail", "reason": f"release {release_id} was refused at look {look} "
                    "(recorded): it is not counted; judging it again needs a new release id"}  # fmt: skip
@@ -172,7 +173,9 @@ def _same_holdout(past: list[Release], cand: Named, lineage: str) -> None:
         )
 
 
-def _decide(result: Any, cand: Named, past: list[Release], look: int, level: float) -> dict[str, Any]:
+def _decide(
+    result: Any, cand: Named, past: list[Release], look: int, level: float, budget: int = 0
+) -> dict[str, Any]:
     """The union of the counted earlier releases and the candidate, judged at this look's level (but
     HOLDOUT_SHARE, which the reverse test on the candidate's own holdout exposures takes)."""
     from ..metrics.exposure import WEIGHTS
@@ -186,7 +189,9 @@ def _decide(result: Any, cand: Named, past: list[Release], look: int, level: flo
         "next_level": cu.look_level(level, look + 1) * (1 - cu.HOLDOUT_SHARE),
     }
     threshold = float(result.threshold or 0.0)
-    out = cu.decide_union(union, rare, WEIGHTS, **levels, threshold=threshold, counted=_counted(cand))
+    out = cu.decide_union(
+        union, rare, WEIGHTS, **levels, threshold=threshold, counted=_counted(cand), budget=budget
+    )
     before = cu.union_parts({}, earlier, cand.rare)
     out["union"], out["before"] = union, before  # the summary reads them (people, added, row numbers)
     # the look moves when a training side grows: holdout records alone only raise the p-values
@@ -270,6 +275,7 @@ def _summary(
         "chance": out["chance"],
         "floor_people": out["floor_people"],
         "room_people": out["room_people"],
+        "budget": out["budget"],
         "candidate_people": len(own[0]),
         "added_people": len(own[0] - before[0]),
         "releases": [_listed(r) for r in past],
@@ -282,7 +288,8 @@ def _summary(
 def _listed(r: Release) -> dict[str, Any]:
     f = r.first.figures()
     return {"release_id": r.release_id, "status": r.status, "recorded_at": r.first.recorded_at,
-            "people": f.get("candidate_people"), "added_people": f.get("added_people")}  # fmt: skip
+            "people": f.get("candidate_people"), "added_people": f.get("added_people"),
+            "beyond_chance": f.get("beyond_chance")}  # fmt: skip
 
 
 def _holders(out: dict[str, Any], past: list[Release]) -> list[dict[str, Any]]:
@@ -322,7 +329,8 @@ def _stored(summary: dict[str, Any]) -> dict[str, Any]:
     """What the ledger keeps of a decision: counts only (no row numbers: they change with the table)."""
     keep = ("look", "level", "status", "advances", "people", "people_holdout", "chance", "floor_people",
             "room_people", "candidate_people", "added_people")  # fmt: skip
-    return {k: summary[k] for k in keep}
+    # the people beyond chance after this look (the budget's reading): what each release used of it
+    return {**{k: summary[k] for k in keep}, "beyond_chance": summary["budget"]["estimate"]}
 
 
 def sentence(lineage: dict[str, Any]) -> str:
@@ -333,13 +341,32 @@ def sentence(lineage: dict[str, Any]) -> str:
         f"chance about {lineage['chance']:.1f}; this release {lineage['candidate_people']}, "
         f"{lineage['added_people']} not exposed before"
     )
+    head += _budget_words(lineage)
     room = lineage.get("room_people")
-    if room is not None and lineage["status"] != "fail":
+    if room is not None and lineage["status"] != "fail" and not (lineage.get("budget") or {}).get("people"):
         head += f"; {room} more rare records copied verbatim would fail the next look (chance as it stands)"
     recorded = lineage.get("recorded")
     if recorded:
         head += f"; recorded as {recorded['event']} (ledger row {recorded['seq']})"
     return head
+
+
+def _budget_words(lineage: dict[str, Any]) -> str:
+    """The budget's line: the people beyond chance the releases used of it, and what each counted
+    release used (its look's reading less the one before it)."""
+    b = lineage.get("budget") or {}
+    if not b.get("people"):
+        return ""
+    low = b.get("lower")
+    bound = f" (at least {math.floor(low)}, {b['part']})" if low is not None else ""
+    readings = [(r["release_id"], r.get("beyond_chance")) for r in lineage.get("releases", [])]
+    readings = [(rid, x) for rid, x in readings if x is not None] + [("this release", b["estimate"])]
+    before = [0.0] + [x for _, x in readings[:-1]]
+    used = [f"{rid} {x - prev:+.0f}" for (rid, x), prev in zip(readings, before, strict=True)]
+    return (
+        f"; budget {b['people']} people beyond chance: about {round(b['estimate'])} used{bound}; used per "
+        f"release: {', '.join(used[-6:])}"
+    )
 
 
 __all__ = ["commit", "judge_lineage", "named", "sentence", "valid_lineage"]

@@ -78,6 +78,9 @@ def result(
         "lineage/releases": md.json(d.get("releases")),
         "lineage/held_by": md.json(d.get("held_by")),
         "release_id": md.text(release),
+        # the policy's lineage_budget and what the releases used of it (people beyond chance, estimate)
+        "lineage/budget_people": md.number((d.get("budget") or {}).get("people")),
+        "lineage/beyond_chance": md.number((d.get("budget") or {}).get("estimate")),
         **extra,
     }
     recorded = (d.get("recorded") or {}).get("event")

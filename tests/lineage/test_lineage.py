@@ -18,6 +18,7 @@ import pytest
 from lineage_data import copies, evaluate, release, split, with_canary
 
 from dagster_privacy.lineage import Ledger, LineageError, commit, judge_lineage, releases
+from dagster_privacy.lineage.gate import sentence
 from dagster_privacy.lineage.names import head_path, key_folder, key_path, lineage_key
 
 HERE = Path(__file__).parent
@@ -324,3 +325,43 @@ def test_holdout_copies_spread_over_releases_are_refused(tmp_path) -> None:
             assert "reproduce holdout records beyond chance" in out["reason"]
             break
     assert refused is not None and refused >= 1  # more than one release's holdout copies add up
+
+
+def _budgeted(i: int, budget: int):
+    ev = _evaluated(i)
+    return ev.model_copy(update={"levels": {**ev.levels, "lineage_budget": budget}})
+
+
+def _first_fail(led: Ledger, budget: int, looks: int = 8) -> tuple[int | None, dict]:
+    lin: dict = {}
+    for i in range(looks):
+        lin = _judge(led, i, ev=_budgeted(i, budget)).lineage
+        if lin["status"] == "fail":
+            return i, lin
+    return None, lin
+
+
+def test_a_lineage_budget_fails_only_beyond_it_and_says_what_each_release_used(tmp_path) -> None:
+    at0, _ = _first_fail(Ledger(tmp_path / "b0.duckdb"), 0)
+    assert at0 is not None  # without a budget the union fails (as above)
+    at200, lin = _first_fail(Ledger(tmp_path / "b200.duckdb"), 200)
+    assert at200 is None  # 40 copies are far within 200 people beyond chance
+    b = lin["budget"]
+    assert b["people"] == 200 and b["part"] == "verbatim" and 8 * K - 5 <= b["estimate"] <= 8 * K
+    assert 0 < b["lower"] <= b["estimate"]  # beyond chance at the look's (small) level
+    words = sentence(lin)
+    assert "budget 200 people beyond chance: about" in words and "this release +5" in words
+    assert "r6 +5" in words  # each earlier release's use: five more verbatim copies
+    at2, lin2 = _first_fail(Ledger(tmp_path / "b2.duckdb"), 2)
+    assert at2 is not None and at0 < at2  # a budget fails later, once the evidence is beyond it
+    assert lin2["budget"]["over"] and lin2["budget"]["lower"] > 2
+
+
+def test_a_lineage_budget_is_a_loosening_that_needs_its_waiver() -> None:
+    import dagster_privacy as dp
+
+    with pytest.raises(ValueError, match="lineage_budget 0 → 30"):
+        dp.load_policy({"preset": "standard", "lineage_budget": 30})
+    why = {"lineage_budget": "thirty people across the monthly releases, agreed"}
+    ok = dp.load_policy({"preset": "standard", "lineage_budget": 30, "waivers": why})
+    assert ok.require_signoff and ok.lineage_budget == 30
