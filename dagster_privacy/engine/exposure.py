@@ -470,10 +470,11 @@ def _nearest_at(s_keys: np.ndarray, s_total: np.ndarray, pooled: tuple[np.ndarra
         if rows.size == 0:
             break
         ref = _masked(*pooled, m)
-        order = np.argsort(ref, kind="stable")
+        order = np.argsort(ref)
+        ref = ref[order]
         v = _masked(s_keys[rows], s_total[rows], m)
-        at = np.minimum(np.searchsorted(ref[order], v), ref.size - 1)
-        found = ref[order][at] == v
+        at = np.minimum(np.searchsorted(ref, v), ref.size - 1)
+        found = ref[at] == v
         out[rows[found]] = order[at[found]]
         rows = rows[~found]
     return out
