@@ -149,8 +149,9 @@ def _judge_evidence(
         )
     else:
         status = Status.INCONCLUSIVE
-        reason = _inconclusive(entry, result, bounds, thr, ev.estimate, ev.upper, decision["trials"],
-                               accepted_excess, (sign, sign_level, ev.parts, uncontrolled))  # fmt: skip
+        signed = (sign, sign_level, ev.parts, uncontrolled)
+        reason = _inconclusive(entry, result, bounds, thr, (ev.estimate, ev.lower, ev.upper),
+                               decision["trials"], accepted_excess, signed)  # fmt: skip
     return result.model_copy(update={**gate, "status": status, "reason": reason, "decision": decision})
 
 
@@ -169,12 +170,16 @@ TO_DECIDE = "To decide on this table: "
 
 
 def _inconclusive(
-    entry: MetricPolicy, result: MetricResult, bounds: str, thr: float, estimate: float, upper: float,
+    entry: MetricPolicy, result: MetricResult, bounds: str, thr: float, figures: tuple[float, float, float],
     trials: int, accepted_excess: float, signed: tuple[float, float, int, bool],
 ) -> str:  # fmt: skip
     """The line of a result whose bounds straddle its threshold: a gate's ends in the one thing the user
-    can do on this table (issue 46); an advisory's says it is information, which asks nothing of anyone."""
-    needs = _needs(trials, estimate, upper, thr)
+    can do on this table (issue 46); an advisory's says it is information, which asks nothing of anyone.
+    Accepting the bound (accepted_excess) is advised only where the estimate is within the threshold: an
+    estimate over it is a leak this table is too small to tell from none (issue 57), which accepting the
+    bound would pass unseen."""
+    estimate, lower, upper = figures
+    needs = _needs(trials, estimate, upper, thr, lower)
     if entry.severity is not Severity.ERROR:
         seen = (
             "the estimate is over the threshold without evidence of risk at this size"
@@ -192,10 +197,14 @@ def _inconclusive(
         if uncontrolled
         else f"at level {sign_level:g} for this gate alone, not divided among the gates, {over} {sign:.4g}"
     )
+    over = estimate >= thr
     why = (  # a sign of risk decides what is left to do, whatever the bound: no policy value passes it
         f"a sign of risk: {seen} is above the threshold, which the family-wise level cannot confirm (a "
         "weaker guarantee, accepted_excess, needs no sign of risk)"
         if sign > thr
+        else "the estimate is over the threshold without evidence of risk: this table is too small to tell "
+        "a leak from none"
+        if over
         else f"the upper bound is above the weaker guarantee the policy accepts ({accepted_excess:g}: "
         "accepted_excess)"
     )
@@ -203,7 +212,7 @@ def _inconclusive(
     action = (  # a fixed table cannot grow: the one decision left is a person's, by name (issue 46)
         f"evaluate more rows{needs}, or, where the table cannot grow, waive the {risk} risk with a "
         "reason in the policy (waivers:), which asks for a privacy officer's sign-off"
-        if sign > thr
+        if sign > thr or over
         else f"accept its bound with accepted_excess: {_rounded_up(upper)} in the policy, or evaluate "
         f"more rows{needs}"
     )
@@ -215,12 +224,21 @@ def _rounded_up(x: float) -> str:
     return f"{math.ceil(x * 100 - 1e-9) / 100:.2f}"
 
 
-def _needs(trials: int, estimate: float, upper: float, threshold: float) -> str:
+def _needs(trials: int, estimate: float, upper: float, threshold: float, lower: float | None = None) -> str:
     """What would decide an inconclusive gate, roughly: an interval's half-width shrinks as 1/√n, so
-    the upper bound reaches the threshold at about ((upper − E) / (threshold − E))² times the trials
-    (said as a multiple of this table's, which a fixed table cannot give)."""
+    the upper bound reaches the threshold at about ((upper − E) / (threshold − E))² times the trials,
+    and, for an estimate over the threshold, the lower bound at ((E − lower) / (E − threshold))² (said
+    as a multiple of this table's, which a fixed table cannot give)."""
     if estimate >= threshold:
-        return " (more trials would tell on which side)"
+        if lower is None or estimate <= threshold:
+            return " (more trials would tell on which side)"
+        factor = ((estimate - lower) / (estimate - threshold)) ** 2
+        if factor >= 1000:
+            return ""
+        return (
+            f" (about {math.ceil(trials * factor):,} trials would show it, {factor:.1f}× this table's, if "
+            "the estimate held)"
+        )
     factor = ((upper - estimate) / (threshold - estimate)) ** 2
     if factor >= 1000:
         return ""

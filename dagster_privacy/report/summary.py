@@ -156,6 +156,17 @@ def beyond_words(b: dict | None) -> str:
     return f"no more than chance would explain, at most {high} beyond it (95 %)"
 
 
+def _not_at_level(b: dict | None) -> str:
+    """A passing count whose union shows people beyond chance at 95 %: why that did not fail it (issue 57:
+    "at least 5 beyond chance" beside a pass read as a contradiction)."""
+    if not b or b["lower"] < 1:
+        return ""
+    return (
+        " over all its parts together, though no part alone is beyond chance at the level the gate tests "
+        "it (the strata of many chance exposures add noise; the floors below say what a pass rules out)"
+    )
+
+
 def people_sentence(ev: Evaluation) -> str:
     """What the count of exposed records found and what it could have missed, in people (issue 45)."""
     r = next((r for r in ev.results if r.id == "exposed_records" and r.decision), None)
@@ -173,7 +184,7 @@ def people_sentence(ev: Evaluation) -> str:
 
         head += f" in all, but {failing_words(d['failing'])}."
     else:
-        head += f": {beyond_words(d.get('beyond'))}."
+        head += f": {beyond_words(d.get('beyond'))}{_not_at_level(d.get('beyond'))}."
     floors = d.get("floor_people") or {}
 
     verbatim, edit = floors.get("verbatim"), floors.get("one_cell_edit")

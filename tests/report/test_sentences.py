@@ -63,3 +63,15 @@ def test_every_sentence_of_the_count_reads(ev) -> None:
             if found := _bad(text):
                 bad[(verbatim, edit, str(beyond), bool(failing), gates, exposed)] = (found, text)
     assert not bad, next(iter(bad.items()))
+
+
+def test_a_pass_with_people_beyond_chance_says_why_it_passed(ev) -> None:
+    # issue 57 trial (Fair, 20 copies below its floor of 88): "about 59 beyond chance (at least 5, 95 %)"
+    # beside PASS read as a contradiction; the union of all parts is not what the gate tests
+    base = next(r for r in ev.results if r.id == "exposed_records")
+    for beyond, said in ((BEYOND[3], True), (BEYOND[2], False), (None, False)):
+        d = {**base.decision, "beyond": beyond}
+        d.pop("failing", None)
+        e = ev.model_copy(update={"results": [base.model_copy(update={"decision": d})]})
+        text = people_sentence(e)
+        assert ("no part alone is beyond chance at the level the gate tests it" in text) is said, text

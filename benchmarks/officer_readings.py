@@ -1,0 +1,91 @@
+"""The officer's reading of four releases (issue 57): a clean release, a 20-copy leak below the printed
+floor, a 20-copy leak above it, and a table too small to decide; each report rendered by Chromium.
+
+    python benchmarks/officer_readings.py [--out docs/img] [--chromium chromium]
+
+Real tables (validity_data: ISLR Wage, Fair; the 20 copies are unique training records copied
+verbatim into the unseen rows of the leaky risk model's split, seed 0). Prints each case's verdict and
+the report's sentence on exposed records (what an officer reads first), and writes
+``report-{case}.png`` (the top of each report, 1200 × 1400) to ``--out``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import subprocess
+import sys
+import tempfile
+from html import unescape
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+CASES = {
+    "clean": ("islr_wage", 0, None),
+    "below-floor": ("statsmodels_fair", 20, None),
+    "above-floor": ("islr_wage", 20, None),
+    "too-small": ("islr_wage", 0, 160),
+}
+
+
+def release(table: str, copies: int, rows: int | None) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    """(train, synthetic, holdout) of the leaky split (seed 0), the first ``rows`` rows of the table."""
+    from validity_data import load
+
+    from dagster_privacy.calibration import leaky_split
+
+    df = load(table)
+    sp = leaky_split(df.head(rows) if rows else df, 0.0, seed=0)
+    pooled = pl.concat([sp.train, sp.control])
+    unique = np.flatnonzero(~pooled.is_duplicated().to_numpy()[: sp.train.height])
+    picked = np.random.default_rng(57).choice(unique, size=copies, replace=False) if copies else []
+    synthetic = pl.concat([sp.release, sp.train[np.sort(np.asarray(picked, dtype=int))]])
+    return sp.train, synthetic, sp.control
+
+
+def reading(html: str) -> str:
+    """The report's first sentence on exposed records, as text."""
+    text = unescape(re.sub(r"<[^>]+>", " ", html))
+    text = re.sub(r"\s+", " ", text)
+    at = text.find("rare real records")
+    if at < 0:
+        at = text.find("exposed")
+    start = text.rfind(". ", 0, at) + 2 if at > 0 else 0
+    end = text.find(". ", at)
+    return text[start : end + 1 if end > 0 else len(text)].strip()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", default=str(Path(__file__).resolve().parents[1] / "docs" / "img"))
+    ap.add_argument("--chromium", default="chromium")
+    a = ap.parse_args()
+    import dagster_privacy as dp
+    from dagster_privacy.report.html import render_report
+
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        for case, (table, copies, rows) in CASES.items():
+            train, synthetic, holdout = release(table, copies, rows)
+            ev = dp.evaluate(train, synthetic, holdout=holdout, policy="standard", seed=0, progress=False)
+            html = render_report(ev)
+            page = Path(tmp) / f"{case}.html"
+            page.write_text(html, encoding="utf-8")
+            shot = out / f"report-{case}.png"
+            subprocess.run(
+                [a.chromium, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+                 f"--screenshot={shot}", "--window-size=1200,1400", page.as_uri()],
+                check=True, capture_output=True, timeout=120,
+            )  # fmt: skip
+            floor = (ev.detection_floor or {}).get("people")
+            print(f"{case:12s} {table} ({train.height:,} training rows, {copies} copied): verdict "
+                  f"{ev.verdict.value}; floor {floor}; {shot.name}", flush=True)  # fmt: skip
+            print(f"    {reading(html)}", flush=True)
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(Path(__file__).parent))
+    main()
