@@ -210,6 +210,18 @@ def evaluate_plan(
         return run_metrics(ctx, plan, fingerprints=fingerprints, progress=progress, started=started)
 
 
+def _defaults(ctx: EvaluationContext) -> dict[str, list[str]]:
+    """The key and sensitive columns the metrics took where the threat model named none (column names
+    only; docs/metrics.md, "Threat model defaults"): what the report shows beside the named ones."""
+    from .metrics.simulation import threat_columns
+
+    if (ctx.key_columns and ctx.sensitive_columns) or not ctx.schema.names:
+        return {}
+    keys, sensitive = threat_columns(ctx)
+    out = {"key_columns": keys} if not ctx.key_columns else {}
+    return out | ({"sensitive_columns": sensitive} if not ctx.sensitive_columns else {})
+
+
 def _distances(ctx: EvaluationContext) -> dict[str, Any]:
     """The NN distance histograms, or why there are none (a figure of ours that failed is no crash)."""
     try:
@@ -369,6 +381,7 @@ def run_metrics(
             key_columns=ctx.key_columns,
             sensitive_columns=ctx.sensitive_columns,
             source_index_column=ctx.source_index_column,
+            defaults=_defaults(ctx),
         ),
         tables=fingerprints or {},
         schema=ctx.schema.to_json(),

@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
-from typing_extensions import TypedDict  # pydantic needs this one before Python 3.12
+from typing_extensions import NotRequired, TypedDict  # pydantic needs these before Python 3.12
 
 FORMAT = "dagster-privacy/evaluation/1"
 
@@ -320,6 +320,7 @@ class ThreatModelRef(TypedDict):
     key_columns: list[str] | None
     sensitive_columns: list[str] | None
     source_index_column: str | None
+    defaults: NotRequired[dict[str, list[str]]]  # the columns the metrics took where none were named
 
 
 class TableInfo(TypedDict):

@@ -29,6 +29,7 @@ from .lineage import lineage_section
 from .policy_diff import differences_html
 from .risks import risk_class, verdict_groups
 from .sources import cite
+from .threat import threat_model_html
 
 FORMAT = "dagster-privacy/report/1"
 
@@ -105,10 +106,6 @@ def _img(b64: str | None, alt: str, caption: str, missing: str) -> str:
         f'<figure><img alt="{escape(alt)}" src="data:image/png;base64,{b64}">'
         f"<figcaption>{escape(caption)}</figcaption></figure>"
     )
-
-
-def _cols(names: Sequence[str] | None) -> str:
-    return ", ".join(f"<code>{escape(str(n))}</code>" for n in names) if names else "— (none named)"
 
 
 def _history_points(
@@ -320,12 +317,7 @@ def render_report(
     w("</details>")
 
     # -- threat model and policy
-    tm = ev.threat_model
-    w('<h2 id="threat-model">Threat model and policy</h2><dl>')
-    w(f"<dt>key columns (what the attacker knows)</dt><dd>{_cols(tm.get('key_columns'))}</dd>")
-    w(f"<dt>sensitive columns (what the attacker wants)</dt><dd>{_cols(tm.get('sensitive_columns'))}</dd>")
-    if tm.get("source_index_column"):
-        w(f"<dt>source index column</dt><dd>{_cols([tm['source_index_column']])}</dd>")
+    w('<h2 id="threat-model">Threat model and policy</h2><dl>' + threat_model_html(ev.threat_model))
     w(
         f"<dt>policy</dt><dd><code>{escape(str(ev.policy.get('name', '?')))}</code> (preset "
         f"<code>{escape(str(ev.policy.get('preset') or 'none'))}</code>)</dd>"
