@@ -11,6 +11,7 @@ import numpy as np
 
 from ..data import tables as tb
 from ..engine import exposure as ex
+from ..engine import exposure_cells as cells
 from ..engine.context import EvaluationContext
 from ..errors import NotApplicable
 from ..results import Measurement, Risk
@@ -35,7 +36,7 @@ WEIGHTS = {"verbatim": 0.3, "verbatim_isolated": 0.1, "near_isolated": 0.025, "n
            "keys": 0.05, "cells_1_far": 0.0, "cells_1_wide": 0.05, "sole_1": 0.1,
            "sole_2": 0.075}  # fmt: skip
 #: the euclidean space's queries the nearer and tenth parts read, shared with the distance gates (the
-#: cells strata use masked hashes: engine/exposure.cells_strata)
+#: cells strata use masked hashes: engine/exposure_cells.py)
 SPACE = "euclidean"
 PAIRS = (("real", "real"), ("holdout", "real"), ("real", "holdout"), ("holdout", "holdout"),
          ("real", "synthetic"), ("holdout", "synthetic"))  # fmt: skip
@@ -90,7 +91,7 @@ def exposed_records(
         "near_isolated": near,
         "near": other,
         "nearer": closer,
-        **ex.cells_strata(*(frames[r] for r in roles)),
+        **cells.cells_strata(*(frames[r] for r in roles)),
         "tenth": ex.margin_part(own, syn, nearest, ctx.n("synthetic"), ratio=ex.TENTH),
         "hundredth": ex.margin_part(own, syn, nearest, ctx.n("synthetic"), ratio=ex.HUNDREDTH),
         **_key_part(ctx, frames),

@@ -12,6 +12,7 @@ import dagster_privacy as dp
 from dagster_privacy.calibration import leaky_split
 from dagster_privacy.demo import load_demo
 from dagster_privacy.engine import exposure as ex
+from dagster_privacy.engine import exposure_cells as cells
 
 
 def test_margin_part_known_answer() -> None:
@@ -119,10 +120,10 @@ def test_sole_parts_match_a_pairwise_reference() -> None:
     x[550:, 1] = (x[550:, 1] + 1) % 6  # … and a second
     cuts = ((0, 300), (300, 450), (450, 650))  # training, holdout, synthetic
     frames = [pl.DataFrame({f"c{j}": x[a:b, j].astype(str) for j in range(9)}) for a, b in cuts]
-    keys = {r: ex.cell_keys(f) for r, f in zip("ths", frames, strict=True)}
+    keys = {r: cells.cell_keys(f) for r, f in zip("ths", frames, strict=True)}
     total = {r: k.sum(axis=1, dtype=np.uint64) for r, k in keys.items()}
     pooled = (np.concatenate([keys["t"], keys["h"]]), np.concatenate([total["t"], total["h"]]))
-    parts = ex.sole_parts(keys, total, pooled, 300)
+    parts = cells.sole_parts(keys, total, pooled, 300)
     real = pl.concat(frames[:2])
     d = _cells_to(frames[2], real)
     twin = (_cells_to(real, real) == 0).sum(axis=1) > 1
@@ -285,10 +286,10 @@ def test_the_far_band_is_the_records_three_cells_clear_and_within_one(split) -> 
         row["age"] = int(row["age"]) + 40 + int(rng.integers(0, 5))
         edited.append(row)
     release = pl.concat([split.release, pl.DataFrame(edited, schema=split.train.schema)])
-    parts = ex.cells_strata(split.train, split.control, release)
+    parts = cells.cells_strata(split.train, split.control, release)
     far = parts["cells_1_far"]
     assert far.rare_train.tolist() == (own >= 4).tolist()
-    before = ex.cells_strata(split.train, split.control, split.release)["cells_1_far"]
+    before = cells.cells_strata(split.train, split.control, split.release)["cells_1_far"]
     assert far.exposed_train.sum() - before.exposed_train.sum() == 15
     assert (far.exposed_train <= parts["cells_1"].exposed_train).all()  # a band of cells_1
     ev = _evaluate(split.train, release, split.control)
@@ -322,7 +323,7 @@ def test_nudged_copies_on_a_narrow_table_of_exact_numbers_fail_on_cells_1_wide()
     is near zero on exact amounts, so 40 such copies fail and the clean release does not."""
     train, hold, clean = _narrow(3000, 1), _narrow(1500, 2), _narrow(1500, 3)
     copies = train.sample(40, seed=4).with_columns(pl.col("income") + 0.25 * train.get_column("income").std())
-    parts = ex.cells_strata(train, hold, pl.concat([clean, copies]))
+    parts = cells.cells_strata(train, hold, pl.concat([clean, copies]))
     assert "cells_1" not in parts or not parts["cells_1"].rare_train.any()
     wide = parts["cells_1_wide"]
     assert wide.rare_train.mean() > 0.99 and wide.exposed_train.sum() >= 40
