@@ -235,9 +235,9 @@ def _needs(trials: int, estimate: float, upper: float, threshold: float, lower: 
         factor = ((estimate - lower) / (estimate - threshold)) ** 2
         if factor >= 1000:
             return ""
-        return (
-            f" (about {math.ceil(trials * factor):,} trials would show it, {factor:.1f}× this table's, if "
-            "the estimate held)"
+        return (  # the lower bound is clipped at 0, so this is a floor on the trials
+            f" (at least about {math.ceil(trials * factor):,} trials would be needed to show it, "
+            f"{factor:.1f}× this table's, if the estimate held)"
         )
     factor = ((upper - estimate) / (threshold - estimate)) ** 2
     if factor >= 1000:

@@ -73,6 +73,9 @@ MAX_PAIRS = 500
 #: a margin stratum in cells needs one hash per set of k + 1 masked columns: above this many it is left
 #: out (k = 2 on 15 columns: 455 triples; on 25 columns 2,300)
 MAX_MASKS = 1000
+#: … or, beyond it, while masks × pooled records stay within this (a 31-column table of 2,200 records:
+#: 4,495 triples, about 2 s), so small wide tables keep their strata
+MAX_MASK_WORK = 10**7
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ import math
 import numpy as np
 import polars as pl
 
-from .exposure import CELL_STRATA, FAR_CELLS, MARGIN_CELLS, MAX_MASKS, Part, _counts_in
+from .exposure import CELL_STRATA, FAR_CELLS, MARGIN_CELLS, MAX_MASK_WORK, MAX_MASKS, Part, _counts_in
 
 
 def cell_keys(df: pl.DataFrame) -> np.ndarray:
@@ -99,7 +99,7 @@ def _rare_within(pooled_keys: np.ndarray, pooled_total: np.ndarray, wide: int) -
     """Bool per pooled record: no other record agrees with it on all but ``wide`` columns (None: the
     masks would exceed MAX_MASKS, or every column would be masked)."""
     d = pooled_keys.shape[1]
-    if wide >= d or math.comb(d, wide) > MAX_MASKS:
+    if not _fits(d, wide, pooled_total.size):
         return None
     rare = np.ones(pooled_total.size, dtype=bool)
     for m in itertools.combinations(range(d), wide):
@@ -108,6 +108,15 @@ def _rare_within(pooled_keys: np.ndarray, pooled_total: np.ndarray, wide: int) -
             break
         rare[alive[_shared(_masked(pooled_keys, pooled_total, m), alive)]] = False
     return rare
+
+
+def _fits(d: int, wide: int, records: int) -> bool:
+    """Whether the masks of ``wide`` of ``d`` columns are affordable: within MAX_MASKS, or within
+    MAX_MASK_WORK masks × records (and not every column masked)."""
+    if wide >= d:
+        return False
+    masks = math.comb(d, wide)
+    return masks <= MAX_MASKS or masks * records <= MAX_MASK_WORK
 
 
 def _within(keys: dict[str, np.ndarray], total: dict[str, np.ndarray], pooled: tuple[np.ndarray, np.ndarray],
@@ -153,7 +162,7 @@ def sole_parts(
     d = keys["t"].shape[1]
     rare = _counts_in(pooled[1], pooled[1]) == 1
     seen = _in_sorted(total["s"], np.sort(pooled[1]))  # verbatim rows are the verbatim parts'
-    fits = [k for k in strata if k + MARGIN_CELLS - 1 < d and math.comb(d, k + MARGIN_CELLS - 1) <= MAX_MASKS]
+    fits = [k for k in strata if _fits(d, k + MARGIN_CELLS - 1, pooled[1].size)]
     out: dict[str, Part] = {}
     for k in range(1, max(fits, default=0) + 1):  # a row k cells off is no row's at k + 1
         wide = k + MARGIN_CELLS - 1
@@ -179,6 +188,8 @@ def _nearest_at(s_keys: np.ndarray, s_total: np.ndarray, pooled: tuple[np.ndarra
         if rows.size == 0:
             break
         ref = _masked(*pooled, m)
+        if ref.size == 0:  # no real record: none is near
+            break
         order = np.argsort(ref)
         ref = ref[order]
         v = _masked(s_keys[rows], s_total[rows], m)

@@ -23,9 +23,11 @@ several, would raise the union's chance side for good, so the release that tips 
 counted. A look that adds holdout records only does not move i: they can only raise the p-values.
 
 A policy's ``lineage_budget`` B (people beyond chance the lineage may expose together; 0 by default)
-turns the test into one of "more than B beyond chance": a failing part fails the lineage only when its
-exact lower bound of people beyond chance, at one minus the part's level, is above B. At B = 0 that is
-the exact test itself. A budget above 0 passes more and is a loosening (a waiver, a sign-off).
+turns the test into one of "more than B beyond chance": when a part is beyond chance at its level, the
+lineage fails only when the exact lower bound of people beyond chance over every counted part together
+(at one minus half the look's level), or that failing part's own (at one minus half its level), is above
+B. At B = 0 that is the exact test itself. A budget above 0 passes more and is a loosening (a waiver, a
+sign-off).
 """
 
 from __future__ import annotations
@@ -158,7 +160,8 @@ def decide_union(
     chance = len(who[1]) * len(rare_t) / len(rare_h) if rare_h else 0.0
     status, reason, decision = decide(rows, threshold, level, level, accepted_floor=10**9,
                                       people=(len(who[0]), chance))  # fmt: skip
-    used = spent_budget(decision["parts"], budget)  # type: ignore[arg-type]
+    together = (len(who[0]), len(who[1]), len(rare_t) / len(rare_h) if rare_h else 0.0)
+    used = spent_budget(decision["parts"], budget, together, level)  # type: ignore[arg-type]
     if status == "fail" and budget > 0 and used["over"] is False:
         status, reason = "pass", None
     verbatim = next((r for r in decision["parts"] if r["part"] == "verbatim"), None)  # type: ignore[union-attr]
@@ -181,25 +184,29 @@ def decide_union(
     }
 
 
-def spent_budget(parts: Sequence[Mapping[str, Any]], budget: int) -> dict[str, Any]:
-    """The budget's reading, from the part that shows the most people beyond chance on evidence (the
-    largest exact lower bound at one minus the part's level; verbatim first on a tie): its estimate and
-    bound, and ``over`` when a part beyond chance at its level has its bound above the budget (None: no
-    part beyond chance)."""
-    read = []
+def spent_budget(
+    parts: Sequence[Mapping[str, Any]], budget: int, together: tuple[int, int, float], level: float
+) -> dict[str, Any]:
+    """The budget's reading: the people beyond chance over every counted part together (``together``:
+    the union's training and holdout people and the rare records' ratio), estimate and exact lower bound
+    at one minus half the look's level; ``over`` when that bound, or a part's own bound at one minus half
+    its level (copies in one part, whose bound the noisier parts would dilute), exceeds the budget (None:
+    no part beyond chance at its level). Halves: the two bounds together keep the look's level."""
+    k_t, k_c, ratio = together
+    union = beyond_chance(k_t, k_c, ratio, 1.0 - level / 2) if ratio else {"estimate": 0.0, "lower": 0.0}
+    reads = [union]
     for r in parts:
         if not r.get("rare_holdout") or not r["level"] > 0:  # a band has no level of its own
             continue
-        b = beyond_chance(int(r["exposed"]), int(r["exposed_holdout"]), r["rare"] / r["rare_holdout"],
-                          1.0 - r["level"])  # fmt: skip
-        failing = r["p_value"] is not None and r["p_value"] <= r["level"]
-        read.append((b["lower"], failing, r["part"], b["estimate"]))
-    if not read:
-        return {"people": budget, "estimate": 0.0, "lower": None, "part": None, "over": None}
-    lower, _, part, estimate = max(read, key=lambda x: x[0])
-    beyond = [x[0] for x in read if x[1]]
-    return {"people": budget, "estimate": estimate, "lower": lower, "part": part,
-            "over": max(beyond) > budget if beyond else None}  # fmt: skip
+        if r["p_value"] is not None and r["p_value"] <= r["level"]:
+            ratio_r = r["rare"] / r["rare_holdout"]
+            reads.append(beyond_chance(int(r["exposed"]), int(r["exposed_holdout"]), ratio_r,
+                                       1.0 - r["level"] / 2))  # fmt: skip
+    low = max(x["lower"] for x in reads)
+    # the union over noisy parts can hide copies of records already counted there by chance: the most
+    # any reading shows is what the releases used
+    return {"people": budget, "estimate": max(x["estimate"] for x in reads), "lower": low,
+            "over": low > budget if len(reads) > 1 else None}  # fmt: skip
 
 
 __all__ = [

@@ -352,20 +352,20 @@ def sentence(lineage: dict[str, Any]) -> str:
 
 
 def _budget_words(lineage: dict[str, Any]) -> str:
-    """The budget's line: the people beyond chance the releases used of it, and what each counted
-    release used (its look's reading less the one before it)."""
+    """The budget's line: the people beyond chance the counted releases used of it together, and what
+    each counted release used (its look's reading less the one before it; a refused release is not
+    counted)."""
     b = lineage.get("budget") or {}
     if not b.get("people"):
         return ""
-    low = b.get("lower")
-    bound = f" (at least {math.floor(low)}, {b['part']})" if low is not None else ""
-    readings = [(r["release_id"], r.get("beyond_chance")) for r in lineage.get("releases", [])]
-    readings = [(rid, x) for rid, x in readings if x is not None] + [("this release", b["estimate"])]
+    counted = [r for r in lineage.get("releases", []) if r.get("status") != "refused"]
+    readings = [(r["release_id"], r["beyond_chance"]) for r in counted if r.get("beyond_chance") is not None]
+    readings.append(("this release", b["estimate"]))
     before = [0.0] + [x for _, x in readings[:-1]]
     used = [f"{rid} {x - prev:+.0f}" for (rid, x), prev in zip(readings, before, strict=True)]
     return (
-        f"; budget {b['people']} people beyond chance: about {round(b['estimate'])} used{bound}; used per "
-        f"release: {', '.join(used[-6:])}"
+        f"; budget {b['people']} people beyond chance: about {round(b['estimate'])} used together (at least "
+        f"{math.floor(b['lower'])}); used per release: {', '.join(used[-6:])}"
     )
 
 

@@ -156,11 +156,17 @@ def beyond_words(b: dict | None) -> str:
     return f"no more than chance would explain, at most {high} beyond it (95 %)"
 
 
-def _not_at_level(b: dict | None) -> str:
+def _not_at_level(d: dict) -> str:
     """A passing count whose union shows people beyond chance at 95 %: why that did not fail it (issue 57:
     "at least 5 beyond chance" beside a pass read as a contradiction)."""
+    b = d.get("beyond")
     if not b or b["lower"] < 1:
         return ""
+    if any(p.get("p_value") is not None and p["p_value"] <= p["level"] for p in d.get("parts", [])):
+        return (
+            " over all its parts together; a part is beyond chance at its level, within the policy's "
+            "threshold"
+        )
     return (
         " over all its parts together, though no part alone is beyond chance at the level the gate tests "
         "it (the strata of many chance exposures add noise; the floors below say what a pass rules out)"
@@ -184,7 +190,7 @@ def people_sentence(ev: Evaluation) -> str:
 
         head += f" in all, but {failing_words(d['failing'])}."
     else:
-        head += f": {beyond_words(d.get('beyond'))}{_not_at_level(d.get('beyond'))}."
+        head += f": {beyond_words(d.get('beyond'))}{_not_at_level(d)}."
     floors = d.get("floor_people") or {}
 
     verbatim, edit = floors.get("verbatim"), floors.get("one_cell_edit")

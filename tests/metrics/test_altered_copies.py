@@ -332,3 +332,17 @@ def test_nudged_copies_on_a_narrow_table_of_exact_numbers_fail_on_cells_1_wide()
     r = ev["exposed_records"]
     assert r.status.value == "fail" and "cells_1_wide" in r.reason
     assert _evaluate(train, clean, hold)["exposed_records"].status.value != "fail"
+
+
+def test_two_cell_copies_on_a_small_wide_table_fail() -> None:
+    # 25 columns: 2,300 column triples, more than MAX_MASKS, but few records (600 pooled): the strata at
+    # two cells are affordable there and were left out (Attrition, 31 columns: two-cell edits 5 of 20)
+    rng = np.random.default_rng(11)
+    x = rng.integers(0, 4, (1000, 25)).astype(str)
+    frame = pl.DataFrame({f"c{j}": x[:, j] for j in range(25)})
+    train, hold, fresh = frame[:400], frame[400:600], frame[600:]
+    copies = train[:30].with_columns(pl.lit("x").alias("c0"), pl.lit("y").alias("c1"))  # two cells altered
+    parts = cells.cells_strata(train, hold, pl.concat([fresh, copies]))
+    assert parts["sole_2"].exposed_train[:30].all() and parts["sole_2"].exposed_holdout.sum() <= 2
+    ev = _evaluate(train, pl.concat([fresh, copies]), hold)
+    assert ev["exposed_records"].status is dp.Status.FAIL
