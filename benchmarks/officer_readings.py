@@ -45,16 +45,16 @@ def release(table: str, copies: int, rows: int | None) -> tuple[pl.DataFrame, pl
     return sp.train, synthetic, sp.control
 
 
-def reading(html: str) -> str:
-    """The report's first sentence on exposed records, as text."""
-    text = unescape(re.sub(r"<[^>]+>", " ", html))
-    text = re.sub(r"\s+", " ", text)
-    at = text.find("rare real records")
-    if at < 0:
-        at = text.find("exposed")
-    start = text.rfind(". ", 0, at) + 2 if at > 0 else 0
-    end = text.find(". ", at)
-    return text[start : end + 1 if end > 0 else len(text)].strip()
+def _text(fragment: str) -> str:
+    return re.sub(r"\s+", " ", unescape(re.sub(r"<[^>]+>", " ", fragment))).strip()
+
+
+def reading(html: str) -> tuple[str, str]:
+    """The report's headline (the summary's first line) and its sentence on exposed records."""
+    summary = html.split('id="summary"', 1)[-1]
+    head = re.search(r'<p class="lead">(.*?)</p>', summary, re.S)
+    para = next((p for p in re.findall(r"<p[^>]*>(.*?)</p>", summary, re.S) if "rare real record" in p), "")
+    return (_text(head.group(1)) if head else "", _text(para).split(". A release copying")[0] + ".")
 
 
 def main() -> None:
@@ -80,10 +80,11 @@ def main() -> None:
                  f"--screenshot={shot}", "--window-size=1200,1400", page.as_uri()],
                 check=True, capture_output=True, timeout=120,
             )  # fmt: skip
-            floor = (ev.detection_floor or {}).get("people")
+            floor = ((ev.detection_floor or {}).get("people") or {}).get("verbatim")
             print(f"{case:12s} {table} ({train.height:,} training rows, {copies} copied): verdict "
-                  f"{ev.verdict.value}; floor {floor}; {shot.name}", flush=True)  # fmt: skip
-            print(f"    {reading(html)}", flush=True)
+                  f"{ev.verdict.value}; verbatim floor {floor} people; {shot.name}", flush=True)  # fmt: skip
+            for line in reading(html):
+                print(f"    {line}", flush=True)
 
 
 if __name__ == "__main__":

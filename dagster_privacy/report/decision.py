@@ -79,8 +79,14 @@ def decision_section(ev: Evaluation) -> str:
         "and with no sign of risk (its lower bound at 5 %, the gate and each part alone, within the "
         f"threshold), which its reason states as a weaker guarantee{_weaker(ev)}; the count of people "
         "passes on its floor (below); otherwise a gate fails or lacks evidence</td></tr>"
-        f"<tr><td>detection floor</td><td>{escape(floor_text)}</td></tr>"
-        f"<tr><td>people</td><td>{escape(_people_guarantee(ev))}</td></tr>"
+        # one floor, in people, where the count ran (issue 57: "6.9 % of the training rows" beside "88
+        # people" read as two floors that disagree); the exact-match share only where it did not
+        + (
+            ""
+            if ev.detection_floor.get("people")
+            else f"<tr><td>detection floor</td><td>{escape(floor_text)}</td></tr>"
+        )
+        + f"<tr><td>people</td><td>{escape(_people_guarantee(ev))}</td></tr>"
         f"<tr><td>not assessed</td><td>{escape(', '.join(ev.risks_not_assessed) or 'none')}</td></tr>"
         "</tbody></table>"
         '<table id="decision-table"><thead><tr><th>risk</th><th>gate</th><th>status</th><th>excess over '

@@ -75,3 +75,14 @@ def test_a_pass_with_people_beyond_chance_says_why_it_passed(ev) -> None:
         e = ev.model_copy(update={"results": [base.model_copy(update={"decision": d})]})
         text = people_sentence(e)
         assert ("no part alone is beyond chance at the level the gate tests it" in text) is said, text
+
+
+def test_one_floor_in_people_where_the_count_ran(ev) -> None:
+    # issue 57: "6.9 % of the training rows copied verbatim is caught" beside "88 or more rare training
+    # records": two floors that disagree on one page
+    from dagster_privacy.report.html import render_report
+
+    table = render_report(ev).split('id="guarantee-table"', 1)[1].split("</table>", 1)[0]
+    assert "of the training rows copied verbatim is caught" not in table and "detection floor" not in table
+    k = ev.detection_floor["people"]["verbatim"]
+    assert f"a release that copies {k} or more rare training records verbatim fails" in table
