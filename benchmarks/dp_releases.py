@@ -24,11 +24,13 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 BINS, CATEGORICAL_MAX, DELTA = 20, 20, 1e-9
 
 
-def release(src: Path, dst: Path, synth: str, eps: float, seed: int) -> float:
+def fitted(src: Path, synth: str, eps: float, seed: int) -> tuple[Any, Any]:
+    """The generator fitted on one training table (smartnoise's own preprocessing), and the table."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -46,7 +48,6 @@ def release(src: Path, dst: Path, synth: str, eps: float, seed: int) -> float:
     ]
     cont = [c for c in tab.schema.names if c not in cat]
     nullable = bool(df.isna().any().any())
-    t0 = time.perf_counter()
     model = Synthesizer.create(synth, epsilon=eps, delta=DELTA)
     model.fit(
         df,
@@ -56,7 +57,14 @@ def release(src: Path, dst: Path, synth: str, eps: float, seed: int) -> float:
         preprocessor_eps=eps * min(0.5, 0.05 * len(cont)) if cont else 0.0,
         nullable=nullable,
     )
-    out = model.sample(math.ceil(tab.num_rows / 2)).sample(frac=1.0, random_state=seed)  # mbi sorts rows
+    return model, tab
+
+
+def typed(out: Any, tab: Any) -> Any:
+    """A sample cast back to the training table's names and types (an Arrow table)."""
+    import numpy as np
+    import pyarrow as pa
+
     cols = []
     for f in tab.schema:
         s = out[f.name]
@@ -67,7 +75,16 @@ def release(src: Path, dst: Path, synth: str, eps: float, seed: int) -> float:
         else:
             s = s.astype(object).where(s.notna(), None)
         cols.append(pa.array(s, type=f.type, from_pandas=True))
-    pq.write_table(pa.Table.from_arrays(cols, schema=tab.schema), dst)
+    return pa.Table.from_arrays(cols, schema=tab.schema)
+
+
+def release(src: Path, dst: Path, synth: str, eps: float, seed: int) -> float:
+    import pyarrow.parquet as pq
+
+    t0 = time.perf_counter()
+    model, tab = fitted(src, synth, eps, seed)
+    out = model.sample(math.ceil(tab.num_rows / 2)).sample(frac=1.0, random_state=seed)  # mbi sorts rows
+    pq.write_table(typed(out, tab), dst)
     return time.perf_counter() - t0
 
 
