@@ -142,7 +142,7 @@ def test_the_presets_resolve_to_the_policies_of_version_0_1_plus_the_new_metrics
 
     added = {"membership_inference", "exposed_records"}
     new_fields = ("false_alarm", "assurance", "required_risks", "waivers", "accepted_floor_people",
-                  "accepted_floor_share", "accepted_excess", "accept_unrun")  # fmt: skip
+                  "accepted_floor_share", "accepted_excess", "accept_unrun", "lineage_budget")  # fmt: skip
     re_derived = {  # issue 32: (standard, strict) entries of 0.1.0
         "crp": ({"threshold": 0.05}, {"threshold": 0.01}),
         "ims": ({"threshold": 0.05, "on": "ci_upper"}, {"threshold": 0.02, "on": "ci_upper"}),
