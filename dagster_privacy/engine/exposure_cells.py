@@ -70,7 +70,7 @@ def cells_strata(
     all but k columns); its exposing rows are every such synthetic row. ``cells_1_far``: cells_1's
     records no other comes within FAR_CELLS cells of (cells_2's rare ones); ``cells_1_wide``: records no
     other comes within one cell of, exposed within one. A stratum whose masks would
-    exceed MAX_MASKS (a wide table) is left out: no stratum is better than an inexact one."""
+    are too many (``_fits``: a wide, large table) is left out: no stratum is better than an inexact one."""
     keys = {"t": cell_keys(train), "h": cell_keys(holdout), "s": cell_keys(synthetic)}
     with np.errstate(over="ignore"):
         total = {r: k.sum(axis=1, dtype=np.uint64) for r, k in keys.items()}
@@ -97,7 +97,7 @@ def cells_strata(
 
 def _rare_within(pooled_keys: np.ndarray, pooled_total: np.ndarray, wide: int) -> np.ndarray | None:
     """Bool per pooled record: no other record agrees with it on all but ``wide`` columns (None: the
-    masks would exceed MAX_MASKS, or every column would be masked)."""
+    masks are too many, ``_fits``, or every column would be masked)."""
     d = pooled_keys.shape[1]
     if not _fits(d, wide, pooled_total.size):
         return None
@@ -158,7 +158,7 @@ def sole_parts(
     than to anyone else whatever the person's own spacing; a clean row is so singled out rarely. Which
     records are exposed depends on the pooled records and the release alone, never on the sides, so the
     two sides stay exchangeable. Rare: records with no equal record (a twin is never the sole nearest).
-    A k whose masks exceed MAX_MASKS (or mask every column) is left out."""
+    A k whose masks are too many (``_fits``) is left out."""
     d = keys["t"].shape[1]
     rare = _counts_in(pooled[1], pooled[1]) == 1
     seen = _in_sorted(total["s"], np.sort(pooled[1]))  # verbatim rows are the verbatim parts'
