@@ -1,28 +1,39 @@
-"""What a fast test policy adds so that it requires all four risks (issue 44: a required risk that no
-gate assesses blocks the release): the standard preset's cheapest gate of singling out, linkability and
-inference, about 0.1 s each on the 1,200-row demo split. Their checks, for the tests that list them."""
+"""The standard preset's gates, for fast test policies (issue 54: a policy without a preset that leaves
+out a gate of standard loosens it, and needs a waiver with a sign-off): every test policy holds the
+seven, at standard's entries, beside the metrics it tests (about 0.7 s together on the 1,200-row demo
+split). Their checks, for the tests that list them."""
 
 from __future__ import annotations
 
-OTHER_RISKS = {
-    "singling_out_univariate": {"threshold": 0.1, "severity": "ERROR"},
-    "linkability": {"threshold": 0.1, "severity": "ERROR"},
+#: standard's gates (decision: every one at its threshold and weight), copied from presets/standard.yaml
+#: and the metrics' defaults; tests/decision/test_loosening.py checks they are standard's
+STANDARD_GATES = {
+    "dcr_percentile": {"threshold": 0.02, "severity": "ERROR"},
+    "exposed_records": {"threshold": 0.0, "severity": "ERROR", "weight": 2.0},
     "inference_distance": {"threshold": 0.15, "severity": "ERROR"},
+    "linkability": {"threshold": 0.1, "severity": "ERROR"},
+    "membership_inference": {"threshold": 0.05, "severity": "ERROR"},
+    "singling_out_univariate": {"threshold": 0.1, "severity": "ERROR"},
+    "singling_out_multivariate": {"threshold": 0.15, "severity": "ERROR"},
 }
-OTHER_RISKS_YAML = "".join(
-    f"  {m}: {{threshold: {e['threshold']}, severity: ERROR}}\n" for m, e in OTHER_RISKS.items()
+#: the gates of the risks other than membership (the tests that change one risk's gates keep these)
+OTHER_RISKS = {m: STANDARD_GATES[m] for m in ("singling_out_univariate", "linkability", "inference_distance")}
+STANDARD_GATES_YAML = "".join(
+    f"  {m}: {{{', '.join(f'{k}: {v}' for k, v in e.items())}}}\n" for m, e in STANDARD_GATES.items()
 )
-OTHER_RISK_CHECKS = {
-    *OTHER_RISKS,
-    "privacy_risk_singling_out",
-    "privacy_risk_linkability",
-    "privacy_risk_inference",
-}
+RISK_CHECKS = {f"privacy_risk_{r}" for r in ("singling_out", "linkability", "inference", "membership")}
+#: the checks of the standard gates and of the four risks
+STANDARD_CHECKS = {*STANDARD_GATES, *RISK_CHECKS}
 
 
 def covering(policy: dict, threshold: float | None = None) -> dict:
-    """The policy with the other risks' gates added to its metrics (at ``threshold``: a loose policy)."""
-    gates = {m: {**e, "threshold": threshold or e["threshold"]} for m, e in OTHER_RISKS.items()}
+    """The policy with standard's gates it lacks added to its metrics (at ``threshold``: a loose policy,
+    for the tests that sign it)."""
+    gates = {
+        m: {**e, "threshold": e["threshold"] if threshold is None else threshold}
+        for m, e in STANDARD_GATES.items()
+        if m not in policy.get("metrics", {})
+    }
     return {**policy, "metrics": {**policy.get("metrics", {}), **gates}}
 
 
@@ -57,9 +68,9 @@ def _expanded(data: dict) -> dict:
 
 def signed_yaml(text: str) -> str:
     """A policy YAML with a waiver for each field it loosens (``signed``)."""
-    import yaml
+    from dagster_privacy.decision.policy_yaml import read_yaml
 
-    data = yaml.safe_load(text) or {}
+    data = read_yaml(text) or {}
     extra = {k: v for k, v in signed(data).get("waivers", {}).items() if k not in data.get("waivers", {})}
     if not extra:
         return text

@@ -1,10 +1,9 @@
 """Which fields of a policy make a release pass more easily than its preset (issue 54): loosenings.
 
-A policy is compared with its preset (``standard`` when it names none: then on the gates it names, its
-own choice) on what each gate is judged
-with — the figures ``judge`` receives (threshold, gated figure, severity, its fail level after the
-weighted Bonferroni split, the pass level, the accepted floor and excess, accept_unrun) — and on what
-decides the verdict and publication (optional, a gate left out, parameters, sign-off). A field is a
+A policy is compared with its preset (``standard`` when it names none: each of standard's gates it
+leaves out loosens too) on what each gate is judged with — the figures ``judge`` receives (threshold,
+gated figure, severity, its fail level after the weighted Bonferroni split, the pass level, the
+accepted floor and excess, accept_unrun) — and on what decides the verdict and publication (optional, a gate left out, parameters, sign-off). A field is a
 loosening when it moves one of these in the direction that passes a release the preset fails. Each
 loosening needs a waiver keyed by its field path (``waivers: {false_alarm: <why>}``), which forces a
 sign-off and shows in the report, the check metadata and the audit with the risk waivers.
@@ -115,9 +114,8 @@ def loosenings(policy: Any, base: Any) -> list[Loosening]:
     for mid, was in base.metrics.items():
         now = policy.metrics.get(mid)
         if now is None:
-            # a policy without a preset names its own gates (each risk must still be assessed: the
-            # verdict's rule); one based on a preset that drops one of its gates loosens it
-            if was.blocks_on_failure and policy.preset is not None:
+            # a gate of the preset (of standard, for a policy without one) left out blocks nothing
+            if was.blocks_on_failure:
                 out.append(Loosening(f"metrics.{mid}", "a gate", "left out"))
             continue
         if not was.blocks_on_failure:  # an entry that informs in the preset blocks nothing to loosen
@@ -152,7 +150,7 @@ def _weight_loosenings(policy: Any, base: Any, *, explained: bool = False) -> li
         Loosening(f"metrics.{m}.severity", "not a gate", "a gate taking level from the preset's gates")
         for m in now.keys() - was.keys()
     ]
-    # no field explains it (a policy without a preset and fewer gates): the count's own level
+    # no field explains it: the count's own level
     if out or explained:
         return out
     return [

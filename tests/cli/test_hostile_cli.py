@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from gates import signed_yaml
 
 ADULT = Path(__file__).resolve().parents[3] / "shared" / "datasets" / "adult.csv"
 CANARIES = ("CANARY-7Q2X", "31337731", "BRIEN-CANARY", "555-01-")  # planted values, and the ssn prefix
@@ -148,7 +149,10 @@ def column(name: str, value) -> object:
     return add
 
 
-GATE = "metrics:\n  dcr: {threshold: 0.42, severity: ERROR}\n  nndr: {threshold: 0.85, severity: ERROR}\n"
+#: narrow policies, each loosening of standard waived (issue 54): they test what their gates see
+GATE = signed_yaml(
+    "metrics:\n  dcr: {threshold: 0.42, severity: ERROR}\n  nndr: {threshold: 0.85, severity: ERROR}\n"
+)
 
 
 # ----------------------------------------------------------------------------- controls (pass today)
@@ -308,7 +312,7 @@ def test_5_ragged_last_line(d):
 
 
 def test_6_metric_not_in_policy_does_not_pass(d):
-    (d / "only_crp.yaml").write_text("metrics:\n  crp: {threshold: 0.05, severity: ERROR}\n")
+    (d / "only_crp.yaml").write_text(signed_yaml("metrics:\n  crp: {threshold: 0.05, severity: ERROR}\n"))
     assert_closed(run(d, *ev("--policy", "only_crp.yaml", metrics="ims,dcr_percentile")))
 
 
@@ -472,7 +476,7 @@ def test_extra_quoted_newline_value(d):
 
 # ------------------------------------------------------------------- a second reviewer's breaks
 
-DHD = "metrics:\n  dcr_holdout_diff: {threshold: 0.10, severity: ERROR}\n"
+DHD = signed_yaml("metrics:\n  dcr_holdout_diff: {threshold: 0.10, severity: ERROR}\n")
 
 
 @pytest.mark.parametrize("token", ["10000", "1e200", "-1e308"])
@@ -497,7 +501,7 @@ def test_copies_stored_as_float32_are_copies(d):
     pl.read_csv(d / "syn.csv").with_columns(pl.col("fnlwgt").cast(pl.Float32)).write_parquet(
         d / "syn.parquet"
     )
-    (d / "copies.yaml").write_text("metrics:\n  crp: {threshold: 0.05, severity: ERROR}\n")
+    (d / "copies.yaml").write_text(signed_yaml("metrics:\n  crp: {threshold: 0.05, severity: ERROR}\n"))
     r = run(d, *ev("--policy", "copies.yaml", syn="syn.parquet", metrics="crp"))
     assert r.rc == 1, r  # 50 of 100 synthetic rows are real rows: crp ≈ 0.25 > 0.05
 

@@ -5,6 +5,7 @@ and shows in the report's differences; a field the classification does not know 
 from __future__ import annotations
 
 import pytest
+from gates import STANDARD_GATES, covering, signed
 
 import dagster_privacy as dp
 from dagster_privacy.decision import loosening as lo
@@ -82,22 +83,36 @@ def test_a_preset_is_compared_with_itself_and_strict_cannot_drop_its_sign_off() 
 
 
 def test_a_policy_without_a_preset_is_compared_with_standard() -> None:
-    """It names its own gates (the verdict still needs every risk assessed), each compared with
-    standard's entry of the same id, and its levels with standard's; a preset's gate dropped loosens."""
+    """Each gate of standard it leaves out loosens (issue 54: a policy naming the cheapest gate of each
+    risk and no preset passed a release standard fails, unsigned); each gate it names is compared with
+    standard's entry of the same id, and its levels with standard's."""
     only = {"metrics": {"linkability": {"threshold": 0.1, "severity": "ERROR"}}}
-    assert pol.from_mapping(only).loosenings() == []  # a higher level: it fails sooner, passes as before
-    count = {"metrics": {"exposed_records": {"threshold": 0.0, "severity": "ERROR"}}}
-    with pytest.raises(dp.PolicyError, match="exposed_records.weight"):  # its floor shrinks at a higher level
+    with pytest.raises(dp.PolicyError, match="metrics.dcr_percentile a gate → left out"):
+        pol.from_mapping(only)
+    left_out = {x.path for x in pol.from_mapping(signed(only)).loosenings()}
+    assert left_out == {f"metrics.{m}" for m in STANDARD_GATES if m != "linkability"}
+    assert pol.from_mapping(covering({})).loosenings() == []  # standard's gates at standard's entries
+    count = covering({"metrics": {"exposed_records": {"threshold": 0.0, "severity": "ERROR"}}})
+    with pytest.raises(dp.PolicyError, match="exposed_records.weight"):  # weight 1: a lower level
         pol.from_mapping(count)
     with pytest.raises(dp.PolicyError, match="false_alarm"):
-        pol.from_mapping({**only, "false_alarm": 0.01})
+        pol.from_mapping(covering({"false_alarm": 0.01}))
     with pytest.raises(dp.PolicyError, match="exposed_records.threshold"):
-        pol.from_mapping({"metrics": {"exposed_records": {"threshold": 0.2, "weight": 2.0}}})
+        pol.from_mapping(covering({"metrics": {"exposed_records": {"threshold": 0.2, "weight": 2.0}}}))
     dropped = {"preset": "standard", "metrics": {}}
     assert pol.from_mapping(dropped).loosenings() == []  # nothing dropped: the preset's entries stay
     with pytest.raises(ValueError, match="a gate → left out"):
         pol.Policy.model_validate({**pol.preset_policy("standard").model_dump(), "preset": "standard",
                                    "metrics": {}})  # fmt: skip
+
+
+def test_the_test_policies_gates_are_standards() -> None:
+    """tests/gates.py copies standard's gates: the copy is what the preset gates."""
+    std = pol.load_policy("standard")
+    gates = {m: e for m, e in std.metrics.items() if e.blocks_on_failure}
+    assert set(gates) == set(STANDARD_GATES)
+    for m, e in STANDARD_GATES.items():
+        assert gates[m].threshold == e["threshold"] and gates[m].weight == e.get("weight", 1.0), m
 
 
 def _probe(share: float, n: int) -> MetricResult:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import pytest
+from gates import signed, signed_yaml
 
 import dagster_privacy as dp
 from dagster_privacy.decision import policy as pol
@@ -49,14 +50,16 @@ def _r(mid: str, value: float | None, status: Status | None = None, ci=None) -> 
 
 def test_statuses_and_verdict() -> None:
     p = pol.from_mapping(
-        {
-            "metrics": {
-                "crp": {"threshold": 0.1},
-                "dcr": {"threshold": 0.5, "severity": "WARN"},
-                "mdcr": {"threshold": 0.3, "on": "ci_upper"},
-                "nndr": {"optional": True, "severity": "WARN"},
+        signed(
+            {
+                "metrics": {
+                    "crp": {"threshold": 0.1},
+                    "dcr": {"threshold": 0.5, "severity": "WARN"},
+                    "mdcr": {"threshold": 0.3, "on": "ci_upper"},
+                    "nndr": {"optional": True, "severity": "WARN"},
+                }
             }
-        }
+        )
     )
     ok = [
         pol.judge(p.entry("crp"), _r("crp", 0.1)),
@@ -95,7 +98,7 @@ def test_a_metric_that_raises_is_an_error_not_zero() -> None:
         real,
         real,
         metrics=["crp"],
-        policy={"metrics": {"crp": {"threshold": 0.1, "params": {"bogus": 1}}}},
+        policy=signed({"metrics": {"crp": {"threshold": 0.1, "params": {"bogus": 1}}}}),
         progress=False,
     )
     assert ev["crp"].status is Status.ERROR and ev["crp"].value is None
@@ -135,8 +138,10 @@ def test_an_exception_inside_a_metric_becomes_an_error_result_with_its_reason() 
 def test_unquoted_on_key_is_a_string_key(tmp_path) -> None:
     f = tmp_path / "p.yaml"
     f.write_text(
-        "metrics:\n  crp: {threshold: 0.1, on: ci_upper}\n  dcr:\n    on: value\n    optional: true\n"
-        "    threshold: 0.5\n"
+        signed_yaml(
+            "metrics:\n  crp: {threshold: 0.1, on: ci_upper}\n  dcr:\n    on: value\n    optional: true\n"
+            "    threshold: 0.5\n"
+        )
     )
     p = dp.load_policy(f)
     assert p.metrics["crp"].on == "ci_upper" and p.metrics["dcr"].optional is True
@@ -153,7 +158,7 @@ def test_resolve_is_the_one_resolution() -> None:
     assert pol.resolve("standard", ["ims", "exposed_records"]).gating == ["exposed_records"]
     with pytest.raises(dp.PolicyError, match="unknown metric id.*nope"):
         pol.resolve("standard", ["nope"])
-    narrow = {"metrics": {"crp": {"threshold": 0.1}}}
+    narrow = signed({"metrics": {"crp": {"threshold": 0.1}}})
     with pytest.raises(dp.PolicyError, match="not configured"):
         pol.resolve(narrow, ["crp", "dcr"])
     informing = pol.resolve(narrow, ["crp", "dcr"], unconfigured="inform")  # calibration's way
@@ -184,7 +189,7 @@ def test_every_applies_to_each_metric_under_the_policys_own_entries(tmp_path) ->
     p = dp.load_policy(f)
     assert p.entry("crp").severity is dp.Severity.ERROR and p.entry("crp").threshold == 0.05
     assert p.entry("ims").severity is dp.Severity.WARN and p.entry("ims").threshold == 0.02
-    own = pol.from_mapping({"every": {"threshold": 0.2}, "metrics": {"dcr": {"severity": "WARN"}}})
+    own = pol.from_mapping(signed({"every": {"threshold": 0.2}, "metrics": {"dcr": {"severity": "WARN"}}}))
     assert list(own.metrics) == ["dcr"] and own.entry("dcr").threshold == 0.2
     with pytest.raises(dp.PolicyError, match="every must be a mapping"):
         pol.from_mapping({"preset": "standard", "every": "WARN"})
@@ -380,11 +385,14 @@ def test_levels_are_bonferroni_over_the_gates_and_booleans_are_refused() -> None
 def test_a_boolean_threshold_is_refused_not_read_as_one(tmp_path) -> None:
     """Issue 31 case 13: `threshold: true` was read as 1.0, a gate that can never fail."""
     f = tmp_path / "p.yaml"
-    f.write_text("metrics:\n  crp: {threshold: true, severity: ERROR}\n")
+    f.write_text(signed_yaml("metrics:\n  crp: {threshold: 0.5, severity: ERROR}\n").replace("0.5", "true"))
     with pytest.raises(dp.PolicyError, match="not true/false"):
         dp.load_policy(f)
     assert (
-        dp.load_policy(f.write_text("metrics:\n  crp: {threshold: 1}\n") and f).entry("crp").threshold == 1.0
+        dp.load_policy(f.write_text(signed_yaml("metrics:\n  crp: {threshold: 1}\n")) and f)
+        .entry("crp")
+        .threshold
+        == 1.0
     )
 
 

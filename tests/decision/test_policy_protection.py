@@ -8,7 +8,7 @@ import json
 
 import pytest
 from click.testing import CliRunner
-from gates import OTHER_RISKS, signed
+from gates import OTHER_RISKS, STANDARD_GATES, signed
 
 import dagster_privacy as dp
 from dagster_privacy.calibration import leaky_split
@@ -54,8 +54,31 @@ def test_a_waiver_forces_a_sign_off_and_leaves_the_risk_out() -> None:
     assert p.require_signoff is True and p.required == ["membership"]
     assert required_check_names(p, schema_gate=False) == ["privacy_risk_membership", "privacy_signoff"]
     # a custom policy gating ims alone requires every risk's check: three of them cannot pass
-    only_ims = {"metrics": {"ims": {"threshold": 0.02, "severity": "ERROR"}}}
-    assert required_check_names(only_ims, schema_gate=False) == RISK_CHECKS
+    only_ims = signed(
+        {"metrics": {"ims": {"threshold": 0.02, "severity": "ERROR"}}}
+    )  # gates left out: signed
+    assert required_check_names(only_ims, schema_gate=False) == [*RISK_CHECKS, "privacy_signoff"]
+
+
+def test_a_policy_of_cheap_gates_without_a_preset_needs_a_waiver_per_gate_left_out() -> None:
+    """Issue 54, the route left open: no preset, the cheapest gate of each risk at standard's entries
+    (crp gating membership) read a release with 60 unique training records copied verbatim as PASS with
+    no waiver; standard fails it on exposed_records. Each standard gate left out is a loosening: the
+    policy is refused unsigned, and signed it reads WARN (a sign-off), never PASS."""
+    import polars as pl
+
+    sp = leaky_split(load_demo(), 0.0, seed=0)
+    unique = sp.train.filter(~sp.train.is_duplicated()).head(60)
+    syn = pl.concat([sp.synthetic, unique])
+    narrow = {"metrics": {"crp": {"threshold": 0.05, "severity": "ERROR"}, **OTHER_RISKS}}
+    with pytest.raises(dp.PolicyError, match="metrics.dcr_percentile a gate → left out"):
+        dp.evaluate(sp.train, syn, holdout=sp.control, policy=narrow, progress=False)
+    ev = dp.evaluate(sp.train, syn, holdout=sp.control, policy=signed(narrow), progress=False)
+    left_out = {"dcr_percentile", "exposed_records", "membership_inference", "singling_out_multivariate"}
+    assert {f"metrics.{m}" for m in left_out} <= set(ev.waivers) and ev.verdict is dp.Status.WARN
+    std = dp.evaluate(sp.train, syn, holdout=sp.control, policy="standard", metrics=list(STANDARD_GATES),
+                      progress=False)  # fmt: skip
+    assert std.verdict is dp.Status.FAIL and "exposed_records" in std.blocked_by
 
 
 def test_required_risks_empty_no_longer_publishes_a_thirty_percent_copy(leaky) -> None:
@@ -115,7 +138,7 @@ def test_the_check_metadata_and_the_risk_checks_say_not_assessed(leaky) -> None:
 
     from dagster_privacy.pipeline import build_privacy_checks
 
-    only_ims = {"metrics": {"ims": {"threshold": 0.02, "severity": "ERROR"}}}
+    only_ims = signed({"metrics": {"ims": {"threshold": 0.02, "severity": "ERROR"}}})
     asset = dg.AssetSpec("synthetic_table")
     (checks,) = build_privacy_checks(asset=asset, policy=only_ims, real="real", holdout="holdout")
     names = {s.name for s in checks.check_specs}

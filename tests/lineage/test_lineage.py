@@ -151,7 +151,7 @@ _CHILD = textwrap.dedent(
     """
     import os, signal, sys, time
     from pathlib import Path
-    sys.path.insert(0, {here!r})
+    sys.path[:0] = [{here!r}, {tests!r}]  # lineage_data, and the gates it imports
     from lineage_data import copies, evaluate, release
     from dagster_privacy.lineage import Ledger, judge_lineage
     i, ledger, mode = int(sys.argv[1]), sys.argv[2], sys.argv[3]
@@ -169,7 +169,7 @@ _CHILD = textwrap.dedent(
 
 
 def _child(i: int, ledger: Path, mode: str) -> subprocess.Popen:
-    code = _CHILD.format(here=str(HERE), k=K)
+    code = _CHILD.format(here=str(HERE), tests=str(HERE.parent), k=K)
     return subprocess.Popen([sys.executable, "-c", code, str(i), str(ledger), mode], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)  # fmt: skip
 

@@ -9,6 +9,7 @@ import math
 import numpy as np
 import polars as pl
 import pytest
+from gates import signed_yaml
 
 import dagster_privacy as dp
 from dagster_privacy.calibration import leaky_split
@@ -372,7 +373,7 @@ def test_remediate_drops_what_a_warning_names_under_a_policy_without_the_count(t
     sp = leaky_split(load_demo().head(600), 0.1, seed=2)
     for name, df in (("t", sp.train), ("h", sp.control), ("s", sp.synthetic)):
         df.write_csv(tmp_path / f"{name}.csv")
-    (tmp_path / "p.yaml").write_text("metrics:\n  crp: {threshold: 0.01}\n")
+    (tmp_path / "p.yaml").write_text(signed_yaml("metrics:\n  crp: {threshold: 0.01}\n"))  # without the count
     out = tmp_path / "fixed.csv"
     args = ["--real", str(tmp_path / "t.csv"), "--holdout", str(tmp_path / "h.csv"), "--synthetic",
             str(tmp_path / "s.csv"), "--policy", str(tmp_path / "p.yaml"), "--drop", "crp"]  # fmt: skip

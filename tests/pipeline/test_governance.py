@@ -9,7 +9,7 @@ import dagster as dg
 import polars as pl
 import pytest
 from conftest import Release
-from gates import OTHER_RISK_CHECKS, OTHER_RISKS_YAML
+from gates import STANDARD_CHECKS, STANDARD_GATES_YAML
 from test_pipeline import (
     POLICY,
     PUB,
@@ -315,7 +315,7 @@ def test_component_with_a_signoff_policy_gets_the_signoff_check_and_the_report(
     write_db(tmp_path / "release.duckdb", real=release.real, holdout=release.holdout, synthetic=release.clean)
     defs = component_defs(
         tmp_path,
-        "require_signoff: true\nmetrics:\n  crp: {threshold: 0.05, severity: ERROR}\n" + OTHER_RISKS_YAML,
+        "require_signoff: true\nmetrics:\n  crp: {threshold: 0.05, severity: WARN}\n" + STANDARD_GATES_YAML,
     )
     check_names = {k.name for c in defs.asset_checks for k in c.check_keys}
     assert check_names == {
@@ -323,7 +323,7 @@ def test_component_with_a_signoff_policy_gets_the_signoff_check_and_the_report(
         "privacy_risk_membership",
         "privacy_signoff",
         "published_release_still_passes",
-        *OTHER_RISK_CHECKS,
+        *STANDARD_CHECKS,
     }
     res = run(defs, dg.DagsterInstance.ephemeral())
     evs = evaluations(res)
@@ -353,9 +353,8 @@ def test_published_demo_release_rejudged_under_a_stricter_policy_then_withdrawn(
     stricter = demo_policy().model_dump(mode="json")
     stricter["name"] = "stricter"
     stricter["metrics"]["dcr"] = {"threshold": 0.5, "severity": "ERROR"}  # v1's dcr is ≈ 0.8
-    # one more gate beside the count: its weight keeps standard's level (issue 54: a gate added takes
-    # level from the others, a loosening)
-    stricter["metrics"]["exposed_records"]["weight"] = 2.0
+    # a gate added beside standard's takes level from them (issue 54): that share is waived
+    stricter["waivers"] = {"metrics.dcr.severity": "dcr gates too: its share of the level is given up"}
     settings = ReleaseSettings(
         database=str(demo.database), policy=stricter, publish_target=str(demo.publish_target)
     )

@@ -96,15 +96,15 @@ def test_failing_check_leaves_no_value_in_metadata_or_the_event_log(
     def boom(ctx, **params):  # a library error quoting a value bare, in brackets and with an apostrophe
         raise ValueError(f"value 31337731 [1.0000e19] O'BRIEN {CANARY} not understood")
 
-    monkeypatch.setitem(reg, "crp", dataclasses.replace(reg["crp"], func=boom))
+    monkeypatch.setitem(reg, "dcr_percentile", dataclasses.replace(reg["dcr_percentile"], func=boom))
     write_db(tmp_path / "release.duckdb", real=release.real, holdout=release.holdout, synthetic=release.clean)
     instance = dg.DagsterInstance.ephemeral()
     res = run(make_defs(tmp_path), instance)
-    crp = evaluations(res)["crp"]
-    assert not crp.passed and "published_release" not in materialized(res)
+    gate = evaluations(res)["dcr_percentile"]  # a gate of standard's
+    assert not gate.passed and "published_release" not in materialized(res)
     log = event_log(instance, res)
     for secret in (CANARY, "31337731", "1.0000e19", "O'BRIEN"):
-        assert secret not in serialize_value(crp) and secret not in log, secret
+        assert secret not in serialize_value(gate) and secret not in log, secret
 
 
 def test_refused_publication_leaves_no_value_in_the_event_log(tmp_path: Path, release: Release) -> None:

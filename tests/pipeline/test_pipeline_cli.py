@@ -26,7 +26,7 @@ import dagster as dg
 import polars as pl
 import pytest
 from conftest import Release
-from gates import OTHER_RISKS_YAML
+from gates import STANDARD_GATES_YAML
 from test_pipeline import CANARY, published_ids, write_db
 
 pytestmark = pytest.mark.slow
@@ -40,8 +40,8 @@ def _env(tmp: Path, **extra: str) -> dict[str, str]:
     (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
     policy = tmp / "policy.yaml"
     policy.write_text(
-        "seed: 0\nmetrics:\n  crp: {threshold: 0.05, severity: ERROR}\n"
-        "  dcr: {threshold: 0.9, severity: WARN}\n" + OTHER_RISKS_YAML
+        "seed: 0\nmetrics:\n  crp: {threshold: 0.05, severity: WARN}\n"
+        "  dcr: {threshold: 0.9, severity: WARN}\n" + STANDARD_GATES_YAML
     )
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DAGSTER_PRIVACY_", "DAGSTER_HOME"))}
     env.update(

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from gates import OTHER_RISKS_YAML
+from gates import STANDARD_GATES_YAML
 
 import dagster_privacy as dp
 from dagster_privacy.pipeline.component import PrivacyChecksComponent
@@ -74,8 +74,8 @@ def test_scaffold_writes_every_attribute_and_a_policy_and_passes_dg_checks(tmp_p
 
 
 LIGHT_POLICY = (
-    "metrics:\n  crp: {threshold: 0.05, severity: ERROR}\n  dcr: {threshold: 0.95, severity: WARN}\n"
-    + OTHER_RISKS_YAML
+    "metrics:\n  crp: {threshold: 0.05, severity: WARN}\n  dcr: {threshold: 0.95, severity: WARN}\n"
+    + STANDARD_GATES_YAML
 )
 
 

@@ -11,7 +11,7 @@ import numpy as np
 import polars as pl
 import pytest
 from browser import dump_dom, find_chromium, screenshot
-from gates import covering
+from gates import covering, signed
 
 import dagster_privacy as dp
 from dagster_privacy.decision import policy as pol
@@ -33,7 +33,7 @@ POLICY = covering(
         "name": "report-test",
         "require_signoff": True,
         "metrics": {
-            "crp": {"threshold": 0.05, "severity": "ERROR"},
+            "crp": {"threshold": 0.05, "severity": "WARN"},
             "dcr": {"threshold": 0.95, "severity": "WARN"},
             "mdcr": {"threshold": 0.9, "severity": "WARN"},
         },
@@ -118,16 +118,15 @@ def test_passing_report(passing, tmp_path):
     assert "This policy requires a recorded sign-off." in html
     # issue 32: what the verdict guarantees, in words an officer reads
     assert f"fails a gate with probability at most {ev.levels['false_alarm']}" in html
-    floor = ev.detection_floor["verbatim_copy_fraction"]
-    assert (
-        f"{floor:.1%} of the training rows copied verbatim is caught" if floor else "no exact-match"
-    ) in html
+    # one floor, in people: exposed_records (a gate of standard's) counts them
+    people = ev["exposed_records"].decision["floor_people"]["verbatim"]
+    assert f"catches a release copying {people} rare training records verbatim with 95 % probability" in html
     for r in ev.results:
         assert f'id="metric-{r.id}"' in html
     for t in ev.tables.values():
         assert t["sha256"] in html
-    # figures: metrics, distances, the attacks' success rates; no history yet: said so in words
-    assert html.count('src="data:image/png;base64,') == 3
+    # figures: metrics, distances, the attacks' success rates, membership; no history yet: said in words
+    assert html.count('src="data:image/png;base64,') == 4 and 'id="fig-membership"' in html
     assert "No attack metric with training and control success rates ran" not in html
     assert "No earlier evaluation is recorded" in html
     assert CANARY not in html
@@ -162,7 +161,7 @@ def test_the_report_says_how_the_policy_differs_from_its_preset(passing, tmp_pat
 
 def test_failing_report(failing, tmp_path):
     ev, dist, p = failing
-    assert ev.verdict is Status.FAIL and ev["crp"].status is Status.FAIL
+    assert ev.verdict is Status.FAIL and ev["exposed_records"].status is Status.FAIL
     history = [
         {"release": "rel-1", "values": {"crp": 0.0, "dcr": 0.6}, "failed": []},
         {"release": "rel-2", "values": {"crp": 0.1, "dcr": 0.7}, "failed": ["crp"]},
@@ -170,10 +169,11 @@ def test_failing_report(failing, tmp_path):
     html = render_report(ev, release_id="rel-3", distances=dist, policy=p, history=history)
     _sections(html)
     assert "Verdict: FAIL" in html and "verdict-fail" in html
-    assert re.search(r"Blocking: <code>crp</code>", html)
+    assert re.search(r"Blocking: <code>dcr_percentile</code>, <code>exposed_records</code>", html)
     assert '<span class="st st-fail">fail</span>' in html
     assert re.search(r"evidence of risk: excess 0\.4\d", html)  # the reason, with the figure: 300 of 700
-    assert html.count('src="data:image/png;base64,') == 4  # metrics, distances, attacks, history
+    # metrics, distances, attacks, membership, history
+    assert html.count('src="data:image/png;base64,') == 5 and 'id="fig-membership"' in html
     # the distance table shows the copies as counts, not rows
     assert re.search(r"synthetic → train</td><td class=num>700</td><td class=num>3\d\d ", html)
     assert CANARY not in html
@@ -183,7 +183,7 @@ def test_markdown_summary(failing):
     ev, _, _ = failing
     md = markdown_summary(ev, release_id="rel-3", report_path="/r/rel-3.html", report_sha256="ab" * 32)
     assert md.startswith("### Privacy verdict: **FAIL**")
-    assert "| `crp` |" in md and "**FAIL**" in md and "ab" * 32 in md and "rel-3" in md
+    assert "| `exposed_records` |" in md and "**FAIL**" in md and "ab" * 32 in md and "rel-3" in md
     assert CANARY not in md
 
 
@@ -355,7 +355,7 @@ def test_report_from_json_lists_no_optional_not_applicable_metric_as_blocking():
     """The report rendered from JSON (no policy object) used to list an optional not-applicable gating
     metric as blocking while the verdict passed: 'optional' now travels with the result."""
     p = dp.load_policy(
-        {"metrics": {"crp": {"threshold": 0.5}, "hidden_rate": {"threshold": 0.5, "optional": True}}}
+        signed({"metrics": {"crp": {"threshold": 0.5}, "hidden_rate": {"threshold": 0.5, "optional": True}}})
     )
     real = load_demo().head(200)
     ev = dp.evaluate(real, real.head(100), policy=p, progress=False)
