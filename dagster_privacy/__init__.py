@@ -14,11 +14,11 @@ from .engine.executors import RayExecutor as RayExecutor
 from .errors import NotApplicable as NotApplicable
 from .errors import TableError as TableError
 from .evaluate import evaluate as evaluate
+from .evaluation import Evaluation as Evaluation
 from .metrics import registry as registry
 from .metrics.registration import Expect as Expect
 from .metrics.registration import metric as metric
 from .remediate import remediate as remediate
-from .results import Evaluation as Evaluation
 from .results import Measurement as Measurement
 from .results import MetricResult as MetricResult
 from .results import Risk as Risk

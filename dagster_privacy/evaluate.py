@@ -26,9 +26,10 @@ from .engine.context import EvaluationContext
 from .engine.distance_summary import SIDES, SPACE, distance_summary
 from .engine.executors import Executor, executor_for
 from .errors import Aborted, safe_reason
+from .evaluation import Evaluation
 from .metrics import registration as reg
 from .metrics import registry
-from .results import Evaluation, MetricResult, PolicyRef, Severity, Status, TableInfo, ThreatModelRef, Timings
+from .results import MetricResult, PolicyRef, Severity, Status, TableInfo, ThreatModelRef, Timings
 from .threads import held
 
 VERSIONED = ("dagster_privacy", "numpy", "polars", "duckdb", "scikit-learn", "scipy", "lightgbm")

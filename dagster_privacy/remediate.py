@@ -17,7 +17,8 @@ import polars as pl
 
 from .data import tables as tb
 from .data.loading import load
-from .results import Evaluation, MetricResult, Status
+from .evaluation import Evaluation
+from .results import MetricResult, Status
 
 #: the default: exact copies (ims) and eq. 4's rows below the holdout's α-quantile (dcr_percentile)
 DEFAULT_METRICS: tuple[str, ...] = ("ims", "dcr_percentile")

@@ -1,5 +1,5 @@
 """One result type: what a metric measures (Measurement), what the policy made of it (MetricResult,
-immutable, unjudged until ``policy.judge``), the whole run (Evaluation), and their JSON.
+immutable, unjudged until ``policy.judge``), and their JSON; the whole run is ``evaluation.Evaluation``.
 
     metric function ──Measurement──▶ registry.run ──MetricResult(status None, or error /
     not_applicable)──▶ policy.judge ──MetricResult(pass / warn / fail …)──▶ Evaluation ──▶ JSON, report,
@@ -8,10 +8,9 @@ immutable, unjudged until ``policy.judge``), the whole run (Evaluation), and the
 
 from __future__ import annotations
 
-import json
 import math
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 
@@ -32,8 +31,6 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 from typing_extensions import NotRequired, TypedDict  # pydantic needs these before Python 3.12
-
-FORMAT = "dagster-privacy/evaluation/1"
 
 
 class Status(StrEnum):
@@ -214,102 +211,6 @@ def verdict_risk(result: MetricResult) -> str | None:
     return VERDICT_RISKS.get(result.risk)
 
 
-def _gates(result: MetricResult) -> bool:
-    return result.severity is Severity.ERROR and result.threshold is not None
-
-
-def _assesses(r: MetricResult) -> bool:
-    """Whether a passing gate says something about its risk (issue 44: a gate that cannot fail is no
-    assessment): a decision on evidence whose threshold the excess can exceed (below 1), or nothing to
-    attack. A proxy passing on its point figure, a gate passing only as optional, or one not run at
-    this size leaves its risk unassessed when it is the risk's only pass."""
-    if r.status is Status.NOTHING_TO_ATTACK:
-        return True
-    if r.status is not Status.PASS or not r.evidence or r.decision is None:
-        return False
-    if r.decision.get("guarantee") == "not run":
-        return False
-    return r.threshold is not None and r.threshold < 1.0
-
-
-def risk_decisions(
-    results: Sequence[MetricResult], required: Sequence[str] | None = None
-) -> dict[str, dict[str, Any]]:
-    """Per verdict risk with at least one gate: ``pass`` when every gate passed (or found nothing to
-    attack), ``fail`` when one failed or errored (fail closed), else ``lacking evidence`` (a gate was
-    inconclusive or could not run, and the policy does not mark it optional); its gates, and whether the
-    verdict requires it (``required`` None: every risk with a gate)."""
-    out: dict[str, dict[str, Any]] = {}
-    for r in results:
-        name = verdict_risk(r)
-        if name is None or not _gates(r):
-            continue
-        d = out.setdefault(name, {"gates": [], "failing": [], "lacking": []})
-        d["gates"].append(r.id)
-        if r.status in (Status.FAIL, Status.ERROR):
-            d["failing"].append(r.id)
-        elif not r.passed:
-            d["lacking"].append(r.id)
-    by_id = {r.id: r for r in results}
-    for name, d in out.items():
-        # a gate not run at this size (judge: accept_unrun) leaves its risk to the others: never alone
-        unrun = [g for g in d["gates"] if (by_id[g].decision or {}).get("guarantee") == "not run"]
-        if unrun and len(unrun) == len(d["gates"]):
-            d["lacking"] += unrun
-        passing = "pass" if any(_assesses(by_id[g]) for g in d["gates"]) else "not assessed"
-        d["status"] = "fail" if d["failing"] else "lacking evidence" if d["lacking"] else passing
-        d["required"] = required is None or name in required
-    return {n: out[n] for n in RISK_NAMES if n in out}
-
-
-def blocked_by(results: Sequence[MetricResult], required: Sequence[str] | None = None) -> list[str]:
-    """What blocks the verdict: each failing gate of a required risk (or of no verdict risk: a policy
-    that makes a distinguishability proxy a gate), each required risk lacking evidence, and each
-    required risk no gate assessed (``required`` a list: the policy's; None: every risk with a gate,
-    as documents written before the policy named them read)."""
-    out = [
-        r.id
-        for r in results
-        if r.blocks
-        and (
-            verdict_risk(r) is None  # a gate of no verdict risk blocks by itself, whatever its status
-            or (r.status in (Status.FAIL, Status.ERROR) and (required is None or verdict_risk(r) in required))
-        )
-    ]
-    by_id = {r.id: r for r in results}
-    decisions = risk_decisions(results, required)
-    for name, d in decisions.items():
-        if d["required"] and d["status"] == "lacking evidence":
-            out.append(f"{name}: lacking evidence ({', '.join(_needs(by_id[g]) for g in d['lacking'])})")
-    unassessed = [n for n in RISK_NAMES if n not in decisions or decisions[n]["status"] == "not assessed"]
-    missing = [n for n in unassessed if required is not None and n in required]
-    if missing:
-        out.append(f"not assessed: {', '.join(missing)} (no gate of the policy ran for it)")
-    return out
-
-
-def _needs(r: MetricResult) -> str:  # a gate lacking evidence and what the user can do to decide it
-    reason = r.reason or ""
-    for mark, skip in (("To decide on this table: ", True), ("needs ", False)):
-        if (at := reason.find(mark)) >= 0:
-            return f"{r.id}: {reason[at + len(mark) * skip :]}"
-    return r.id
-
-
-def verdict(
-    results: Sequence[MetricResult],
-    required: Sequence[str] | None = None,
-    waived: Mapping[str, str] | None = None,
-) -> Status:
-    """fail if a gate of a required risk failed or errored, a required risk lacks evidence or was not
-    assessed; else warn if the policy waives a risk (it is published only with a sign-off) or another
-    result did not pass; else pass. ``results`` are judged ones; ``required`` None: every risk with a
-    gate."""
-    if blocked_by(results, required):
-        return Status.FAIL
-    return Status.WARN if waived or any(not r.passed for r in results) else Status.PASS
-
-
 class PolicyRef(TypedDict):
     name: str
     preset: str | None
@@ -336,165 +237,3 @@ class Timings(TypedDict, total=False):
     encode: float
     metrics: dict[str, float]  # per metric, shared neighbour queries excluded
     queries: dict[str, float]  # per shared neighbour query
-
-
-def lineage_failed(lineage: Mapping[str, Any] | None) -> bool:
-    """The lineage's decision blocks the release (the union of its releases fails: issue 56)."""
-    return bool(lineage) and lineage.get("status") == "fail"  # type: ignore[union-attr]
-
-
-class Evaluation(BaseModel):
-    """All results of one evaluation, the verdict and what was evaluated (fingerprints, no values)."""
-
-    model_config = ConfigDict(arbitrary_types_allowed=True)
-
-    results: list[MetricResult]
-    verdict: Status = Status.PASS
-    seed: int = 0
-    policy: PolicyRef | dict[str, Any] = Field(
-        default_factory=dict, description="name and sha256 of the policy"
-    )
-    threat_model: ThreatModelRef | dict[str, Any] = Field(default_factory=dict)
-    tables: dict[str, TableInfo] = Field(default_factory=dict, description="rows, columns, sha256 per role")
-    schema_: dict[str, Any] = Field(default_factory=dict, alias="schema")
-    versions: dict[str, str] = Field(default_factory=dict)
-    distances: dict[str, Any] = Field(
-        default_factory=dict, description="histograms of synthetic→real and holdout→real NN distances"
-    )
-    timings: Timings = Field(default_factory=Timings)
-    findings: list[str] = Field(
-        default_factory=list, description="blocking findings outside the metrics (a left-out column copied)"
-    )
-    required_risks: list[str] | None = Field(
-        None, description="the risks the verdict requires (None: every risk with a gate)"
-    )
-    waivers: dict[str, str] = Field(
-        default_factory=dict, description="risks the policy waives, with its reasons (forces a sign-off)"
-    )
-    levels: dict[str, Any] = Field(
-        default_factory=dict, description="false_alarm, assurance and each gate's fail level"
-    )
-    detection_floor: dict[str, Any] = Field(
-        default_factory=dict, description="the smallest verbatim-copy leak caught with 95 % probability"
-    )
-    lineage: dict[str, Any] | None = Field(None, description="the release judged with its lineage (issue 56)")
-
-    @property
-    def risks(self) -> dict[str, dict[str, Any]]:
-        """The per-risk decisions (``risk_decisions``)."""
-        return risk_decisions(self.results, self.required_risks)
-
-    @property
-    def blocked_by(self) -> list[str]:
-        """What blocks the verdict: failing gates and required risks lacking evidence, then findings."""
-        lineage = ["privacy_lineage"] if lineage_failed(self.lineage) else []
-        findings = ["findings"] if self.findings else []
-        return blocked_by(self.results, self.required_risks) + lineage + findings
-
-    @property
-    def risks_not_assessed(self) -> list[str]:
-        """Verdict risks no gate of this evaluation covers (a ``--metrics`` subset, a WARN-only policy)."""
-        risks = self.risks
-        return [n for n in RISK_NAMES if n not in risks or risks[n]["status"] == "not assessed"]
-
-    def __getitem__(self, metric_id: str) -> MetricResult:
-        for r in self.results:
-            if r.id == metric_id:
-                return r
-        raise KeyError(metric_id)
-
-    def __iter__(self):  # type: ignore[override]
-        return iter(self.results)
-
-    @property
-    def ids(self) -> list[str]:
-        return [r.id for r in self.results]
-
-    @property
-    def blocking(self) -> list[str]:
-        """The ids of the results that block (``MetricResult.blocks``): what a reader is told failed."""
-        return [r.id for r in self.results if r.blocks]
-
-    def to_dict(self) -> dict[str, Any]:
-        return to_jsonable(
-            {
-                "format": FORMAT,
-                "verdict": self.verdict.value,
-                "seed": self.seed,
-                "policy": self.policy,
-                "threat_model": self.threat_model,
-                "tables": self.tables,
-                "schema": self.schema_,
-                "versions": self.versions,
-                "findings": self.findings,
-                "blocked_by": self.blocked_by,
-                "required_risks": self.required_risks,
-                "waivers": self.waivers,
-                "risks": self.risks,
-                "risks_not_assessed": self.risks_not_assessed,
-                "levels": self.levels,
-                "detection_floor": self.detection_floor,
-                "lineage": self.lineage,
-                "metrics": [r.to_dict() for r in self.results],
-                "distances": self.distances,
-                "timings": self.timings,
-            }
-        )
-
-    def to_json(self, *, indent: int | None = 2) -> str:
-        return json.dumps(self.to_dict(), indent=indent, allow_nan=False)
-
-    @classmethod
-    def from_json(cls, text: str | dict[str, Any]) -> Evaluation:
-        d = json.loads(text) if isinstance(text, str) else dict(text)
-        if d.get("format") != FORMAT:
-            raise ValueError(f"not a {FORMAT} document")
-        secs = d.get("timings", {}).get("metrics", {})
-        results = [
-            MetricResult(
-                **{**m, "ci": tuple(m["ci"]) if m.get("ci") else None, "seconds": secs.get(m["id"], 0.0)}
-            )
-            for m in d["metrics"]
-        ]
-        unjudged = [r.id for r in results if r.status is None]
-        if unjudged:
-            raise ValueError(f"results not judged by a policy: {', '.join(unjudged)}")
-        required, waivers = d.get("required_risks"), d.get("waivers") or {}
-        if Status(d["verdict"]) is not (
-            Status.FAIL
-            if d.get("findings") or lineage_failed(d.get("lineage"))
-            else verdict(results, required, waivers)
-        ):
-            raise ValueError("the document's verdict disagrees with its results (edited?)")
-        return cls(
-            results=results,
-            verdict=Status(d["verdict"]),
-            seed=d.get("seed", 0),
-            policy=d.get("policy", {}),
-            threat_model=d.get("threat_model", {}),
-            tables=d.get("tables", {}),
-            schema=d.get("schema", {}),
-            versions=d.get("versions", {}),
-            distances=d.get("distances", {}),
-            timings=d.get("timings", {}),
-            findings=d.get("findings", []),
-            required_risks=required,
-            waivers=waivers,
-            levels=d.get("levels", {}),
-            detection_floor=d.get("detection_floor", {}),
-            lineage=d.get("lineage"),
-        )
-
-    def to_frame(self):  # -> polars.DataFrame
-        """One row per metric: id, family, risk, the figures, threshold, severity, status, reason."""
-        import polars as pl
-
-        rows = [
-            {"id": r.id, "family": r.family, "risk": r.risk, "value": r.value, "raw": r.raw,
-             "baseline": r.baseline, "ci_low": (r.ci or (None,))[0], "ci_high": (r.ci or (None, None))[1],
-             "threshold": r.threshold, "severity": r.severity.value, "status": r.status.value,
-             "reason": r.reason, "seconds": r.seconds}
-            for r in self.results
-        ]  # fmt: skip
-        figures = ("value", "raw", "baseline", "ci_low", "ci_high", "threshold", "seconds")
-        return pl.DataFrame(rows, schema_overrides={k: pl.Float64 for k in figures})

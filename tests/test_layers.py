@@ -25,6 +25,8 @@ LAYERS: list[tuple[str, ...]] = [
     ("metrics.",),
     # policies, the decision rule, the floor in people, advisories
     ("decision.",),
+    # the whole run: judged results and the verdict, its JSON document
+    ("evaluation",),
     # the root's entry points
     ("evaluate", "remediate"),
     # what is built on one evaluation: calibration, the report; the shipped demo data
@@ -168,8 +170,8 @@ def test_sub_packages_hold_a_docstring_and_nothing_else() -> None:
 
 def test_the_root_holds_entry_points_the_result_type_and_modules_every_layer_uses() -> None:
     root = sorted(p.name for p in PACKAGE.glob("*.py"))
-    assert root == ["__init__.py", "allocator.py", "errors.py", "evaluate.py", "remediate.py",
-                    "results.py", "threads.py"]  # fmt: skip
+    assert root == ["__init__.py", "allocator.py", "errors.py", "evaluate.py", "evaluation.py",
+                    "remediate.py", "results.py", "threads.py"]  # fmt: skip
 
 
 def test_every_form_of_import_is_read_and_a_new_module_must_be_placed(tmp_path) -> None:

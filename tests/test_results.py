@@ -8,7 +8,7 @@ import numpy as np
 import polars as pl
 
 import dagster_privacy as dp
-from dagster_privacy.results import Evaluation
+from dagster_privacy.evaluation import Evaluation
 
 
 def test_json_round_trip_and_frame() -> None:

@@ -19,7 +19,8 @@ from ..data.loading import load
 from ..decision import policy as pol
 from ..engine.context import EvaluationContext
 from ..errors import CalibrationError, safe_reason
-from ..results import Evaluation, Status
+from ..evaluation import Evaluation
+from ..results import Status
 from .risk_models import _leak, _parts
 from .shared_context import _SharedContext
 

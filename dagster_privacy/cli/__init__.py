@@ -18,7 +18,8 @@ import click
 from ..decision.policy import PolicyError
 from ..engine.executors import ExecutorError
 from ..errors import TableError, first_line
-from ..results import Evaluation, Status
+from ..evaluation import Evaluation
+from ..results import Status
 from .args import UsageFailure, parse_kinds, split_list
 from .calibrate import calibrate_command
 from .console import console_command

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import math
 
+from ..evaluation import Evaluation
 from ..lineage import sentence
-from ..results import RISK_NAMES, Evaluation
+from ..results import RISK_NAMES
 
 #: what a result reads as (issue 57: "passed  WARN" read as a contradiction): the outcome, never the
 #: metric's severity, which the "if it fails" column says
@@ -79,9 +80,9 @@ def print_table(ev: Evaluation) -> None:
         if r.reason:
             console.print(f"{r.id}: {r.reason}", highlight=False, markup=False)
     for name, d in ev.risks.items():
-        st = d["status"]
+        st = d.status
         tone = "green" if st == "pass" else "red" if st == "fail" else "yellow"
-        extra = "" if d["required"] else " (not required)"
+        extra = "" if d.required else " (not required)"
         console.print(
             f"risk {name}: [{tone}]{RESULT_WORDS.get(st, st)}[/]{extra}", markup=True, highlight=False
         )

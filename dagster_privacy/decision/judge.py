@@ -165,7 +165,7 @@ def _sign(parts: list[dict[str, Any]], level: float, pass_level: float) -> float
     return max(f[1] for f in part_figures(parts, level, pass_level))
 
 
-#: where a reason says what the user can do (results.blocked_by quotes what follows)
+#: where a reason says what the user can do (decision.verdict.blocked_by quotes what follows)
 TO_DECIDE = "To decide on this table: "
 
 

@@ -30,10 +30,10 @@ from pydantic import (
 
 from ..errors import safe_reason
 from ..metrics.metric_policy import MetricPolicy
-from ..results import verdict as verdict  # the one verdict rule lives beside the result type
 from .judge import judge as judge  # the one decision rule, in its own module
 from .policy_yaml import PolicyError as PolicyError
 from .policy_yaml import compose, line_of, plain, read_yaml
+from .verdict import verdict as verdict  # the one verdict rule: decision/verdict.py
 
 PRESETS_DIR = Path(__file__).parents[1] / "presets"  # the package data beside decision/
 PRESET_NAMES = ("strict", "standard", "report-only")

@@ -19,7 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from ..results import Evaluation, Status
+from ..evaluation import Evaluation
+from ..results import Status
 from . import cumulative as cu
 from .ledger import Entry, Ledger, Release, releases
 from .names import LineageError, fingerprint, lineage_key, record_names

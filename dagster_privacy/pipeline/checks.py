@@ -13,6 +13,7 @@ from typing import Any
 import dagster as dg
 
 from ..decision import policy as pol
+from ..decision.verdict import RiskDecision
 from ..engine.executors import RayExecutor
 from ..errors import safe_reason
 from ..metrics import registry
@@ -389,12 +390,12 @@ def evaluate_checks(
             raise RuntimeError(f"the evaluation returned no result for {', '.join(sorted(missing))}")
         decisions = ev.risks
         for risk in required_risks(plan):
-            d = decisions.get(risk, {"status": "not assessed", "gates": [], "failing": [], "lacking": []})
+            d = decisions.get(risk, RiskDecision((), (), (), "not assessed", True))
             out.append(
                 dg.AssetCheckResult(
                     asset_key=key,
                     check_name=name_prefix + risk_check_name(risk),
-                    passed=d["status"] == "pass" and not ev.findings,
+                    passed=d.status == "pass" and not ev.findings,
                     severity=dg.AssetCheckSeverity.ERROR,
                     metadata={
                         **translator.risk_metadata(risk, d, ev, release=release, fingerprint=fp),

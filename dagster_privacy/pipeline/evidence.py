@@ -21,8 +21,8 @@ from typing import Any
 import dagster as dg
 
 from ..decision import policy as pol
+from ..evaluation import Evaluation
 from ..metrics import registry
-from ..results import Evaluation
 from . import metadata as md
 from .assets import RELEASE_KEY
 from .hook import EvaluationHook

@@ -9,7 +9,7 @@ from typing import Any
 
 import dagster as dg
 
-from ..results import Evaluation
+from ..evaluation import Evaluation
 
 #: called inside the check with the Evaluation (e.g. the HTML report); may return extra metadata that is
 #: attached to every check result. Raising fails the checks closed.

@@ -20,8 +20,8 @@ from typing import Any
 
 import dagster as dg
 
+from ..evaluation import Evaluation
 from ..lineage import sentence
-from ..results import Evaluation
 from . import metadata as md
 from .settings import privacy_folder
 

@@ -11,9 +11,11 @@ import dagster as dg
 
 from ..decision import policy as pol
 from ..decision.judge import compared_figure
+from ..decision.verdict import RiskDecision
+from ..evaluation import Evaluation
 from ..report.decision import count_test
 from ..report.summary import beyond_words, people_sentence
-from ..results import Evaluation, MetricResult, Severity, shareable_details
+from ..results import MetricResult, Severity, shareable_details
 from . import metadata as md
 
 #: the metadata keys of the per-evaluation observation: ``dagster_privacy/<metric id>``
@@ -43,20 +45,20 @@ class PrivacyCheckTranslator:
             "(evidence of safety at the policy's assurance); fails on evidence of risk or lack of evidence"
         )
 
-    def risk_result_description(self, risk: str, d: dict[str, Any]) -> str:
+    def risk_result_description(self, risk: str, d: RiskDecision) -> str:
         what = {
-            "fail": f"failed ({', '.join(d['failing'])})",
+            "fail": f"failed ({', '.join(d.failing)})",
             "pass": "passed",
             "not assessed": "not assessed: the policy requires it and no gate of the evaluation covers it",
-        }.get(d["status"], f"lacks evidence ({', '.join(d['lacking'])})")
+        }.get(d.status, f"lacks evidence ({', '.join(d.lacking)})")
         return f"{risk} risk {what}"
 
     def risk_metadata(
-        self, risk: str, d: dict[str, Any], ev: Evaluation, *, release: str, fingerprint: str | None
+        self, risk: str, d: RiskDecision, ev: Evaluation, *, release: str, fingerprint: str | None
     ) -> dict[str, Any]:
         """One risk check's metadata: its decision, its gates' statuses and bounds, the verdict's levels
         and detection floor."""
-        gates = {r.id: r for r in ev.results if r.id in d["gates"]}
+        gates = {r.id: r for r in ev.results if r.id in d.gates}
         rows = [
             f"| {g} | {r.status} | {md.fmt(r.decision.get('excess') if r.decision else None)} | "
             f"{md.fmt(r.decision.get('lower') if r.decision else None)} | "
@@ -66,7 +68,7 @@ class PrivacyCheckTranslator:
         floor = ev.detection_floor.get("verbatim_copy_fraction")
         text = "\n".join(
             [
-                f"**{risk}** on release `{release}`: **{d['status']}**",
+                f"**{risk}** on release `{release}`: **{d.status}**",
                 "",
                 "| gate | status | excess | lower | upper | threshold |",
                 "|---|---|---|---|---|---|",
@@ -78,10 +80,10 @@ class PrivacyCheckTranslator:
             ]
         )
         meta: dict[str, Any] = {
-            "status": md.text(d["status"]),
+            "status": md.text(d.status),
             "gates": md.json({g: (r.status.value if r.status else None) for g, r in gates.items()}),
-            "failing": md.json(d["failing"]),
-            "lacking_evidence": md.json(d["lacking"]),
+            "failing": md.json(list(d.failing)),
+            "lacking_evidence": md.json(list(d.lacking)),
             "levels": md.json(ev.levels),
             "detection_floor": md.number(floor),
             "floor_people": md.json(ev.detection_floor.get("people")),

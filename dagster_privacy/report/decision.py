@@ -7,7 +7,8 @@ from __future__ import annotations
 import re
 from html import escape
 
-from ..results import Evaluation, Status
+from ..evaluation import Evaluation
+from ..results import Status
 from .summary import floor_sentence, next_steps, people_sentence, plain_words, risk_lines, verdict_sentence
 
 
@@ -30,7 +31,7 @@ def decision_section(ev: Evaluation) -> str:
     rows = []
     by_id = {r.id: r for r in ev.results}
     for name, d in ev.risks.items():
-        for g in d["gates"]:
+        for g in d.gates:
             r = by_id[g]
             dec = r.decision or {}
             if "exposed" in dec:  # a count of people: exposed beyond chance, the test, the floor
@@ -48,7 +49,7 @@ def decision_section(ev: Evaluation) -> str:
                 f"<td class=num>{escape(str(dec.get('trials', '—')))}</td></tr>"
             )
     risks = "".join(
-        f"<li><b>{escape(n)}</b>: {escape(d['status'])}{'' if d['required'] else ' (not required)'}</li>"
+        f"<li><b>{escape(n)}</b>: {escape(d.status)}{'' if d.required else ' (not required)'}</li>"
         for n, d in ev.risks.items()
     )
     blocked = "".join(f"<li>{escape(b)}</li>" for b in ev.blocked_by)

@@ -20,7 +20,8 @@ from typing import Any
 
 from ..data.release_ids import default_release_id
 from ..engine.distance_summary import DistanceSummary
-from ..results import Evaluation, MetricResult, Status
+from ..evaluation import Evaluation
+from ..results import MetricResult, Status
 from . import plots
 from .decision import badge as _status
 from .decision import decision_section, summary_section
@@ -208,7 +209,7 @@ def render_report(
             )
             or '<span class="note">none</span>'
         )
-        said = risks.get(name, {}).get("status", "not assessed") if name else "informs only"
+        said = (risks[name].status if name in risks else "not assessed") if name else "informs only"
         w(
             f"<tr><td>{escape(rc.title)}</td><td>{escape(cite(rc.framework))}</td><td>{escape(rc.meaning)}</td>"
             f"<td>{ms}</td><td>{escape(said)}</td></tr>"

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from ..results import Evaluation, MetricResult, Status
+from ..evaluation import Evaluation
+from ..results import MetricResult, Status
 from .decision import count_test
 from .risks import risk_class
 from .summary import floor_sentence, next_steps, people_sentence, plain_words, risk_lines, verdict_sentence

@@ -15,7 +15,8 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
 from ..engine.distance_summary import DistanceSummary
-from ..results import RATE_KEYS, Evaluation, MetricResult, Status
+from ..evaluation import Evaluation
+from ..results import RATE_KEYS, MetricResult, Status
 
 COLOURS = {"synthetic": "#c0392b", "holdout": "#2e86c1", "train": "#c0392b", "control": "#7f8c8d"}
 STATUS_COLOURS = {

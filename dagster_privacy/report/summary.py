@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..results import Evaluation, MetricResult, Status
+from ..evaluation import Evaluation
+from ..results import MetricResult, Status
 
 #: what a gate's two success rates are, per gate: (on training records, on never-seen records)
 _PLAIN = {
@@ -71,12 +72,12 @@ def risk_lines(ev: Evaluation) -> list[RiskLine]:
     by_id = {r.id: r for r in ev.results}
     out = []
     for name, d in ev.risks.items():
-        gates = [by_id[g] for g in d["gates"] if g in by_id]
-        failing = [by_id[g] for g in d["failing"] if g in by_id]
-        lacking = [by_id[g] for g in d["lacking"] if g in by_id]
+        gates = [by_id[g] for g in d.gates if g in by_id]
+        failing = [by_id[g] for g in d.failing if g in by_id]
+        lacking = [by_id[g] for g in d.lacking if g in by_id]
         upper = lambda r: (r.decision or {}).get("upper") or 0.0  # noqa: E731
         decisive = (failing or lacking or sorted(gates, key=upper, reverse=True) or [None])[0]
-        out.append(RiskLine(name, STATUS_WORDS.get(d["status"], d["status"]), gates, decisive))
+        out.append(RiskLine(name, STATUS_WORDS.get(d.status, d.status), gates, decisive))
     for name in ev.risks_not_assessed:
         if name not in ev.risks:
             out.append(RiskLine(name, "not assessed", [], None))

@@ -9,6 +9,7 @@ from gates import signed, signed_yaml
 
 import dagster_privacy as dp
 from dagster_privacy.decision import policy as pol
+from dagster_privacy.decision.verdict import blocked_by, risk_decisions
 from dagster_privacy.metrics.metric_policy import MetricPolicy
 from dagster_privacy.results import MetricResult, Severity, Status
 
@@ -351,11 +352,11 @@ def test_the_verdict_is_given_per_risk_and_names_what_blocks_it() -> None:
     clean_link = pol.judge(entry, _ev("linkability", "linkability", 10, 1000, 10, 1000), fail_level=0.01)
     unsure = pol.judge(entry, _ev("singling_out_univariate", "singling out", 1, 40, 1, 40), fail_level=0.01)
     results = [leak, clean_link, unsure]
-    risks = dp.results.risk_decisions(results)
-    assert risks["membership"]["status"] == "fail" and risks["membership"]["failing"] == ["ims"]
-    assert risks["linkability"]["status"] == "pass"
-    assert risks["singling out"]["status"] == "lacking evidence"
-    blocked = dp.results.blocked_by(results)
+    risks = risk_decisions(results)
+    assert risks["membership"].status == "fail" and risks["membership"].failing == ("ims",)
+    assert risks["linkability"].status == "pass"
+    assert risks["singling out"].status == "lacking evidence"
+    blocked = blocked_by(results)
     assert blocked[0] == "ims" and len(blocked) == 2
     prefix = "singling out: lacking evidence (singling_out_univariate: accept its bound with accepted_excess"
     assert blocked[1].startswith(prefix) and "or evaluate more rows (about " in blocked[1]

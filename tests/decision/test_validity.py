@@ -46,4 +46,4 @@ def test_a_leak_at_the_reported_floor_is_caught_and_a_copy_leak_fails_a_gate(dem
         syn = pl.concat([base.release, unique.sample(people, seed=seed)])
         ev = dp.evaluate(base.train, syn, holdout=base.control, metrics=GATES, seed=seed, progress=False)
         assert ev.verdict is dp.Status.FAIL and "exposed_records" in ev.blocked_by, (seed, ev.blocked_by)
-        assert _run(demo, 0.2, seed).risks["membership"]["status"] == "fail"
+        assert _run(demo, 0.2, seed).risks["membership"].status == "fail"

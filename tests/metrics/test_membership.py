@@ -94,7 +94,7 @@ def test_independent_releases_never_fail_and_a_tiny_holdout_lacks_evidence(demo)
     tiny = dp.evaluate(demo[:1000], demo[1000:2000], demo[2000:2150], metrics=["membership_inference"],
                        policy="standard", progress=False)["membership_inference"]  # fmt: skip
     # issue 45: too small to run, it passes with the weaker guarantee "not run" and leaves membership to
-    # its other gates (never alone: results.risk_decisions); accept_unrun: false keeps it lacking
+    # its other gates (never alone: decision.verdict.risk_decisions); accept_unrun: false keeps it lacking
     assert tiny.status is dp.Status.PASS and "needs ≥ 200 holdout rows" in tiny.reason
     assert tiny.decision["guarantee"] == "not run" and "weaker guarantee: not run" in tiny.reason
     strict = dp.evaluate(demo[:1000], demo[1000:2000], demo[2000:2150], metrics=["membership_inference"],

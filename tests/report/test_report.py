@@ -17,6 +17,7 @@ import dagster_privacy as dp
 from dagster_privacy.decision import policy as pol
 from dagster_privacy.demo import load_demo
 from dagster_privacy.evaluate import prepare, run_metrics
+from dagster_privacy.evaluation import Evaluation
 from dagster_privacy.report import (
     distance_summary,
     file_sha256,
@@ -24,7 +25,7 @@ from dagster_privacy.report import (
     render_report,
     write_report,
 )
-from dagster_privacy.results import Evaluation, MetricResult, Status
+from dagster_privacy.results import MetricResult, Status
 
 ARTIFACTS = Path(__file__).parents[1] / "artifacts"
 CANARY = "Zq7CanaryOccupation"
@@ -197,7 +198,7 @@ def test_wp29_mapping_from_each_results_risk(passing):
     # and each row says the verdict on that risk
     row = next(r for r in wp.split("<tr>") if r.startswith("<td>Membership"))
     assert "<code>crp</code>" in row and "<code>dcr</code>" in row
-    assert f"<td>{ev.risks['membership']['status']}</td>" in row
+    assert f"<td>{ev.risks['membership'].status}</td>" in row
     assert "Re-identification" not in wp
     for title in ("Singling out", "Linkability", "Inference"):  # the policy gates every risk (issue 44)
         row = next(r for r in wp.split("<tr>") if r.startswith(f"<td>{title}"))

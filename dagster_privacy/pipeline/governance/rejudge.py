@@ -18,7 +18,8 @@ import dagster as dg
 from ...data.tables import fingerprint
 from ...decision import policy as pol
 from ...errors import safe_reason
-from ...results import Evaluation, Status
+from ...evaluation import Evaluation
+from ...results import Status
 from .. import metadata as md
 from ..assets import DUCKDB_KEY, PUBLISH_KEY
 from ..checks import PolicyLike, failed_closed
