@@ -3,10 +3,11 @@
 A policy is compared with its preset (``standard`` when it names none: each of standard's gates it
 leaves out loosens too) on what each gate is judged with — the figures ``judge`` receives (threshold,
 gated figure, severity, its fail level after the weighted Bonferroni split, the pass level, the
-accepted floor and excess, accept_unrun) — and on what decides the verdict and publication (optional, a gate left out, parameters, sign-off). A field is a
-loosening when it moves one of these in the direction that passes a release the preset fails. Each
-loosening needs a waiver keyed by its field path (``waivers: {false_alarm: <why>}``), which forces a
-sign-off and shows in the report, the check metadata and the audit with the risk waivers.
+accepted floor and excess, accept_unrun) — and on what decides the verdict and publication (optional,
+a gate left out, parameters, sign-off). A field is a loosening when it moves one of these in the
+direction that passes a release the preset fails. Each loosening needs a waiver keyed by its field
+path (``waivers: {false_alarm: <why>}``), which forces a sign-off and shows in the report, the check
+metadata and the audit with the risk waivers.
 
 Every field of :class:`Policy` and :class:`MetricPolicy` is classified in ``POLICY_FIELDS`` or
 ``ENTRY_FIELDS`` (a test walks the models and fails on a field that is not).
