@@ -351,7 +351,10 @@ def run_metrics(
     waivers = {**plan.policy.waivers, **_not_run(plan)}
     verdict = Status.FAIL if findings else pol.verdict(results, plan.policy.required, waivers)
     if verdict is not Status.FAIL:  # a blocked release's lines are its gates': warnings stay plain
-        results = [advisory.with_action(r, remediable=ctx.has("holdout")) for r in results]
+        results = [
+            advisory.with_action(r, remediable=ctx.has("holdout"), monotone=specs[r.id].monotone)
+            for r in results
+        ]
     return Evaluation(
         results=results,
         verdict=verdict,

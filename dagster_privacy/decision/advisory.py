@@ -107,20 +107,30 @@ def against_holdout(result: MetricResult, unseen: MetricResult | None) -> Metric
 TO_ACT = "To act on it: "
 
 
-def with_action(result: MetricResult, *, remediable: bool = True) -> MetricResult:
+def with_action(result: MetricResult, *, remediable: bool = True, monotone: bool = True) -> MetricResult:
     """A warning's line ended in what the user can do: drop the rows it flags (``remediate --drop``,
     which evaluates the rest again against the holdout: ``remediable``, an evaluation with one) where it
-    flags rows, else regenerate with stronger privacy. For a release nothing blocks (the caller's part:
-    a blocked release's lines are its gates'); never said twice."""
+    flags rows, else regenerate with stronger privacy — unless its figure is not ``monotone`` in
+    closeness (nndr: an independent sampler scores 0.9), where a high value alone asks for nothing. For a
+    release nothing blocks (the caller's part: a blocked release's lines are its gates'); never said
+    twice."""
     if result.status is not Status.WARN or TO_ACT in (result.reason or ""):
         return result
     n = 0 if result.flagged is None else int(len(result.flagged))
-    act = (
-        f"dagster-privacy remediate --drop {result.id} (with this evaluation's tables, policy and options, "
-        f"and an --out file) writes the release without the {n:,} rows it flags and evaluates it again"
-        if n and remediable
-        else "regenerate the release with a stronger privacy setting of the generator"
-    )
+    if n and remediable:
+        act = (
+            f"dagster-privacy remediate --drop {result.id} (with this evaluation's tables, policy and "
+            f"options, and an --out file) writes the release without the {n:,} rows it flags and evaluates "
+            "it again"
+        )
+    elif monotone:
+        act = "regenerate the release with a stronger privacy setting of the generator"
+    else:
+        act = (
+            "nothing on this figure alone (it does not rise as rows come closer to real records: rows "
+            "drawn independently of every record score high too); exposed_records and the distance gates "
+            "say whether rows are close"
+        )
     said = (result.reason or "").rstrip(". ")
     return result.model_copy(
         update={"reason": f"{said}. {TO_ACT}{act}; a warning does not block publication"}

@@ -93,7 +93,8 @@ def mdcr(ctx: EvaluationContext) -> Measurement:
     default={"threshold": 0.9, "severity": "WARN"},
     expect=Expect(copy_min=0.999, indep_max=0.95),
     queries=(("projected", "synthetic", "real", 2),),  # declared: paired with dcr's mirror (pairs.py)
-)  # an independent row scores d1/d2 ≈ 0.6–0.9
+    monotone=False,  # an independent row scores d1/d2 ≈ 0.6–0.9, a near copy ≈ 0, a copy 1
+)
 def nndr(ctx: EvaluationContext) -> Measurement:
     """Nearest Neighbour Distance Ratio: per synthetic row, 1 for an exact copy, else d1/d2 in Φ^k.
 

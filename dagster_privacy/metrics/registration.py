@@ -52,6 +52,9 @@ class MetricSpec:
     queries: tuple[tuple[str, str, str, int], ...] = ()
     #: whether it may read an encoded space or a neighbour query (False: tables, codes and hashes only)
     spaces: bool = True
+    #: whether its figure rises as synthetic rows come closer to real records (False: nndr, whose near
+    #: copies score 0 and independent rows 0.6–0.9): a warning of one that is not advises no regeneration
+    monotone: bool = True
 
     @property
     def summary(self) -> str:
@@ -75,11 +78,13 @@ def metric(
     needs: Sequence[str] = ("real", "synthetic"),
     queries: Sequence[tuple[str, str, str, int]] = (),
     spaces: bool = True,
+    monotone: bool = True,
 ) -> Callable[[MetricFn], MetricFn]:
     """Register a metric. Its keyword-only parameters with defaults are its parameters; ``default`` is
     its entry in the ``standard`` policy; ``expect`` what the common tests check; ``queries`` declares
     its shared neighbour queries so the context can compute each once at the largest k; ``spaces=False``
-    that it reads no encoded space or query, so the evaluation may free them before it runs."""
+    that it reads no encoded space or query, so the evaluation may free them before it runs;
+    ``monotone=False`` that its figure does not rise with closeness to real records."""
 
     def register(func: MetricFn) -> MetricFn:
         if id in _REGISTRY:
@@ -107,6 +112,7 @@ def metric(
             params,
             tuple(queries),
             spaces=spaces,
+            monotone=monotone,
         )
         return func
 
