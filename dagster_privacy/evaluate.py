@@ -77,7 +77,7 @@ def _progress(enabled: bool, total: int):
     return prog
 
 
-def prepare(
+def prepare(  # noqa: PLR0913
     real: Any,
     synthetic: Any,
     holdout: Any = None,
@@ -139,7 +139,7 @@ def prepare(
     return ctx, fingerprints
 
 
-def evaluate(
+def evaluate(  # noqa: PLR0913
     real: Any,
     synthetic: Any,
     holdout: Any = None,

@@ -31,7 +31,7 @@ RISK_MODELS = ("leaky", "noisy", "overfit")
 MAX_NOISE = 10.0
 
 
-def calibrate(
+def calibrate(  # noqa: PLR0913
     real: Any,
     *,
     policy: str | Path | pol.Policy | Mapping[str, Any] | None = "standard",
@@ -195,7 +195,7 @@ def _call(generator: Generator, train: pl.DataFrame, param: Any, seed: int) -> A
     return generator(train, param, seed=seed) if takes_seed else generator(train, param)
 
 
-def sweep_generator(
+def sweep_generator(  # noqa: PLR0913
     real: Any,
     generator: Generator,
     params: Sequence[Any],

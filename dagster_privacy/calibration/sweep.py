@@ -299,7 +299,7 @@ def _seeds(repeats: int, seed: int) -> list[int]:
     return [seed + i for i in range(repeats)]
 
 
-def _generated_sweep(
+def _generated_sweep(  # noqa: PLR0913
     df: pl.DataFrame,
     levels: Sequence[Any],
     seeds: Sequence[int],

@@ -81,7 +81,7 @@ def cli() -> None:
 @click.option(
     "--record", is_flag=True, help="record the release in the lineage (published, reserved or refused)"
 )
-def evaluate(
+def evaluate(  # noqa: PLR0913
     real: str,
     synthetic: str,
     holdout: str | None,

@@ -283,7 +283,7 @@ def _replaceable(path: object) -> bool:
     show_default=True,
     help="directory for the plots, tables and calibrated policy",
 )
-def calibrate_command(
+def calibrate_command(  # noqa: PLR0913
     real: str | None,
     demo: bool,
     policy: str,

@@ -61,7 +61,7 @@ PROXY_SECRET_ENV = "DAGSTER_PRIVACY_PROXY_SECRET"
 @click.option("--insecure-cookies", is_flag=True, help="no Secure flag (plain http on a non-local name)")
 @click.option("--idle-minutes", default=30.0, show_default=True, type=click.FloatRange(1, 24 * 60))
 @click.pass_context
-def console_command(
+def console_command(  # noqa: PLR0913
     ctx: click.Context,
     instance_dir: str | None,
     host: str,

@@ -41,7 +41,7 @@ DECISIONS = ("approve", "reject")
     help="audit DuckDB file [default: $DAGSTER_PRIVACY_AUDIT, else "
     "$DAGSTER_HOME/dagster_privacy/audit.duckdb]",
 )
-def signoff_command(
+def signoff_command(  # noqa: PLR0913
     release: str,
     decision: str,
     by: str,

@@ -93,7 +93,7 @@ def _as_given(first: Any, synthetic: str, kept: Any, out: Path) -> Any:
 @click.option(
     "--json", "json_out", type=click.Path(dir_okay=False), default=None, help="the re-evaluation's JSON"
 )
-def remediate_command(
+def remediate_command(  # noqa: PLR0913
     real: str,
     synthetic: str,
     holdout: str,

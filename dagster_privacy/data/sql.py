@@ -120,7 +120,7 @@ class FilesUnknown(OwnMessage, ValueError):
     """The files a query reads cannot be determined from its text (a computed file name)."""
 
 
-def files_named(sql: str) -> list[str]:
+def files_named(sql: str) -> list[str]:  # noqa: C901
     """Every path ``sql`` may read, as written (globs unexpanded): the string constants among the
     positional arguments of its table functions (``read_parquet('a.parquet')``, lists of them) and the
     names of its tables (a replacement scan reads ``from 'a.csv'``). Found from DuckDB's parse tree, not

@@ -116,7 +116,7 @@ class Schema:
 # ----------------------------------------------------------------------------------------- the schema
 
 
-def infer_schema(
+def infer_schema(  # noqa: C901
     real: pl.DataFrame,
     column_kinds: Mapping[str, str] | None = None,
     *,

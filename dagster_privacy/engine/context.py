@@ -33,7 +33,7 @@ FARTHEST = {("euclidean", None, "real", "synthetic")}
 class EvaluationContext:
     """Canonical tables, spaces fitted on the real table, cached neighbour queries, seeded RNG."""
 
-    def __init__(
+    def __init__(  # noqa: PLR0913
         self,
         real: pl.DataFrame,
         synthetic: pl.DataFrame,

@@ -131,7 +131,7 @@ def _add_numbers(out, q, r_t, t0, slot, kept) -> None:  # noqa: ANN001
 
 
 @kernel
-def _subtract_pairs(out, s, e, t0, t1, order, lo, hi, w) -> None:  # noqa: ANN001
+def _subtract_pairs(out, s, e, t0, t1, order, lo, hi, w) -> None:  # noqa: ANN001, PLR0913
     """out[i, r − t0] −= w for each query row s + i and each reference row r in [t0, t1) that shares its
     rare code: ``order[lo[s + i]:hi[s + i]]`` (one categorical column, so a pair comes once)."""
     for i in range(e - s):

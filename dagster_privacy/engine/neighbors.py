@@ -246,7 +246,7 @@ def _euclidean_tile(sides: _Sides, rows: tuple[int, int]) -> tuple:
     return dist, idx, count
 
 
-def rank_tiles(
+def rank_tiles(  # noqa: PLR0913
     q: np.ndarray,
     s: int,
     ref: np.ndarray,

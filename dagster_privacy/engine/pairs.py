@@ -164,7 +164,7 @@ def knn_pair(
     return _paired(x, y, kx, ky, same=False, executor=executor, ref_tile=ref_tile, farthest=farthest)
 
 
-def _paired(
+def _paired(  # noqa: PLR0913
     x: np.ndarray,
     y: np.ndarray,
     kx: int,

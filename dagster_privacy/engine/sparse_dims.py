@@ -92,7 +92,7 @@ class SparseDims:
 
 
 @kernel
-def _add_pairs(block, s, c0, qa, qb, q_rows, q_vals, ra, rb, r_rows, r_vals) -> None:  # noqa: ANN001
+def _add_pairs(block, s, c0, qa, qb, q_rows, q_vals, ra, rb, r_rows, r_vals) -> None:  # noqa: ANN001, PLR0913
     # dimension by dimension, each pair's float32 product added once: the sums of an np.outer per
     # dimension, in the same order (no fused multiply-add: the kernel has no fastmath flag)
     for j in range(qa.shape[0]):

@@ -67,7 +67,7 @@ _REGISTRY: dict[str, MetricSpec] = {}
 FAMILIES = ("simulation", "distance", "classifiers", "holdout", "exposure", "attacks")
 
 
-def metric(
+def metric(  # noqa: PLR0913
     id: str,
     *,
     family: str,

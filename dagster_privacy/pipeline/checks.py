@@ -121,7 +121,7 @@ def asset_value(value: Any, role: str) -> Any:
 PARTITION = "dagster_privacy/partition"
 
 
-def build_privacy_checks(
+def build_privacy_checks(  # noqa: C901, PLR0913
     *,
     asset: AssetRef,
     policy: PolicyLike,
@@ -333,7 +333,7 @@ def _lineage(
         raise dg.DagsterInvalidDefinitionError(f"lineage=: {exc}") from None
 
 
-def evaluate_checks(
+def evaluate_checks(  # noqa: PLR0913
     context: dg.AssetCheckExecutionContext,
     *,
     plan: pol.EvaluationPlan,

@@ -149,7 +149,7 @@ def _stale_inputs(check: str, tables: Any, inputs: Mapping[str, str]) -> list[st
     return out
 
 
-def build_published_release(
+def build_published_release(  # noqa: PLR0913
     *,
     synthetic_asset: AssetRef = "synthetic_table",
     synthetic: str = "synthetic",
@@ -305,7 +305,7 @@ def _loaded_partitions(context: dg.AssetExecutionContext, input_name: str) -> tu
         raise
 
 
-def publish_verified(
+def publish_verified(  # noqa: C901, PLR0915
     context: dg.AssetExecutionContext,
     *,
     target: PublishTarget,

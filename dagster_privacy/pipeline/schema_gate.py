@@ -210,7 +210,7 @@ def _table(rows: list[dict[str, Any]]) -> dg.MetadataValue:
     return dg.MetadataValue.table(records, schema=schema)
 
 
-def build_schema_gate_check(
+def build_schema_gate_check(  # noqa: PLR0913
     *,
     asset: dg.AssetsDefinition | dg.AssetKey | str,
     real: str,

@@ -370,7 +370,7 @@ def test_what_failed_is_read_from_the_one_rule() -> None:
     """Review of issue 19: re-judging listed errored advisory metrics as failing and left out a gating
     metric that could not run; the report's history point used yet another rule."""
     from dagster_privacy.decision import policy as pol
-    from dagster_privacy.report.html import _history_points
+    from dagster_privacy.report.sections import history_points
 
     entry = pol.MetricPolicy
     na_gate = pol.judge(
@@ -380,4 +380,4 @@ def test_what_failed_is_read_from_the_one_rule() -> None:
     ok = pol.judge(entry(threshold=0.5), MetricResult(id="crp", value=0.1))
     ev = Evaluation(results=[na_gate, err_warn, ok], verdict=pol.verdict([na_gate, err_warn, ok]))
     assert ev.verdict is Status.FAIL and ev.blocking == ["ims"]  # the advisory error informs only
-    assert _history_points(ev, None, "r1")[-1]["failed"] == ["ims", "dcr"]  # as check_history: not passed
+    assert history_points(ev, None, "r1")[-1]["failed"] == ["ims", "dcr"]  # as check_history: not passed

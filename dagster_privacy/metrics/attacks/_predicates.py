@@ -46,7 +46,7 @@ class Predicates:
 
 
 @kernel
-def _count_candidates(order, codes, seed_col, seed_a, seed_n, col, lo, hi, neg, counts, one) -> None:  # noqa: ANN001
+def _count_candidates(order, codes, seed_col, seed_a, seed_n, col, lo, hi, neg, counts, one) -> None:  # noqa: ANN001, PLR0913
     """Per predicate p, its candidate rows — ``order[seed_col[p], seed_a[p] : seed_a[p] + seed_n[p]]`` —
     checked against every condition (``lo ≤ code ≤ hi``, negated where ``neg``): counts[p] matching
     rows, one[p] the last of them in candidate order."""

@@ -248,7 +248,7 @@ def _tcap_secret(job: _TcapJob, target: int) -> dict[str, Any]:
 
 
 @kernel
-def _match_pairs(
+def _match_pairs(  # noqa: PLR0913
     lo, hi, d_order, num_syn, num_d, reach2, t_syn, t_d, t_num, reach, numer, denom, numer_t, denom_t
 ):  # noqa: ANN001
     """Every (synthetic row i, record d_order[p]) pair with p in [lo[i], hi[i]) (equal categorical

@@ -206,7 +206,7 @@ def _latest_materialization(instance: dg.DagsterInstance, key: dg.AssetKey, part
     return latest
 
 
-def record_signoff(
+def record_signoff(  # noqa: PLR0913
     *,
     release: str,
     decision: str,
