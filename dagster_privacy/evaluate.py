@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import sys
 import time
@@ -196,6 +197,9 @@ def evaluate_plan(
     checked = pol.load_policy(plan.policy)
     if any(plan.entries[m] != checked.entry_or_inform(m) for m in plan.ids):
         raise pol.PolicyError("the plan's entries are not its policy's: resolve the plan from the policy")
+    plan = dataclasses.replace(
+        plan, policy=checked
+    )  # judged by the copy checked, not an object that may differ
     with held(threads):
         ctx, fingerprints = prepare(
             real,

@@ -161,13 +161,26 @@ def _weight_loosenings(policy: Any, base: Any, *, explained: bool = False) -> li
     ]
 
 
+def base_name(policy: Any) -> str:
+    """The preset a policy is compared with: its own while it keeps that preset's waivers, else
+    ``standard``. A preset's waivers are what make it a base (report-only gates nothing because it waives
+    every risk, which forces a sign-off): a Policy object naming report-only without them passed 60
+    verbatim copies with gates at threshold 0.99, unsigned (issue 54, a reviewer's attack)."""
+    name = policy.preset or "standard"
+    if name == "standard":
+        return name
+    from .policy import preset_policy
+
+    return name if set(preset_policy(name).waivers) <= set(policy.waivers) else "standard"
+
+
 def check_signed(policy: Any) -> None:
     """Refuse (ValueError) a loosening without its waiver, and a field waiver that waives nothing."""
-    base_name = policy.preset or "standard"
+    base_name_ = base_name(policy)
     found = {x.path: x for x in policy.loosenings()}
     if "require_signoff" in found:  # a waiver would force the very sign-off it waives
         raise ValueError(
-            f"require_signoff: {base_name} requires a privacy officer's sign-off; a policy based on it "
+            f"require_signoff: {base_name_} requires a privacy officer's sign-off; a policy based on it "
             "cannot drop it (start from preset standard instead)"
         )
     unsigned = [x for path, x in found.items() if not covered(path, policy.waivers)]
@@ -178,14 +191,14 @@ def check_signed(policy: Any) -> None:
         )
         raise ValueError(
             f"{x.path} {_show(x.was)} → {_show(x.now)} passes releases more easily than preset "
-            f"{base_name}{more}: add `waivers: {{{x.path}: <why>}}` for each loosening (or metrics.*.FIELD "
+            f"{base_name_}{more}: add `waivers: {{{x.path}: <why>}}` for each loosening (or metrics.*.FIELD "
             "for one field of every entry; a waiver forces a privacy officer's sign-off), or keep the "
             "preset's value"
         )
     idle = [k for k in policy.waivers if is_field_path(k) and not any(covered(f, {k: 1}) for f in found)]
     if idle:
         raise ValueError(
-            f"waiver of {', '.join(idle)}: the policy does not loosen it against preset {base_name} "
+            f"waiver of {', '.join(idle)}: the policy does not loosen it against preset {base_name_} "
             "(nothing to waive)"
         )
 
@@ -219,6 +232,7 @@ __all__ = [
     "ENTRY_FIELDS",
     "POLICY_FIELDS",
     "Loosening",
+    "base_name",
     "check_signed",
     "covered",
     "declared_column",

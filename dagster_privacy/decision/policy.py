@@ -175,9 +175,9 @@ class Policy(BaseModel):
 
     def loosenings(self) -> list[Any]:
         """Every field passing releases more easily than the preset (or standard): loosening.py."""
-        from .loosening import loosenings
+        from .loosening import base_name, loosenings
 
-        return loosenings(self, preset_policy(self.preset or "standard"))
+        return loosenings(self, preset_policy(base_name(self)))
 
     @property
     def required(self) -> list[str]:

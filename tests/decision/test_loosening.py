@@ -193,3 +193,54 @@ def test_raising_false_alarm_passes_the_count_on_a_smaller_floor() -> None:
     assert decide(part, 0.0, 0.45 * 2 / 8, 0.05, 50)[0] == "pass"  # the direction the rule guards
     with pytest.raises(dp.PolicyError, match="false_alarm"):
         pol.from_mapping({"preset": "standard", "false_alarm": 0.45})
+
+
+def test_a_preset_is_a_base_only_with_its_waivers() -> None:
+    """A reviewer's attack (issue 54): a Policy object naming report-only as its preset, without the four
+    risk waivers that make report-only safe, compared every gate with report-only's (none) and passed 60
+    verbatim copies at threshold 0.99, unsigned. Without its preset's waivers a policy is compared with
+    standard."""
+    report_only = pol.load_policy("report-only")
+    assert lo.base_name(report_only) == "report-only" and report_only.require_signoff
+    forged = pol.load_policy("standard").model_copy(update={"preset": "report-only", "require_signoff": True})
+    forged.metrics["exposed_records"] = forged.metrics["exposed_records"].model_copy(
+        update={"threshold": 0.99}
+    )
+    assert lo.base_name(forged) == "standard"
+    with pytest.raises(dp.PolicyError, match="metrics.exposed_records.threshold 0 → 0.99"):
+        pol.load_policy(forged)
+    built = {m: {**e, "threshold": 0.99} for m, e in STANDARD_GATES.items()}
+    with pytest.raises(ValueError, match="passes releases more easily than preset standard"):
+        pol.Policy(preset="report-only", require_signoff=True, metrics=built)
+
+
+def test_a_plan_is_judged_by_the_policy_checked() -> None:
+    """A reviewer's attack (issue 54): evaluate_plan checked a copy of the plan's policy and judged with
+    the object itself, so a subclass answering other values than its dump passed 60 verbatim copies."""
+    import dataclasses
+    from typing import ClassVar
+
+    import polars as pl
+
+    from dagster_privacy.calibration import leaky_split
+    from dagster_privacy.demo import load_demo
+    from dagster_privacy.evaluate import evaluate_plan
+
+    class Forged(pol.Policy):
+        armed: ClassVar[bool] = False
+
+        def __getattribute__(self, name: str):  # noqa: ANN204
+            if type(self).armed and name == "false_alarm":
+                return 1e-13
+            return super().__getattribute__(name)
+
+    sp = leaky_split(load_demo().head(3000), 0.0, seed=0)
+    syn = pl.concat([sp.synthetic, sp.train.filter(~sp.train.is_duplicated()).head(60)])
+    plan = pol.resolve("standard", ["exposed_records"])
+    forged = Forged.model_validate(plan.policy.model_dump(mode="json"))
+    Forged.armed = True
+    try:
+        ev = evaluate_plan(dataclasses.replace(plan, policy=forged), sp.train, syn, sp.control)
+    finally:
+        Forged.armed = False
+    assert ev.levels["false_alarm"] == 0.05 and ev["exposed_records"].status is dp.Status.FAIL
