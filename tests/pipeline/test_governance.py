@@ -112,19 +112,20 @@ for i in range(n):
 KILLED = """
 import os, shutil, signal, sys
 import polars as pl
+import dagster_privacy.pipeline.publication.store as S
 import dagster_privacy.pipeline.publication.target as T
 path, step = sys.argv[1], sys.argv[2]
 die = lambda *a, **k: os.kill(os.getpid(), signal.SIGKILL)
 real_copy, real_replace = shutil.copyfile, os.replace
-if step == "after-lock":
-    T.remove_stale = die
+if step == "after-lock":  # the file kinds' lock and stale-file sweep live in store.py
+    S.remove_stale = die
 elif step == "after-copy":  # the DuckDB file's next state is written by duckdb_target (issue 44)
     import dagster_privacy.pipeline.publication.duckdb_target as D
     D.shutil.copyfile = lambda *a: (real_copy(*a), die())
 elif step == "before-replace":
-    T.os.replace = die
+    S.os.replace = die
 elif step == "after-replace":
-    T.os.replace = lambda *a: (real_replace(*a), die())
+    S.os.replace = lambda *a: (real_replace(*a), die())
 T.PublishTarget(path=path).publish(pl.DataFrame({"release": ["v1"] * 3, "i": [1] * 3}), release_id="v1",
                                    sha256="v1")
 """

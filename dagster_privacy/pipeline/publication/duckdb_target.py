@@ -4,12 +4,14 @@ publication wrote it (issue 44, break 4: the warehouse file holding the real tab
 from __future__ import annotations
 
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
 from ...data.sql import quote_ident
+from .store import LOG, LOG_COLUMNS, FileStore, Log, PublicationRefused, PublishCheck, WithdrawCheck, locked
 
 #: the table that marks a file publication wrote (as Parquet targets carry their metadata key)
 MARK = "dagster_privacy_target"
@@ -120,4 +122,97 @@ def write(
         con.close()
 
 
-__all__ = ["MARK", "tables_of", "unmarked", "write"]
+class DuckDBStore(FileStore):
+    """A DuckDB file: the release table ``table`` beside the ``publications`` log and the mark, the
+    whole file replaced at once under the folder's lock."""
+
+    kind = "duckdb"
+
+    def publish(
+        self, df: pl.DataFrame, release_id: str, check: PublishCheck, entry: Callable[[], dict[str, Any]]
+    ) -> str:
+        target = self.real()
+
+        def next_state(tmp: Path) -> None:
+            write(tmp, target, entry(), df=df, table=self.table, log=LOG, columns=LOG_COLUMNS)
+
+        with locked(self.lock_folder()[0]):
+            why = unmarked(target, self.table, LOG)  # a warehouse file is not a target
+            if why:
+                raise PublicationRefused(why)
+            check(self._has_table(), self.log())
+            self.replace(target, next_state)
+        return str(target)
+
+    def _has_table(self) -> bool:
+        """Whether the target file holds the release table now."""
+        if not self.real().is_file():
+            return False
+        from ...data.sql import locked_connection
+
+        con = locked_connection(str(self.real()))  # read-only, no extension loads (a non-DuckDB file)
+        try:
+            return bool(  # case-insensitive, any schema: as ``create or replace`` resolves the name
+                con.execute(
+                    "select count(*) from information_schema.tables where lower(table_name) = lower(?) "
+                    "or lower(table_schema || '.' || table_name) = lower(?)",
+                    [self.table, self.table],
+                ).fetchall()[0][0]
+            )
+        finally:
+            con.close()
+
+    def state(self) -> tuple[pl.DataFrame | None, Log]:
+        if not self.real().is_file():
+            return None, []
+        import duckdb
+
+        log = self.log()
+        con = duckdb.connect(str(self.real()), read_only=True)
+        try:
+            have = con.execute(
+                "select count(*) from information_schema.tables where table_name = ?", [self.table]
+            ).fetchall()[0][0]
+            df = con.sql(f"select * from {quote_ident(self.table)}").pl() if have else None
+        finally:
+            con.close()
+        return df, log
+
+    def withdraw(
+        self, release_id: str, check: WithdrawCheck, *, by: str, reason: str, record: Any
+    ) -> dict[str, Any]:
+        target = self.real()
+        with locked(self.lock_folder()[0]):
+            info = check(*self.state())
+            self.replace(
+                target,
+                lambda tmp: write(tmp, target, info, df=None, table=self.table, log=LOG, columns=LOG_COLUMNS),
+            )
+        return info
+
+    def log(self) -> Log:
+        target = self.real()
+        if not target.is_file():
+            return []
+        import duckdb
+
+        con = duckdb.connect(str(target), read_only=True)
+        try:
+            have = {
+                r[0]
+                for r in con.execute(
+                    "select column_name from information_schema.columns where table_name = ?", [LOG]
+                ).fetchall()
+            }
+            if not have:
+                return []
+            cols = [c for c, _ in LOG_COLUMNS if c in have]
+            rows = con.execute(
+                f"select {', '.join(quote_ident(c) for c in cols)} from {LOG} order by rowid"
+            ).fetchall()
+        finally:
+            con.close()
+        return [{**dict.fromkeys(c for c, _ in LOG_COLUMNS), **dict(zip(cols, r, strict=True))} for r in rows]
+
+
+__all__ = ["MARK", "DuckDBStore", "tables_of", "unmarked", "write"]

@@ -24,6 +24,7 @@ import polars as pl
 from ...data import postgres
 from ...data.sql import quote_ident
 from ...errors import OwnMessage
+from .store import LOG_COLUMNS, Log, PublishCheck, WithdrawCheck
 
 LOG = "publications"
 #: the log's columns (PostgreSQL types); ``seq`` orders it, ``target_table`` says which release table a
@@ -160,3 +161,28 @@ def withdraw(
         cur.execute(f"drop table if exists {quote_ident(table)}")
         _insert(cur, info, columns, table)
     return info
+
+
+class PostgresStore:
+    """A PostgreSQL database (``postgresql://…``): the release table and the log, one transaction each."""
+
+    kind = "postgresql"
+
+    def __init__(self, path: str, table: str) -> None:
+        self.path, self.table = path, table
+
+    def publish(
+        self, df: pl.DataFrame, release_id: str, check: PublishCheck, entry: Callable[[], dict[str, Any]]
+    ) -> str:
+        return publish(self.path, self.table, df, entry, LOG_COLUMNS, check)
+
+    def state(self) -> tuple[pl.DataFrame | None, Log]:
+        return read_state(self.path, self.table, LOG_COLUMNS)
+
+    def withdraw(
+        self, release_id: str, check: WithdrawCheck, *, by: str, reason: str, record: Any
+    ) -> dict[str, Any]:
+        return withdraw(self.path, self.table, check, LOG_COLUMNS)
+
+    def log(self) -> Log:
+        return read_state(self.path, self.table, LOG_COLUMNS, table_too=False)[1]
