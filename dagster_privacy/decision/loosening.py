@@ -161,22 +161,9 @@ def _weight_loosenings(policy: Any, base: Any, *, explained: bool = False) -> li
     ]
 
 
-def base_name(policy: Any) -> str:
-    """The preset a policy is compared with: its own while it keeps that preset's waivers, else
-    ``standard``. A preset's waivers are what make it a base (report-only gates nothing because it waives
-    every risk, which forces a sign-off): a Policy object naming report-only without them passed 60
-    verbatim copies with gates at threshold 0.99, unsigned (issue 54, a reviewer's attack)."""
-    name = policy.preset or "standard"
-    if name == "standard":
-        return name
-    from .policy import preset_policy
-
-    return name if set(preset_policy(name).waivers) <= set(policy.waivers) else "standard"
-
-
 def check_signed(policy: Any) -> None:
     """Refuse (ValueError) a loosening without its waiver, and a field waiver that waives nothing."""
-    base_name_ = base_name(policy)
+    base_name_ = policy.base_name()
     found = {x.path: x for x in policy.loosenings()}
     if "require_signoff" in found:  # a waiver would force the very sign-off it waives
         raise ValueError(
@@ -232,7 +219,6 @@ __all__ = [
     "ENTRY_FIELDS",
     "POLICY_FIELDS",
     "Loosening",
-    "base_name",
     "check_signed",
     "covered",
     "declared_column",
