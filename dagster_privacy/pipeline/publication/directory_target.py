@@ -14,11 +14,10 @@ import polars as pl
 
 from ...data.atomic import replace_atomically
 from ..resources import file_name
-from .parquet_target import file_row, refuse_foreign, write_marked
+from .parquet_target import ParquetStore, file_row, refuse_foreign, write_marked
 from .store import (
     LOG_COLUMNS,
     RECORD,
-    FileStore,
     Log,
     PublicationRefused,
     PublishCheck,
@@ -60,8 +59,9 @@ def keep(path: Path, *rows: dict[str, Any]) -> None:
     replace_atomically(record, lambda tmp: tmp.write_bytes(text), suffix=".directory.tmp")
 
 
-class DirectoryStore(FileStore):
-    """One Parquet file per release in a directory, each file its own log row."""
+class DirectoryStore(ParquetStore):
+    """One Parquet file per release in a directory, each file its own log row (no table to re-judge:
+    ``state`` as a Parquet file's)."""
 
     kind = "directory"
 
@@ -81,9 +81,6 @@ class DirectoryStore(FileStore):
                 keep(target, held)  # the release published again: its earlier row stays in the log
             self.replace(target, lambda tmp: write_marked(tmp, df, entry()))
         return str(target)
-
-    def state(self) -> tuple[pl.DataFrame | None, Log]:
-        raise self.no_log("re-judging")
 
     def withdraw(
         self, release_id: str, check: WithdrawCheck, *, by: str, reason: str, record: Any
