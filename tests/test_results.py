@@ -42,3 +42,12 @@ def test_from_json_refuses_an_unjudged_result_or_a_verdict_its_results_contradic
     unjudged = {**doc, "metrics": [{**doc["metrics"][0], "status": None}]}
     with pytest.raises(ValueError, match="not judged"):
         Evaluation.from_json(unjudged)
+
+
+def test_a_lineage_that_is_empty_or_absent_does_not_fail() -> None:
+    """Review of the renovation: ``"lineage": []`` in a document read as not failed before the verdict
+    rule moved to decision/verdict.py, and still does."""
+    from dagster_privacy.decision.verdict import lineage_failed
+
+    assert not lineage_failed(None) and not lineage_failed({}) and not lineage_failed([])  # type: ignore[arg-type]
+    assert lineage_failed({"status": "fail"}) and not lineage_failed({"status": "pass"})

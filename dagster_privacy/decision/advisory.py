@@ -111,7 +111,8 @@ def with_action(result: MetricResult, *, remediable: bool = True, monotone: bool
     """A warning's line ended in what the user can do: drop the rows it flags (``remediate --drop``,
     which evaluates the rest again against the holdout: ``remediable``, an evaluation with one) where it
     flags rows, else regenerate with stronger privacy — unless its figure is not ``monotone`` in
-    closeness (nndr: an independent sampler scores 0.9), where a high value alone asks for nothing. For a
+    closeness (nndr: an independent sampler scores 0.9) and it flags no row, where a high value alone
+    asks for nothing. For a
     release nothing blocks (the caller's part: a blocked release's lines are its gates'); never said
     twice."""
     if result.status is not Status.WARN or TO_ACT in (result.reason or ""):
@@ -123,7 +124,7 @@ def with_action(result: MetricResult, *, remediable: bool = True, monotone: bool
             f"options, and an --out file) writes the release without the {n:,} rows it flags and evaluates "
             "it again"
         )
-    elif monotone:
+    elif monotone or n:  # rows it flags (copies) ask for a stronger setting whatever the figure's shape
         act = "regenerate the release with a stronger privacy setting of the generator"
     else:
         act = (

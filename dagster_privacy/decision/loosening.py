@@ -164,6 +164,8 @@ def _weight_loosenings(policy: Any, base: Any, *, explained: bool = False) -> li
 def check_signed(policy: Any) -> None:
     """Refuse (ValueError) a loosening without its waiver, and a field waiver that waives nothing."""
     base_name_ = policy.base_name()
+    if policy.preset and policy.preset != base_name_:  # say why it is not compared with its own preset
+        base_name_ += f" (preset {policy.preset} is a base only with its waivers, and this policy drops some)"
     found = {x.path: x for x in policy.loosenings()}
     if "require_signoff" in found:  # a waiver would force the very sign-off it waives
         raise ValueError(

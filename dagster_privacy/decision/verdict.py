@@ -138,7 +138,7 @@ def verdict(
 
 def lineage_failed(lineage: Mapping[str, Any] | None) -> bool:
     """The lineage's decision blocks the release (the union of its releases fails: issue 56)."""
-    return lineage is not None and lineage.get("status") == "fail"
+    return bool(lineage) and lineage.get("status") == "fail"  # type: ignore[union-attr]
 
 
 __all__ = [

@@ -395,7 +395,6 @@ def _nndr(ctx: EvaluationContext, query: str) -> np.ndarray:
     queries=QUERIES,
     default={"threshold": 0.1, "severity": "WARN", "optional": True},
     expect=Expect(copy_min=0.999, indep_max=0.1),
-    monotone=False,  # a difference of nndr means: not monotone in closeness either
 )
 def nndr_holdout_diff(ctx: EvaluationContext) -> Measurement:
     """Diff NNDR % of seed 001: mean NNDR synthetic→train against mean NNDR holdout→train.

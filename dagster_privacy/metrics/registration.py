@@ -53,7 +53,8 @@ class MetricSpec:
     #: whether it may read an encoded space or a neighbour query (False: tables, codes and hashes only)
     spaces: bool = True
     #: whether its figure rises as synthetic rows come closer to real records (False: nndr, whose near
-    #: copies score 0 and independent rows 0.6–0.9): a warning of one that is not advises no regeneration
+    #: copies score 0 and independent rows 0.6–0.9): a warning of one that is not, flagging no row,
+    #: advises no regeneration
     monotone: bool = True
 
     @property

@@ -189,14 +189,14 @@ def test_a_warning_ends_in_what_the_user_can_do_once() -> None:
 def test_a_proxy_not_monotone_in_closeness_advises_no_regeneration() -> None:
     """Issue 57: an independent-marginals sampler (no joint structure at all) got WARN on nndr 0.9115 and
     "regenerate the release with a stronger privacy setting": nndr scores a near copy 0 and an
-    independent row 0.6–0.9, so its high value asks for nothing; copies it flags can still be dropped."""
+    independent row 0.6–0.9, so its high value alone asks for nothing; copies it flags still do."""
     import numpy as np
 
     from dagster_privacy.decision.advisory import TO_ACT, with_action
     from dagster_privacy.metrics import registry
     from dagster_privacy.results import MetricResult, Severity, Status
 
-    assert [m for m, s in registry().items() if not s.monotone] == ["nndr", "nndr_holdout_diff"]
+    assert [m for m, s in registry().items() if not s.monotone] == ["nndr"]
     base = MetricResult(id="nndr", value=0.9115, threshold=0.9, severity=Severity.WARN, status=Status.WARN,
                         reason="value 0.9115 > threshold 0.9")  # fmt: skip
     said = with_action(base, monotone=False).reason
@@ -204,6 +204,9 @@ def test_a_proxy_not_monotone_in_closeness_advises_no_regeneration() -> None:
     assert "exposed_records and the distance gates say whether rows are close" in said
     copies = with_action(base.model_copy(update={"flagged": np.arange(3)}), monotone=False).reason
     assert "remediate --drop nndr" in copies and "without the 3 rows it flags" in copies
+    # review: copies it flags, no holdout to remediate against: the copies still ask for a stronger setting
+    alone = with_action(base.model_copy(update={"flagged": np.arange(3)}), remediable=False, monotone=False)
+    assert "stronger privacy setting" in alone.reason and "nothing on this figure" not in alone.reason
 
 
 def test_a_blocked_release_keeps_its_warnings_plain(coarse) -> None:

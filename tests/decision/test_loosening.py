@@ -207,8 +207,9 @@ def test_a_preset_is_a_base_only_with_its_waivers() -> None:
         update={"threshold": 0.99}
     )
     assert forged.base_name() == "standard"
-    with pytest.raises(dp.PolicyError, match="metrics.exposed_records.threshold 0 → 0.99"):
+    with pytest.raises(dp.PolicyError, match="metrics.exposed_records.threshold 0 → 0.99") as refused:
         pol.load_policy(forged)
+    assert "preset report-only is a base only with its waivers" in str(refused.value)
     built = {m: {**e, "threshold": 0.99} for m, e in STANDARD_GATES.items()}
     with pytest.raises(ValueError, match="passes releases more easily than preset standard"):
         pol.Policy(preset="report-only", require_signoff=True, metrics=built)
