@@ -112,9 +112,8 @@ def with_action(result: MetricResult, *, remediable: bool = True, monotone: bool
     which evaluates the rest again against the holdout: ``remediable``, an evaluation with one) where it
     flags rows, else regenerate with stronger privacy — unless its figure is not ``monotone`` in
     closeness (nndr: an independent sampler scores 0.9) and it flags no row, where a high value alone
-    asks for nothing. For a
-    release nothing blocks (the caller's part: a blocked release's lines are its gates'); never said
-    twice."""
+    asks for nothing. For a release nothing blocks (the caller's part: a blocked release's lines are its
+    gates'); never said twice."""
     if result.status is not Status.WARN or TO_ACT in (result.reason or ""):
         return result
     n = 0 if result.flagged is None else int(len(result.flagged))
