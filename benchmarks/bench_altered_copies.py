@@ -28,7 +28,7 @@ applies (values the real tables never hold). A case is caught when the release i
 Printed per table and alteration: caught / seeds at each K, and the floor in people: per counted part,
 the share of the altered copies it registered beyond chance (measured at the largest K), then the
 smallest number of such copies that fails that part with 95 % probability at this table's own chance
-counts (decision/exposure_test.floor); the alteration's floor is the smallest over the parts. One JSON
+counts (decision/exposure_count.floor); the alteration's floor is the smallest over the parts. One JSON
 line per case to --out (default benchmarks/out/altered.jsonl).
 """
 
@@ -232,7 +232,7 @@ def floor_of(cases: list[dict[str, Any]]) -> dict[int, tuple[int, str]]:
     the K copies registered beyond chance (mean over seeds: a property of the alteration on this table);
     the part whose floor is smallest at the first seed's chance counts; then that part's floor at each
     seed's own chance counts (the promise is each evaluation's). Seeds without a floor are left out."""
-    from dagster_privacy.decision.exposure_test import floor
+    from dagster_privacy.decision.exposure_count import floor
 
     top = max(c["k"] for c in cases)
     at_top = sorted((c for c in cases if c["k"] == top), key=lambda c: c["seed"])

@@ -105,7 +105,7 @@ def noisy_floor(n_t: int, n_c: int, chance: float, gain: float, level: float, si
     if n_t == 0 or n_c == 0:
         return float("inf")
     lo, hi = 0, 1
-    while power(hi) < 0.95:  # upward by doubling, as exposure_test.floor; none past every rare record
+    while power(hi) < 0.95:  # upward by doubling, as exposure_count.floor; none past every rare record
         if hi >= n_t:
             return float("inf")
         lo, hi = hi, min(2 * hi, n_t)

@@ -1,7 +1,7 @@
 """The one decision rule: a judged copy of each metric result (docs/metrics.md, "The decision rule").
 
 A result with evidence (success counts on training and control targets) is judged on its excess over
-the control; a count of people (exposed_records) by the exact test of exposure_test.py; a result without
+the control; a count of people (exposed_records) by the exact test of exposure_count.py; a result without
 evidence (the seed-000 proxies) on its point figure. A gate that cannot decide at this table's size may
 pass with a **weaker guarantee** the policy accepts (``accepted_excess``, ``accept_unrun``): its upper
 bound, or the attacks it could not run, stated in its reason and its decision.
@@ -61,7 +61,7 @@ def judge(
     if result.status in facts or (result.status is Status.INCONCLUSIVE and result.decision is None):
         return result.model_copy(update=gate)  # a fact of the run (too few rows: inconclusive)
     if result.evidence and entry.threshold is not None and "registered" in result.evidence[0]:
-        from .exposure_test import decide  # counts of people: the exact test (issue 45)
+        from .exposure_count import decide  # counts of people: the exact test (issue 45)
 
         status, reason, decision = decide(
             [dict(p) for p in result.evidence],

@@ -55,7 +55,7 @@ ENTRY_FIELDS: dict[str, str] = {
 }
 
 
-#: gates that pass on their power at the fail level (a floor in people: exposure_test.decide), so a
+#: gates that pass on their power at the fail level (a floor in people: exposure_count.decide), so a
 #: higher level passes them sooner; every other gate passes on an upper bound at the pass level
 FLOOR_GATES = ("exposed_records",)
 

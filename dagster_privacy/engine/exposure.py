@@ -17,7 +17,7 @@ the real column (jitter within a grid cell is no difference) wherever cells are 
 
 "Within k cells" is found with one hash per row and set of k masked columns: two rows are within one
 cell exactly when they agree on some single-column masked hash. No pairwise pass over rows. Pure
-functions of canonical frames; the decision (an exact conditional binomial test) is exposure_test.py's.
+functions of canonical frames; the decision (an exact conditional binomial test) is exposure_count.py's.
 """
 
 from __future__ import annotations
@@ -62,7 +62,7 @@ MARGIN_CELLS = 2
 #: rest, so a nudged copy reached no stratum; on coarse tables its chance is high (its own small level)
 #: cells_1's far band: its records no other record comes within FAR_CELLS cells of (four cells apart on
 #: clean Adult: chance about 1 exposure in 2,700 records, against 1 in 400 at three); a sub-stratum of
-#: cells_1, tested within it (decision/exposure_test.SUBSTRATA), never alone
+#: cells_1, tested within it (decision/exposure_count.SUBSTRATA), never alone
 FAR_CELLS = 3
 TENTH = 0.1
 #: the thinner distance stratum: on clean Adult 13 of 16,260 training records have a synthetic row within
@@ -273,7 +273,7 @@ def nearer(
     neighbours' sides and the count overdispersed: a z-score's sd of 1.5 over 20 clean splits). A record
     with a twin (distance 0) is exposed by no one. A copy jittered below the table's own spacing lands
     inside its record's ball; unseen real rows land there as often as chance (about a third of records
-    on the bench's clean releases), which the hypergeometric test of exposure_test.py allows for. It
+    on the bench's clean releases), which the hypergeometric test of exposure_count.py allows for. It
     flags no synthetic row: at that chance rate it is a membership signal, not a list of rows to drop
     (remediation drops the other parts' rows)."""
     rare_t, rare_h = own_t > 0, own_h > 0

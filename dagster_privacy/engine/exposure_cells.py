@@ -5,7 +5,7 @@ k + 1 cells of, a synthetic row within k: the record's side), its far band and w
 One 64-bit key per cell (its value's hash mixed with the column's position), so a row's key with some
 columns left out is the row's sum less those columns' keys: "within k cells" is one key per set of k
 masked columns, with no pairwise pass over rows. Pure functions of canonical frames; the parts'
-decision is decision/exposure_test.py's.
+decision is decision/exposure_count.py's.
 """
 
 from __future__ import annotations

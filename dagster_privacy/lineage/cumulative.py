@@ -5,7 +5,7 @@ the candidate) exposed it — once rare and exposed, it stays counted, among the
 the training table gains later; the same on the holdout side is chance. A record counts once however
 many releases expose it. Under no memorisation the two sides stay exchangeable release by release (the
 holdout is the lineage's, fixed), so the union is exchangeable too, and the exact conditional test of
-decision/exposure_test.py applies to the union's counts unchanged, part by part at the part's weight.
+decision/exposure_count.py applies to the union's counts unchanged, part by part at the part's weight.
 
 Every look that changes the union is another look at the same growing count, so the i-th such look is
 tested at ``level · 6 / (π² i²)``: the looks' levels sum to the gate's level (Σ 1/i² = π²/6), which
@@ -36,7 +36,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..decision.exposure_test import beyond_chance, decide, floor
+from ..decision.exposure_count import beyond_chance, decide, floor
 
 #: the share of each look's level the reverse test (holdout records beyond chance) takes
 HOLDOUT_SHARE = 0.1
@@ -88,7 +88,7 @@ def holdout_beyond_chance(
     the test: releases reproduce records their generator never saw), or None; given the union with
     ``ever_rare`` denominators. Such a release would raise the lineage's chance side for good: the one
     that tips it is refused, and its records are not counted."""
-    from ..decision.exposure_test import p_value, pi
+    from ..decision.exposure_count import p_value, pi
 
     worst = None
     for part, (t, h) in candidate.items():
@@ -116,7 +116,7 @@ def people(parts: Mapping[str, Sides], counted: Sequence[str]) -> Sides:
 def copies_to_fail(k_t: int, k_c: int, share: float, level: float, limit: int = 100_000) -> int | None:
     """The fewest new training exposures that make the union's part fail at ``level`` with its chance
     count unchanged (None: beyond ``limit``)."""
-    from ..decision.exposure_test import p_value
+    from ..decision.exposure_count import p_value
 
     if p_value(k_t, k_c, share) <= level:
         return 0

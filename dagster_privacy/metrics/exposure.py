@@ -2,7 +2,7 @@
 
 Rare training records reproduced verbatim or within one cell (engine/exposure.py), against the rare holdout
 records the release reproduces by the same rule (chance); policy.judge decides with the exact
-conditional binomial test of decision/exposure_test.py, part by part.
+conditional binomial test of decision/exposure_count.py, part by part.
 """
 
 from __future__ import annotations

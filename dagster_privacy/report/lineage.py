@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from html import escape
 from typing import Any
 
-from ..decision.exposure_test import SUBSTRATA
+from ..decision.exposure_count import SUBSTRATA
 from ..lineage import sentence
 
 

@@ -187,7 +187,7 @@ def people_sentence(ev: Evaluation) -> str:
         f"{d.get('chance', 0.0):.0f}"
     )
     if d.get("failing"):  # the gate failed: the people beyond chance where it found them
-        from ..decision.exposure_test import failing_words
+        from ..decision.exposure_count import failing_words
 
         head += f" in all, but {failing_words(d['failing'])}."
     else:

@@ -186,7 +186,7 @@ def test_a_plan_built_by_hand_is_refused() -> None:
 
 def test_raising_false_alarm_passes_the_count_on_a_smaller_floor() -> None:
     """Review: false_alarm 0.45 passed a release standard fails, the count's floor taken at its level."""
-    from dagster_privacy.decision.exposure_test import decide
+    from dagster_privacy.decision.exposure_count import decide
 
     part = [{"part": 0, "k_t": 35, "n_t": 700, "k_c": 15, "n_c": 300, "weight": 1, "registered": 1}]
     assert decide(part, 0.0, 0.05 * 2 / 8, 0.05, 50)[0] == "inconclusive"

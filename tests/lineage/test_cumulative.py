@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy.stats import binom
 
-from dagster_privacy.decision.exposure_test import p_value
+from dagster_privacy.decision.exposure_count import p_value
 from dagster_privacy.lineage import cumulative as cu
 
 

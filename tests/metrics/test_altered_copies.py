@@ -244,13 +244,13 @@ def test_the_banded_p_value_by_hand() -> None:
     exposed count. One band exposure (π 2/3) and one far one (π 2/3): T ≥ 4 only when both are
     training records, 4/9; with the far one on the holdout side T = 1 is reached whenever X_band = 1 or
     X_far = 1: 1 − (1/3)(1/3) = 8/9."""
-    from dagster_privacy.decision.exposure_test import p_value_banded
+    from dagster_privacy.decision.exposure_count import p_value_banded
 
     assert p_value_banded((2, 4, 0, 2), (1, 2, 0, 1), 3) == pytest.approx(4 / 9)
     assert p_value_banded((1, 4, 1, 2), (0, 2, 1, 1), 3) == pytest.approx(8 / 9)
     assert p_value_banded((0, 4, 2, 2), (0, 2, 1, 1), 3) == 1.0
     # weight 1: the merged count's binomial when both bands share π
-    from dagster_privacy.decision.exposure_test import p_value
+    from dagster_privacy.decision.exposure_count import p_value
 
     assert p_value_banded((9, 60, 3, 30), (4, 20, 1, 10), 1) == pytest.approx(p_value(9, 3, 2 / 3))
 
@@ -258,7 +258,7 @@ def test_the_banded_p_value_by_hand() -> None:
 def test_the_banded_test_keeps_its_level_and_far_copies_weigh_more() -> None:
     """Under no memorisation (each exposure a training record with its band's π) the banded test fails
     at most its level over many draws; a far copy lowers the p-value more than a band copy does."""
-    from dagster_privacy.decision.exposure_test import p_value_banded
+    from dagster_privacy.decision.exposure_count import p_value_banded
 
     rng = np.random.default_rng(55)
     level, draws, fails = 0.01, 4000, 0
@@ -301,7 +301,7 @@ def test_the_far_band_is_the_records_three_cells_clear_and_within_one(split) -> 
 def test_a_far_band_that_is_not_within_its_part_falls_back_to_the_merged_test() -> None:
     """Review: a far band with more records than its part (only a hash collision could do it) gave NaN,
     which no level rejects; it reads the merged count's p-value."""
-    from dagster_privacy.decision.exposure_test import p_value, p_value_banded
+    from dagster_privacy.decision.exposure_count import p_value, p_value_banded
 
     got = p_value_banded((5, 100, 1, 50), (7, 20, 0, 10), 3)
     assert got == pytest.approx(p_value(5, 1, 100 / 150)) and 0.0 <= got <= 1.0

@@ -13,7 +13,7 @@ from gates import signed_yaml
 
 import dagster_privacy as dp
 from dagster_privacy.calibration import leaky_split
-from dagster_privacy.decision import exposure_test as et
+from dagster_privacy.decision import exposure_count as et
 from dagster_privacy.decision.policy import judge, load_policy
 from dagster_privacy.demo import load_demo
 from dagster_privacy.engine import exposure as ex
@@ -305,13 +305,13 @@ def _continuous(n: int, seed: int) -> pl.DataFrame:
 
 
 def test_the_exact_test_of_the_nearer_part_by_hand() -> None:
-    from dagster_privacy.decision.exposure_test import p_value_exact
+    from dagster_privacy.decision.exposure_count import p_value_exact
 
     # 10 records, 5 on each side, 4 exposed, all training: C(5,4) / C(10,4) = 5 / 210
     assert p_value_exact(4, 5, 0, 5) == pytest.approx(5 / 210)
     assert p_value_exact(0, 5, 3, 5) == 1.0
     # at a high chance rate the exact test is sharper than the binomial one (which is conservative)
-    from dagster_privacy.decision.exposure_test import p_value
+    from dagster_privacy.decision.exposure_count import p_value
 
     assert p_value_exact(600, 1000, 200, 500) < p_value(600, 200, 1000 / 1500)
 

@@ -11,7 +11,7 @@ import re
 import pytest
 
 import dagster_privacy as dp
-from dagster_privacy.decision.exposure_test import beyond_chance, failing_part
+from dagster_privacy.decision.exposure_count import beyond_chance, failing_part
 from dagster_privacy.report.summary import beyond_words, floor_sentence, people_sentence
 
 FLOORS = (None, 1, 2, 57)
