@@ -15,14 +15,13 @@ import argparse
 import re
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path[:0] = [str(HERE), str(HERE.parent / "tests")]  # officer_readings' cases; the browser driver
+# officer_readings' cases; the tests' browser driver and console helpers (Served, sign_in)
+sys.path[:0] = [str(HERE), str(HERE.parent / "tests"), str(HERE.parent / "tests" / "pipeline")]
 
-PASSWORD = "a long officer passphrase 57"
 POLICY = {"preset": "standard", "require_signoff": True, "seed": 0}
 
 
@@ -55,30 +54,16 @@ def released(root: Path, case: str) -> tuple[Path, str]:
     return home, case
 
 
-def serve(home: Path, root: Path):  # -> (url, server)
-    import socket
+def serve(home: Path, root: Path):  # -> the console, served (tests/pipeline/test_console.py's Served)
+    from test_console import PASSWORD, Served
 
-    import uvicorn
-
-    from dagster_privacy.console import ConsoleSettings, build_console
+    from dagster_privacy.console import ConsoleSettings
     from dagster_privacy.console.identity import Users
 
     users = root / "users.json"
     if not users.exists():
         Users(users).add("dana", "officer", PASSWORD)
-    settings = ConsoleSettings(instance_dir=str(home), audit=str(root / "audit.duckdb"), users=str(users))
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(build_console(settings), host="127.0.0.1", port=port,
-                                           log_level="error", proxy_headers=False))  # fmt: skip
-    threading.Thread(target=server.run, daemon=True).start()
-    deadline = time.monotonic() + 30
-    while not server.started:
-        if time.monotonic() > deadline:
-            raise SystemExit("the console did not start")
-        time.sleep(0.05)
-    return f"http://127.0.0.1:{port}", server
+    return Served(ConsoleSettings(instance_dir=str(home), audit=str(root / "audit.duckdb"), users=str(users)))
 
 
 def main() -> None:
@@ -87,6 +72,7 @@ def main() -> None:
     a = ap.parse_args()
     from browser import Browser
     from officer_readings import CASES
+    from test_console import sign_in
 
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -95,21 +81,16 @@ def main() -> None:
         for case in CASES:
             t0 = time.perf_counter()
             home, release_id = released(root, case)
-            url, server = serve(home, root)
+            served = serve(home, root)
             try:
                 with Browser(width=1200, height=1400) as b:
-                    b.goto(url + "/login")
-                    b.wait_for("!!document.querySelector('input[name=password]')")
-                    b.js(f"""(() => {{ document.querySelector('input[name=user]').value = 'dana';
-                        document.querySelector('input[name=password]').value = {PASSWORD!r};
-                        document.querySelector('form.decide').submit(); }})()""")
-                    b.wait_for("document.body.innerText.includes('dana (officer)')")
-                    b.goto(f"{url}/release/{release_id}")
+                    sign_in(b, served.url)  # the console's form, as an officer signs in
+                    b.goto(f"{served.url}/release/{release_id}")
                     b.wait_for("document.readyState === 'complete'")
                     text = b.js("document.body.innerText")
                     shot = b.screenshot(out / f"console-{case}.png")
             finally:
-                server.should_exit = True
+                served.stop()
             verdict = re.search(r"Latest evaluation: (\w+)", text)
             sentence = next((s for s in re.split(r"(?<=\.)\s+", text) if "rare real record" in s), "")
             print(f"{case:12s} verdict {verdict.group(1) if verdict else '?'}; {shot.name} "
