@@ -161,7 +161,7 @@ def evaluate(  # noqa: PLR0913
     )
 
 
-#: the first bytes of an evaluation JSON (results.FORMAT)
+#: the first bytes of an evaluation JSON (evaluation.FORMAT)
 FORMAT_MARK = b'"format": "dagster-privacy/evaluation/'
 
 
