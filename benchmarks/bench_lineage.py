@@ -66,10 +66,10 @@ class Lineage:
     """A lineage on a ledger file of its own (removed at the end)."""
 
     def __init__(self, name: str) -> None:
-        from dagster_privacy.lineage import Ledger
+        from dagster_privacy.lineage import FileLedger
 
         self.dir = Path(tempfile.mkdtemp(prefix="bench_lineage_"))
-        self.ledger, self.name, self.n = Ledger(self.dir / "ledger.duckdb"), name, 0
+        self.ledger, self.name, self.n = FileLedger(self.dir / "ledger.duckdb"), name, 0
 
     def judge(self, ev: Any) -> dict[str, Any]:
         from dagster_privacy.lineage import judge_lineage

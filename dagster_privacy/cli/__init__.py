@@ -75,9 +75,7 @@ def cli() -> None:
     "or ray://HEAD:10001",
 )
 @click.option("--lineage", default=None, help="judge the release with every earlier release of this lineage")
-@click.option(
-    "--ledger", default=None, help="the lineage's ledger file (*.duckdb), created at its first release"
-)
+@click.option("--ledger", default=None, help="the lineage's ledger: a file (*.duckdb) or a postgresql:// URI")
 @click.option(
     "--record", is_flag=True, help="record the release in the lineage (published, reserved or refused)"
 )

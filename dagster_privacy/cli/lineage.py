@@ -1,6 +1,6 @@
 """``dagster-privacy lineage show|withdraw``, and what ``evaluate --lineage`` does (issue 56).
 
-``evaluate … --lineage NAME --ledger FILE`` judges the candidate alone and on the union with every
+``evaluate … --lineage NAME --ledger FILE|URI`` judges the candidate alone and on the union with every
 earlier release of the lineage; the lineage's decision joins the verdict (``blocked_by:
 privacy_lineage``). With ``--record`` the candidate is recorded: ``published`` when the verdict lets it
 publish (exit 0), ``reserved`` when it awaits a sign-off (it counts from now on), ``refused`` when it
@@ -17,13 +17,17 @@ import click
 
 from .args import UsageFailure
 
+LEDGER_HELP = (
+    "the ledger: a file (*.duckdb) or a postgresql:// URI (its keys: $DAGSTER_HOME or ~/.dagster_privacy)"
+)
+
 
 def check_options(
     lineage: str | None, ledger: str | None, record: bool, inputs: Sequence[str | None]
 ) -> None:
     """Before the evaluation: a lineage needs a ledger, --record needs a lineage, the ledger is no input."""
     from ..data.atomic import input_files
-    from ..lineage import Ledger, LineageError, valid_lineage
+    from ..lineage import FileLedger, LineageError, open_ledger, valid_lineage
 
     if (lineage is None) != (ledger is None):
         raise UsageFailure("--lineage and --ledger go together: the lineage's name and the ledger file")
@@ -33,11 +37,10 @@ def check_options(
         return
     try:
         valid_lineage(lineage)
-        led = Ledger(ledger)
+        led = open_ledger(ledger)
     except LineageError as exc:
         raise UsageFailure(f"--ledger/--lineage: {exc}") from None
-    target = led.path.resolve()
-    if any(f.resolve() == target for f in input_files(inputs)):
+    if isinstance(led, FileLedger) and any(f.resolve() == led.path.resolve() for f in input_files(inputs)):
         raise UsageFailure(
             f"--ledger {ledger} is one of the input tables; keep the ledger in a file of its own"
         )
@@ -45,17 +48,17 @@ def check_options(
         led.lineages()
     except LineageError as exc:
         raise UsageFailure(f"--ledger: {exc}") from None
-    if record and not os.access(led.path.parent, os.W_OK):
+    if record and isinstance(led, FileLedger) and not os.access(led.path.parent, os.W_OK):
         raise UsageFailure(f"--ledger {ledger}: its folder is not writable (the release is recorded there)")
 
 
 def judged(ev: Any, lineage: str, ledger: str, release_id: str, record: bool, awaiting: bool) -> Any:
     """The evaluation with its lineage decision; recorded (and, when it may publish, committed as
     published) with ``record``."""
-    from ..lineage import Ledger, LineageError, commit, judge_lineage
+    from ..lineage import LineageError, commit, judge_lineage, open_ledger
 
-    led = Ledger(ledger)
     try:
+        led = open_ledger(ledger)
         out = judge_lineage(ev, lineage=lineage, ledger=led, release_id=release_id, record=record)
         if record and out.lineage["recorded"]["event"] == "reserved" and not awaiting:
             commit(led, lineage, release_id, "published")
@@ -72,25 +75,22 @@ def lineage_command() -> None:
 
 @lineage_command.command("show")
 @click.argument("name")
-@click.option("--ledger", required=True, help="the ledger file (*.duckdb)")
+@click.option("--ledger", required=True, help=LEDGER_HELP)
 def show(name: str, ledger: str) -> None:
     """Print the lineage's releases (chain checked): status, people each exposed and added."""
-    from ..lineage import Ledger, LineageError, releases, valid_lineage
-    from ..lineage.names import key_path, lineage_key
+    from ..lineage import LineageError, open_ledger, releases, valid_lineage
 
     try:
         valid_lineage(name)
-        led = Ledger(ledger)  # a reader: no lock (DuckDB reads a consistent file)
-        has_key = key_path(led.path, name).exists()
-        key = lineage_key(led.path, name, create=False) if has_key else None
-        entries = led.entries(name, key)
+        led = open_ledger(ledger)  # a reader: no lock (each read is one consistent snapshot)
+        entries = led.entries(name, led.key(name))
     except LineageError as exc:
         raise UsageFailure(f"lineage: {exc}") from None
     rel = releases(entries)
     if not rel:
-        click.echo(f"lineage {name}: no release recorded in {ledger}")
+        click.echo(f"lineage {name}: no release recorded in {led.where}")
         return
-    click.echo(f"lineage {name}: {len(rel)} release(s) in {ledger}, hash chain intact")
+    click.echo(f"lineage {name}: {len(rel)} release(s) in {led.where}, hash chain intact")
     for r in rel:
         f = r.first.figures()
         click.echo(
@@ -103,13 +103,13 @@ def show(name: str, ledger: str) -> None:
 @lineage_command.command("withdraw")
 @click.argument("name")
 @click.argument("release_id")
-@click.option("--ledger", required=True, help="the ledger file (*.duckdb)")
+@click.option("--ledger", required=True, help=LEDGER_HELP)
 def withdraw(name: str, release_id: str, ledger: str) -> None:
     """Record a release as withdrawn: it still counts (a record copied once stays copied)."""
-    from ..lineage import Ledger, LineageError, commit
+    from ..lineage import LineageError, commit, open_ledger
 
     try:
-        entry = commit(Ledger(ledger), name, release_id, "withdrawn")
+        entry = commit(open_ledger(ledger), name, release_id, "withdrawn")
     except LineageError as exc:
         raise UsageFailure(f"lineage: {exc}") from None
     click.echo(f"lineage {name}: release {release_id} withdrawn (ledger row {entry.seq}); it still counts")

@@ -152,18 +152,16 @@ def _counted(cand: Named) -> list[str]:
 def _key(ledger: Ledger, lineage: str, record: bool) -> bytes:
     """The lineage's key; at its first release created when recording (a look alone keeps none: a
     random key names the records of this look only). Rows without a key are refused by entries()."""
-    from .names import key_path
-
-    if key_path(ledger.path, lineage).exists():
-        key = lineage_key(ledger.path, lineage, create=False)
+    key = ledger.key(lineage)
+    if key is not None:
         if not ledger.entries(lineage, key):  # a key is made with a lineage's first recorded release
             raise LineageError(
-                f"lineage {lineage!r} has a key but no rows in {ledger.path}: its rows were deleted (or a "
+                f"lineage {lineage!r} has a key but no rows in {ledger.where}: its rows were deleted (or a "
                 "first recording crashed: then remove its key file from the keys folder)"
             )
         return key
     ledger.entries(lineage, None)
-    return lineage_key(ledger.path, lineage, create=True) if record else secrets.token_bytes(32)
+    return lineage_key(ledger.keys, lineage, create=True) if record else secrets.token_bytes(32)
 
 
 def _same_holdout(past: list[Release], cand: Named, lineage: str) -> None:
@@ -229,13 +227,12 @@ def _already(past: list[Release], release_id: str, cand: Named, lineage: str) ->
 def commit(ledger: Ledger, lineage: str, release_id: str, event: str) -> Entry:
     """Record what became of a reserved release: ``published``, ``refused`` (a later check blocked it:
     its exposure stops counting) or ``withdrawn`` (it still counts)."""
-    from .names import key_path
-
     valid_lineage(lineage)
     with ledger.locked():
-        if not key_path(ledger.path, lineage).exists() and not ledger.entries(lineage, None):
-            raise LineageError(f"lineage {lineage!r} has no release in {ledger.path}")
-        key = lineage_key(ledger.path, lineage, create=False)
+        key = ledger.key(lineage)
+        if key is None:
+            ledger.entries(lineage, None)  # rows without their key are refused here
+            raise LineageError(f"lineage {lineage!r} has no release in {ledger.where}")
         entries = ledger.entries(lineage, key)
         mine = [r for r in releases(entries) if r.release_id == release_id]
         if not mine:
@@ -263,7 +260,7 @@ def _summary(
     where = _holders(out, past) if out["status"] == "fail" else []
     return {
         "name": lineage,
-        "ledger": str(ledger.path),
+        "ledger": ledger.where,
         "release_id": release_id,
         "look": look,
         "level": cu.look_level(level, look),

@@ -1,4 +1,5 @@
-"""The ledger: every release of every lineage, one DuckDB file, only ever appended to (issue 56).
+"""The ledger: every release of every lineage, one table only ever appended to (issue 56), in a DuckDB
+file of its own (file_ledger.py) or in a PostgreSQL database (pg_ledger.py).
 
 A row is an event on one release: ``reserved`` (judged, may publish: it counts from here on),
 ``published``, ``refused`` (judged and blocked: it counts as a look, not as exposure) or ``withdrawn``
@@ -8,32 +9,31 @@ reproduced. Nothing else about a record is stored.
 
 Reserve-then-commit: a release is reserved before it is published and committed after, so a process
 killed between the two leaves a reservation that counts (an over-count, never an under-count). The
-judging of a candidate and its reservation happen under the ledger's lock (``<ledger>.lock``, an
-exclusive ``flock``): two candidates of one lineage judged at once are judged one after the other, the
-second on a union that holds the first.
+judging of a candidate and its reservation happen under the ledger's lock (an exclusive ``flock`` on a
+file ledger, an advisory lock in a database): two candidates of one lineage judged at once are judged
+one after the other, the second on a union that holds the first.
 
 Each lineage's rows form a hash chain under its key (HMAC-SHA256): a row changed or removed in the middle
-is caught on every read; the last row's (sequence, hash) is also kept in ``<ledger>.keys/`` (names.py),
+is caught on every read; the last row's (sequence, hash) is also kept in the keys folder (names.py),
 so a deleted tail is caught too.
 """
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import hmac
 import json
 import os
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from ..data.atomic import write_bytes_atomically
-from .names import LineageError, head_path
+from .names import LineageError, head_path, key_path, lineage_key
 
 TABLE = "lineage_ledger"
 GENESIS = "0" * 64
@@ -132,160 +132,85 @@ def now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
-class Ledger:
-    """Append-only access to a ledger file (``*.duckdb``, of its own: never a data file)."""
+class Ledger(ABC):
+    """Append-only access to a ledger; a backend (a DuckDB file: file_ledger.py, a PostgreSQL database:
+    pg_ledger.py) reads and appends rows, this class checks the chain and keeps the head."""
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
-        self.path = Path(path)
-        if self.path.suffix.lower() != ".duckdb":
-            raise LineageError(f"the ledger is a DuckDB file (*.duckdb), not {self.path.name}")
-        if self.path.is_symlink() or (self.path.exists() and not self.path.is_file()):
-            raise LineageError(f"the ledger {self.path} is not a regular file")
-        if not self.path.parent.is_dir():
-            raise LineageError(f"the ledger's folder {self.path.parent} does not exist")
+    #: the keys folder (names.py): the lineages' keys and kept heads, never inside the ledger
+    keys: Path
+    #: how messages name the ledger (a path, or a database URI without user or password)
+    where: str
+    #: where it is opened again (open_ledger): a path, or the URI (never with a password)
+    location: str
 
-    @contextmanager
-    def locked(self) -> Iterator[None]:
+    @abstractmethod
+    def locked(self) -> AbstractContextManager[None]:
         """The ledger's exclusive lock, held while a candidate is judged against it and reserved."""
-        lock = self.path.with_name(self.path.name + ".lock")
-        try:
-            fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
-        except OSError as exc:  # a link planted at its name, a folder we cannot write
-            raise LineageError(f"the ledger's lock {lock} cannot be opened ({type(exc).__name__})") from None
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            yield
-        finally:
-            os.close(fd)  # closing releases the lock, also when the process is killed
 
-    def _no_links(self) -> None:
-        """DuckDB writes ``<ledger>.wal`` (and ``.tmp``) beside the file: a link planted there would be
-        written through."""
-        for suffix in (".wal", ".tmp"):
-            side = self.path.with_name(self.path.name + suffix)
-            planted = side.is_symlink() or (side.exists() and not (side.is_file() or side.is_dir()))
-            if planted or (side.is_file() and side.stat().st_nlink > 1):  # a hard link: another file's data
-                raise LineageError(f"{side} is a link or not a regular file: remove it")
+    @abstractmethod
+    def _rows(self, lineage: str) -> list[tuple[Any, ...]]:
+        """The lineage's rows (columns NAMES), oldest first; none when the ledger has no table yet."""
 
-    @contextmanager
-    def _connect(self, *, read_only: bool) -> Iterator[Any]:
-        import duckdb
+    @abstractmethod
+    def _lineage_names(self) -> list[str]:
+        """The lineages with rows, by name."""
 
-        self._no_links()
-        delay = 0.05
-        for i in range(40):  # a reader elsewhere (lineage show) holds the file a moment
-            try:
-                con = duckdb.connect(str(self.path), read_only=read_only)
-                break
-            except (duckdb.IOException, duckdb.ConnectionException) as exc:
-                if "lock" not in str(exc).lower():  # not a database, truncated: no wait makes it one
-                    raise LineageError(
-                        f"the ledger {self.path} cannot be opened ({type(exc).__name__})"
-                    ) from None
-                if i == 39:
-                    raise LineageError(f"the ledger {self.path} is locked: {type(exc).__name__}") from None
-                time.sleep(delay)
-                delay = min(2 * delay, 1.0)
-            except duckdb.Error as exc:
-                raise LineageError(
-                    f"the ledger {self.path} cannot be opened ({type(exc).__name__})"
-                ) from None
-        try:
-            yield con
-        except duckdb.Error as exc:  # a table of another shape under the ledger's name
-            raise LineageError(f"the ledger {self.path} cannot be read ({type(exc).__name__})") from None
-        finally:
-            con.close()
+    @abstractmethod
+    def _append_row(self, lineage: str, build: Callable[[int, str], dict[str, Any]]) -> dict[str, Any]:
+        """In one write: the lineage's last (seq, row_hash) → ``build(next seq, previous hash)``, inserted."""
+
+    def key(self, lineage: str) -> bytes | None:
+        """The lineage's key, None when it has none (no release recorded)."""
+        has = key_path(self.keys, lineage)
+        return lineage_key(self.keys, lineage, create=False) if has.exists() or has.is_symlink() else None
 
     def entries(self, lineage: str, key: bytes | None) -> list[Entry]:
         """The lineage's rows, oldest first, after checking their chain (and the kept head) under ``key``
         (None: the lineage has no key yet, so it must have no rows)."""
-        rows: list[Entry] = []
-        if self.path.is_file():
-            with self._connect(read_only=True) as con:
-                self._check_tables(con)
-                have = con.execute(
-                    "select count(*) from information_schema.tables where table_name = ?", [TABLE]
-                ).fetchall()[0][0]
-                if have:
-                    cols = ", ".join(f'"{c}"' for c in NAMES)
-                    data = con.execute(
-                        f"select {cols} from {TABLE} where lineage = ? order by seq", [lineage]
-                    ).fetchall()
-                    rows = [Entry(**dict(zip(NAMES, r, strict=True))) for r in data]
+        rows = [Entry(**dict(zip(NAMES, r, strict=True))) for r in self._rows(lineage)]
         self._verify(lineage, rows, key)
         return rows
 
     def lineages(self) -> list[str]:
         """The lineages the ledger holds (names only; each one's rows are checked when read)."""
-        if not self.path.is_file():
-            return []
-        with self._connect(read_only=True) as con:
-            self._check_tables(con)
-            have = con.execute(
-                "select count(*) from information_schema.tables where table_name = ?", [TABLE]
-            ).fetchall()[0][0]
-            if not have:
-                return []
-            return [
-                str(r[0]) for r in con.execute(f"select distinct lineage from {TABLE} order by 1").fetchall()
-            ]
+        return self._lineage_names()
 
     def _verify(self, lineage: str, rows: list[Entry], key: bytes | None) -> None:
         if rows and key is None:
-            raise LineageError(f"lineage {lineage!r} has rows in {self.path} but no key")
+            raise LineageError(f"lineage {lineage!r} has rows in {self.where} but no key")
         prev = GENESIS
         for i, r in enumerate(rows, start=1):
             if r.seq != i or r.prev_hash != prev or _hash(asdict(r), key or b"") != r.row_hash:
-                raise LineageError(f"the ledger {self.path} was altered: lineage {lineage!r}, row {r.seq}")
+                raise LineageError(f"the ledger {self.where} was altered: lineage {lineage!r}, row {r.seq}")
             if r.event not in EVENTS:
-                raise LineageError(f"the ledger {self.path} holds an unknown event at row {r.seq}")
+                raise LineageError(f"the ledger {self.where} holds an unknown event at row {r.seq}")
             prev = r.row_hash
-        head = head_path(self.path, lineage)
+        head = head_path(self.keys, lineage)
         if head.is_file() or head.is_symlink():
             kept = _read_head(head)
             at = next((r for r in rows if r.seq == kept.get("seq")), None)
             if at is None or at.row_hash != kept.get("row_hash"):
                 raise LineageError(
-                    f"the ledger {self.path} lacks lineage {lineage!r}'s row {kept.get('seq')} recorded in "
+                    f"the ledger {self.where} lacks lineage {lineage!r}'s row {kept.get('seq')} recorded in "
                     f"{head.name} (rows deleted or rewritten)"
                 )
         elif rows:
             raise LineageError(f"lineage {lineage!r}'s head record {head} is missing")
 
-    def _check_tables(self, con: Any) -> None:
-        others = con.execute(
-            "select count(*) from information_schema.tables where table_name <> ?", [TABLE]
-        ).fetchall()[0][0]
-        if others:
-            raise LineageError(
-                f"{self.path} holds {others} table(s) besides the ledger's: the ledger lives in a file of "
-                "its own, never beside the data"
-            )
-
     def append(self, key: bytes, **fields: Any) -> Entry:
         """Append one event of ``fields['lineage']`` (call under :meth:`locked`, after :meth:`entries`)."""
         lineage = str(fields["lineage"])
-        with self._connect(read_only=False) as con:
-            self._check_tables(con)
-            con.execute(
-                f"create table if not exists {TABLE} ("
-                + ", ".join(f'"{c}" {t}' for c, t in COLUMNS)
-                + ", primary key (lineage, seq))"
-            ).fetchall()
-            last = con.execute(
-                f"select seq, row_hash from {TABLE} where lineage = ? order by seq desc limit 1", [lineage]
-            ).fetchall()
-            seq, prev = (int(last[0][0]) + 1, str(last[0][1])) if last else (1, GENESIS)
+
+        def build(seq: int, prev: str) -> dict[str, Any]:
             row = {k: fields.get(k) for k in NAMES}
             row.update(seq=seq, prev_hash=prev, recorded_at=now())
             row["row_hash"] = _hash(row, key)
-            con.execute(
-                f"insert into {TABLE} values (" + ", ".join("?" * len(NAMES)) + ")", [row[k] for k in NAMES]
-            ).fetchall()
-        head = {"seq": seq, "row_hash": row["row_hash"]}
-        write_bytes_atomically(head_path(self.path, lineage), json.dumps(head).encode())
+            return row
+
+        row = self._append_row(lineage, build)
+        head = {"seq": row["seq"], "row_hash": row["row_hash"]}
+        write_bytes_atomically(head_path(self.keys, lineage), json.dumps(head).encode())
         return Entry(**row)
 
 
-__all__ = ["COUNTED", "EVENTS", "Entry", "Ledger", "Release", "releases"]
+__all__ = ["COUNTED", "COLUMNS", "EVENTS", "NAMES", "TABLE", "Entry", "Ledger", "Release", "releases"]

@@ -1,9 +1,10 @@
 """Naming a real record without keeping it (issue 56): HMAC-SHA256 of its canonical content under the
 lineage's own key.
 
-The key is 32 random bytes created at the lineage's first release, in ``<ledger>.keys/`` beside the
-ledger, owner-only (0700 folder, 0600 file, created with O_EXCL|O_NOFOLLOW; a key another account can
-read, or a link at its name, is refused). Without the key a name cannot be inverted by trying candidate
+The key is 32 random bytes created at the lineage's first release, in the ledger's keys folder
+(``<ledger>.keys/`` beside a ledger file; a folder of the instance for a database ledger), owner-only
+(0700 folder, 0600 file, created with O_EXCL|O_NOFOLLOW; a key another account can read, or a link at
+its name, is refused). Without the key a name cannot be inverted by trying candidate
 records (a plain hash of a record could be); with it, nothing but names is stored anywhere.
 
 A record's content is its folded cells (engine/exposure.loose: the spelling the exposure parts compare)
@@ -36,6 +37,7 @@ class LineageError(OwnMessage, ValueError):
 
 
 def key_folder(ledger: Path) -> Path:
+    """The keys folder of a ledger file: beside it."""
     return ledger.with_name(ledger.name + ".keys")
 
 
@@ -43,14 +45,14 @@ def _stem(lineage: str) -> str:
     return hashlib.sha256(lineage.encode()).hexdigest()[:32]
 
 
-def key_path(ledger: Path, lineage: str) -> Path:
-    return key_folder(ledger) / f"{_stem(lineage)}.key"
+def key_path(keys: Path, lineage: str) -> Path:
+    return keys / f"{_stem(lineage)}.key"
 
 
-def head_path(ledger: Path, lineage: str) -> Path:
+def head_path(keys: Path, lineage: str) -> Path:
     """Where the lineage's last ledger row (sequence, hash) is kept outside the ledger: a deleted tail of
     rows, which a hash chain alone cannot see, is caught against it."""
-    return key_folder(ledger) / f"{_stem(lineage)}.head"
+    return keys / f"{_stem(lineage)}.head"
 
 
 def _private_folder(folder: Path, *, create: bool) -> None:
@@ -67,11 +69,12 @@ def _private_folder(folder: Path, *, create: bool) -> None:
         raise LineageError(f"{folder} must be a folder this account owns and only it can open (chmod 700)")
 
 
-def lineage_key(ledger: Path, lineage: str, *, create: bool) -> bytes:
-    """The lineage's key; created when ``create`` and there is none (its first release)."""
-    path = key_path(ledger, lineage)
+def lineage_key(keys: Path, lineage: str, *, create: bool) -> bytes:
+    """The lineage's key from the keys folder ``keys``; created when ``create`` and there is none (its
+    first release)."""
+    path = key_path(keys, lineage)
     if create and not path.exists() and not path.is_symlink():
-        _private_folder(key_folder(ledger), create=True)
+        _private_folder(keys, create=True)
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
         try:
             os.write(fd, secrets.token_hex(KEY_BYTES).encode())
@@ -82,13 +85,13 @@ def lineage_key(ledger: Path, lineage: str, *, create: bool) -> bytes:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
     except FileNotFoundError:
         raise LineageError(
-            f"lineage {lineage!r} has releases in {ledger} but its key {path.name} is missing from "
-            f"{key_folder(ledger)}: restore it (without it no record can be matched)"
+            f"lineage {lineage!r} has releases but its key {path.name} is missing from {keys}: restore it "
+            "(without it no record can be matched)"
         ) from None
     except OSError:
         raise LineageError(f"the key of lineage {lineage!r} ({path}) is a link or unreadable") from None
     try:
-        _private_folder(key_folder(ledger), create=False)
+        _private_folder(keys, create=False)
         st = os.fstat(fd)
         if st.st_mode & 0o077 or st.st_uid != os.getuid():
             raise LineageError(

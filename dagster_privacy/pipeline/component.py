@@ -115,6 +115,16 @@ class PrivacyChecksComponent(dg.Component, dg.Model, dg.Resolvable):
         description="this release's name: every asset, resource, job, schedule and sensor it defines is "
         "<name>_..., so several components live in one project; empty: the plain names (one release)",
     )
+    lineage: bool | str = Field(
+        default=False,
+        description="judge every release with the earlier releases of its lineage (privacy_lineage): true "
+        "names the lineage by the real table, a text names it yourself",
+    )
+    ledger: str | None = Field(
+        default=None,
+        description="the lineage's ledger: a DuckDB file or a postgresql:// URI; null: "
+        "$DAGSTER_PRIVACY_LEDGER, else the PostgreSQL publish_target's database, else beside the instance",
+    )
 
     def _policy(self, context: dg.ComponentLoadContext) -> pol.Policy:
         if self.policy in pol.PRESET_NAMES:
@@ -148,5 +158,7 @@ class PrivacyChecksComponent(dg.Component, dg.Model, dg.Resolvable):
             asset=self.asset,
             tables=self.tables,
             name=self.name,
+            lineage=self.lineage,
+            ledger=self._path(context, self.ledger) if self.ledger else None,
         )
         return build_release_definitions(settings=settings)

@@ -3,9 +3,11 @@ against the same real table (issue 56).
 
 The lineage is named by the real table: the real asset's key (partition-independent: every month of a
 partitioned release is one lineage) or, for tables read by name, ``table:<name>``; ``lineage="NAME"``
-names it yourself. The ledger is ``DAGSTER_PRIVACY_LEDGER``, else ``<instance directory or
-$DAGSTER_HOME>/dagster_privacy/ledger.duckdb`` (beside the audit table), else
-``~/.dagster_privacy/ledger.duckdb``. The check reserves a release whose verdict lets it publish (it
+names it yourself. The ledger is ``ledger=`` (a DuckDB file or a ``postgresql://`` URI), else
+``DAGSTER_PRIVACY_LEDGER``, else ``<instance directory or $DAGSTER_HOME>/dagster_privacy/ledger.duckdb``
+(beside the audit table), else ``~/.dagster_privacy/ledger.duckdb``; a release pipeline that publishes
+to PostgreSQL keeps it in that database (settings.ledger_location). A database ledger's keys stay in
+the instance's folder. The check reserves a release whose verdict lets it publish (it
 counts from then on, published or not: a crash over-counts, never under-counts) and records a blocked one
 as refused; a re-run on the same release is judged as before and not recorded twice.
 """
@@ -20,21 +22,32 @@ from typing import Any
 
 import dagster as dg
 
+from ..data import postgres
 from ..evaluation import Evaluation
 from ..lineage import sentence
 from . import metadata as md
-from .settings import privacy_folder
+from .settings import LEDGER_ENV, privacy_folder
 
 CHECK = "privacy_lineage"
-LEDGER_ENV = "DAGSTER_PRIVACY_LEDGER"
 #: the figures a user charts over the lineage's releases (numeric metadata)
 FIGURES = ("look", "people", "people_holdout", "chance", "candidate_people", "added_people", "room_people",
            "floor_people", "level")  # fmt: skip
 
 
-def default_ledger(instance: Any = None) -> Path:
-    env = os.environ.get(LEDGER_ENV)
-    return Path(env) if env else privacy_folder(instance) / "ledger.duckdb"
+def default_ledger(instance: Any = None) -> str:
+    """``DAGSTER_PRIVACY_LEDGER`` (a file or a ``postgresql://`` URI), else the file beside the instance."""
+    return os.environ.get(LEDGER_ENV) or str(privacy_folder(instance) / "ledger.duckdb")
+
+
+def open_at(location: str | None, instance: Any) -> Any:
+    """The ledger at ``location`` (None: the default), its keys folder beside the instance; a file
+    ledger's folder is made."""
+    from ..lineage import open_ledger
+
+    where = location or default_ledger(instance)
+    if not postgres.is_postgres(where):
+        Path(where).parent.mkdir(parents=True, exist_ok=True)
+    return open_ledger(where, home=privacy_folder(instance))
 
 
 def lineage_name(real_key: dg.AssetKey | None, real_table: str | None) -> str:
@@ -63,18 +76,17 @@ def result(
     name_prefix: str, extra: dict[str, Any],
 ) -> dg.AssetCheckResult:  # fmt: skip
     """Judge ``ev`` with its lineage, record it (reserved or refused) and give the check's result."""
-    from ..lineage import Ledger, judge_lineage
+    from ..lineage import judge_lineage
 
-    path = Path(ledger) if ledger else default_ledger(getattr(context, "instance", None))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    judged = judge_lineage(ev, lineage=lineage, ledger=Ledger(path), release_id=release, record=True)
+    led = open_at(ledger, getattr(context, "instance", None))
+    judged = judge_lineage(ev, lineage=lineage, ledger=led, release_id=release, record=True)
     d = judged.lineage or {}
     meta: dict[str, Any] = {f"lineage/{k}": md.number(d.get(k)) for k in FIGURES}
     meta |= {
         "lineage/name": md.text(lineage),
         "lineage/status": md.text(d.get("status")),
         "lineage/recorded": md.text((d.get("recorded") or {}).get("event")),
-        "lineage/ledger": md.text(str(path)),
+        "lineage/ledger": md.text(led.location),
         "lineage/releases": md.json(d.get("releases")),
         "lineage/held_by": md.json(d.get("held_by")),
         "release_id": md.text(release),
@@ -101,7 +113,7 @@ def mark_published(instance: Any, required: list[Any], partition: str | None, re
     """After a publication: the lineage's reservation of ``release`` committed as published (what the
     ledger says of it; a reserved release counts already). Returns a line for the log, or None when no
     lineage check is required."""
-    from ..lineage import Ledger, LineageError, commit
+    from ..lineage import LineageError, commit
     from .records import latest_check_records
 
     keys = [k for k in required if k.name.endswith(CHECK)]
@@ -112,7 +124,7 @@ def mark_published(instance: Any, required: list[Any], partition: str | None, re
             continue
         name, path = md.recorded(meta, "lineage/name"), md.recorded(meta, "lineage/ledger")
         try:
-            commit(Ledger(Path(str(path))), str(name), release, "published")
+            commit(open_at(str(path), instance), str(name), release, "published")
         except (LineageError, OSError) as exc:  # the publication stands; the reservation counts as it is
             return f"lineage {name}: release {release} stays reserved in the ledger ({exc})"
         return f"lineage {name}: release {release} committed as published ({key.name})"
@@ -123,4 +135,13 @@ def _refused(d: dict[str, Any]) -> str:
     return f"{sentence(d)}; its own verdict fails, so it is recorded as refused and not counted"
 
 
-__all__ = ["CHECK", "LEDGER_ENV", "default_ledger", "lineage_name", "mark_published", "result", "spec"]
+__all__ = [
+    "CHECK",
+    "LEDGER_ENV",
+    "default_ledger",
+    "lineage_name",
+    "mark_published",
+    "open_at",
+    "result",
+    "spec",
+]

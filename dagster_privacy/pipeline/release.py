@@ -131,7 +131,7 @@ def build_release_checks(
             resource_key=keys["tables"],
             release_resource_key=keys["release"],
             lineage=settings.lineage,
-            ledger=settings.ledger,
+            ledger=settings.ledger_location,
         )
     )
     if settings.schema_gate:

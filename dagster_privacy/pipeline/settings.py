@@ -10,11 +10,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from ..data import postgres
 from ..decision import policy as pol
 
 DATABASE_ENV = "DAGSTER_PRIVACY_DATABASE"
 POLICY_ENV = "DAGSTER_PRIVACY_POLICY"
 PUBLISH_TARGET_ENV = "DAGSTER_PRIVACY_PUBLISH_TARGET"
+LEDGER_ENV = "DAGSTER_PRIVACY_LEDGER"
 #: where `dagster-privacy demo` writes its embedded DuckDB, publication and instance (relative to cwd)
 DEMO_DIR = Path(".dagster_privacy") / "demo"
 
@@ -41,7 +43,8 @@ class ReleaseSettings:
     #: ``<name>_<base>``, so several releases live in one code location; empty: the plain names
     name: str = ""
     #: judge every release with the earlier releases of its lineage (issue 56): True names it by the real
-    #: table, a text names it; ``ledger``: the lineage's ledger file (default: beside the instance)
+    #: table, a text names it; ``ledger``: the lineage's ledger, a DuckDB file or a postgresql:// URI
+    #: (default: ledger_location)
     lineage: bool | str = False
     ledger: str | None = None
 
@@ -68,6 +71,14 @@ class ReleaseSettings:
             publish_target=os.environ.get(PUBLISH_TARGET_ENV) or str(DEMO_DIR / "published.duckdb"),
             **overrides,
         )
+
+    @property
+    def ledger_location(self) -> str | None:
+        """Where the lineage's ledger lives: ``ledger``, else ``DAGSTER_PRIVACY_LEDGER``, else the
+        PostgreSQL database the release is published to (the table ``lineage_ledger`` beside the
+        ``publications`` log), else None (the file beside the instance: lineage_check.default_ledger)."""
+        published = self.publish_target if postgres.is_postgres(self.publish_target or "") else None
+        return self.ledger or os.environ.get(LEDGER_ENV) or (published and postgres.split(published)[0])
 
     def with_(self, **changes: Any) -> ReleaseSettings:
         return replace(self, **changes)

@@ -6,7 +6,11 @@ release exposed."""
 from __future__ import annotations
 
 import functools
+import subprocess
+import sys
+import textwrap
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import polars as pl
@@ -73,3 +77,35 @@ def with_canary(canary: str) -> tuple[pl.DataFrame, int]:
     row = int(copies(0, 1)[0])
     mark = pl.when(pl.int_range(pl.len()) == row).then(pl.lit(canary)).otherwise(pl.col(col)).alias(col)
     return s.train.with_columns(mark), row
+
+
+_CHILD = textwrap.dedent(
+    """
+    import os, signal, sys, time
+    from pathlib import Path
+    sys.path[:0] = [{here!r}, {tests!r}]  # lineage_data, and the gates it imports
+    from lineage_data import copies, evaluate, release
+    from dagster_privacy.lineage import judge_lineage, open_ledger
+    i, ledger, mode, sync, home = int(sys.argv[1]), sys.argv[2], sys.argv[3], Path(sys.argv[4]), sys.argv[5]
+    ev = evaluate(release(i, copies(i, {k})))
+    if mode == "race":  # both candidates evaluated, then judged at the same moment
+        (sync / f"ready{{i}}").touch()
+        while not (sync / "go").exists():
+            time.sleep(0.01)
+    led = open_ledger(ledger, home=Path(home))
+    out = judge_lineage(ev, lineage="demo", ledger=led, release_id=f"r{{i}}", record=True)
+    if mode == "kill":  # reserved, then killed before anyone commits the publication
+        os.kill(os.getpid(), signal.SIGKILL)
+    print(out.lineage["recorded"]["event"], out.lineage["look"], flush=True)
+    """
+)
+
+
+def child(i: int, ledger: str, mode: str, *, sync: Path, home: Path, k: int) -> subprocess.Popen:
+    """A real process judging release ``i`` (``k`` copies) into ``ledger`` (a file or a URI; a database
+    ledger's keys under ``home``): ``kill`` dies right after its reservation, ``race`` touches
+    ``sync/ready<i>`` and waits for ``sync/go`` before judging."""
+    here = Path(__file__).parent
+    code = _CHILD.format(here=str(here), tests=str(here.parent), k=k)
+    return subprocess.Popen([sys.executable, "-c", code, str(i), ledger, mode, str(sync), str(home)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip

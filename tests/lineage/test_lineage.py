@@ -9,16 +9,14 @@ import json
 import os
 import re
 import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
 import duckdb
 import numpy as np
 import pytest
-from lineage_data import copies, evaluate, release, split, with_canary
+from lineage_data import child, copies, evaluate, release, split, with_canary
 
-from dagster_privacy.lineage import Ledger, LineageError, commit, judge_lineage, releases
+from dagster_privacy.lineage import FileLedger, Ledger, LineageError, commit, judge_lineage, releases
 from dagster_privacy.lineage.gate import sentence
 from dagster_privacy.lineage.names import head_path, key_folder, key_path, lineage_key
 
@@ -41,7 +39,7 @@ def _verbatim(lin: dict) -> dict:
 
 
 def test_releases_that_each_pass_alone_fail_together(tmp_path) -> None:
-    led = Ledger(tmp_path / "ledger.duckdb")
+    led = FileLedger(tmp_path / "ledger.duckdb")
     first_fail = None
     for i in range(8):
         ev = _evaluated(i)
@@ -64,7 +62,7 @@ def test_releases_that_each_pass_alone_fail_together(tmp_path) -> None:
 
 
 def test_a_record_copied_by_two_releases_counts_once(tmp_path) -> None:
-    led = Ledger(tmp_path / "ledger.duckdb")
+    led = FileLedger(tmp_path / "ledger.duckdb")
     same = copies(0, K)
     a = _judge(led, 0, ev=evaluate(release(0, same)))
     b = judge_lineage(evaluate(release(1, same)), lineage="demo", ledger=led, release_id="r1b", record=True)
@@ -76,14 +74,14 @@ def test_a_record_copied_by_two_releases_counts_once(tmp_path) -> None:
 
 
 def test_a_withdrawn_release_still_counts_and_a_refused_one_does_not(tmp_path) -> None:
-    led = Ledger(tmp_path / "ledger.duckdb")
+    led = FileLedger(tmp_path / "ledger.duckdb")
     _judge(led, 0)
     commit(led, "demo", "r0", "withdrawn")
     after = _judge(led, 1, record=False).lineage
     assert set(copies(0, K).tolist()) <= set(after["records"]["rows"])
     assert after["releases"][0]["status"] == "withdrawn"
     # a refusal: a reservation refused later stops counting
-    other = Ledger(tmp_path / "other.duckdb")
+    other = FileLedger(tmp_path / "other.duckdb")
     _judge(other, 0)
     commit(other, "demo", "r0", "refused")
     seen = _judge(other, 1, record=False).lineage
@@ -91,7 +89,7 @@ def test_a_withdrawn_release_still_counts_and_a_refused_one_does_not(tmp_path) -
 
 
 def test_another_holdout_is_refused(tmp_path) -> None:
-    led = Ledger(tmp_path / "ledger.duckdb")
+    led = FileLedger(tmp_path / "ledger.duckdb")
     _judge(led, 0)
     s = split()
     ev = evaluate(release(1, copies(1, K)), holdout=s.holdout.head(s.holdout.height - 1))
@@ -101,77 +99,54 @@ def test_another_holdout_is_refused(tmp_path) -> None:
 
 def test_an_edited_or_deleted_ledger_row_is_caught(tmp_path) -> None:
     path = tmp_path / "ledger.duckdb"
-    led = Ledger(path)
+    led = FileLedger(path)
     for i in range(3):
         _judge(led, i)
-    key = lineage_key(path, "demo", create=False)
+    key = lineage_key(key_folder(path), "demo", create=False)
     assert len(led.entries("demo", key)) == 3
     with duckdb.connect(str(path)) as con:  # someone removes a release's exposure from the count
         con.execute("update lineage_ledger set exposed = '{}' where seq = 2")
     with pytest.raises(LineageError, match="altered: lineage 'demo', row 2"):
         led.entries("demo", key)
     path2 = tmp_path / "tail.duckdb"
-    led2 = Ledger(path2)
+    led2 = FileLedger(path2)
     for i in range(3):
         _judge(led2, i)
     with duckdb.connect(str(path2)) as con:  # the chain alone cannot see a deleted tail
         con.execute("delete from lineage_ledger where seq = 3")
     with pytest.raises(LineageError, match="lacks lineage 'demo'"):
-        led2.entries("demo", lineage_key(path2, "demo", create=False))
+        led2.entries("demo", lineage_key(key_folder(path2), "demo", create=False))
 
 
 def test_the_key_is_private_and_required(tmp_path) -> None:
     path = tmp_path / "ledger.duckdb"
-    led = Ledger(path)
+    led = FileLedger(path)
     _judge(led, 0)
     assert key_folder(path).stat().st_mode & 0o777 == 0o700
-    assert key_path(path, "demo").stat().st_mode & 0o777 == 0o600
-    os.chmod(key_path(path, "demo"), 0o644)
+    assert key_path(key_folder(path), "demo").stat().st_mode & 0o777 == 0o600
+    os.chmod(key_path(key_folder(path), "demo"), 0o644)
     with pytest.raises(LineageError, match="readable by other accounts"):
         _judge(led, 1)
-    os.chmod(key_path(path, "demo"), 0o600)
-    key_path(path, "demo").rename(tmp_path / "elsewhere.key")
+    os.chmod(key_path(key_folder(path), "demo"), 0o600)
+    key_path(key_folder(path), "demo").rename(tmp_path / "elsewhere.key")
     with pytest.raises(LineageError, match="no key|missing"):
         _judge(led, 1)
 
 
 def test_a_ledger_beside_data_or_of_another_kind_is_refused(tmp_path) -> None:
     with pytest.raises(LineageError, match="DuckDB file"):
-        Ledger(tmp_path / "ledger.csv")
+        FileLedger(tmp_path / "ledger.csv")
     data = tmp_path / "data.duckdb"
     with duckdb.connect(str(data)) as con:
         con.execute("create table people as select 1 as id")
     with pytest.raises(LineageError, match="besides the ledger's"):
-        _judge(Ledger(data), 0)
+        _judge(FileLedger(data), 0)
     with duckdb.connect(str(data)) as con:
         assert con.execute("select count(*) from people").fetchall() == [(1,)]
 
 
-_CHILD = textwrap.dedent(
-    """
-    import os, signal, sys, time
-    from pathlib import Path
-    sys.path[:0] = [{here!r}, {tests!r}]  # lineage_data, and the gates it imports
-    from lineage_data import copies, evaluate, release
-    from dagster_privacy.lineage import Ledger, judge_lineage
-    i, ledger, mode = int(sys.argv[1]), sys.argv[2], sys.argv[3]
-    ev = evaluate(release(i, copies(i, {k})))
-    if mode == "race":  # both candidates evaluated, then judged at the same moment
-        Path(ledger + f".ready{{i}}").touch()
-        while not Path(ledger + ".go").exists():
-            time.sleep(0.01)
-    out = judge_lineage(ev, lineage="demo", ledger=Ledger(ledger), release_id=f"r{{i}}", record=True)
-    if mode == "kill":  # reserved, then killed before anyone commits the publication
-        os.kill(os.getpid(), signal.SIGKILL)
-    print(out.lineage["recorded"]["event"], out.lineage["look"], flush=True)
-    """
-)
-
-
 def _child(i: int, ledger: Path, mode: str) -> subprocess.Popen:
-    code = _CHILD.format(here=str(HERE), tests=str(HERE.parent), k=K)
-    return subprocess.Popen([sys.executable, "-c", code, str(i), str(ledger), mode], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)  # fmt: skip
+    return child(i, str(ledger), mode, sync=ledger.parent, home=ledger.parent, k=K)
 
 
 def test_a_process_killed_after_its_reservation_leaves_no_release_missed(tmp_path) -> None:
@@ -179,8 +154,8 @@ def test_a_process_killed_after_its_reservation_leaves_no_release_missed(tmp_pat
     p = _child(0, path, "kill")
     _, err = p.communicate(timeout=300)
     assert p.returncode == -9, err[-500:]
-    led = Ledger(path)
-    rel = releases(led.entries("demo", lineage_key(path, "demo", create=False)))
+    led = FileLedger(path)
+    rel = releases(led.entries("demo", lineage_key(key_folder(path), "demo", create=False)))
     assert [(r.release_id, r.status) for r in rel] == [("r0", "reserved")]
     after = _judge(led, 1, record=False).lineage
     assert set(copies(0, K).tolist()) <= set(after["records"]["rows"])
@@ -190,21 +165,21 @@ def test_two_candidates_judged_at_once_cannot_both_pass_the_last_of_the_budget(t
     """Releases 0–3 recorded; then 4 and 5, each of which passes on the lineage alone (look 5), are
     judged at the same moment by two processes: the second judged sees the first's reservation."""
     path = tmp_path / "ledger.duckdb"
-    led = Ledger(path)
+    led = FileLedger(path)
     for i in range(4):
         assert _judge(led, i).lineage["status"] == "pass"
     for i in (4, 5):  # alone on the lineage, each passes (a dry look: nothing recorded)
         dry = _judge(led, i, record=False).lineage
         assert dry["status"] == "pass" and dry.get("recorded") is None and dry["look"] == 5
     procs = {i: _child(i, path, "race") for i in (4, 5)}
-    ready = [Path(f"{path}.ready{i}") for i in procs]
+    ready = [tmp_path / f"ready{i}" for i in procs]
     import time
 
     deadline = time.time() + 300
     while not all(r.exists() for r in ready):
         assert time.time() < deadline and all(p.poll() is None for p in procs.values())
         time.sleep(0.05)
-    Path(f"{path}.go").touch()
+    (tmp_path / "go").touch()
     outs = {i: p.communicate(timeout=300) for i, p in procs.items()}
     assert all(p.returncode == 0 for p in procs.values()), {i: o[1][-300:] for i, o in outs.items()}
     events = sorted(o[0].split()[0] for o in outs.values())
@@ -220,11 +195,11 @@ def test_no_real_value_reaches_the_ledger_or_the_decision(tmp_path) -> None:
     train, row = with_canary(canary)
     rel = pl.concat([release(0, np.array([], dtype=int)), train[[row]]])
     path = tmp_path / "ledger.duckdb"
-    out = judge_lineage(evaluate(rel, train=train), lineage="demo", ledger=Ledger(path), release_id="r0",
+    out = judge_lineage(evaluate(rel, train=train), lineage="demo", ledger=FileLedger(path), release_id="r0",
                         record=True)  # fmt: skip
     assert row in out.lineage["records"]["rows"]  # the person is counted, by row number
     assert canary not in json.dumps(out.to_dict())
-    for f in [path, *key_folder(path).iterdir(), head_path(path, "demo")]:
+    for f in [path, *key_folder(path).iterdir(), head_path(key_folder(path), "demo")]:
         assert canary.encode() not in Path(f).read_bytes(), f
 
 
@@ -232,7 +207,7 @@ def test_no_real_value_reaches_the_ledger_or_the_decision(tmp_path) -> None:
 
 
 def test_the_same_content_under_new_ids_does_not_wear_the_level_down(tmp_path) -> None:
-    led = Ledger(tmp_path / "ledger.duckdb")
+    led = FileLedger(tmp_path / "ledger.duckdb")
     clean = evaluate(release(0, copies(0, 0)))
     looks = [
         judge_lineage(clean, lineage="demo", ledger=led, release_id=f"same-{j}", record=True).lineage["look"]
@@ -243,7 +218,7 @@ def test_the_same_content_under_new_ids_does_not_wear_the_level_down(tmp_path) -
 
 
 def test_a_refused_release_judged_again_stays_refused(tmp_path) -> None:
-    led = Ledger(tmp_path / "ledger.duckdb")
+    led = FileLedger(tmp_path / "ledger.duckdb")
     failing = _evaluated(0).model_copy(update={"verdict": _evaluated(0).verdict.FAIL})  # another gate failed
     assert _judge(led, 0, ev=failing).lineage["recorded"]["event"] == "refused"
     again = _judge(led, 0)  # its verdict passes now (a policy edit): the recorded refusal stands
@@ -253,7 +228,7 @@ def test_a_refused_release_judged_again_stays_refused(tmp_path) -> None:
 def test_people_cannot_leave_a_lineage_nor_hide_behind_a_twin(tmp_path) -> None:
     import polars as pl
 
-    led = Ledger(tmp_path / "ledger.duckdb")
+    led = FileLedger(tmp_path / "ledger.duckdb")
     _judge(led, 0)
     s = split()
     gone = np.setdiff1d(np.arange(s.train.height), copies(0, K)[:1])
@@ -270,12 +245,12 @@ def test_a_lineage_needs_its_count_to_gate(tmp_path) -> None:
     ev = _evaluated(0)
     warn = ev.model_copy(update={"levels": {**ev.levels, "gate_levels": {}}})
     with pytest.raises(LineageError, match="must make it a gate"):
-        judge_lineage(warn, lineage="demo", ledger=Ledger(tmp_path / "l.duckdb"), release_id="r0")
+        judge_lineage(warn, lineage="demo", ledger=FileLedger(tmp_path / "l.duckdb"), release_id="r0")
 
 
 def test_links_and_garbage_beside_the_ledger_are_refused_in_one_line(tmp_path) -> None:
     path = tmp_path / "ledger.duckdb"
-    led = Ledger(path)
+    led = FileLedger(path)
     _judge(led, 0)
     victim = tmp_path / "victim.txt"
     victim.write_text("keep me")
@@ -284,27 +259,27 @@ def test_links_and_garbage_beside_the_ledger_are_refused_in_one_line(tmp_path) -
         _judge(led, 1)
     assert victim.read_text() == "keep me"
     Path(f"{path}.wal").unlink()
-    head_path(path, "demo").write_text("[1, 2]")
+    head_path(key_folder(path), "demo").write_text("[1, 2]")
     with pytest.raises(LineageError, match="not one the ledger wrote"):
         _judge(led, 1)
     bad = tmp_path / "bad.duckdb"
     bad.write_bytes(b"not a database at all" * 100)
     with pytest.raises(LineageError, match="cannot be opened"):
-        Ledger(bad).lineages()
+        FileLedger(bad).lineages()
     lock = tmp_path / "other.duckdb.lock"
     lock.symlink_to(victim)
     with pytest.raises(LineageError, match="lock"):
-        _judge(Ledger(tmp_path / "other.duckdb"), 0)
+        _judge(FileLedger(tmp_path / "other.duckdb"), 0)
 
 
 def test_a_key_without_rows_is_caught(tmp_path) -> None:
     path = tmp_path / "ledger.duckdb"
-    _judge(Ledger(path), 0)
+    _judge(FileLedger(path), 0)
     with duckdb.connect(str(path)) as con:
         con.execute("delete from lineage_ledger")
-    head_path(path, "demo").unlink()
+    head_path(key_folder(path), "demo").unlink()
     with pytest.raises(LineageError, match="has a key but no rows"):
-        _judge(Ledger(path), 1)
+        _judge(FileLedger(path), 1)
 
 
 def test_holdout_copies_spread_over_releases_are_refused(tmp_path) -> None:
@@ -315,7 +290,7 @@ def test_holdout_copies_spread_over_releases_are_refused(tmp_path) -> None:
     s = split()
     pooled = pl.concat([s.train, s.holdout])
     unique_h = np.flatnonzero(~pooled.is_duplicated().to_numpy()[s.train.height :])
-    led, refused = Ledger(tmp_path / "ledger.duckdb"), None
+    led, refused = FileLedger(tmp_path / "ledger.duckdb"), None
     for i in range(6):
         rel = pl.concat([release(i, copies(i, 0)), s.holdout[np.sort(unique_h[4 * i : 4 * i + 4])]])
         out = judge_lineage(
@@ -343,9 +318,9 @@ def _first_fail(led: Ledger, budget: int, looks: int = 8) -> tuple[int | None, d
 
 
 def test_a_lineage_budget_fails_only_beyond_it_and_says_what_each_release_used(tmp_path) -> None:
-    at0, _ = _first_fail(Ledger(tmp_path / "b0.duckdb"), 0)
+    at0, _ = _first_fail(FileLedger(tmp_path / "b0.duckdb"), 0)
     assert at0 is not None  # without a budget the union fails (as above)
-    at200, lin = _first_fail(Ledger(tmp_path / "b200.duckdb"), 200)
+    at200, lin = _first_fail(FileLedger(tmp_path / "b200.duckdb"), 200)
     assert at200 is None  # 40 copies are far within 200 people beyond chance
     b = lin["budget"]
     assert b["people"] == 200 and 8 * K - 5 <= b["estimate"] <= 8 * K  # the verbatim copies, beyond chance
@@ -357,7 +332,7 @@ def test_a_lineage_budget_fails_only_beyond_it_and_says_what_each_release_used(t
         int(x) for x in re.findall(r"(?:r\d+|this release) ([+-]\d+)", words.split("used per release:")[1])
     ]
     assert abs(sum(used) - b["estimate"]) <= len(used) / 2 + 1
-    at2, lin2 = _first_fail(Ledger(tmp_path / "b2.duckdb"), 2)
+    at2, lin2 = _first_fail(FileLedger(tmp_path / "b2.duckdb"), 2)
     assert at2 is not None and at0 < at2  # a budget fails later, once the evidence is beyond it
     assert lin2["budget"]["over"] and lin2["budget"]["lower"] > 2
 

@@ -14,7 +14,7 @@ import pytest
 from lineage_data import POLICY_YAML, copies, release, split
 from lineage_data import evaluate as evaluate_api
 
-from dagster_privacy.lineage import Ledger, judge_lineage
+from dagster_privacy.lineage import FileLedger, judge_lineage
 
 K = 5
 
@@ -47,7 +47,7 @@ def _evaluate(files: dict[str, Path], i: int, ledger: Path, *extra: str) -> subp
 def test_a_scripted_lineage_blocks_the_release_that_tips_the_union(files, tmp_path) -> None:
     ledger = tmp_path / "ledger.duckdb"
     for i in range(4):  # the first four through the Python API: the CLI names records the same
-        out = judge_lineage(evaluate_api(release(i, copies(i, K))), lineage="demo", ledger=Ledger(ledger),
+        out = judge_lineage(evaluate_api(release(i, copies(i, K))), lineage="demo", ledger=FileLedger(ledger),
                             release_id=f"r{i}", record=True)  # fmt: skip
         assert out.lineage["status"] == "pass"
     passing = _evaluate(files, 4, ledger, "--record", "--json", str(tmp_path / "r4.json"))

@@ -18,7 +18,7 @@ from lineage_data import copies, evaluate, release, with_canary  # noqa: E402
 
 from dagster_privacy.console import ConsoleSettings  # noqa: E402
 from dagster_privacy.console.identity import Users  # noqa: E402
-from dagster_privacy.lineage import Ledger, commit, judge_lineage  # noqa: E402
+from dagster_privacy.lineage import FileLedger, commit, judge_lineage  # noqa: E402
 
 CANARY = "CANARY-CONSOLE-LINEAGE-41b9"
 K = 5
@@ -29,7 +29,7 @@ def console(tmp_path_factory):
     root = tmp_path_factory.mktemp("console_lineage")
     (root / "home").mkdir()
     train, row = with_canary(CANARY)
-    ledger = Ledger(root / "ledger.duckdb")
+    ledger = FileLedger(root / "ledger.duckdb")
     for i in range(3):
         rel = release(i, copies(i, K)) if i else pl.concat([release(0, copies(0, K)[1:]), train[[row]]])
         ev = evaluate(rel, train=train)
@@ -78,3 +78,29 @@ def test_no_real_value_and_an_edited_ledger_shows(console) -> None:
         con.execute("update lineage_ledger set summary = '{}' where seq = 2")
     status, _, body = dana.request("/lineage/monthly%2Fadult")
     assert status == 200 and "does not verify" in body and "was altered" in body
+
+
+def test_a_ledger_in_postgresql_reads_the_same(pg, tmp_path) -> None:
+    """The console given a postgresql:// ledger (its keys in the instance's folder, as the lineage
+    check keeps them): the same page, the database named without its user."""
+    from postgres_server import create_database
+
+    from dagster_privacy.lineage import open_ledger
+
+    uri, home = create_database(pg, "console_ledger"), tmp_path / "home"
+    home.mkdir()
+    led = open_ledger(uri, home=home / "dagster_privacy")
+    for i in range(2):
+        judge_lineage(evaluate(release(i, copies(i, K))), lineage="monthly/adult", ledger=led,
+                      release_id=f"2026-0{i + 1}", record=True)  # fmt: skip
+    users = tmp_path / "users.json"
+    Users(users).add("dana", "officer", PASSWORD)
+    served = Served(ConsoleSettings(instance_dir=str(home), users=str(users), ledger=uri))
+    try:
+        dana = Client(served.url)
+        assert dana.login("dana") == 303
+        status, _, body = dana.request("/lineage/monthly%2Fadult")
+        assert status == 200 and "2 release(s), hash chain intact" in body
+        assert "lineage_ledger" in body and "postgres@" not in body
+    finally:
+        served.stop()

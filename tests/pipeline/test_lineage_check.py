@@ -19,8 +19,8 @@ sys.path.insert(0, str(Path(__file__).parents[1] / "lineage"))
 from lineage_data import FRESH, POLICY_YAML, copies, split, with_canary  # noqa: E402
 from test_console import PASSWORD, Client, Served  # noqa: E402
 
-from dagster_privacy.lineage import Ledger, releases  # noqa: E402
-from dagster_privacy.lineage.names import lineage_key  # noqa: E402
+from dagster_privacy.lineage import FileLedger, releases  # noqa: E402
+from dagster_privacy.lineage.names import key_folder, lineage_key  # noqa: E402
 from dagster_privacy.pipeline import PublishTarget, build_privacy_checks, build_published_release  # noqa: E402
 
 MONTHS = dg.MonthlyPartitionsDefinition(start_date="2026-01-01", end_date="2026-07-01")
@@ -120,17 +120,17 @@ def test_a_monthly_release_is_blocked_when_its_copies_tip_the_lineage(tmp_path) 
     # the ledger holds the months before, published (their reservations committed by the publication),
     # and the blocked one, refused
     path = tmp_path / "ledger.duckdb"
-    rel = releases(Ledger(path).entries("real_table", lineage_key(path, "real_table", create=False)))
+    key = lineage_key(key_folder(path), "real_table", create=False)
+    rel = releases(FileLedger(path).entries("real_table", key))
     assert [r.status for r in rel] == ["published"] * (len(outcome) - 1) + ["refused"]
     # a re-run of a passing month: judged as before, not recorded again
     first = MONTHS.get_partition_keys()[0]
     again = job.execute_in_process(instance=instance, partition_key=first, raise_on_error=False,
                                    run_config=QUIET)  # fmt: skip
     assert _lineage_result(again).passed
-    key = lineage_key(path, "real_table", create=False)
-    again_rel = releases(Ledger(path).entries("real_table", key))
+    again_rel = releases(FileLedger(path).entries("real_table", key))
     assert len(again_rel) == len(rel) and again_rel[0].status == "published"
-    assert len(Ledger(path).entries("real_table", key)) == 2 * (len(outcome) - 1) + 1  # no second commit
+    assert len(FileLedger(path).entries("real_table", key)) == 2 * (len(outcome) - 1) + 1  # no second commit
     assert CANARY.encode() not in path.read_bytes()
     _the_console_shows_the_months(home, path, tmp_path)
 
@@ -162,3 +162,38 @@ def test_a_lineage_without_a_count_or_a_holdout_is_refused_at_definition() -> No
     with pytest.raises(dg.DagsterInvalidDefinitionError, match="lineage name"):
         build_privacy_checks(asset=synthetic, policy=yaml.safe_load(POLICY_YAML), real="real", holdout="h",
                              lineage="../x")  # fmt: skip
+
+
+def test_a_pipeline_publishing_to_postgresql_keeps_its_lineage_there(pg, tmp_path) -> None:
+    """ReleaseSettings as docs/lineage.md writes it: tables in PostgreSQL, publication to another
+    PostgreSQL database, lineage=True and no ledger given: the ledger is the table lineage_ledger of the
+    publication database, its keys beside the instance; each passing release is committed as published."""
+    from postgres_server import create_database
+
+    from dagster_privacy.data import postgres
+    from dagster_privacy.lineage import open_ledger
+    from dagster_privacy.pipeline import ReleaseSettings, build_release_definitions
+    from dagster_privacy.pipeline.resources import RELEASE_ID_TAG
+
+    src, pub = create_database(pg, "lineage_src"), create_database(pg, "lineage_pub")
+    s = split()
+    postgres.replace_tables(src, {"real": s.train, "holdout": s.holdout})
+    (tmp_path / "policy.yaml").write_text(POLICY_YAML)
+    settings = ReleaseSettings(database=src, policy=str(tmp_path / "policy.yaml"), publish_target=pub,
+                               lineage=True)  # fmt: skip
+    assert settings.ledger_location == pub
+    job = build_release_definitions(settings=settings).resolve_job_def("privacy_release_job")
+    home = tmp_path / "home"
+    home.mkdir()
+    instance = dg.DagsterInstance.local_temp(tempdir=str(home))
+    for i in range(2):
+        postgres.replace_tables(src, {"synthetic": _month(i, s.train)})
+        run = job.execute_in_process(instance=instance, raise_on_error=False, run_config=QUIET,
+                                     tags={RELEASE_ID_TAG: f"m{i}"})  # fmt: skip
+        lin = _lineage_result(run)
+        assert lin.passed and lin.metadata["lineage/ledger"].value == pub
+        assert lin.metadata["lineage/name"].value == "table:real"
+    led = open_ledger(pub, home=home / "dagster_privacy")
+    rel = releases(led.entries("table:real", led.key("table:real")))
+    assert [(r.release_id, r.status) for r in rel] == [("m0", "published"), ("m1", "published")]
+    assert not (home / "dagster_privacy" / "ledger.duckdb").exists()  # no second ledger beside it
