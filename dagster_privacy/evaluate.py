@@ -313,7 +313,7 @@ def run_metrics(
     specs = registry()
     ctx.plan([q for mid in plan.ids for q in specs[mid].queries])
     findings = left_out_findings(ctx.schema) + new_values.findings(
-        new_values.blocked(getattr(ctx, "new_values", {}), plan.policy.waivers)
+        new_values.blocked(ctx.new_values, plan.policy.waivers)
     )
     bar = _progress(progress, len(plan.ids))
     histograms = {(SPACE, side, "real") for side in SIDES}  # read by _distances, after the metrics

@@ -52,6 +52,11 @@ class Evaluation(BaseModel):
     )
     lineage: dict[str, Any] | None = Field(None, description="the release judged with its lineage (issue 56)")
 
+    def sha256(self, role: str = "synthetic") -> str | None:
+        """The content fingerprint of the table evaluated in ``role`` (None: no such table)."""
+        info = self.tables.get(role)
+        return info["sha256"] if info else None
+
     @property
     def risks(self) -> dict[str, RiskDecision]:
         """The per-risk decisions (``decision.verdict.risk_decisions``)."""
@@ -75,7 +80,7 @@ class Evaluation(BaseModel):
                 return r
         raise KeyError(metric_id)
 
-    def __iter__(self):  # type: ignore[override]
+    def __iter__(self):
         return iter(self.results)
 
     @property

@@ -79,12 +79,12 @@ def remediate(
         raise ValueError("remediate needs the Evaluation evaluate() returned (its schema and fingerprints)")
     drop = _flagged(evaluation, metrics, "flagged_hashes")
     frame = load(synthetic, role="synthetic")
-    expected = evaluation.tables.get("synthetic") or {}
-    if expected.get("rows") is not None and frame.height != expected["rows"]:
+    expected = evaluation.tables.get("synthetic")
+    if expected and frame.height != expected["rows"]:
         raise ValueError(
             f"the synthetic table has {frame.height} rows, the evaluation saw {expected['rows']}"
         )
-    if expected.get("sha256") and tb.fingerprint(frame) != expected["sha256"]:
+    if expected and expected["sha256"] and tb.fingerprint(frame) != expected["sha256"]:
         raise ValueError("the synthetic table is not the one evaluated (its content fingerprint differs)")
     keep = ~np.isin(_hashes(evaluation, frame), drop)
     if isinstance(synthetic, pl.DataFrame):

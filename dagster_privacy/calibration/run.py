@@ -109,7 +109,7 @@ def calibrate(  # noqa: PLR0913
         thresholds(sweep, resp, setup.policy, clean_index=0, leak_index=li, confidence=confidence),
         leak_level,
         confidence,
-        tb.table_info(df),
+        dict(tb.table_info(df)),
         generator=f"noisy copies, noise {noise:g}" if risk_model == "noisy" else None,
     )
     if xs:
@@ -161,7 +161,7 @@ def _overfit(
     )
     resp = responses(sweep, leak_index=None)
     return Calibration(
-        sweep, resp, correlation(sweep), setup.policy, None, None, confidence, tb.table_info(df),
+        sweep, resp, correlation(sweep), setup.policy, None, None, confidence, dict(tb.table_info(df)),
         generator="knn_sampler (overfit risk model)",
     )  # fmt: skip
 
@@ -235,7 +235,7 @@ def sweep_generator(  # noqa: PLR0913
         raise CalibrationError("a sweep needs at least two parameter values")
     levels = list(params)
     seeds = _seeds(repeats, setup.policy.seed if seed is None else int(seed))
-    label = name or getattr(generator, "__name__", "generator")
+    label = str(name or getattr(generator, "__name__", "generator"))
     sweep = _generated_sweep(
         df,
         levels,
@@ -266,6 +266,6 @@ def sweep_generator(  # noqa: PLR0913
         thr,
         None if li is None else levels[li],
         confidence,
-        tb.table_info(df),
+        dict(tb.table_info(df)),
         generator=label,
     )

@@ -63,7 +63,7 @@ class _SharedContext(EvaluationContext):
         return self._per_row("euclidean", role, super().euclidean, self._base.euclidean)
 
     @property
-    def projection(self):  # type: ignore[override]  # fitted on the real table: the base's
+    def projection(self):  # fitted on the real table: the base's
         return self._base.projection
 
     def projected(self, role: str) -> np.ndarray:
@@ -86,7 +86,7 @@ class _SharedContext(EvaluationContext):
         query: str,
         reference: str,
         k: int = 1,
-        *,  # type: ignore[override]
+        *,
         columns: Sequence[str] | None = None,
     ) -> Neighbors:
         if "synthetic" not in (query, reference):

@@ -185,7 +185,7 @@ class _Setup:
         """The Sweep of evaluations per level and repeat (one construction for leaky and generator)."""
         values, gated, se = _collect(evals, self.ids)
         lower, upper = _bounds(evals, self.ids)
-        on = {m: self.plan.entry(m).on for m in self.ids}
+        on: dict[str, str] = {m: self.plan.entry(m).on for m in self.ids}
         reasons = _reasons(evals, self.ids)
         floors = [ev.detection_floor.get("verbatim_copy_fraction") for ev in evals[0]]
         return Sweep(kind, parameter, levels, seeds, self.ids, on, values, gated, se, reasons, sizes,

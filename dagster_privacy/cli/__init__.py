@@ -146,7 +146,7 @@ def evaluate(  # noqa: PLR0913
     if lineage and ledger:
         from ..data.release_ids import default_release_id
 
-        release = release_id or default_release_id(ev.tables.get("synthetic", {}).get("sha256", ""))
+        release = release_id or default_release_id(ev.sha256() or "")
         awaiting = _requires_signoff(policy) or bool(ev.waivers)
         ev = judged(ev, lineage, ledger, release, record, awaiting)
     finish(

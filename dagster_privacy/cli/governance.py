@@ -132,8 +132,9 @@ def withdraw_command(
     instance = _instance_if_home()
     path = target or os.environ.get("DAGSTER_PRIVACY_PUBLISH_TARGET") or _published_to(instance, asset)
     kind = PublishTarget(path=path).kind() if path else None
-    missing = (kind == "duckdb" and not os.path.isfile(path)) or (
-        kind == "directory" and not os.path.isdir(path)
+    where = str(path or "")
+    missing = (kind == "duckdb" and not os.path.isfile(where)) or (
+        kind == "directory" and not os.path.isdir(where)
     )
     if not path or kind not in ("duckdb", "postgresql", "directory") or missing:
         raise UsageFailure(

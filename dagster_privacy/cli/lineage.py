@@ -60,9 +60,10 @@ def judged(ev: Any, lineage: str, ledger: str, release_id: str, record: bool, aw
     try:
         led = open_ledger(ledger)
         out = judge_lineage(ev, lineage=lineage, ledger=led, release_id=release_id, record=record)
-        if record and out.lineage["recorded"]["event"] == "reserved" and not awaiting:
+        recorded = (out.lineage or {}).get("recorded") or {}
+        if record and recorded.get("event") == "reserved" and not awaiting:
             commit(led, lineage, release_id, "published")
-            out.lineage["recorded"]["event"] = "published"
+            recorded["event"] = "published"
     except LineageError as exc:
         raise UsageFailure(f"lineage: {exc}") from None
     return out

@@ -116,7 +116,7 @@ def remediate_command(  # noqa: PLR0913
     path = _output(out, (real, synthetic, holdout))
     writable("--json", json_out, inputs=(real, synthetic, holdout), suffixes=(".json",), marker=FORMAT_MARK)
     drop = split_list(drop_ids) or list(DEFAULT_DROP)
-    common = {
+    common: dict[str, Any] = {
         "policy": policy,
         "key_columns": split_list(key_columns),
         "sensitive_columns": split_list(sensitive_columns),

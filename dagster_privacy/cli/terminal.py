@@ -66,7 +66,7 @@ def print_table(ev: Evaluation) -> None:
         t.add_column(col, overflow="fold", no_wrap=col in ("metric", "if it fails", "result"))
     for r in ev.results:
         ci = "" if r.ci is None else f" [{r.ci[0]:.3f}, {r.ci[1]:.3f}]"
-        st = r.status.value
+        st = r.status.value if r.status else "unjudged"
         t.add_row(
             r.id,
             ON_FAILURE.get(r.severity.value, r.severity.value),

@@ -187,8 +187,8 @@ class Console:
             user = User(name, entry["role"] if entry else "viewer")
             token = hmac.new(self._secret, b"csrf:" + name.encode(), "sha256").hexdigest()
             return user, token
-        token = request.cookies.get(self.session_cookie)
-        session: Session | None = self.sessions.get(token)
+        cookie = request.cookies.get(self.session_cookie)
+        session: Session | None = self.sessions.get(cookie)
         if session is None:
             return None, None
         entry = self.users.get(session.user.name)  # a removed user, a new role or password: at once
@@ -197,7 +197,7 @@ class Console:
             or entry["role"] != session.user.role
             or not hmac.compare_digest(credential_of(entry), session.user.credential)
         ):
-            self.sessions.end(token)
+            self.sessions.end(cookie)
             return None, None
         return session.user, session.csrf
 
@@ -205,12 +205,12 @@ class Console:
         """The request carries the proxy's shared secret, exactly once, compared in constant time."""
         secret = self.settings.proxy_secret
         sent = request.headers.getlist(PROXY_SECRET_HEADER)
-        return bool(secret) and len(sent) == 1 and hmac.compare_digest(sent[0].encode(), secret.encode())
+        return bool(secret) and len(sent) == 1 and hmac.compare_digest(sent[0].encode(), str(secret).encode())
 
     def _from_proxy(self, request: Request) -> bool:
         """Whether the TCP peer is a configured proxy (the server must not rewrite the peer from
         X-Forwarded-For: the CLI runs uvicorn with proxy_headers off)."""
-        return bool(request.client) and request.client.host in self.settings.trusted_proxies
+        return request.client is not None and request.client.host in self.settings.trusted_proxies
 
     def need(self, request: Request) -> tuple[User, str]:
         user, csrf = self.identify(request)
@@ -284,7 +284,7 @@ class Console:
         user = await run_in_threadpool(self.users.login, name, form.get("password", ""))
         if user is None:
             token = secrets.token_urlsafe(32)
-            resp = _page(pages.login(token, "unknown user or wrong password"), 401)
+            resp: Response = _page(pages.login(token, "unknown user or wrong password"), 401)
             self._cookie(resp, self.login_cookie, token, max_age=600)
             return resp
         self._fails.pop(key, None)
@@ -383,6 +383,8 @@ class Console:
         view = self.view(request.path_params["release_id"])
         if self._report(view) is None:  # nobody decides on a report the console cannot show
             raise Refused(409, "not recorded: the report file is missing or changed, so it cannot be read")
+        if view.asset is None or view.latest is None:  # a release known only from the audit or the log
+            raise Refused(409, "not recorded: no evaluation of this release is on record to decide on")
         if view.state in ("approved", "rejected"):  # as the page offers: one decision per report (review)
             raise Refused(
                 409, f"not recorded: this report is already {view.state}; a new evaluation is decided anew"

@@ -107,7 +107,7 @@ class Users:
     def login(self, name: str, password: str) -> User | None:
         entry = self.get(name.strip())
         stored = entry.get("scrypt") if entry else None
-        if not stored:
+        if entry is None or not stored:
             password_matches(password, _DUMMY)  # the same time whether the user exists or not
             return None
         if not password_matches(password, stored):

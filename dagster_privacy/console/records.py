@@ -111,10 +111,9 @@ def releases(
     for row in audit.rows() if audit.path.is_file() else []:
         out.setdefault(row.release_id, ReleaseView(row.release_id)).decisions.append(row)
     if target:
-        for row in PublishTarget(path=target).log():
-            out.setdefault(str(row["release_id"]), ReleaseView(str(row["release_id"]))).publications.append(
-                row
-            )
+        for logged in PublishTarget(path=target).log():
+            release = str(logged["release_id"])
+            out.setdefault(release, ReleaseView(release)).publications.append(logged)
     return out
 
 
@@ -160,7 +159,8 @@ def audit_of(
     the publication log are shared, their problems said once (signoff.audit_problems)."""
     from ..pipeline.governance.signoff import audit_problems
 
-    rows, anchors, problems = [], 0, []
+    rows: list[Any] = []
+    anchors, problems = 0, list[str]()
     for asset in assets or [dg.AssetKey("synthetic_table")]:
         rows, found, more = audit_problems(audit, instance, asset=asset, target=target)
         anchors, problems = anchors + found, problems + [p for p in more if p not in problems]

@@ -69,7 +69,7 @@ def _exclusive(tmp: Path, mode: int) -> int:
 
 def write_atomically(
     path: str | Path,
-    write: Callable[[IO[bytes]], None],
+    write: Callable[[IO[bytes]], object],
     *,
     inputs: Sequence[object] = (),
     mode: int = 0o666,  # less the umask, as open() gives
@@ -102,7 +102,7 @@ def write_bytes_atomically(path: str | Path, data: bytes, *, inputs: Sequence[ob
 
 
 def replace_atomically(
-    path: Path, write: Callable[[Path], None], *, suffix: str = ".tmp", inputs: Sequence[object] = ()
+    path: Path, write: Callable[[Path], object], *, suffix: str = ".tmp", inputs: Sequence[object] = ()
 ) -> None:
     """For a writer that needs a path (a DuckDB copy, a library that picks the format from the
     extension): the temporary name is created exclusively first (no link or file planted there is

@@ -49,7 +49,8 @@ def split(uri: str) -> tuple[str, str | None]:
     # `postgresql:///db?host=/socket`)
     base, _, query = uri.strip().partition("?")
     query, hash_, fragment = query.partition("#")
-    ours, rest = [], []
+    ours: list[str] = []
+    rest: list[str] = []
     for item in query.split("&") if query else []:
         key = unquote(item.partition("=")[0])
         (ours if key in ("table", "query") else rest).append(item)

@@ -74,12 +74,11 @@ def one_select(sql: str) -> str:
     """``sql`` if it is exactly one SELECT statement; else :class:`SqlRefused`."""
     import duckdb
 
+    failure: str | None = None
     try:
         statements = duckdb.extract_statements(sql)
     except Exception:
         failure = "the SQL does not parse"
-    else:
-        failure = None
     if failure:
         raise SqlRefused(failure)  # outside the except block: DuckDB's message quotes the text
     if len(statements) != 1:

@@ -246,7 +246,8 @@ def _free_text(s: pl.Series, distinct: int) -> bool:
     n = values.len()
     if n < IDENTIFIER_MIN_ROWS or distinct < FREE_TEXT_DISTINCT * n:
         return False
-    return float(values.str.len_chars().mean() or 0.0) >= FREE_TEXT_LENGTH
+    mean = values.str.len_chars().mean()
+    return float(mean or 0.0) >= FREE_TEXT_LENGTH  # a mean of lengths: a number
 
 
 def canonical(df: pl.DataFrame, schema: Schema, *, role: str) -> pl.DataFrame:

@@ -17,6 +17,7 @@ Poisson around what the holdout side shows (k_c, and k_c · n_t / n_c on the tra
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
@@ -204,7 +205,7 @@ def failing_words(f: dict) -> str:
     )
 
 
-def _row(p: dict[str, float], fail_level: float) -> dict[str, object]:
+def _row(p: dict[str, float], fail_level: float) -> dict[str, Any]:
     """One part's counts, chance, exact p-value at its level and floor in people (decide's rows)."""
     name = PARTS[int(p["part"])]
     k_t, n_t, k_c, n_c = (int(p[k]) for k in ("k_t", "n_t", "k_c", "n_c"))
@@ -231,7 +232,7 @@ def _row(p: dict[str, float], fail_level: float) -> dict[str, object]:
     }
 
 
-def _banded(rows: list[dict[str, object]]) -> None:
+def _banded(rows: list[dict[str, Any]]) -> None:
     """A part with a far band present takes the banded p-value (SUBSTRATA); its floor stays the merged
     count's, which holds for copies spread over the bands as their records are (docs/metrics.md)."""
     named = {r["part"]: r for r in rows}
@@ -239,7 +240,7 @@ def _banded(rows: list[dict[str, object]]) -> None:
         far, part = named.get(band), named.get(parent)
         if far is None or part is None or not part["rare_holdout"] or not far["rare_holdout"]:
             continue
-        counts = [tuple(int(r[k]) for k in ("exposed", "rare", "exposed_holdout", "rare_holdout"))  # type: ignore[call-overload]
+        counts = [tuple(int(r[k]) for k in ("exposed", "rare", "exposed_holdout", "rare_holdout"))
                   for r in (part, far)]  # fmt: skip
         part["p_value"] = p_value_banded(counts[0], counts[1], w)  # type: ignore[arg-type]
         part["band"] = {"part": band, "weight": w}
@@ -252,7 +253,7 @@ def decide(
     pass_level: float,
     accepted_floor: int,
     people: tuple[float, float] | None = None,
-) -> tuple[str, str | None, dict[str, object]]:
+) -> tuple[str, str | None, dict[str, Any]]:
     """The gate's decision on its parts: ``fail`` when a part's training count is beyond chance at its
     share of ``fail_level`` and that part's exposed share beyond chance exceeds ``threshold`` (0: any
     excess; evidence of risk; the parts are judged apart: one's chance noise never hides another's
@@ -261,10 +262,10 @@ def decide(
     at that size); else ``inconclusive``. Returns (status, reason,
     decision). Unlike judge's upper-bound pass on an excess share, the pass here is the test's power at
     this table's own chance counts: a floor in people, not an interval on a rate."""
-    rows = [_row(p, fail_level) for p in parts]
+    rows: list[dict[str, Any]] = [_row(p, fail_level) for p in parts]
     _banded(rows)
     named = {r["part"]: r for r in rows}
-    empty = {"exposed": 0, "rare": 0, "chance": 0.0, "floor_people": None}
+    empty: dict[str, Any] = {"exposed": 0, "rare": 0, "chance": 0.0, "floor_people": None}
     v, iso, near, other = (
         named.get(p, empty) for p in ("verbatim", "verbatim_isolated", "near_isolated", "near")
     )
@@ -274,7 +275,7 @@ def decide(
     if people is not None and people[0] > exposed:  # the margin strata's people too (the metric's union)
         by_part += f", nearer than anyone else by a margin {int(people[0]) - exposed}"
         exposed, chance = int(people[0]), float(people[1])
-    floors = {
+    floors: dict[str, Any] = {
         "verbatim": v["floor_people"],
         "isolated_verbatim": iso["floor_people"],
         "one_cell_edit": near["floor_people"],
@@ -282,7 +283,7 @@ def decide(
         **{r["part"]: r["floor_people"] for r in rows if r["part"] in STRATA and r["part"] != "nearer"},
     }
     ratio = v["rare"] / v["rare_holdout"] if v.get("rare_holdout") else None
-    decision: dict[str, object] = {
+    decision: dict[str, Any] = {
         "test": "exact conditional test per part (binomial; hypergeometric for nearer; cells_1 with its far "
         "band weighing 3), weighted Bonferroni",
         # the people beyond chance with 95 % one-sided bounds (the union of the counted parts)

@@ -112,7 +112,7 @@ def _judge_evidence(
 
     thr = float(entry.threshold)  # type: ignore[arg-type]
     ev = excess(list(result.evidence or []), fail_level=fail_level, pass_level=pass_level)
-    decision = {
+    decision: dict[str, Any] = {
         "excess": ev.estimate,
         "lower": ev.lower,
         "upper": ev.upper,
@@ -191,11 +191,11 @@ def _inconclusive(
             f"on evidence of risk: {seen}{needs}"
         )
     sign, sign_level, parts, uncontrolled = signed
-    over = f"its largest part's lower bound (of {parts}, each alone)" if parts > 1 else "its lower bound"
+    bound = f"its largest part's lower bound (of {parts}, each alone)" if parts > 1 else "its lower bound"
     seen = (
         f"its estimate {sign:.4g} (without control rows it has no lower bound)"
         if uncontrolled
-        else f"at level {sign_level:g} for this gate alone, not divided among the gates, {over} {sign:.4g}"
+        else f"at level {sign_level:g} for this gate alone, not divided among the gates, {bound} {sign:.4g}"
     )
     over = estimate >= thr
     why = (  # a sign of risk decides what is left to do, whatever the bound: no policy value passes it

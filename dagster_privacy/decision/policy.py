@@ -308,7 +308,7 @@ def from_mapping(
         raise PolicyError(f"{where}: every must be a mapping of entry keys (threshold, severity, …)")
     base = _preset_data(preset) if preset is not None else {}
     if every:
-        own = data.get("metrics") if isinstance(data.get("metrics"), Mapping) else {}
+        own: Mapping[str, Any] = data["metrics"] if isinstance(data.get("metrics"), Mapping) else {}
         names = [*base.get("metrics", {}), *(m for m in own if m not in base.get("metrics", {}))]
         base["metrics"] = {m: _merge(base.get("metrics", {}).get(m, {}), every) for m in names}
     if base:
@@ -327,7 +327,11 @@ def from_mapping(
         raise PolicyError(f"{at}: {field + ': ' if field else ''}{err['msg']}") from None
 
 
-def load_policy(policy: str | Path | Policy | Mapping[str, Any] | None = "standard") -> Policy:
+#: what names a policy wherever one is taken: a preset name, a YAML file, a ``Policy`` or its mapping
+PolicyLike = str | Path | Policy | Mapping[str, Any]
+
+
+def load_policy(policy: PolicyLike | None = "standard") -> Policy:
     """A preset name, a YAML path, a mapping or a Policy."""
     if policy is None:
         policy = "standard"
@@ -413,7 +417,7 @@ class EvaluationPlan:
 
 
 def resolve(
-    policy: str | Path | Policy | Mapping[str, Any] | None = "standard",
+    policy: PolicyLike | None = "standard",
     metrics: Sequence[str] | None = None,
     *,
     key_columns: Sequence[str] | None = None,

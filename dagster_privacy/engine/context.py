@@ -17,6 +17,7 @@ import numpy as np
 import polars as pl
 
 from ..data import tables as tb
+from ..data.new_values import NewRows
 from .executors import IN_PROCESS, Executor
 from .neighbors import MixedRows, Neighbors, knn_euclidean, knn_mixed
 from .pairs import knn_pair, knn_self
@@ -66,6 +67,8 @@ class EvaluationContext:
         self.source_index_column: str | None = None
         #: per table, the input row of each row here (evaluate.prepare sorts rows by content); empty: same
         self.input_rows: dict[str, np.ndarray] = {}
+        #: per (column, kind), the synthetic and holdout rows holding values the real table never holds
+        self.new_values: NewRows = {}
         self.encoder = Encoder.fit(real, schema)
         self._on_query = on_query
         self._euclid: dict[str, np.ndarray] = {}
@@ -223,12 +226,12 @@ class EvaluationContext:
             assert isinstance(r, MixedRows)
             nn = knn_mixed(q, r, want, exclude_self=same, executor=self.executor)
         elif same:  # each pair once (pairs.py)
-            nn = knn_self(q, want, executor=self.executor)  # type: ignore[arg-type]
+            nn = knn_self(q, want, executor=self.executor)
         elif mirror in self._plan and mirror not in self._nn:  # both directions from one product
             return self._paired(key, mirror, q, r, want)[0].first(k)  # type: ignore[arg-type]
         else:
             nn = knn_euclidean(
-                q,  # type: ignore[arg-type]
+                q,
                 r,  # type: ignore[arg-type]
                 want,
                 exclude_self=same,

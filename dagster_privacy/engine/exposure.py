@@ -25,6 +25,7 @@ from __future__ import annotations
 import itertools
 import unicodedata
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -142,9 +143,8 @@ def grid_widths(real: pl.DataFrame, schema: Schema, tolerance: float) -> dict[st
     for a constant or empty column)."""
     out = {}
     for c in schema.of_kind("numerical"):
-        sd = real.get_column(c).drop_nulls().std()
-        sd = float(sd) if sd is not None and np.isfinite(sd) and sd > 0 else 1.0  # type: ignore[arg-type]
-        out[c] = tolerance * sd
+        sd: Any = real.get_column(c).drop_nulls().std()  # a float for a numerical column, or None
+        out[c] = tolerance * (float(sd) if sd is not None and np.isfinite(sd) and sd > 0 else 1.0)
     return out
 
 

@@ -294,7 +294,7 @@ def rank_tiles(  # noqa: PLR0913
     lower = bound.lower(q, qn, reach=(np.sqrt(qn) + best[0][:, -1]) * (1.0 + 1e-9))
     floor = last + lower[:, None]  # the references left out of each tile: at least this far (squared)
 
-    def recheck(local: np.ndarray, t: int) -> tuple[np.ndarray, ...]:
+    def recheck(local: np.ndarray, t: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         # one float32 product over all dimensions, its scores under the same bound: every reference that
         # could be among the k nearest is a candidate, re-ranked exactly
         t0, t1 = tiles[t]
@@ -329,7 +329,7 @@ def _mixed_tile(sides: _Sides, rows: tuple[int, int]) -> tuple:
         best = ex.merge(best, dist, np.where(ok, idx, -1), sides.k)
     assert best is not None
 
-    def recheck(local: np.ndarray, t: int) -> tuple[np.ndarray, ...]:
+    def recheck(local: np.ndarray, t: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         # the tile's float32 distances again, every reference the bound cannot rule out re-ranked exactly
         t0, t1 = tiles[t]
         again = scratch("block", (e - s, t1 - t0))

@@ -90,7 +90,7 @@ def holdout_beyond_chance(
     that tips it is refused, and its records are not counted."""
     from ..decision.exposure_count import p_value, pi
 
-    worst = None
+    worst: dict[str, Any] | None = None
     for part, (t, h) in candidate.items():
         n_t, n_c = len(rare[part][0]), len(rare[part][1])
         if part == "nearer" or not weights.get(part) or not n_t or not n_c:  # a band has no level
@@ -161,10 +161,11 @@ def decide_union(
     status, reason, decision = decide(rows, threshold, level, level, accepted_floor=10**9,
                                       people=(len(who[0]), chance))  # fmt: skip
     together = (len(who[0]), len(who[1]), len(rare_t) / len(rare_h) if rare_h else 0.0)
-    used = spent_budget(decision["parts"], budget, together, level)  # type: ignore[arg-type]
+    parts: list[dict[str, Any]] = decision["parts"]
+    used = spent_budget(parts, budget, together, level)
     if status == "fail" and budget > 0 and used["over"] is False:
         status, reason = "pass", None
-    verbatim = next((r for r in decision["parts"] if r["part"] == "verbatim"), None)  # type: ignore[union-attr]
+    verbatim = next((r for r in parts if r["part"] == "verbatim"), None)
     lineage_floor = room = None
     if verbatim is not None:
         at = next_level * weights["verbatim"]

@@ -12,7 +12,7 @@ import numpy as np
 from ..data import tables as tb
 from ..engine import exposure as ex
 from ..engine import exposure_cells as cells
-from ..engine.context import EvaluationContext
+from ..engine.context import EvaluationContext, Space
 from ..errors import NotApplicable
 from ..results import Measurement, Risk
 from .registration import Expect, metric
@@ -37,7 +37,7 @@ WEIGHTS = {"verbatim": 0.3, "verbatim_isolated": 0.1, "near_isolated": 0.025, "n
            "sole_2": 0.075}  # fmt: skip
 #: the euclidean space's queries the nearer and tenth parts read, shared with the distance gates (the
 #: cells strata use masked hashes: engine/exposure_cells.py)
-SPACE = "euclidean"
+SPACE: Space = "euclidean"
 PAIRS = (("real", "real"), ("holdout", "real"), ("real", "holdout"), ("holdout", "holdout"),
          ("real", "synthetic"), ("holdout", "synthetic"))  # fmt: skip
 QUERIES = tuple((SPACE, q, r, 1) for q, r in PAIRS)
@@ -91,7 +91,7 @@ def exposed_records(
         "near_isolated": near,
         "near": other,
         "nearer": closer,
-        **cells.cells_strata(*(frames[r] for r in roles)),
+        **cells.cells_strata(frames["real"], frames["holdout"], frames["synthetic"]),
         "tenth": ex.margin_part(own, syn, nearest, ctx.n("synthetic"), ratio=ex.TENTH),
         "hundredth": ex.margin_part(own, syn, nearest, ctx.n("synthetic"), ratio=ex.HUNDREDTH),
         **_key_part(ctx, frames),
@@ -155,7 +155,7 @@ def exposed_records(
 
 
 def _distances(
-    ctx: EvaluationContext, space: str
+    ctx: EvaluationContext, space: Space
 ) -> tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray], np.ndarray]:
     """(each record's distance to its nearest other record of both tables pooled, leave one out;
     its distance to the nearest synthetic row; each training record's nearest synthetic row)."""

@@ -21,7 +21,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..engine.context import EvaluationContext
+from ..engine.context import EvaluationContext, Space
 from ..engine.neighbors import Neighbors
 from ..errors import MetricError
 from ..results import Measurement, Risk
@@ -36,7 +36,7 @@ SHARED_K = 5
 #: different column order can move in its last bit, and a tie must not depend on that.
 DECIMALS = 9
 RESAMPLES = 200
-SPACE = "euclidean"
+SPACE: Space = "euclidean"
 
 
 def _clip(x: float) -> float:

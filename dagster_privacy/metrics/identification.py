@@ -237,12 +237,12 @@ def hitting_rate(ctx: EvaluationContext) -> Measurement:
         while start < n_real:
             base = int(ends[start - 1]) if start else 0
             stop = max(start + 1, int(np.searchsorted(ends, base + _HIT_BATCH, side="right")))
-            c = cnt[start:stop]
-            total = int(c.sum())
+            per = cnt[start:stop]
+            total = int(per.sum())
             if total:
-                rows = np.repeat(np.arange(start, stop), c)
-                first = np.repeat(np.cumsum(c) - c, c)
-                idx = order[np.repeat(lo[start:stop], c) + (np.arange(total) - first)]
+                rows = np.repeat(np.arange(start, stop), per)
+                first = np.repeat(np.cumsum(per) - per, per)
+                idx = order[np.repeat(lo[start:stop], per) + (np.arange(total) - first)]
                 ok = np.ones(total, dtype=bool)
                 for col in num:
                     ok &= np.abs(yv[col][rows] - zv[col][idx]) <= h[col]

@@ -157,7 +157,9 @@ def invalid_figures(m: Measurement) -> str | None:
 def run(spec: MetricSpec, ctx: Any, params: dict[str, Any] | None = None) -> MetricResult:
     """Run one metric into an unjudged result. An exception is an ``error`` result with its reason, never
     a 0.0; ``NotApplicable`` a ``not_applicable`` one; non-finite figures an ``error``."""
-    named = {"id": spec.id, "family": spec.family, "source": spec.source, "risk": spec.risk.value}
+    named: dict[str, Any] = {
+        "id": spec.id, "family": spec.family, "source": spec.source, "risk": spec.risk.value
+    }  # fmt: skip
     missing = [role for role in spec.needs if not ctx.has(role)]
     if missing:
         return MetricResult(**named, status=Status.NOT_APPLICABLE, reason=f"needs a {missing[0]} table")
@@ -170,6 +172,7 @@ def run(spec: MetricSpec, ctx: Any, params: dict[str, Any] | None = None) -> Met
     t0 = time.perf_counter()
     m: Measurement | None = None
     status: Status | None = None
+    reason: str | None = None
     sizes: dict[str, int] = {}
     details: dict[str, Any] = {}
     try:

@@ -27,7 +27,7 @@ class Rate:
     def error(self) -> float:
         return (self.high - self.low) / 2.0
 
-    def to_dict(self) -> dict[str, float | int]:
+    def to_dict(self) -> dict[str, float | int | list[float]]:
         return {"rate": self.value, "ci": [self.low, self.high], "successes": self.successes, "n": self.n}
 
 

@@ -17,6 +17,7 @@ from .governance.signoff import build_signoff_check as build_signoff_check
 from .governance.signoff import record_signoff as record_signoff
 from .governance.signoff import verify_signoff as verify_signoff
 from .publish import PublicationRefused as PublicationRefused
+from .publish import PublicationSettings as PublicationSettings
 from .publish import PublishTarget as PublishTarget
 from .publish import build_published_release as build_published_release
 from .publish import verify_release as verify_release
@@ -34,6 +35,7 @@ from .translator import PrivacyCheckTranslator as PrivacyCheckTranslator
 __all__ = [
     "PrivacyRelease",
     "PublicationRefused",
+    "PublicationSettings",
     "PublishTarget",
     "PostgresTables",
     "ReadOnlyDuckDB",

@@ -33,7 +33,7 @@ def build_checks_job(
 ) -> UnresolvedAssetJobDefinition:
     """Re-run only the checks (no materialization): those on the current release, which target its latest
     materialization, and those on ``published_asset``, which re-judge what the target holds."""
-    selection = dg.AssetSelection.checks_for_assets(synthetic_asset)
+    selection: dg.AssetSelection = dg.AssetSelection.checks_for_assets(synthetic_asset)
     if published_asset:
         selection = selection | dg.AssetSelection.checks_for_assets(published_asset)
     return dg.define_asset_job(

@@ -6,40 +6,34 @@ turns every spec into ``passed=False`` with the reason — never a missing evalu
 """
 
 import hashlib
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from pathlib import Path
-from typing import Any
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, TypedDict
 
 import dagster as dg
 
 from ..decision import policy as pol
-from ..decision.verdict import RiskDecision
-from ..engine.executors import RayExecutor
-from ..errors import safe_reason
+from ..decision.policy import PolicyLike
 from ..metrics import registry
 from ..results import VERDICT_RISKS
 from . import lineage_check
 from .assets import DUCKDB_KEY, RELEASE_KEY
+from .check_body import (
+    CheckBody,
+    evaluate_checks,
+    required_risks,
+    risk_check_name,
+)
 from .evidence import build_report_hook
 from .hook import REPORT, EvaluationHook
 from .resources import ReadOnlyDuckDB
 from .translator import DEFAULT_TRANSLATOR, PrivacyCheckTranslator
 
-PolicyLike = str | Path | pol.Policy | Mapping[str, Any]
-
-
-RISK_CHECK_PREFIX = "privacy_risk_"
-
-
-def risk_check_name(risk: str) -> str:
-    """The blocking check of one verdict risk: ``privacy_risk_singling_out`` …"""
-    return RISK_CHECK_PREFIX + risk.replace(" ", "_")
-
-
-def required_risks(plan: pol.EvaluationPlan) -> list[str]:
-    """The verdict risks the policy requires (all four but the waived ones), whether or not a gate of
-    the plan covers them: a risk no gate assesses fails its check ("not assessed")."""
-    return plan.policy.required
+if sys.version_info >= (3, 11):
+    from typing import Unpack
+else:  # pragma: no cover
+    from typing_extensions import Unpack
 
 
 def required_check_names(
@@ -117,11 +111,60 @@ def asset_value(value: Any, role: str) -> Any:
     return value
 
 
-#: the partition a check evaluation judged (a partitioned synthetic asset: one evaluation per partition)
-PARTITION = "dagster_privacy/partition"
+@dataclass(frozen=True)
+class CheckSettings:
+    """How the privacy checks are defined, besides their tables and policy.
+
+    Args:
+        name_prefix: goes before every check name (two policies on one asset).
+        name: the step's op name; default ``<asset>_<name_prefix>privacy_checks``, unique per asset and
+            prefix, so several factories merge into one code location.
+        resource_key: the table resource (``ReadOnlyDuckDB`` or ``PostgresTables``) for tables by name.
+        release_resource_key: the ``PrivacyRelease`` resource; None: the release id comes from the run
+            tag, the environment or the content (``sha256:<16 hex>``).
+        additional_deps: more upstream assets of the checks.
+        on_evaluation: called with the ``Evaluation``, may return extra metadata; default ``"report"``
+            writes the evidence report (``build_report_hook``); None writes none.
+        translator: how a result becomes a check (``PrivacyCheckTranslator``).
+        ray_resource_key: a ``dagster_ray`` resource: the neighbour blocks run on that cluster.
+        partitions_def: default the synthetic asset's (partitioned checks, one evaluation per partition).
+        lineage: True (named by the real table) or a name: the blocking ``privacy_lineage`` check.
+        ledger: the lineage's ledger, a DuckDB file or a ``postgresql://`` URI (lineage_check.py).
+
+    Example:
+        ``build_privacy_checks(asset=a, policy="standard", real="r", settings=CheckSettings(lineage=True))``
+    """
+
+    name_prefix: str = ""
+    name: str | None = None
+    resource_key: str = DUCKDB_KEY
+    release_resource_key: str | None = RELEASE_KEY
+    additional_deps: Sequence[AssetRef] = ()
+    on_evaluation: EvaluationHook | str | None = REPORT
+    translator: PrivacyCheckTranslator = DEFAULT_TRANSLATOR
+    ray_resource_key: str | None = None
+    partitions_def: dg.PartitionsDefinition | None = None
+    lineage: bool | str = False
+    ledger: str | None = None
 
 
-def build_privacy_checks(  # noqa: C901, PLR0913
+class CheckOptions(TypedDict, total=False):
+    """``CheckSettings``' fields as keywords of ``build_privacy_checks``."""
+
+    name_prefix: str
+    name: str | None
+    resource_key: str
+    release_resource_key: str | None
+    additional_deps: Sequence[AssetRef]
+    on_evaluation: EvaluationHook | str | None
+    translator: PrivacyCheckTranslator
+    ray_resource_key: str | None
+    partitions_def: dg.PartitionsDefinition | None
+    lineage: bool | str
+    ledger: str | None
+
+
+def build_privacy_checks(
     *,
     asset: AssetRef,
     policy: PolicyLike,
@@ -130,135 +173,127 @@ def build_privacy_checks(  # noqa: C901, PLR0913
     holdout: str | None = None,
     real_asset: AssetRef | None = None,
     holdout_asset: AssetRef | None = None,
-    name_prefix: str = "",
-    name: str | None = None,
-    resource_key: str = DUCKDB_KEY,
-    release_resource_key: str | None = RELEASE_KEY,
-    additional_deps: Sequence[AssetRef] = (),
-    on_evaluation: EvaluationHook | str | None = REPORT,
-    translator: PrivacyCheckTranslator = DEFAULT_TRANSLATOR,
-    ray_resource_key: str | None = None,
-    partitions_def: dg.PartitionsDefinition | None = None,
-    lineage: bool | str = False,
-    ledger: str | None = None,
+    settings: CheckSettings | None = None,
+    **options: Unpack[CheckOptions],
 ) -> Sequence[dg.AssetChecksDefinition]:
     """Privacy checks on a synthetic table asset: one spec per metric of ``policy`` and one blocking
     spec per required risk (``privacy_risk_<risk>``, the per-risk decision of the verdict).
 
-    Two ways to give the tables. By name: ``real``, ``synthetic`` (default: the asset's name) and
-    ``holdout`` are table names or queries read through the ``ReadOnlyDuckDB`` (or ``PostgresTables``)
-    resource under ``resource_key``. As assets: with ``real_asset`` (and ``holdout_asset``), every side —
-    the checked asset included — is loaded as that asset's value by its own IO manager (pandas, polars,
-    Arrow, a path, a DuckDB relation), so the checks judge exactly what the asset holds, wherever it is
-    stored; no table resource is needed. ``name_prefix`` goes before every check name (two policies on
-    one asset). ``release_resource_key`` None: the release id comes from the run tag, the environment
-    or the content (``sha256:<16 hex>``), without a ``PrivacyRelease`` resource.
+    Args:
+        asset: the synthetic table asset (a definition, spec, key or name).
+        policy: a preset name, a policy file, a ``Policy`` or its mapping.
+        real: the real table's name or query, read through the table resource (tables by name).
+        synthetic: the synthetic table's name or query (default: the asset's name).
+        holdout: the holdout table's name or query.
+        real_asset: the real table as an asset: every side, the checked asset included, is then loaded
+            as that asset's value by its own IO manager (pandas, polars, Arrow, a path, a DuckDB
+            relation), so the checks judge exactly what the asset holds; no table resource is needed.
+        holdout_asset: the holdout table as an asset.
+        settings: ``CheckSettings``; its fields may also be given as keywords (``**options``).
 
-    Metric specs do not block (a gate's status and bounds are in its metadata; severity ERROR for gates,
-    WARN for advisory metrics); the risk specs block, so a risk that fails or lacks evidence stops the
-    run and holds up ``all_deps_blocking_checks_passed()``. Every result records the release id and the
-    fingerprint of the content evaluated; ``on_evaluation`` is called with the ``Evaluation`` and may
-    return extra metadata — by default it writes the evidence report (``build_report_hook`` for this
-    asset, policy and prefix, under ``DAGSTER_PRIVACY_REPORTS`` or the instance's directory), which the
-    officer console lists; None writes none. ``translator`` decides how a result becomes a check.
-    ``name`` (the step's op name) defaults to ``<asset>_<name_prefix>privacy_checks``: unique per asset
-    and prefix, so several factories merge into one code location. With
-    ``ray_resource_key``, the check requires that resource (a ``dagster_ray`` resource such as
-    ``LocalRay`` or ``KubeRayCluster``, which initialises Ray when the step starts) and runs the
-    evaluation's neighbour blocks on that cluster: the check stays one step, and its results are the
-    same as in-process.
+    Returns:
+        One ``@multi_asset_check``. Metric specs do not block (a gate's status and bounds are in its
+        metadata; severity ERROR for gates, WARN for advisory metrics); the risk specs block, so a risk
+        that fails or lacks evidence stops the run and holds up ``all_deps_blocking_checks_passed()``.
+        Every result records the release id and the fingerprint of the content evaluated. A partitioned
+        synthetic asset gets partitioned checks (a preview feature of Dagster 1.13): one evaluation per
+        partition, so a leaky month blocks that month's downstream assets only. With ``lineage``, a
+        blocking ``privacy_lineage`` check judges the release with every earlier release of its lineage.
 
-    A partitioned synthetic asset (its ``partitions_def``, or ``partitions_def=``) gets partitioned
-    checks (``AssetCheckSpec.partitions_def``, a preview feature of Dagster 1.13): one evaluation per
-    partition, of that partition's value, with the partition in every result's metadata — so a leaky
-    month blocks that month's downstream assets only.
-
-    With ``lineage`` (True: named by the real table; or a name), a blocking ``privacy_lineage`` check
-    judges the release with every earlier release of its lineage, recorded in ``ledger`` (default:
-    beside the Dagster instance; lineage_check.py).
+    Example:
+        ``build_privacy_checks(asset=synthetic_table, policy="standard", real_asset=real_table,
+        holdout_asset=holdout_table)``
     """
-    plan = pol.resolve(policy)
-    key = key_of(asset)
-    if on_evaluation == REPORT:
-        on_evaluation = build_report_hook(
-            asset=key, policy=policy, release_resource_key=release_resource_key, name_prefix=name_prefix
-        )
-    elif isinstance(on_evaluation, str):
-        raise dg.DagsterInvalidDefinitionError(
-            f"on_evaluation: a hook, {REPORT!r} or None, not {on_evaluation!r}"
-        )
-    if partitions_def is None and isinstance(asset, dg.AssetsDefinition | dg.AssetSpec):
-        partitions_def = asset.partitions_def
-    part = {"partitions_def": partitions_def} if partitions_def is not None else {}
-    from_assets = real_asset is not None
-    if from_assets and (real or holdout):
+    s = replace(settings or CheckSettings(), **options)
+    plan, key = pol.resolve(policy), key_of(asset)
+    if s.partitions_def is None and isinstance(asset, dg.AssetsDefinition | dg.AssetSpec):
+        s = replace(s, partitions_def=asset.partitions_def)
+    _check_tables(real, holdout, real_asset, s.partitions_def)
+    real_key = key_of(real_asset) if real_asset is not None else None
+    holdout_key = key_of(holdout_asset) if holdout_asset else None
+    part = {"partitions_def": s.partitions_def} if s.partitions_def is not None else {}
+    deps = list(s.additional_deps) + [k for k in (real_key, holdout_key) if k is not None]
+    specs = _specs(plan, key, s.name_prefix, deps, part, s.translator)
+    lineage_of = _lineage(s.lineage, plan, real_key, real, holdout or holdout_key)
+    if lineage_of:
+        specs.append(lineage_check.spec(key, s.name_prefix, deps, part))
+    body = CheckBody(plan, key, _hook(s, key, policy), lineage_of, s.ledger, s.name_prefix, s.translator,
+                     s.resource_key, s.release_resource_key, s.ray_resource_key)  # fmt: skip
+    resources = {k for k in (s.release_resource_key, s.ray_resource_key) if k is not None}
+    ins = None
+    if real_key is not None:
+        ins = {"synthetic_table": dg.AssetIn(key=key), "real_table": dg.AssetIn(key=real_key)}
+        ins |= {"holdout_table": dg.AssetIn(key=holdout_key)} if holdout_key else {}
+    decorate = dg.multi_asset_check(
+        specs=specs,
+        name=s.name or _op_name(key, s.name_prefix),
+        required_resource_keys=resources | (set() if ins else {s.resource_key}),
+        description=f"Privacy metrics of policy {plan.policy.name!r}, one shared evaluation.",
+        ins=ins,
+    )
+    if ins is None:
+        return [decorate(_by_name(body, str(real), synthetic or key.path[-1], holdout))]
+    return [decorate(_from_values(body, with_holdout=holdout_key is not None))]
+
+
+def _check_tables(
+    real: str | None, holdout: str | None, real_asset: AssetRef | None, partitions: Any
+) -> None:
+    """Tables by name or as assets, not both; a partitioned asset through its IO manager."""
+    if real_asset is not None and (real or holdout):
         raise dg.DagsterInvalidDefinitionError("give real/holdout as table names or as assets, not both")
-    if not from_assets and not real:
+    if real_asset is None and not real:
         raise dg.DagsterInvalidDefinitionError("give real= (a table name) or real_asset= (an asset)")
-    if part and not from_assets:  # a table read by name is the whole table, whatever the partition
+    if partitions is not None and real_asset is None:  # a table read by name is the whole table
         raise dg.DagsterInvalidDefinitionError(
             "a partitioned synthetic asset is checked through its IO manager: give real_asset= "
             "(and holdout_asset=), so that each partition's value is what is evaluated"
         )
-    real_key = key_of(real_asset) if from_assets else None
-    holdout_key = key_of(holdout_asset) if holdout_asset else None
-    deps = list(additional_deps) + [k for k in (real_key, holdout_key) if k is not None]
-    synthetic_source = synthetic or key.path[-1]
-    specs = _specs(plan, key, name_prefix, deps, part, translator)
-    lineage_of = _lineage(lineage, plan, real_key, real, holdout or holdout_key)
-    if lineage_of:
-        specs.append(lineage_check.spec(key, name_prefix, deps, part))
-    resources = {release_resource_key, ray_resource_key} - {None}
-    common: dict[str, Any] = {
-        "plan": plan,
-        "key": key,
-        "release_resource_key": release_resource_key,
-        "on_evaluation": on_evaluation,
-        "translator": translator,
-        "ray_resource_key": ray_resource_key,
-        "name_prefix": name_prefix,
-        "lineage": lineage_of,
-        "ledger": ledger,
-    }
-    decorate = dg.multi_asset_check(
-        specs=specs,
-        name=name or _op_name(key, name_prefix),
-        required_resource_keys=resources | (set() if from_assets else {resource_key}),
-        description=f"Privacy metrics of policy {plan.policy.name!r}, one shared evaluation.",
-        ins=(
-            {"synthetic_table": dg.AssetIn(key=key), "real_table": dg.AssetIn(key=real_key)}
-            | ({"holdout_table": dg.AssetIn(key=holdout_key)} if holdout_key else {})
-            if from_assets
-            else None
-        ),
-    )
-    if not from_assets:
 
-        def _by_name(
-            context: dg.AssetCheckExecutionContext,
-        ) -> Iterator[dg.AssetObservation | dg.AssetCheckResult]:
-            def read() -> tuple[Any, Any, Any]:
-                db: ReadOnlyDuckDB = getattr(context.resources, resource_key)
-                return (
-                    db.read(real, role="real"),
-                    db.read(synthetic_source, role="synthetic"),
-                    db.read(holdout, role="holdout") if holdout else None,
-                )
 
-            yield from evaluate_checks(context, read=read, **common)
+def _hook(s: CheckSettings, key: dg.AssetKey, policy: PolicyLike) -> EvaluationHook | None:
+    """The evaluation hook: the evidence report for this asset, policy and prefix by default."""
+    if s.on_evaluation == REPORT:
+        return build_report_hook(
+            asset=key, policy=policy, release_resource_key=s.release_resource_key, name_prefix=s.name_prefix
+        )
+    if isinstance(s.on_evaluation, str):
+        raise dg.DagsterInvalidDefinitionError(
+            f"on_evaluation: a hook, {REPORT!r} or None, not {s.on_evaluation!r}"
+        )
+    return s.on_evaluation
 
-        return [decorate(_by_name)]
-    if holdout_key is None:
+
+def _by_name(body: CheckBody, real: str, synthetic: str, holdout: str | None) -> Callable[..., _Results]:
+    """The check's body for tables read by name through the table resource."""
+
+    def _by_name(context: dg.AssetCheckExecutionContext) -> _Results:
+        def read() -> tuple[Any, Any, Any]:
+            db: ReadOnlyDuckDB = getattr(context.resources, body.resource_key)
+            return (
+                db.read(real, role="real"),
+                db.read(synthetic, role="synthetic"),
+                db.read(holdout, role="holdout") if holdout else None,
+            )
+
+        yield from evaluate_checks(context, body, read)
+
+    return _by_name
+
+
+def _from_values(body: CheckBody, *, with_holdout: bool) -> Callable[..., _Results]:
+    """The check's body for the assets' values (the signature names the inputs Dagster loads)."""
+    if not with_holdout:
 
         def _values(
             context: dg.AssetCheckExecutionContext, synthetic_table: Any, real_table: Any
-        ) -> Iterator[dg.AssetObservation | dg.AssetCheckResult]:
+        ) -> _Results:
             def read() -> tuple[Any, Any, Any]:
                 return asset_value(real_table, "real"), asset_value(synthetic_table, "synthetic"), None
 
-            yield from evaluate_checks(context, read=read, **common)
+            yield from evaluate_checks(context, body, read)
 
-        return [decorate(_values)]
+        return _values
 
     def _values_with_holdout(
         context: dg.AssetCheckExecutionContext, synthetic_table: Any, real_table: Any, holdout_table: Any
@@ -267,9 +302,9 @@ def build_privacy_checks(  # noqa: C901, PLR0913
             return (asset_value(real_table, "real"), asset_value(synthetic_table, "synthetic"),
                     asset_value(holdout_table, "holdout"))  # fmt: skip
 
-        yield from evaluate_checks(context, read=read, **common)
+        yield from evaluate_checks(context, body, read)
 
-    return [decorate(_values_with_holdout)]
+    return _values_with_holdout
 
 
 def _specs(
@@ -331,106 +366,3 @@ def _lineage(
         return valid_lineage(name)
     except LineageError as exc:
         raise dg.DagsterInvalidDefinitionError(f"lineage=: {exc}") from None
-
-
-def evaluate_checks(  # noqa: PLR0913
-    context: dg.AssetCheckExecutionContext,
-    *,
-    plan: pol.EvaluationPlan,
-    key: dg.AssetKey,
-    read: Callable[[], tuple[Any, Any, Any]],
-    release_resource_key: str | None,
-    on_evaluation: EvaluationHook | None,
-    translator: PrivacyCheckTranslator = DEFAULT_TRANSLATOR,
-    ray_resource_key: str | None = None,
-    name_prefix: str = "",
-    lineage: str | None = None,
-    ledger: str | None = None,
-) -> Iterator[dg.AssetObservation | dg.AssetCheckResult]:
-    """The body of the check: ``read()`` gives (real, synthetic, holdout or None) — frames read by
-    name, or the assets' values — then one evaluation, an observation of the synthetic asset with every
-    metric's value (translator.observation), one result per metric; any exception fails every spec."""
-    from ..data.loading import load
-    from ..data.tables import fingerprint as content_fingerprint
-    from ..evaluate import evaluate_plan
-    from .resources import run_release_id
-
-    release: str | None = None
-    fp: str | None = None
-    try:
-        real_v, syn_v, hold_v = read()
-        real_df, syn_df = load(real_v, role="real"), load(syn_v, role="synthetic")
-        hold_df = load(hold_v, role="holdout") if hold_v is not None else None
-        fp = content_fingerprint(syn_df)
-        release = run_release_id(context, release_resource_key, fp)
-        executor = None
-        if ray_resource_key:  # the resource has initialised Ray for this step
-            getattr(context.resources, ray_resource_key)
-            executor = RayExecutor(address=None)
-        ev = evaluate_plan(plan, real_df, syn_df, hold_df, executor=executor)  # resolved at definition
-        del real_df, syn_df, hold_df
-        extra = dict(on_evaluation(ev, context) or {}) if on_evaluation else {}
-        if context.has_partition_key:  # a partitioned release: this evaluation is of one partition
-            extra[PARTITION] = dg.MetadataValue.text(context.partition_key)
-        out = []
-        for r in ev.results:
-            meta = {**translator.metadata(r, ev, release=release, fingerprint=fp), **extra}
-            out.append(
-                dg.AssetCheckResult(
-                    asset_key=key,
-                    check_name=name_prefix + r.id,
-                    passed=r.passed,
-                    severity=translator.severity(plan.entry(r.id)),
-                    metadata=meta,
-                    description=translator.result_description(r),
-                )
-            )
-        missing = set(plan.ids) - {r.id for r in ev.results}
-        if missing:
-            raise RuntimeError(f"the evaluation returned no result for {', '.join(sorted(missing))}")
-        decisions = ev.risks
-        for risk in required_risks(plan):
-            d = decisions.get(risk, RiskDecision((), (), (), "not assessed", True))
-            out.append(
-                dg.AssetCheckResult(
-                    asset_key=key,
-                    check_name=name_prefix + risk_check_name(risk),
-                    passed=d.status == "pass" and not ev.findings,
-                    severity=dg.AssetCheckSeverity.ERROR,
-                    metadata={
-                        **translator.risk_metadata(risk, d, ev, release=release, fingerprint=fp),
-                        **extra,
-                    },
-                    description=translator.risk_result_description(risk, d),
-                )
-            )
-        if lineage:
-            where = {"lineage": lineage, "ledger": ledger, "release": str(release), "extra": extra}
-            out.append(lineage_check.result(context, ev, key=key, name_prefix=name_prefix, **where))
-        observation = translator.observation(ev, key, release=release)
-        context.log.info(
-            f"release {release}: verdict {ev.verdict.value} "
-            f"({sum(r.passed for r in out)}/{len(out)} checks passed)"
-        )
-    except Exception as exc:  # fail closed: every spec fails with the reason
-        reason = safe_reason(exc)
-    else:
-        yield observation
-        yield from out
-        return
-    context.log.error(f"privacy evaluation failed, every check fails closed: {reason}")
-    yield from [
-        dg.AssetCheckResult(
-            asset_key=key,
-            check_name=name_prefix + m,
-            passed=False,
-            severity=translator.severity(plan.entry(m)) if m in plan.entries else dg.AssetCheckSeverity.ERROR,
-            metadata=translator.failure_metadata(reason, release=release, fingerprint=fp),
-            description=f"evaluation failed: {reason}",
-        )
-        for m in [
-            *plan.ids,
-            *(risk_check_name(r) for r in required_risks(plan)),
-            *([lineage_check.CHECK] if lineage else []),
-        ]
-    ]

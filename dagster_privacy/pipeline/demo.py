@@ -171,7 +171,7 @@ def run_demo(
     (workdir / MARKER).write_text("created by `dagster-privacy demo`; safe to delete\n")
     env_home = os.environ.get("DAGSTER_HOME")
     home = Path(dagster_home or env_home or workdir / "dagster_home").resolve()
-    database: Any = database or (workdir / "release.duckdb").resolve()
+    db: str | Path = database or (workdir / "release.duckdb").resolve()
     target: Any = publish_target or (workdir / "published.duckdb").resolve()
 
     data = load_demo()
@@ -181,7 +181,7 @@ def run_demo(
     dropped = clean.synthetic.height - v1.height
     echo(f"demo data: {CITATION}")
     echo(
-        f"{_where(database)}: real = training split ({clean.train.height} rows), "
+        f"{_where(db)}: real = training split ({clean.train.height} rows), "
         f"holdout = holdout split ({clean.control.height} rows)"
     )
     echo(
@@ -189,26 +189,26 @@ def run_demo(
         + (f" ({dropped} row(s) with a category absent from training dropped)" if dropped else "")
     )
     echo(f"  v2 = v1 + {v2.height - v1.height} training rows copied ({fraction:.0%} of training)")
-    _write(database, {"real": clean.train, "holdout": clean.control, "synthetic": v1})
+    _write(db, {"real": clean.train, "holdout": clean.control, "synthetic": v1})
 
     policy_file = (workdir / "policy.yaml").resolve()
     policy_file.write_text(
         "# the demo policy: the standard preset restricted to quick metrics\n"
         + yaml.safe_dump(demo_policy().model_dump(mode="json", exclude={"name"}), sort_keys=False)
     )
-    settings = ReleaseSettings(database=str(database), policy=str(policy_file), publish_target=str(target))
+    settings = ReleaseSettings(database=str(db), policy=str(policy_file), publish_target=str(target))
     defs = build_release_definitions(settings=settings)
     job = defs.resolve_job_def("privacy_release_job")
     instance = _instance(home)
     outcomes: list[ReleaseOutcome] = []
     for release, frame in (("v1", v1), ("v2", v2)):
         if release == "v2":
-            _write(database, {"synthetic": frame})
+            _write(db, {"synthetic": frame})
         t0 = time.perf_counter()
         res = job.execute_in_process(
             instance=instance, raise_on_error=False, run_config=QUIET, tags={RELEASE_ID_TAG: release}
         )
-        mats = {e.asset_key.to_user_string() for e in res.get_asset_materialization_events()}
+        mats = {e.asset_key.to_user_string() for e in res.get_asset_materialization_events() if e.asset_key}
         outcomes.append(
             ReleaseOutcome(
                 release,
@@ -221,23 +221,7 @@ def run_demo(
         )
         _print_release(outcomes[-1], echo)
 
-    # a later run that selects only published_release: Dagster would not refuse, our re-verification does
-    rerun = defs.resolve_implicit_global_asset_job_def().execute_in_process(
-        instance=instance,
-        raise_on_error=False,
-        run_config=QUIET,
-        asset_selection=[dg.AssetKey("published_release")],
-        run_id=str(uuid.uuid4()),
-    )
-    refused = not rerun.success
-    reason = next(
-        (
-            e.event_specific_data.error.message.splitlines()[0].partition("Failure: ")[2]
-            for e in rerun.all_events
-            if e.event_type_value == "STEP_FAILURE" and e.event_specific_data and e.event_specific_data.error
-        ),
-        "",
-    )
+    refused, reason = _published_alone(defs, instance)
     ids = published_releases(target)
     echo(
         f"later run of published_release alone: {'refused' if refused else 'PUBLISHED (unexpected)'}"
@@ -247,20 +231,35 @@ def run_demo(
         f"publication target {_where(target)}: holds {ids[-1] if ids else 'nothing'} "
         f"(publications: {', '.join(ids) or 'none'})"
     )
-    out = DemoOutcome(database, target, home, outcomes, refused, ids)
+    out = DemoOutcome(db, target, home, outcomes, refused, ids)
     cwd_home = f"DAGSTER_HOME={home} " if not env_home else ""
     echo("where to look: run history, check metadata and the asset graph in the Dagster UI —")
     echo(
-        f"  {cwd_home}{DATABASE_ENV}={database} {POLICY_ENV}={policy_file} {PUBLISH_TARGET_ENV}={target} "
+        f"  {cwd_home}{DATABASE_ENV}={db} {POLICY_ENV}={policy_file} {PUBLISH_TARGET_ENV}={target} "
         "dagster dev -m dagster_privacy.pipeline.location"
     )
     echo("demo: v1 published, v2 blocked" if out.as_expected else "demo: UNEXPECTED outcome (see above)")
     return out
 
 
+def _published_alone(defs: dg.Definitions, instance: dg.DagsterInstance) -> tuple[bool, str]:
+    """A later run that selects only published_release: Dagster would not refuse, our re-verification
+    does. (refused, the first line of its failure)."""
+    rerun = defs.resolve_implicit_global_asset_job_def().execute_in_process(
+        instance=instance,
+        raise_on_error=False,
+        run_config=QUIET,
+        asset_selection=[dg.AssetKey("published_release")],
+        run_id=str(uuid.uuid4()),
+    )
+    errors = (getattr(e.event_specific_data, "error", None) for e in rerun.all_events if e.is_step_failure)
+    reason = next((err.message.splitlines()[0].partition("Failure: ")[2] for err in errors if err), "")
+    return not rerun.success, reason
+
+
 def _where(database: Path | str) -> str:
     return (
-        f"PostgreSQL {postgres.describe(database)}"
+        f"PostgreSQL {postgres.describe(str(database))}"
         if postgres.is_postgres(str(database))
         else (f"embedded DuckDB {database}")
     )

@@ -150,7 +150,9 @@ def build_report_hook(
             page = f"{console}/release/{urllib.parse.quote(release, safe='')}"
             link = {CONSOLE_LINK: dg.MetadataValue.url(page)}
         # what names a release to the officer (issue 57): its rows and the generator the run is tagged with
-        named = {SYNTHETIC_ROWS: dg.MetadataValue.int(int(ev.tables["synthetic"]["rows"]))}
+        named: dict[str, dg.MetadataValue] = {
+            SYNTHETIC_ROWS: dg.MetadataValue.int(int(ev.tables["synthetic"]["rows"]))
+        }
         if context.run.tags.get(GENERATOR_TAG):
             named[GENERATOR_TAG] = dg.MetadataValue.text(str(context.run.tags[GENERATOR_TAG])[:200])
         return {

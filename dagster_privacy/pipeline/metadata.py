@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import dagster as dg
@@ -31,6 +31,12 @@ def json(x: Mapping[str, Any] | list[Any] | None) -> dg.MetadataValue:
     from ..results import to_jsonable
 
     return dg.MetadataValue.null() if x is None else dg.MetadataValue.json(to_jsonable(x))
+
+
+def table(rows: Iterable[Mapping[str, Any]], columns: Mapping[str, str]) -> dg.MetadataValue:
+    """A table in the Dagster UI: ``columns`` (name → Dagster column type, in order) of each row."""
+    schema = dg.TableSchema(columns=[dg.TableColumn(c, t) for c, t in columns.items()])
+    return dg.MetadataValue.table([dg.TableRecord({c: r[c] for c in columns}) for r in rows], schema=schema)
 
 
 def column_schema(df: pl.DataFrame) -> dg.TableSchema:

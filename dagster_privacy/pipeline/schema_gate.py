@@ -136,6 +136,8 @@ def run_schema_gate(
     rows: list[dict[str, Any]] = []
     for r in res.results:
         cfg = r.expectation_config
+        if cfg is None:  # GX gives each result the configuration it ran
+            continue
         out = r.result or {}
         raised = bool(r.exception_info and r.exception_info.get("raised_exception"))
         row = {
@@ -177,37 +179,19 @@ def run_schema_gate(
                 "error": n is None,
             }
         )
-    for r in rows:
-        r["blocking"] = not (r["expectation"] == IN_SET and unseen_categories == "count")
-    success = all(r["success"] for r in rows if r["blocking"]) and not missing
+    for row in rows:
+        row["blocking"] = not (row["expectation"] == IN_SET and unseen_categories == "count")
+    success = all(row["success"] for row in rows if row["blocking"]) and not missing
     return success, rows
 
 
+#: the expectations table's columns (Dagster column types)
+EXPECTATIONS = {"expectation": "string", "column": "string", "success": "bool", "element_count": "int",
+                "unexpected_count": "int", "missing_count": "int"}  # fmt: skip
+
+
 def _table(rows: list[dict[str, Any]]) -> dg.MetadataValue:
-    schema = dg.TableSchema(
-        columns=[
-            dg.TableColumn("expectation", "string"),
-            dg.TableColumn("column", "string"),
-            dg.TableColumn("success", "bool"),
-            dg.TableColumn("element_count", "int"),
-            dg.TableColumn("unexpected_count", "int"),
-            dg.TableColumn("missing_count", "int"),
-        ]
-    )
-    records = [
-        dg.TableRecord(
-            {
-                "expectation": r["expectation"],
-                "column": r["column"],
-                "success": r["success"],
-                "element_count": r["element_count"],
-                "unexpected_count": r["unexpected_count"],
-                "missing_count": r["missing_count"],
-            }
-        )
-        for r in rows
-    ]
-    return dg.MetadataValue.table(records, schema=schema)
+    return md.table(rows, EXPECTATIONS)
 
 
 def build_schema_gate_check(  # noqa: PLR0913

@@ -104,7 +104,7 @@ def render_report(
         distances = ev.distances
     if isinstance(distances, Mapping):
         distances = DistanceSummary.from_dict(distances)
-    sha = ev.tables.get("synthetic", {}).get("sha256")
+    sha = ev.sha256()
     release = release_id or (default_release_id(sha) if sha else "unknown")
     utc = dt.timezone.utc
     when = (generated_at or dt.datetime.now(utc)).astimezone(utc).strftime("%Y-%m-%d %H:%M:%S UTC")

@@ -30,7 +30,7 @@ def _row(r: MetricResult) -> str:
     return (
         f"| `{r.id}` | {risk_class(r).title} | {_f(r.value)} | {ci} | {_f(r.raw)} | "
         f"{_f(r.baseline)} | {thr} | "
-        f"{r.severity.value} | {ICONS[r.status]} | {note} |"
+        f"{r.severity.value} | {ICONS[r.status] if r.status else ''} | {note} |"
     )
 
 
@@ -43,7 +43,7 @@ def markdown_summary(
     signoff: bool = False,
 ) -> str:
     """Verdict, per-metric table, and where the full report is (path and sha256). Figures only."""
-    release = release_id or ev.tables.get("synthetic", {}).get("sha256", "unknown")
+    release = release_id or ev.sha256() or "unknown"
     lines = [
         f"### Privacy verdict: **{ev.verdict.value.upper()}**",
         "",

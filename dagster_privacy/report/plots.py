@@ -41,17 +41,17 @@ def _png(fig: Figure) -> str:
 def metrics_figure(ev: Evaluation) -> str | None:
     """Each computed metric: value with its CI and the threshold, on [0, 1] (baselines are on the raw
     formula's scale, not the value's: they are in the table, not here)."""
-    rows = [r for r in ev.results if r.value is not None]
+    rows = [r for r in ev.results if r.value is not None and r.status is not None]
     if not rows:
         return None
     fig = Figure(figsize=(8.0, 0.42 * len(rows) + 1.3))
     ax = fig.add_subplot()
     ys = list(range(len(rows)))[::-1]
     for y, r in zip(ys, rows, strict=True):
-        colour = STATUS_COLOURS[r.status]
+        colour = STATUS_COLOURS[r.status]  # type: ignore[index]  # judged: rows have a status
         if r.ci is not None:
             ax.plot(r.ci, [y, y], color=colour, lw=2.2, solid_capstyle="butt")
-        ax.plot([r.value], [y], "o", color=colour, ms=7, zorder=3)
+        ax.plot([float(r.value or 0.0)], [y], "o", color=colour, ms=7, zorder=3)
         if r.threshold is not None:
             ax.plot([r.threshold, r.threshold], [y - 0.32, y + 0.32], color="#111111", lw=1.6)
     ax.set_yticks(ys, [r.id for r in rows])

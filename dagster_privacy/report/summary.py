@@ -76,7 +76,8 @@ def risk_lines(ev: Evaluation) -> list[RiskLine]:
         failing = [by_id[g] for g in d.failing if g in by_id]
         lacking = [by_id[g] for g in d.lacking if g in by_id]
         upper = lambda r: (r.decision or {}).get("upper") or 0.0  # noqa: E731
-        decisive = (failing or lacking or sorted(gates, key=upper, reverse=True) or [None])[0]
+        ranked = failing or lacking or sorted(gates, key=upper, reverse=True)
+        decisive = ranked[0] if ranked else None
         out.append(RiskLine(name, STATUS_WORDS.get(d.status, d.status), gates, decisive))
     for name in ev.risks_not_assessed:
         if name not in ev.risks:

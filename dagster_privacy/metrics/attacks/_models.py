@@ -152,7 +152,7 @@ def _fit_predict(features: Features, job: tuple) -> tuple[np.ndarray, np.ndarray
     x_t, x_c = _rows(features.train, mt, at), _rows(features.control, mc, at)
     model = (lgb.LGBMRegressor if task == "regression" else lgb.LGBMClassifier)(**features.params)
     model.fit(x, y, categorical_feature=cat_idx or "auto")
-    return model.predict(x_t), model.predict(x_c)
+    return np.asarray(model.predict(x_t)), np.asarray(model.predict(x_c))
 
 
 def _regression_part(

@@ -100,7 +100,7 @@ def _classifier(ctx: EvaluationContext, syn: np.ndarray, ref: np.ndarray, target
     y = np.concatenate([np.ones(syn.shape[0]), np.zeros(ref.shape[0])])
     model = lgb.LGBMClassifier(**_lgbm_params(ctx.seed, 100))
     model.fit(x, y)
-    return model.predict(targets, raw_score=True)
+    return np.asarray(model.predict(targets, raw_score=True))
 
 
 @metric(

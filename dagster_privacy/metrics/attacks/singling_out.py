@@ -257,7 +257,7 @@ def _score(
 def _rd(r, successes: float | None = None) -> dict[str, Any]:
     from ._common import rate_dict
 
-    return rate_dict(r, successes)
+    return dict(rate_dict(r, successes))
 
 
 def _check(ctx: EvaluationContext) -> str | None:

@@ -273,7 +273,7 @@ class AuditLog:
             except BaseException:
                 con.execute("rollback").fetchall()
                 raise
-        return AuditRow(**row)
+        return AuditRow(**row)  # type: ignore[arg-type]  # the columns NAMES, as written above
 
     def rows(self) -> list[AuditRow]:
         """Every decision, oldest first (empty when no decision was ever recorded)."""

@@ -29,33 +29,24 @@ from ..resources import ReadOnlyDuckDB
 CHECK = "published_release_still_passes"
 
 
+#: the figures table's columns (Dagster column types)
+FIGURES = {"metric": "string", "value": "float", "ci_high": "float", "threshold": "float",
+           "severity": "string", "status": "string"}  # fmt: skip
+
+
 def _figures(ev: Evaluation) -> dg.MetadataValue:
-    schema = dg.TableSchema(
-        columns=[
-            dg.TableColumn("metric", "string"),
-            dg.TableColumn("value", "float"),
-            dg.TableColumn("ci_high", "float"),
-            dg.TableColumn("threshold", "float"),
-            dg.TableColumn("severity", "string"),
-            dg.TableColumn("status", "string"),
-        ]
-    )
-    return dg.MetadataValue.table(
-        [
-            dg.TableRecord(
-                {
-                    "metric": r.id,
-                    "value": r.value,
-                    "ci_high": r.ci[1] if r.ci else None,
-                    "threshold": r.threshold,
-                    "severity": r.severity.value,
-                    "status": r.status.value,
-                }
-            )
-            for r in ev.results
-        ],
-        schema=schema,
-    )
+    rows = [
+        {
+            "metric": r.id,
+            "value": r.value,
+            "ci_high": r.ci[1] if r.ci else None,
+            "threshold": r.threshold,
+            "severity": r.severity.value,
+            "status": r.status.value if r.status else None,
+        }  # fmt: skip
+        for r in ev.results
+    ]
+    return md.table(rows, FIGURES)
 
 
 def judge_published(

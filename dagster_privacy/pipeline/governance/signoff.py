@@ -89,7 +89,7 @@ def build_signoff_check(
     key = _key(asset)
     if partitions_def is None and isinstance(asset, dg.AssetsDefinition):
         partitions_def = asset.partitions_def
-    part = {"partitions_def": partitions_def} if partitions_def is not None else {}
+    part: dict[str, Any] = {"partitions_def": partitions_def} if partitions_def is not None else {}
 
     @dg.asset_check(
         asset=key,

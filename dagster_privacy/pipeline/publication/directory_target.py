@@ -108,7 +108,8 @@ class DirectoryStore(ParquetStore):
         """The rows its files and withdrawal records carry, by time."""
         target = self.real()
         files = sorted(target.iterdir()) if target.is_dir() else []
-        rows = [r for f in files if f.name.endswith(RECORD) for r in record_rows(f)]
+        rows: list[dict[str, Any] | None] = []
+        rows += [r for f in files if f.name.endswith(RECORD) for r in record_rows(f)]
         rows += [file_row(f) for f in files if f.suffix == ".parquet"]
         base = dict.fromkeys(c for c, _ in LOG_COLUMNS)
         unique = {json.dumps(r, sort_keys=True): r for r in rows if r}  # a crash may leave a row twice
