@@ -16,7 +16,7 @@ PACKAGE = Path(__file__).parents[1] / "dagster_privacy"
 #: new module of the package root or of pipeline/ must be placed here by name
 LAYERS: list[tuple[str, ...]] = [
     # the root's low modules: every layer uses them
-    ("errors", "results", "threads", "allocator"),
+    ("errors", "results", "threads", "allocator", "progress"),
     # how tables come in, files go out, releases are named
     ("data.",),
     # encoded spaces, the exact neighbour engine, the evaluation context
@@ -39,6 +39,7 @@ LAYERS: list[tuple[str, ...]] = [
         "pipeline.translator",
         "pipeline.evidence",
         "pipeline.lineage_check",
+        "pipeline.check_body",
         "pipeline.checks",
         "pipeline.schema_gate",
         "pipeline.automation",
@@ -48,6 +49,7 @@ LAYERS: list[tuple[str, ...]] = [
     (
         "pipeline",
         "pipeline.publish",
+        "pipeline.publish_step",
         "pipeline.release",
         "pipeline.component",
         "pipeline.location",
@@ -171,7 +173,7 @@ def test_sub_packages_hold_a_docstring_and_nothing_else() -> None:
 def test_the_root_holds_entry_points_the_result_type_and_modules_every_layer_uses() -> None:
     root = sorted(p.name for p in PACKAGE.glob("*.py"))
     assert root == ["__init__.py", "allocator.py", "errors.py", "evaluate.py", "evaluation.py",
-                    "remediate.py", "results.py", "threads.py"]  # fmt: skip
+                    "progress.py", "remediate.py", "results.py", "threads.py"]  # fmt: skip
 
 
 def test_every_form_of_import_is_read_and_a_new_module_must_be_placed(tmp_path) -> None:

@@ -20,6 +20,8 @@ from ..results import VERDICT_RISKS
 from . import lineage_check
 from .assets import DUCKDB_KEY, RELEASE_KEY
 from .check_body import (
+    PARTITION,
+    RISK_CHECK_PREFIX,
     CheckBody,
     evaluate_checks,
     required_risks,
@@ -366,3 +368,21 @@ def _lineage(
         return valid_lineage(name)
     except LineageError as exc:
         raise dg.DagsterInvalidDefinitionError(f"lineage=: {exc}") from None
+
+
+__all__ = [
+    "PARTITION",
+    "RISK_CHECK_PREFIX",
+    "AssetRef",
+    "CheckOptions",
+    "CheckSettings",
+    "PolicyLike",
+    "asset_value",
+    "build_privacy_checks",
+    "evaluate_checks",
+    "failed_closed",
+    "key_of",
+    "required_check_names",
+    "required_risks",
+    "risk_check_name",
+]
