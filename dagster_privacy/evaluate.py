@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -30,6 +29,7 @@ from .errors import Aborted, safe_reason
 from .evaluation import Evaluation
 from .metrics import registration as reg
 from .metrics import registry
+from .progress import progress_bar
 from .results import MetricResult, PolicyRef, Severity, Status, TableInfo, ThreatModelRef, Timings
 from .threads import held
 
@@ -56,26 +56,6 @@ def _source_index(synthetic: pl.DataFrame, column: str, n_real: int) -> np.ndarr
     if idx.size and (idx.min() < 0 or idx.max() >= n_real):
         raise tb.TableError(f"the source index column {column!r} points outside the real table's rows")
     return idx
-
-
-def _progress(enabled: bool, total: int):
-    """A rich progress bar on stderr when it is a terminal (no output in pipelines or tests)."""
-    if not enabled or not sys.stderr.isatty():
-        return None
-    from rich.console import Console
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
-    prog = Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        TextColumn("{task.completed}/{task.total}"),
-        TimeElapsedColumn(),
-        console=Console(stderr=True),
-        transient=True,
-    )
-    prog.start()
-    prog.add_task("privacy metrics", total=total)
-    return prog
 
 
 def prepare(  # noqa: PLR0913
@@ -315,42 +295,14 @@ def run_metrics(
     findings = left_out_findings(ctx.schema) + new_values.findings(
         new_values.blocked(ctx.new_values, plan.policy.waivers)
     )
-    bar = _progress(progress, len(plan.ids))
-    histograms = {(SPACE, side, "real") for side in SIDES}  # read by _distances, after the metrics
-    judged_by: dict[str, MetricResult] = {}
-    pending: list[str] = []  # advisories over their thresholds, compared with unseen rows at the end
-    try:
-        for i, mid in enumerate(plan.ids):
-            if free:  # what no metric left reads is freed (memory)
-                left = [specs[m] for m in plan.ids[i:]]
-                reads = {q[:3] for s in left for q in s.queries} | histograms
-                ctx.release(spaces=any(s.spaces for s in left), queries=reads)
-            if bar is not None:
-                bar.update(bar.task_ids[0], description=f"privacy metrics: {mid}")
-            entry = plan.entry(mid)
-            judged_by[mid] = _judged(plan, entry, mid, reg.run(specs[mid], ctx, entry.params), ctx.n("real"))
-            if advisory.compared(judged_by[mid]) and ctx.has("holdout"):
-                pending.append(mid)
-            allocator.trim()  # the metric's temporaries freed in thread arenas: back to the system
-            if bar is not None:
-                bar.advance(bar.task_ids[0])
+    with progress_bar(progress, len(plan.ids), "privacy metrics") as step:
+        judged_by, pending = _run_each(ctx, plan, free, step)
         # an advisory figure is compared with unseen real rows (advisory.py) unless a gate found
         # evidence of risk: the comparison decides between PASS and WARN, and a release failing a gate
         # is blocked whatever its advisories read (it is spared the second computation)
         failed = (Status.FAIL, Status.ERROR)
         blocked = bool(findings) or any(r.blocks and r.status in failed for r in judged_by.values())
-        mirror: EvaluationContext | None = None  # made once, for the first advisory that needs it
-        for mid in [] if blocked else pending:
-            if not set(specs[mid].needs) <= ONE_SIDE:  # it reads the holdout itself: judged on its interval
-                judged_by[mid] = advisory.against_interval(judged_by[mid])
-                continue
-            mirror = mirror or ctx.holdout_as_release()
-            entry = plan.entry(mid)
-            again = _judged(plan, entry, mid, reg.run(specs[mid], mirror, entry.params), ctx.n("real"))
-            judged_by[mid] = advisory.against_holdout(judged_by[mid], again)
-    finally:
-        if bar is not None:
-            bar.stop()
+        _compare_advisories(ctx, plan, judged_by, [] if blocked else pending)
     results = [judged_by[m] for m in plan.ids]
     waivers = {**plan.policy.waivers, **_not_run(plan)}
     verdict = Status.FAIL if findings else pol.verdict(results, plan.policy.required, waivers)
@@ -364,23 +316,7 @@ def run_metrics(
         verdict=verdict,
         required_risks=plan.policy.required,
         waivers=waivers,
-        levels={
-            "false_alarm": plan.policy.false_alarm,
-            "assurance": plan.policy.assurance,
-            "gates": len(plan.gating),
-            "fail_level_per_gate": plan.fail_level,  # of a gate of weight 1 (weighted Bonferroni)
-            "gate_levels": {m: plan.fail_level_of(m) for m in plan.gating},
-            "lineage_budget": plan.policy.lineage_budget,  # what a lineage's union may expose (lineage/)
-            # gates judged on a point figure (proxies a policy made ERROR): no false-alarm bound
-            "gates_without_bounds": sum(
-                1
-                for r in results
-                if r.severity is Severity.ERROR
-                and r.threshold is not None
-                and r.decision is None
-                and r.status in (Status.PASS, Status.FAIL)
-            ),
-        },
+        levels=_levels(plan, results),
         detection_floor=detection_floor(results, {r: ctx.n(r) for r in ("real", "synthetic") if ctx.has(r)}),
         findings=findings,
         seed=ctx.seed,
@@ -402,6 +338,67 @@ def run_metrics(
             queries=dict(ctx.query_seconds),
         ),
     )
+
+
+def _run_each(
+    ctx: EvaluationContext, plan: pol.EvaluationPlan, free: bool, step: Callable[[str], None]
+) -> tuple[dict[str, MetricResult], list[str]]:
+    """Each metric run and judged, in the plan's order; (results by id, the advisories over their
+    thresholds, compared with unseen rows at the end)."""
+    specs = registry()
+    histograms = {(SPACE, side, "real") for side in SIDES}  # read by _distances, after the metrics
+    judged_by: dict[str, MetricResult] = {}
+    pending: list[str] = []
+    for i, mid in enumerate(plan.ids):
+        if free:  # what no metric left reads is freed (memory)
+            left = [specs[m] for m in plan.ids[i:]]
+            reads = {q[:3] for s in left for q in s.queries} | histograms
+            ctx.release(spaces=any(s.spaces for s in left), queries=reads)
+        step(mid)
+        entry = plan.entry(mid)
+        judged_by[mid] = _judged(plan, entry, mid, reg.run(specs[mid], ctx, entry.params), ctx.n("real"))
+        if advisory.compared(judged_by[mid]) and ctx.has("holdout"):
+            pending.append(mid)
+        allocator.trim()  # the metric's temporaries freed in thread arenas: back to the system
+    return judged_by, pending
+
+
+def _compare_advisories(
+    ctx: EvaluationContext, plan: pol.EvaluationPlan, judged_by: dict[str, MetricResult], pending: list[str]
+) -> None:
+    """Each pending advisory judged against the same figure on unseen real rows (the holdout as a
+    release), or on its interval when it reads the holdout itself."""
+    specs = registry()
+    mirror: EvaluationContext | None = None  # made once, for the first advisory that needs it
+    for mid in pending:
+        if not set(specs[mid].needs) <= ONE_SIDE:  # it reads the holdout itself: judged on its interval
+            judged_by[mid] = advisory.against_interval(judged_by[mid])
+            continue
+        mirror = mirror or ctx.holdout_as_release()
+        entry = plan.entry(mid)
+        again = _judged(plan, entry, mid, reg.run(specs[mid], mirror, entry.params), ctx.n("real"))
+        judged_by[mid] = advisory.against_holdout(judged_by[mid], again)
+
+
+def _levels(plan: pol.EvaluationPlan, results: list[MetricResult]) -> dict[str, Any]:
+    """The levels the gates were judged at (the JSON's ``levels``)."""
+    return {
+        "false_alarm": plan.policy.false_alarm,
+        "assurance": plan.policy.assurance,
+        "gates": len(plan.gating),
+        "fail_level_per_gate": plan.fail_level,  # of a gate of weight 1 (weighted Bonferroni)
+        "gate_levels": {m: plan.fail_level_of(m) for m in plan.gating},
+        "lineage_budget": plan.policy.lineage_budget,  # what a lineage's union may expose (lineage/)
+        # gates judged on a point figure (proxies a policy made ERROR): no false-alarm bound
+        "gates_without_bounds": sum(
+            1
+            for r in results
+            if r.severity is Severity.ERROR
+            and r.threshold is not None
+            and r.decision is None
+            and r.status in (Status.PASS, Status.FAIL)
+        ),
+    }
 
 
 __all__ = ["evaluate", "evaluate_plan", "prepare", "run_metrics", "versions", "Status"]

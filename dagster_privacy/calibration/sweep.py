@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import math
-import sys
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from statistics import NormalDist
 from typing import Any
@@ -20,6 +18,7 @@ from ..decision import policy as pol
 from ..engine.context import EvaluationContext
 from ..errors import CalibrationError, safe_reason
 from ..evaluation import Evaluation
+from ..progress import progress_bar
 from ..results import Status
 from .risk_models import _leak, _parts
 from .shared_context import _SharedContext
@@ -98,39 +97,6 @@ def _reasons(evals: list[list[Evaluation]], ids: Sequence[str]) -> dict[str, str
                 if mid not in out and r.status in (Status.ERROR, Status.NOT_APPLICABLE):
                     out[mid] = f"{r.status.value}: {r.reason or 'no reason given'}"
     return out
-
-
-@contextmanager
-def _progress(enabled: bool, total: int, what: str) -> Iterator[Callable[[str], None]]:
-    """A rich progress bar on stderr (terminal only); yields step(description)."""
-    if not enabled or not sys.stderr.isatty():
-        yield lambda _desc: None
-        return
-    from rich.console import Console
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
-    prog = Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        TextColumn("{task.completed}/{task.total}"),
-        TimeElapsedColumn(),
-        console=Console(stderr=True),
-        transient=True,
-    )
-    task = prog.add_task(what, total=total)
-    prog.start()
-    state = {"first": True}
-
-    def step(desc: str) -> None:
-        if not state["first"]:
-            prog.advance(task)
-        state["first"] = False
-        prog.update(task, description=f"{what}: {desc}")
-
-    try:
-        yield step
-    finally:
-        prog.stop()
 
 
 @dataclass(frozen=True)
@@ -276,7 +242,7 @@ def _leaky_sweep(
     t0 = time.perf_counter()
     per_repeat: list[list[Evaluation]] = []
     sizes: dict[str, int] = {}
-    with _progress(progress, len(levels) * len(seeds), what) as step:
+    with progress_bar(progress, len(levels) * len(seeds), what) as step:
         for s in seeds:
             evs, sz = _leaky_repeat(df, s, levels, setup, step)
             per_repeat.append(evs)
@@ -317,7 +283,7 @@ def _generated_sweep(  # noqa: PLR0913
     t0 = time.perf_counter()
     evals: list[list[Evaluation]] = [[] for _ in levels]
     sizes: dict[str, int] = {}
-    with _progress(progress, len(levels) * len(seeds), f"sweep {label}") as step:
+    with progress_bar(progress, len(levels) * len(seeds), f"sweep {label}") as step:
         for s in seeds:
             tr, co, _ = _parts(df.height, s)
             train, control = df[tr], df[co]

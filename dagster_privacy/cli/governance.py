@@ -57,7 +57,8 @@ def signoff_command(  # noqa: PLR0913
     import dagster as dg
 
     from ..pipeline.governance.audit import AuditError
-    from ..pipeline.governance.signoff import SignoffError, record_signoff
+    from ..pipeline.governance.signoff import SignoffError
+    from ..pipeline.governance.signoff_record import record_signoff
     from ..report import file_sha256
     from .args import UsageFailure
 

@@ -377,14 +377,13 @@ class Console:
                                  "X-Report-SHA256": view.latest.report_sha256 or ""})  # fmt: skip
 
     async def decide(self, request: Request) -> Response:
-        from ..pipeline.governance.signoff import SignoffError, record_signoff
+        from ..pipeline.governance.signoff import SignoffError
+        from ..pipeline.governance.signoff_record import record_signoff
 
         user, form = await self.decided(request)
         view = self.view(request.path_params["release_id"])
-        if self._report(view) is None:  # nobody decides on a report the console cannot show
+        if view.asset is None or view.latest is None or self._report(view) is None:  # none to read
             raise Refused(409, "not recorded: the report file is missing or changed, so it cannot be read")
-        if view.asset is None or view.latest is None:  # a release known only from the audit or the log
-            raise Refused(409, "not recorded: no evaluation of this release is on record to decide on")
         if view.state in ("approved", "rejected"):  # as the page offers: one decision per report (review)
             raise Refused(
                 409, f"not recorded: this report is already {view.state}; a new evaluation is decided anew"

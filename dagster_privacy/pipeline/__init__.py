@@ -14,8 +14,8 @@ from .checks import build_privacy_checks as build_privacy_checks
 from .checks import required_check_names as required_check_names
 from .evidence import build_report_hook as build_report_hook
 from .governance.signoff import build_signoff_check as build_signoff_check
-from .governance.signoff import record_signoff as record_signoff
 from .governance.signoff import verify_signoff as verify_signoff
+from .governance.signoff_record import record_signoff as record_signoff
 from .publish import PublicationRefused as PublicationRefused
 from .publish import PublicationSettings as PublicationSettings
 from .publish import PublishTarget as PublishTarget

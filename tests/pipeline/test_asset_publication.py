@@ -346,7 +346,8 @@ def test_a_sign_off_is_of_the_report_of_the_policy_that_requires_it(tmp_path) ->
     the approval was recorded against the loose policy's report and published the strict release."""
     from dagster_privacy.pipeline import build_report_hook, build_signoff_check
     from dagster_privacy.pipeline.governance.audit import AuditLog
-    from dagster_privacy.pipeline.governance.signoff import current_evaluation, record_signoff
+    from dagster_privacy.pipeline.governance.signoff import current_evaluation
+    from dagster_privacy.pipeline.governance.signoff_record import record_signoff
 
     frames = _frames()
 

@@ -62,7 +62,8 @@ def test_sign_off_and_withdrawal_name_the_partition(tmp_path) -> None:
     from dagster_privacy.pipeline import build_report_hook, build_signoff_check
     from dagster_privacy.pipeline.governance.audit import AuditLog
     from dagster_privacy.pipeline.governance.rejudge import withdraw_release
-    from dagster_privacy.pipeline.governance.signoff import SignoffError, current_evaluation, record_signoff
+    from dagster_privacy.pipeline.governance.signoff import SignoffError, current_evaluation
+    from dagster_privacy.pipeline.governance.signoff_record import record_signoff
 
     data = frames()
     real, holdout = data["real"], data["holdout"]

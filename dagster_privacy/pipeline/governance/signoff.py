@@ -4,11 +4,8 @@ verification publication runs.
 - ``build_signoff_check(asset=...)``: a check that warns "awaiting sign-off" when it runs; defined
   only when the policy has ``require_signoff: true``. Every run that evaluates the release leaves it
   unpublished until a person decides (waiting is no failure: the run succeeds and says so).
-- ``record_signoff(...)`` (the ``dagster-privacy signoff`` command of ``dagster_privacy/cli/governance.py``):
-  appends the decision to the audit table, then records a runless ``AssetCheckEvaluation`` of
-  ``privacy_signoff`` against the latest synthetic materialization (``target_materialization_data``,
-  dagster-facts §5) carrying approver, time, decision, reason and the sha256 of the report approved.
-  A rejection is a failed evaluation.
+- ``record_signoff(...)`` (signoff_record.py): appends a decision to the audit table, then records it as
+  an evaluation of ``privacy_signoff``.
 - ``verify_signoff(...)``: what ``published_release`` requires — the latest sign-off approves, targets
   the latest materialization, approves the report of the current evaluation (a new evaluation
   invalidates an older approval), is in the audit table and is the audit table's *latest* decision on
@@ -17,23 +14,18 @@ verification publication runs.
 
 from __future__ import annotations
 
-import datetime as dt
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import dagster as dg
-from dagster._core.definitions.asset_checks.asset_check_evaluation import (
-    AssetCheckEvaluationTargetMaterializationData,
-)
 
 from ...metrics import registry
 from .. import metadata as md
 from ..evidence import REPORT_PATH, REPORT_SHA256
 from ..publication.target import PublicationRefused, PublishTarget
 from ..records import latest_check_records, latest_materialization
-from ..resources import ReleaseIdError, valid_release_id
-from .audit import Anchor, AuditError, AuditLog, AuditRow, os_user, verify_anchors, verify_publications
+from .audit import Anchor, AuditError, AuditLog, AuditRow, verify_anchors, verify_publications
 
 SIGNOFF_CHECK = "privacy_signoff"
 DECISIONS = ("approve", "reject")
@@ -180,159 +172,12 @@ def current_evaluation(
     )
 
 
-# ------------------------------------------------------------------------------------ recording
-
-
-@dataclass(frozen=True)
-class SignoffRecord:
-    release_id: str
-    decision: str
-    approver: str
-    reason: str
-    signed_at: str
-    report_sha256: str
-    report_path: str | None
-    storage_id: int
-    audit_seq: int
-    audit_path: str
-    audit_row_hash: str
-
-
 def _latest_materialization(instance: dg.DagsterInstance, key: dg.AssetKey, partition: str | None) -> Any:
     latest = latest_materialization(instance, key, partition)
     if latest is None:
         of = f" partition {partition}" if partition is not None else ""
         raise SignoffError(f"{key.to_user_string()}{of} has never been materialized")
     return latest
-
-
-def record_signoff(  # noqa: PLR0913
-    *,
-    release: str,
-    decision: str,
-    by: str,
-    reason: str,
-    instance: dg.DagsterInstance | None = None,
-    asset: dg.AssetsDefinition | dg.AssetKey | str = DEFAULT_ASSET,
-    report_sha256: str | None = None,
-    audit: AuditLog | str | Path | None = None,
-    now: dt.datetime | None = None,
-    partition: str | None = None,
-    name_prefix: str = "",
-) -> SignoffRecord:
-    """Record a decision on the release of the latest evaluation; returns what was recorded.
-
-    Refused (``SignoffError``) when the release is not the one the latest evaluation judged, when that
-    evaluation is not of the latest materialization, when the report file on disk no longer has the
-    recorded sha256, or when ``report_sha256`` (the hash of the report the officer read) differs.
-    The decision is appended to the audit table first; then the runless check evaluation is recorded.
-    A partitioned release is signed off partition by partition (``partition``); with several policies
-    on one asset, ``name_prefix`` names the checks (and so the report) the sign-off is of.
-    """
-    try:
-        valid_release_id(release)
-    except ReleaseIdError as exc:
-        raise SignoffError(str(exc)) from None
-    decision = decision.strip().lower()
-    if decision not in DECISIONS:
-        raise SignoffError(f"decision must be one of {', '.join(DECISIONS)}")
-    if not by.strip() or not reason.strip():
-        raise SignoffError("a sign-off needs the name of who decides (--by) and a reason (--reason)")
-    from .audit import people_text
-
-    people_text("--by", by)  # AuditError: the CLI turns it into one line and exit 2
-    people_text("--reason", reason)
-    instance = instance or dg.DagsterInstance.get()
-    key = _key(asset)
-    cur = current_evaluation(instance, key, partition=partition, name_prefix=name_prefix)
-    if cur.release_id != release:
-        raise SignoffError(
-            f"release {release!r} is not the release of the latest privacy evaluation of "
-            f"{key.to_user_string()} ({cur.release_id!r})"
-        )
-    mat = _latest_materialization(instance, key, partition)
-    if cur.target_storage_id != mat.storage_id:
-        raise SignoffError(
-            f"the latest privacy evaluation is of an older materialization of "
-            f"{key.to_user_string()}: run the privacy checks again, then sign off"
-        )
-    if decision == "approve" and cur.verdict == "fail":
-        raise SignoffError(
-            f"the latest privacy evaluation of release {release!r} failed its gates: publication "
-            "stays blocked whatever the decision (reject it, or fix the release and evaluate again)"
-        )
-    if report_sha256 and report_sha256.strip().lower() != cur.report_sha256:
-        raise SignoffError(
-            f"the report you read (sha256 {report_sha256[:12]}…) is not the current evaluation's "
-            f"report ({cur.report_sha256[:12]}…)"
-        )
-    if cur.report_path and Path(cur.report_path).is_file():
-        from ...report import file_sha256
-
-        if file_sha256(cur.report_path) != cur.report_sha256:
-            raise SignoffError(f"the report file {cur.report_path} changed after the evaluation wrote it")
-    log = audit if isinstance(audit, AuditLog) else AuditLog(audit, instance=instance)
-    utc = dt.timezone.utc
-    signed_at = (now or dt.datetime.now(utc)).astimezone(utc).isoformat(timespec="seconds")
-    row = log.append(
-        recorded_at=signed_at,
-        release_id=release,
-        decision=decision,
-        approver=by.strip(),
-        os_user=os_user(),
-        reason=reason.strip(),
-        report_sha256=cur.report_sha256,
-        report_path=cur.report_path,
-        asset_key=key.to_user_string(),
-        synthetic_sha256=cur.synthetic_sha256,
-        materialization_storage_id=mat.storage_id,
-        evaluation_run_id=cur.run_id,
-        verdict=cur.verdict,
-    )
-    meta: dict[str, Any] = {
-        "decision": dg.MetadataValue.text(decision),
-        "approver": dg.MetadataValue.text(by.strip()),
-        "os_user": md.text(row.os_user),
-        "signed_at": dg.MetadataValue.text(signed_at),
-        "reason": dg.MetadataValue.text(reason.strip()),
-        REPORT_SHA256: dg.MetadataValue.text(cur.report_sha256),
-        md.RELEASE_ID: dg.MetadataValue.text(release),
-        "evaluation_run_id": dg.MetadataValue.text(cur.run_id),
-        "audit_path": dg.MetadataValue.path(str(log.path)),
-        "audit_seq": dg.MetadataValue.int(row.seq),
-        "audit_row_hash": dg.MetadataValue.text(row.row_hash),
-    }
-    if cur.report_path:
-        meta[REPORT_PATH] = dg.MetadataValue.path(cur.report_path)
-    if cur.synthetic_sha256:
-        meta[md.FINGERPRINT] = dg.MetadataValue.text(cur.synthetic_sha256)
-    instance.report_runless_asset_event(
-        dg.AssetCheckEvaluation(
-            asset_key=key,
-            check_name=SIGNOFF_CHECK,
-            passed=decision == "approve",
-            severity=dg.AssetCheckSeverity.ERROR,
-            metadata=meta,
-            description=f"{decision} by {by.strip()}: {reason.strip()}",
-            target_materialization_data=AssetCheckEvaluationTargetMaterializationData(
-                storage_id=mat.storage_id, run_id=mat.run_id, timestamp=mat.timestamp
-            ),
-            partition=partition,
-        )
-    )
-    return SignoffRecord(
-        release,
-        decision,
-        by.strip(),
-        reason.strip(),
-        signed_at,
-        cur.report_sha256,
-        cur.report_path,
-        mat.storage_id,
-        row.seq,
-        str(log.path),
-        row.row_hash,
-    )
 
 
 # ------------------------------------------------------------------------------------ verification
