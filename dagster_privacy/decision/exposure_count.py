@@ -264,6 +264,28 @@ def decide(
     this table's own chance counts: a floor in people, not an interval on a rate."""
     rows: list[dict[str, Any]] = [_row(p, fail_level) for p in parts]
     _banded(rows)
+    decision, head = _union(rows, fail_level, pass_level, people)
+    counted = head
+    b = decision["beyond"]
+    if isinstance(b, dict):  # the people beyond chance, bounded (issue 57)
+        counted += f" (beyond it: {math.floor(b['lower'])} to {math.ceil(b['upper'])} people, 95 %)"
+    failed = _failing(rows, head, threshold)
+    if failed is not None:
+        decision["failing"], reason = failed
+        return "fail", reason, decision
+    if all(r["rare"] == 0 for r in rows):
+        return "pass", None, decision
+    verbatim_floor = decision["floor_people"].get("verbatim")
+    if verbatim_floor is not None and verbatim_floor <= accepted_floor:
+        return "pass", None, decision
+    return "inconclusive", _inconclusive(counted, verbatim_floor, accepted_floor), decision
+
+
+def _union(
+    rows: list[dict[str, Any]], fail_level: float, pass_level: float, people: tuple[float, float] | None
+) -> tuple[dict[str, Any], str]:
+    """The decision's figures over the counted parts (their union's people, chance, floors) and the
+    sentence that counts them."""
     named = {r["part"]: r for r in rows}
     empty: dict[str, Any] = {"exposed": 0, "rare": 0, "chance": 0.0, "floor_people": None}
     v, iso, near, other = (
@@ -299,39 +321,38 @@ def decide(
         "chance": chance,
         "floor_people": floors,
     }
-    head = f"{exposed} rare real records exposed ({by_part}); chance explains about {chance:.1f}"
-    counted = head
-    b = decision["beyond"]
-    if isinstance(b, dict):  # the people beyond chance, bounded (issue 57)
-        counted += f" (beyond it: {math.floor(b['lower'])} to {math.ceil(b['upper'])} people, 95 %)"
+    return decision, f"{exposed} rare real records exposed ({by_part}); chance explains about {chance:.1f}"
 
-    def over(r: dict) -> bool:  # the part's own exposed share beyond chance exceeds the threshold
+
+def _failing(rows: list[dict[str, Any]], head: str, threshold: float) -> tuple[Any, str] | None:
+    """(the failing part's figures, the reason) when a part is beyond chance at its level and its exposed
+    share beyond chance exceeds ``threshold``; else None."""
+
+    def over(r: dict[str, Any]) -> bool:  # the part's own exposed share beyond chance exceeds the threshold
         return r["rare"] > 0 and (r["exposed"] - (r["chance"] or 0.0)) / r["rare"] > threshold
 
     beyond = [r for r in rows if r["p_value"] is not None and r["p_value"] <= r["level"] and over(r)]
-    if beyond:
-        worst = min(beyond, key=lambda r: r["p_value"])
-        # the people beyond chance where the gate found them (the union's noisier parts dilute them:
-        # "0 to 19 beyond it" beside a failing verbatim count read as a contradiction)
-        failing = failing_part(worst)
-        decision["failing"] = failing
-        said = f"{head}; {failing_words(failing)}"
-        if worst["part"] in STRATA:  # altered copies: the stratum's own counts, against the holdout's
-            said = (
-                f"{worst['exposed']:,} of {worst['rare']:,} training records have a synthetic row "
-                f"{STRATA[worst['part']]}, against {worst['exposed_holdout']:,} of "
-                f"{worst['rare_holdout']:,} holdout records (chance); {said}"
-            )
-        return (
-            "fail",
-            f"evidence of risk: {said}; {worst['part']} p = {worst['p_value']:.2g} ≤ {worst['level']:.2g}",
-            decision,
+    if not beyond:
+        return None
+    worst = min(beyond, key=lambda r: r["p_value"])
+    # the people beyond chance where the gate found them (the union's noisier parts dilute them:
+    # "0 to 19 beyond it" beside a failing verbatim count read as a contradiction)
+    failing = failing_part(worst)
+    said = f"{head}; {failing_words(failing)}"
+    if worst["part"] in STRATA:  # altered copies: the stratum's own counts, against the holdout's
+        said = (
+            f"{worst['exposed']:,} of {worst['rare']:,} training records have a synthetic row "
+            f"{STRATA[worst['part']]}, against {worst['exposed_holdout']:,} of "
+            f"{worst['rare_holdout']:,} holdout records (chance); {said}"
         )
-    if all(r["rare"] == 0 for r in rows):
-        return "pass", None, decision
-    verbatim_floor = floors.get("verbatim")
-    if verbatim_floor is not None and verbatim_floor <= accepted_floor:
-        return "pass", None, decision
+    return (
+        failing,
+        f"evidence of risk: {said}; {worst['part']} p = {worst['p_value']:.2g} ≤ {worst['level']:.2g}",
+    )
+
+
+def _inconclusive(counted: str, verbatim_floor: int | None, accepted_floor: int) -> str:
+    """Why neither evidence of risk nor of safety, and what would decide."""
     if verbatim_floor is None:
         why = "no rare holdout record measures chance"
         action = "give a holdout of records the generator never saw (it measures chance)"
@@ -343,10 +364,8 @@ def decide(
             f"{verbatim_floor - 1} rare records verbatim, and needs a waiver with a reason and a sign-off"
         )
     return (
-        "inconclusive",
         f"inconclusive: {counted}, none beyond chance, but {why} (the policy accepts a floor of "
-        f"{accepted_floor} people: accepted_floor_people). To decide on this table: {action}",
-        decision,
+        f"{accepted_floor} people: accepted_floor_people). To decide on this table: {action}"
     )
 
 

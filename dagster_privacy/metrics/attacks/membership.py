@@ -119,6 +119,50 @@ def membership_inference(ctx: EvaluationContext, *, n_targets: int | None = None
     Targets: every holdout row outside the reference half as non-members (or n_targets of them) and as
     many training rows (content order). value = (TPR − p₀)/(1 − p₀) at 1 % FPR of the strongest attack.
     """
+    reference, members, others = _targets(ctx, n_targets)
+    n = int(members.size)
+    scores, bandwidths = _scores(ctx, reference, members, others)
+    conf = bonferroni(0.95, len(scores))
+    attacks = {name: _attack(name, s, conf) for name, s in scores.items()}
+    worst = max(attacks, key=lambda a: (attacks[a]["advantage_at_1pct"], attacks[a]["advantage_ci"][1], a))
+    w = attacks[worst]
+    # flagged: the synthetic rows nearest to the members the strongest attack flags at 1 % FPR
+    hit = members[scores[worst]["m"] > w.pop("_threshold")]
+    evidence = tuple(a.pop("_evidence") for a in attacks.values())
+    for a in attacks.values():
+        a.pop("_threshold", None)
+    nearest = ctx.neighbors("euclidean", "real", "synthetic", 5).idx[hit, 0] if hit.size else np.empty(0, int)
+    roc = {"attack": worst, **roc_points(scores[worst]["m"], scores[worst]["o"])}
+    clip = lambda v: float(min(1.0, max(0.0, v)))  # noqa: E731
+    return Measurement(
+        evidence=evidence,  # every attack's counts at 1 % FPR: the worst is corrected for the selection
+        value=clip(w["advantage_at_1pct"]),
+        raw=w["auc"],
+        ci=(clip(w["advantage_ci"][0]), clip(w["advantage_ci"][1])),
+        flagged=np.unique(nearest),
+        sizes={
+            "real": ctx.n("real"),
+            "synthetic": ctx.n("synthetic"),
+            "holdout": ctx.n("holdout"),
+            "queries": 2 * n,
+        },
+        details={
+            "attack": worst,
+            "attacks": attacks,
+            "roc": roc,
+            "n_members": n,
+            "n_non_members": n,
+            "n_reference": int(reference.size),
+            "confidence_per_attack": conf,
+            "bandwidth_scale": bandwidths,
+            "space": {"dcr_diff": "euclidean", "density_ratio": "euclidean", "domias": "projected",
+                      "classifier": "projected"},
+        },
+    )  # fmt: skip
+
+
+def _targets(ctx: EvaluationContext, n_targets: int | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(the holdout's reference half, the member targets, the non-member targets), n of each."""
     n_hold = ctx.n("holdout")
     if n_hold < 4 or ctx.n("synthetic") < 6:
         raise NotApplicable("needs at least 4 holdout and 6 synthetic rows")
@@ -131,9 +175,13 @@ def membership_inference(ctx: EvaluationContext, *, n_targets: int | None = None
             f"targets to read the TPR at 1 % FPR; has {n})",
             status="inconclusive",
         )
-    members = content_order(ctx, "real", "membership_inference")[:n]
-    others = pool[:n]
+    return reference, content_order(ctx, "real", "membership_inference")[:n], pool[:n]
 
+
+def _scores(
+    ctx: EvaluationContext, reference: np.ndarray, members: np.ndarray, others: np.ndarray
+) -> tuple[dict[str, dict[str, np.ndarray]], dict[str, float]]:
+    """Each attack's scores of the members ("m") and the non-members ("o"); the densities' bandwidths."""
     eu_real, eu_hold = ctx.euclidean("real"), ctx.euclidean("holdout")
     eu_ref = np.ascontiguousarray(eu_hold[reference])
     # distances to the synthetic table from the context's shared queries (real→syn, holdout→syn, k = 5)
@@ -165,63 +213,28 @@ def membership_inference(ctx: EvaluationContext, *, n_targets: int | None = None
     # the classifier (one LightGBM thread, deterministic) after the densities: beside them, its
     # training data and the densities' blocks added up to the evaluation's peak at 256k rows
     logits = _classifier(ctx, pr_syn, pr_ref, np.vstack([x_m, x_o]))
-    scores["classifier"] = {"m": logits[:n], "o": logits[n:]}
+    scores["classifier"] = {"m": logits[: members.size], "o": logits[members.size :]}
+    return scores, {"synthetic": h_syn, "reference": h_ref}
 
-    conf = bonferroni(0.95, len(scores))
-    attacks: dict[str, dict[str, Any]] = {}
-    for name, s in scores.items():
-        if not (np.isfinite(s["m"]).all() and np.isfinite(s["o"]).all()):
-            raise ValueError(f"attack {name} produced a non-finite score")
-        auc, auc_ci = auc_delong(s["m"], s["o"])
-        points = {f"{f:g}": at_fpr(s["m"], s["o"], f, conf) for f in FPRS}
-        p1 = points["0.01"]
-        p0 = p1["null_tpr"]
-        adv = (p1["tpr"] - p0) / (1.0 - p0)
-        adv_ci = [(b - p0) / (1.0 - p0) for b in p1["tpr_ci"]]
-        attacks[name] = {
-            "auc": auc,
-            "auc_ci": list(auc_ci),
-            "advantage_at_1pct": adv,
-            "advantage_ci": adv_ci,
-            "tpr_at_fpr": {
-                k: {kk: v for kk, v in p.items() if not kk.startswith("_")} for k, p in points.items()
-            },
-            "epsilon_lb": max(p["epsilon_lb"] for p in points.values()),
-            "_threshold": p1["_threshold"],
-            "_evidence": p1["evidence"],
-        }
-    worst = max(attacks, key=lambda a: (attacks[a]["advantage_at_1pct"], attacks[a]["advantage_ci"][1], a))
-    w = attacks[worst]
-    # flagged: the synthetic rows nearest to the members the strongest attack flags at 1 % FPR
-    hit = members[scores[worst]["m"] > w.pop("_threshold")]
-    evidence = tuple(a.pop("_evidence") for a in attacks.values())
-    for a in attacks.values():
-        a.pop("_threshold", None)
-    nearest = ctx.neighbors("euclidean", "real", "synthetic", 5).idx[hit, 0] if hit.size else np.empty(0, int)
-    roc = {"attack": worst, **roc_points(scores[worst]["m"], scores[worst]["o"])}
-    clip = lambda v: float(min(1.0, max(0.0, v)))  # noqa: E731
-    return Measurement(
-        evidence=evidence,  # every attack's counts at 1 % FPR: the worst is corrected for the selection
-        value=clip(w["advantage_at_1pct"]),
-        raw=w["auc"],
-        ci=(clip(w["advantage_ci"][0]), clip(w["advantage_ci"][1])),
-        flagged=np.unique(nearest),
-        sizes={
-            "real": ctx.n("real"),
-            "synthetic": ctx.n("synthetic"),
-            "holdout": n_hold,
-            "queries": 2 * int(n),
+
+def _attack(name: str, s: dict[str, np.ndarray], conf: float) -> dict[str, Any]:
+    """One attack's figures: AUC, advantage at 1 % FPR with its interval, TPR at each FPR, the ε lower
+    bound; ``_threshold`` and ``_evidence`` are taken out by the caller."""
+    if not (np.isfinite(s["m"]).all() and np.isfinite(s["o"]).all()):
+        raise ValueError(f"attack {name} produced a non-finite score")
+    auc, auc_ci = auc_delong(s["m"], s["o"])
+    points = {f"{f:g}": at_fpr(s["m"], s["o"], f, conf) for f in FPRS}
+    p1 = points["0.01"]
+    p0 = p1["null_tpr"]
+    return {
+        "auc": auc,
+        "auc_ci": list(auc_ci),
+        "advantage_at_1pct": (p1["tpr"] - p0) / (1.0 - p0),
+        "advantage_ci": [(b - p0) / (1.0 - p0) for b in p1["tpr_ci"]],
+        "tpr_at_fpr": {
+            k: {kk: v for kk, v in p.items() if not kk.startswith("_")} for k, p in points.items()
         },
-        details={
-            "attack": worst,
-            "attacks": attacks,
-            "roc": roc,
-            "n_members": int(n),
-            "n_non_members": int(n),
-            "n_reference": int(reference.size),
-            "confidence_per_attack": conf,
-            "bandwidth_scale": {"synthetic": h_syn, "reference": h_ref},
-            "space": {"dcr_diff": "euclidean", "density_ratio": "euclidean", "domias": "projected",
-                      "classifier": "projected"},
-        },
-    )  # fmt: skip
+        "epsilon_lb": max(p["epsilon_lb"] for p in points.values()),
+        "_threshold": p1["_threshold"],
+        "_evidence": p1["evidence"],
+    }
