@@ -7,7 +7,10 @@ conditional binomial test of decision/exposure_count.py, part by part.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
+import polars as pl
 
 from ..data import tables as tb
 from ..engine import exposure as ex
@@ -71,31 +74,8 @@ def exposed_records(
     """
     roles = ("real", "holdout", "synthetic")
     frames = {r: ex.loose(ctx.table(r), ctx.schema) for r in roles}
-    # the context's row hashes where folding changed nothing (computed once per evaluation)
-    hashes = {r: ctx.row_hashes(r) if frames[r] is ctx.table(r) else tb.row_hashes(frames[r]) for r in roles}
-    verbatim = ex.verbatim(hashes["real"], hashes["holdout"], hashes["synthetic"])
-    widths = ex.grid_widths(frames["real"], ctx.schema, tolerance)
-    grids = {r: ex.grid(frames[r], ctx.schema, widths) for r in roles}
-    iso_t, iso_h = ex.isolated(grids["real"], grids["holdout"])
-    masked = {r: ex.masked_hashes(g) for r, g in grids.items()}
-    hits = ex.within_one(masked["real"], masked["holdout"], masked["synthetic"])
-    near = ex.near_part((iso_t, iso_h), hits, verbatim, masked["real"], masked["synthetic"])
-    one_t, one_h = ex.rare_within(masked["real"], masked["holdout"])
-    rare_one = (one_t & ~iso_t, one_h & ~iso_h)  # rare at radius one, not isolated
-    other = ex.near_part(rare_one, hits, verbatim, masked["real"], masked["synthetic"])
-    own, syn, nearest = _distances(ctx, SPACE)  # the shared queries
-    closer = ex.nearer(*own, *syn, ctx.n("synthetic"))  # each record's own nearest other record: ex.nearer
-    parts = {
-        "verbatim": verbatim,
-        "verbatim_isolated": ex.restricted(verbatim, iso_t, iso_h, hashes["synthetic"], hashes["real"]),
-        "near_isolated": near,
-        "near": other,
-        "nearer": closer,
-        **cells.cells_strata(frames["real"], frames["holdout"], frames["synthetic"]),
-        "tenth": ex.margin_part(own, syn, nearest, ctx.n("synthetic"), ratio=ex.TENTH),
-        "hundredth": ex.margin_part(own, syn, nearest, ctx.n("synthetic"), ratio=ex.HUNDREDTH),
-        **_key_part(ctx, frames),
-    }
+    parts, grids, masked, iso_t = _parts(ctx, frames, tolerance)
+    verbatim = parts["verbatim"]
     if not verbatim.rare_train.any():
         raise NotApplicable(
             "nothing to attack: every training record has a twin, so no copy exposes one person",
@@ -125,10 +105,9 @@ def exposed_records(
     rare_h = int(verbatim.rare_holdout.sum())
     chance = int(people[1].sum()) * int(verbatim.rare_train.sum()) / rare_h if rare_h else 0.0
     rare = int(verbatim.rare_train.sum())
-    value = min(1.0, max(0.0, (exposed - chance) / rare)) if rare else 0.0
     exposing = np.logical_or.reduce([p.exposing for p in counted])
     return Measurement(
-        value=value,
+        value=min(1.0, max(0.0, (exposed - chance) / rare)) if rare else 0.0,
         raw=float(exposed),
         baseline=float(chance),
         evidence=evidence,
@@ -152,6 +131,40 @@ def exposed_records(
             "exposed_records": _listed(ctx, parts),
         },
     )
+
+
+def _parts(
+    ctx: EvaluationContext, frames: dict[str, pl.DataFrame], tolerance: float
+) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any], np.ndarray]:
+    """Every part of the count (docs/metrics.md), with what edits are registered on: the grids, their
+    masked hashes and the isolated training records."""
+    roles = tuple(frames)
+    # the context's row hashes where folding changed nothing (computed once per evaluation)
+    hashes = {r: ctx.row_hashes(r) if frames[r] is ctx.table(r) else tb.row_hashes(frames[r]) for r in roles}
+    verbatim = ex.verbatim(hashes["real"], hashes["holdout"], hashes["synthetic"])
+    widths = ex.grid_widths(frames["real"], ctx.schema, tolerance)
+    grids = {r: ex.grid(frames[r], ctx.schema, widths) for r in roles}
+    iso_t, iso_h = ex.isolated(grids["real"], grids["holdout"])
+    masked = {r: ex.masked_hashes(g) for r, g in grids.items()}
+    hits = ex.within_one(masked["real"], masked["holdout"], masked["synthetic"])
+    near = ex.near_part((iso_t, iso_h), hits, verbatim, masked["real"], masked["synthetic"])
+    one_t, one_h = ex.rare_within(masked["real"], masked["holdout"])
+    rare_one = (one_t & ~iso_t, one_h & ~iso_h)  # rare at radius one, not isolated
+    other = ex.near_part(rare_one, hits, verbatim, masked["real"], masked["synthetic"])
+    own, syn, nearest = _distances(ctx, SPACE)  # the shared queries
+    closer = ex.nearer(*own, *syn, ctx.n("synthetic"))  # each record's own nearest other record: ex.nearer
+    parts = {
+        "verbatim": verbatim,
+        "verbatim_isolated": ex.restricted(verbatim, iso_t, iso_h, hashes["synthetic"], hashes["real"]),
+        "near_isolated": near,
+        "near": other,
+        "nearer": closer,
+        **cells.cells_strata(frames["real"], frames["holdout"], frames["synthetic"]),
+        "tenth": ex.margin_part(own, syn, nearest, ctx.n("synthetic"), ratio=ex.TENTH),
+        "hundredth": ex.margin_part(own, syn, nearest, ctx.n("synthetic"), ratio=ex.HUNDREDTH),
+        **_key_part(ctx, frames),
+    }
+    return parts, grids, masked, iso_t
 
 
 def _distances(

@@ -23,9 +23,9 @@ from dagster_privacy.pipeline.governance.signoff import (
     SIGNOFF_CHECK,
     SignoffError,
     current_evaluation,
-    record_signoff,
     verify_signoff,
 )
+from dagster_privacy.pipeline.governance.signoff_record import record_signoff
 from dagster_privacy.pipeline.release import ReleaseSettings, build_release_definitions
 from dagster_privacy.pipeline.resources import RELEASE_ID_TAG
 from dagster_privacy.report import file_sha256
