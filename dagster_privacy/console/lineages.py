@@ -52,7 +52,7 @@ async def lineage_view(console: Any, request: Request) -> HTMLResponse:
         where, rel = await run_in_threadpool(read)
         status, problems = f"{len(rel)} release(s), hash chain intact (ledger {where})", []
     except LineageError as exc:
-        rel, status, problems = [], "the ledger does not verify", [safe_reason(exc)]
+        rel, status, problems = [], "the ledger cannot be read, or does not verify", [safe_reason(exc)]
     return HTMLResponse(pages.lineage_page(name, rel, status, problems, user=user, csrf=csrf))
 
 

@@ -167,15 +167,26 @@ class Ledger(ABC):
     def entries(self, lineage: str, key: bytes | None) -> list[Entry]:
         """The lineage's rows, oldest first, after checking their chain (and the kept head) under ``key``
         (None: the lineage has no key yet, so it must have no rows)."""
+        # the kept head first: a writer moves it only after its row is committed, so a head read
+        # before the rows is never ahead of them (read after, a recording in between looked like a cut)
+        kept = self._kept(lineage)
         rows = [Entry(**dict(zip(NAMES, r, strict=True))) for r in self._rows(lineage)]
-        self._verify(lineage, rows, key)
+        if kept is None and rows:  # the first recording wrote its row, then its head, between the reads
+            kept = self._kept(lineage)
+        self._verify(lineage, rows, key, kept)
         return rows
+
+    def _kept(self, lineage: str) -> dict[str, Any] | None:
+        head = head_path(self.keys, lineage)
+        return _read_head(head) if head.is_file() or head.is_symlink() else None
 
     def lineages(self) -> list[str]:
         """The lineages the ledger holds (names only; each one's rows are checked when read)."""
         return self._lineage_names()
 
-    def _verify(self, lineage: str, rows: list[Entry], key: bytes | None) -> None:
+    def _verify(
+        self, lineage: str, rows: list[Entry], key: bytes | None, kept: dict[str, Any] | None
+    ) -> None:
         if rows and key is None:
             raise LineageError(f"lineage {lineage!r} has rows in {self.where} but no key")
         prev = GENESIS
@@ -186,8 +197,7 @@ class Ledger(ABC):
                 raise LineageError(f"the ledger {self.where} holds an unknown event at row {r.seq}")
             prev = r.row_hash
         head = head_path(self.keys, lineage)
-        if head.is_file() or head.is_symlink():
-            kept = _read_head(head)
+        if kept is not None:
             at = next((r for r in rows if r.seq == kept.get("seq")), None)
             if at is None or at.row_hash != kept.get("row_hash"):
                 raise LineageError(

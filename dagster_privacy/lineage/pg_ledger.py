@@ -18,15 +18,24 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 from ..data import postgres
+from ..data.sql import quote_ident
 from ..errors import OwnMessage, safe_reason
 from .ledger import COLUMNS, GENESIS, NAMES, TABLE, Ledger
 from .names import LineageError
 
 #: the advisory lock's key: one per database, computed here (no text from outside reaches the SQL)
 LOCK_KEY = int.from_bytes(hashlib.sha256(b"dagster_privacy:lineage_ledger").digest()[:8], "big", signed=True)
+#: how long a recording waits for another to finish before it is refused
+LOCK_WAIT_SECONDS = 300
+
+
+def _password_parameter(conn: str) -> bool:
+    """Whether the URI's parameters carry a password (``?password=``, however it is spelt)."""
+    query = conn.partition("?")[2].partition("#")[0]
+    return any(unquote(item.partition("=")[0]).strip().lower() == "password" for item in query.split("&"))
 
 
 def default_home() -> Path:
@@ -48,7 +57,7 @@ class PostgresLedger(Ledger):
             raise LineageError("the ledger's postgresql:// URI does not parse") from None
         if own is not None:
             raise LineageError("a ledger URI names a database only: its table is lineage_ledger (no table=)")
-        if password:
+        if password or _password_parameter(conn):
             raise LineageError("keep the password out of the ledger's URI (PGPASSWORD or ~/.pgpass)")
         self.uri = self.location = conn
         self.where = f"{postgres.describe(conn)} table {TABLE}"
@@ -56,6 +65,8 @@ class PostgresLedger(Ledger):
             ident = postgres.identity(conn)
         except Exception as exc:  # noqa: BLE001 (a server down, a refused role: one line, no value)
             raise LineageError(f"the ledger {self.where} cannot be reached: {safe_reason(exc)}") from None
+        # named as the server says it is (a URI's host= or dbname= parameters may say otherwise)
+        self.where = f"PostgreSQL database {ident[0]} (port {ident[1]}) table {TABLE}"
         stem = hashlib.sha256(f"{ident[0]}\0{ident[3]}".encode()).hexdigest()[:16]
         self.keys = (home or default_home()) / f"postgres-{stem}.keys"
 
@@ -83,6 +94,7 @@ class PostgresLedger(Ledger):
         try:
             con = postgres.connect(self.uri, autocommit=True)
             cur = con.cursor()
+            cur.execute(f"set lock_timeout = '{LOCK_WAIT_SECONDS}s'")  # a holder that never lets go: refused
             cur.execute(f"select pg_advisory_lock({LOCK_KEY})")
             cur.fetchall()
         except Exception as exc:  # noqa: BLE001
@@ -94,45 +106,72 @@ class PostgresLedger(Ledger):
         finally:
             con.close()  # the session ends: the server releases its advisory lock
 
-    def _shape(self, cur: Any) -> bool:
-        """Whether the ledger's table exists; a table of another shape under its name is refused."""
+    def _table(self, cur: Any) -> str | None:
+        """The ledger table, schema-qualified, as the connection's search_path finds it (whatever the
+        role may read: a table it cannot read is refused on reading, not taken for none); None when
+        there is none. A view, a temporary table or a table of another shape is refused."""
         cur.execute(
-            "select column_name from information_schema.columns where table_name = $1 and "
-            "table_schema = current_schema() order by ordinal_position",
+            "select n.nspname, c.relkind, n.oid = pg_my_temp_schema() from pg_class c join pg_namespace n "
+            "on n.oid = c.relnamespace where c.oid = to_regclass($1)",
             (TABLE,),
         )
-        have = [r[0] for r in cur.fetchall()]
-        if have and tuple(have) != NAMES:
+        found = cur.fetchall()
+        if not found:
+            return None
+        schema, kind, temporary = found[0]
+        if kind not in ("r", "p") or temporary:
+            raise LineageError(f"{self.where} is a view or a temporary table: not a ledger this product made")
+        cur.execute(
+            "select attname from pg_attribute where attrelid = to_regclass($1) and attnum > 0 and "
+            "not attisdropped order by attnum",
+            (TABLE,),
+        )
+        if tuple(r[0] for r in cur.fetchall()) != NAMES:
             raise LineageError(f"{self.where} is a table of another shape: not a ledger this product wrote")
-        return bool(have)
+        return f"{quote_ident(str(schema))}.{TABLE}"
+
+    def _created(self, cur: Any) -> str:
+        """The ledger table made in the connection's schema (never a temporary one)."""
+        cur.execute("select current_schema(), current_schema() like 'pg\\_temp%'")
+        schema, temporary = cur.fetchall()[0]
+        if schema is None or temporary:
+            raise LineageError(f"{self.where}: the connection has no schema for the ledger (search_path)")
+        name = f"{quote_ident(str(schema))}.{TABLE}"
+        cols = ", ".join(f'"{c}" {t}' for c, t in COLUMNS)
+        cur.execute(f"create table {name} ({cols}, primary key (lineage, seq))")
+        return name
 
     def _rows(self, lineage: str) -> list[tuple[Any, ...]]:
         with self._cursor(read_only=True) as cur:
-            if not self._shape(cur):
+            table = self._table(cur)
+            if table is None:
                 return []
             cols = ", ".join(f'"{c}"' for c in NAMES)
-            cur.execute(f"select {cols} from {TABLE} where lineage = $1 order by seq", (lineage,))
+            cur.execute(f"select {cols} from {table} where lineage = $1 order by seq", (lineage,))
             return [tuple(r) for r in cur.fetchall()]
 
     def _lineage_names(self) -> list[str]:
         with self._cursor(read_only=True) as cur:
-            if not self._shape(cur):
+            table = self._table(cur)
+            if table is None:
                 return []
-            cur.execute(f"select distinct lineage from {TABLE} order by 1")
+            cur.execute(f"select distinct lineage from {table} order by 1")
             return [str(r[0]) for r in cur.fetchall()]
 
     def _append_row(self, lineage: str, build: Callable[[int, str], dict[str, Any]]) -> dict[str, Any]:
         with self._cursor(read_only=False) as cur:
-            if not self._shape(cur):
-                cols = ", ".join(f'"{c}" {t}' for c, t in COLUMNS)
-                cur.execute(f"create table if not exists {TABLE} ({cols}, primary key (lineage, seq))")
+            table = self._table(cur) or self._created(cur)
             cur.execute(
-                f"select seq, row_hash from {TABLE} where lineage = $1 order by seq desc limit 1", (lineage,)
+                f"select seq, row_hash from {table} where lineage = $1 order by seq desc limit 1", (lineage,)
             )
             last = cur.fetchall()
             row = build(*((int(last[0][0]) + 1, str(last[0][1])) if last else (1, GENESIS)))
             marks = ", ".join(f"${i + 1}" for i in range(len(NAMES)))
-            cur.execute(f"insert into {TABLE} values ({marks})", tuple(row[k] for k in NAMES))
+            cur.execute(
+                f"insert into {table} values ({marks}) returning seq, row_hash", tuple(row[k] for k in NAMES)
+            )
+            if [tuple(r) for r in cur.fetchall()] != [(row["seq"], row["row_hash"])]:  # a trigger, a rule
+                raise LineageError(f"{self.where} did not keep the row it was given: not recorded")
         return row
 
 

@@ -188,3 +188,83 @@ def test_the_cli_records_and_shows_a_lineage_kept_in_postgresql(pg, tmp_path) ->
     assert (tmp_path / "home" / "dagster_privacy").is_dir()
     bad = cli("lineage", "show", "demo", "--ledger", uri.replace("postgres@", "postgres:pw@"))
     assert bad.returncode == 2 and "password" in bad.stderr and "pw" not in bad.stderr.replace("password", "")
+
+
+# ------------------------------------------------------------------ a reviewer's attacks (issue 56)
+
+
+def test_a_password_in_any_parameter_and_a_uri_that_does_not_parse_are_refused(pg, tmp_path) -> None:
+    uri = create_database(pg, "params")
+    spellings = ("?password=s3cr3t", "?%70assword=s3cr3t", "?sslmode=disable&PASSWORD=s3cr3t")
+    for bad in (uri + p for p in spellings):
+        with pytest.raises(LineageError, match="password out of") as caught:
+            open_ledger(bad, home=tmp_path)
+        assert "s3cr3t" not in str(caught.value)
+    with pytest.raises(LineageError, match="does not parse"):
+        open_ledger("postgresql://postgres@[::1/db", home=tmp_path)
+
+
+def test_the_ledger_is_named_as_the_server_says_not_as_the_uri_claims(pg, tmp_path) -> None:
+    create_database(pg, "named")
+    port = pg.rsplit(":", 1)[1]
+    led = open_ledger(f"postgresql://postgres@prod.example:5432/official?host=127.0.0.1&port={port}"
+                      "&dbname=named", home=tmp_path)  # fmt: skip
+    assert "database named" in led.where and "prod.example" not in led.where and "official" not in led.where
+
+
+def test_a_view_a_temporary_table_or_a_swallowed_row_is_refused(pg, tmp_path) -> None:
+    uri = create_database(pg, "shapes")
+    led = _ledger(pg, "shapes_real", tmp_path)
+    _judge(led, 0)
+    _sql(led.uri, "create view lineage_view as select * from lineage_ledger where lineage <> 'demo'")
+    _sql(led.uri, "alter table lineage_ledger rename to ledger_kept")
+    _sql(led.uri, "alter view lineage_view rename to lineage_ledger")  # the lineage hidden behind a view
+    with pytest.raises(LineageError, match="a view"):
+        led.lineages()
+    # a search_path that leads to the session's temporary schema: the row would vanish with the session
+    temp = open_ledger(f"{uri}?options=-csearch_path%3Dpg_temp", home=tmp_path / "temp")
+    with pytest.raises(LineageError, match="no schema for the ledger"):
+        _judge(temp, 0)
+    # a trigger that swallows every insert: the release is not reported as recorded
+    trig = _ledger(pg, "trigger", tmp_path / "trig")
+    _judge(trig, 0)
+    _sql(trig.uri, "create function drop_row() returns trigger language plpgsql as 'begin return null; end'")
+    _sql(trig.uri, "create trigger swallow before insert on lineage_ledger for each row "
+         "execute function drop_row()")  # fmt: skip
+    with pytest.raises(LineageError, match="did not keep the row"):
+        _judge(trig, 1)
+
+
+def test_another_role_finds_the_ledger_or_is_refused_never_a_new_count(pg, tmp_path) -> None:
+    led = _ledger(pg, "roles", tmp_path / "owner")
+    _judge(led, 0)
+    for sql in ("create role alice login", "create schema alice authorization alice", "create role bob login",
+                "grant usage, create on schema public to alice, bob",
+                "grant select, insert on lineage_ledger to alice"):  # fmt: skip
+        _sql(led.uri, sql)
+    port = pg.rsplit(":", 1)[1]
+    # alice's own schema comes first on her search_path: the ledger in public is still the one found,
+    # and without the lineage's key (another machine's keys folder) it is refused, not started anew
+    alice = open_ledger(f"postgresql://alice@127.0.0.1:{port}/roles", home=tmp_path / "alice")
+    with pytest.raises(LineageError, match="no key"):
+        _judge(alice, 1)
+    # bob may not read it: refused as unreadable, not taken for an empty ledger
+    bob = open_ledger(f"postgresql://bob@127.0.0.1:{port}/roles", home=tmp_path / "bob")
+    with pytest.raises(LineageError, match="cannot be read"):
+        bob.lineages()
+
+
+def test_a_lock_held_forever_is_refused_in_time(pg, tmp_path, monkeypatch) -> None:
+    import adbc_driver_postgresql.dbapi as pgapi
+
+    from dagster_privacy.lineage import pg_ledger
+
+    led = _ledger(pg, "held", tmp_path)
+    monkeypatch.setattr(pg_ledger, "LOCK_WAIT_SECONDS", 2)
+    with pgapi.connect(led.uri, autocommit=True) as con, con.cursor() as cur:
+        cur.execute(f"select pg_advisory_lock({pg_ledger.LOCK_KEY})")
+        cur.fetchall()
+        started = time.time()
+        with pytest.raises(LineageError, match="cannot be locked"):
+            _judge(led, 0)
+        assert time.time() - started < 60
