@@ -37,7 +37,14 @@ class Aborted(OwnMessage, RuntimeError):
 
 
 class TableError(OwnMessage, ValueError):
-    """Bad input. Its message is one line, meant for the user, and carries no value of a record."""
+    """Bad input. Its message is one line, meant for the user, and carries no value of a record.
+
+    Args:
+        message: what is wrong with the input, from column names, counts and figures only.
+
+    Example:
+        ``raise TableError(f"the source index column {column!r} is not a column of the synthetic table")``
+    """
 
 
 class CalibrationError(OwnMessage, ValueError):
@@ -53,7 +60,18 @@ class NotApplicable(OwnMessage):
     ``not_applicable`` with this reason, and the policy decides whether that blocks (``optional``).
     ``status="inconclusive"``: it could run on more rows (the reason says how many: lack of evidence,
     not of applicability); ``status="nothing_to_attack"``: the attack finds nothing to attack in the
-    synthetic table (no predicate isolates a record), which is evidence of privacy, a pass."""
+    synthetic table (no predicate isolates a record), which is evidence of privacy, a pass.
+
+    Args:
+        reason: why the metric cannot run, one line, no record value; the result's ``reason``.
+        sizes: rows used per table, recorded as the result's ``sizes``.
+        details: figures and counts, recorded as the result's ``details``.
+        status: the result's status: ``not_applicable`` (default), ``inconclusive`` or
+            ``nothing_to_attack``.
+
+    Example:
+        ``raise NotApplicable("no key column to link on", sizes={"real": ctx.n("real")})``
+    """
 
     def __init__(
         self,

@@ -144,6 +144,36 @@ def evaluate(  # noqa: PLR0913
     policy ``PolicyError``; a metric that raises becomes an ``error`` result. ``threads``: every pool
     of the evaluation at most this many (default: ``DAGSTER_PRIVACY_THREADS``, else the CPUs this
     process may use; threads.py).
+
+    Args:
+        real: the real (training) table.
+        synthetic: the synthetic table under test.
+        holdout: real records the generator never saw; None: no holdout (the metrics that need one
+            are not_applicable).
+        metrics: the metric ids to run, each configured in the policy; None: every metric the policy
+            configures.
+        policy: a preset name, a policy file, a ``Policy`` or its mapping; None: ``standard``.
+        key_columns: the quasi-identifier columns; None: the policy's, else the metrics' defaults.
+        sensitive_columns: the columns an inference attack guesses; None: the policy's, else the
+            metrics' defaults.
+        column_kinds: column → kind, over the policy's and the kinds inferred from the real table.
+        source_index_column: a synthetic column holding each row's source row number in the real table;
+            None: the policy's, else none.
+        seed: the random seed; None: the policy's.
+        progress: show a progress bar on stderr when it is a terminal.
+        executor: where the neighbour blocks run: an executor (``RayExecutor``), ``"local"``, ``"auto"``
+            or ``"ray://HOST:PORT"`` for Ray; None or ``"in-process"``: this process.
+        threads: the thread pools' size; None: the default above.
+
+    Returns:
+        The judged ``Evaluation``: every result, the verdict, the fingerprints of the tables.
+
+    Raises:
+        TableError: a table that cannot be read or does not fit the real one.
+        PolicyError: a policy that cannot be used, or a metric id it does not configure.
+
+    Example:
+        ``evaluate("real.parquet", "synthetic.parquet", holdout="holdout.parquet", policy="strict")``
     """
     t0 = time.perf_counter()
     plan = pol.resolve(

@@ -17,7 +17,32 @@ FORMAT = "dagster-privacy/evaluation/1"
 
 
 class Evaluation(BaseModel):
-    """All results of one evaluation, the verdict and what was evaluated (fingerprints, no values)."""
+    """All results of one evaluation, the verdict and what was evaluated (fingerprints, no values).
+
+    ``evaluate`` returns one; ``from_json`` reads one back (its flagged rows stay in memory only, so
+    ``remediate`` needs the one ``evaluate`` returned). Indexing by metric id gives its ``MetricResult``.
+
+    Args:
+        results: every judged ``MetricResult``, in registry order.
+        verdict: ``pass``, ``warn`` or ``fail`` (``decision.verdict``).
+        seed: the random seed the evaluation ran with.
+        policy: the policy's name, preset and sha256.
+        threat_model: the key, sensitive and source-index columns, and the defaults the metrics took.
+        tables: rows, columns and sha256 per role (``real``, ``synthetic``, ``holdout``).
+        schema: the inferred schema (alias of ``schema_``).
+        versions: the versions of the packages that computed it.
+        distances: histograms of synthetic→real and holdout→real NN distances.
+        timings: total, encoding, per-metric and per-query seconds.
+        findings: blocking findings outside the metrics (a left-out column copied).
+        required_risks: the risks the verdict requires (None: every risk with a gate).
+        waivers: risks the policy waives, with its reasons (forces a sign-off).
+        levels: false_alarm, assurance and each gate's fail level.
+        detection_floor: the smallest verbatim-copy leak caught with 95 % probability.
+        lineage: the release judged with its lineage (issue 56); None: no lineage.
+
+    Example:
+        ``Evaluation.from_json(Path("evaluation.json").read_text()).blocked_by``
+    """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 

@@ -74,6 +74,23 @@ def remediate(
     pandas keeping its index) or a path / SQL that DuckDB reads (returned as polars). Its content
     fingerprint must match what was evaluated. Re-evaluate the result: dropping rows moves the
     holdout's quantiles, so one pass is the usual fix, not a guarantee.
+
+    Args:
+        evaluation: the in-memory ``Evaluation`` that ``evaluate()`` returned (not one read from JSON).
+        synthetic: the synthetic table that was evaluated.
+        metrics: the ids whose flagged rows are dropped; default ``("ims", "dcr_percentile")``; None:
+            every result that flags rows.
+
+    Returns:
+        The synthetic table without the flagged rows: the same type for a polars or pandas frame,
+        else a polars frame.
+
+    Raises:
+        ValueError: not an ``Evaluation``; a named metric missing, not run (error / not applicable) or
+            without flagged rows in memory; or a table other than the one evaluated.
+
+    Example:
+        ``kept = remediate(evaluate(real, synthetic, holdout=holdout), synthetic)``
     """
     if not isinstance(evaluation, Evaluation):
         raise ValueError("remediate needs the Evaluation evaluate() returned (its schema and fingerprints)")

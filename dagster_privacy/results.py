@@ -34,6 +34,22 @@ from typing_extensions import NotRequired, TypedDict  # pydantic needs these bef
 
 
 class Status(StrEnum):
+    """A result's status, as the policy judged it (or the run decided it), and a verdict's.
+
+    Attributes:
+        PASS: evidence of safety (an upper bound at or below the threshold, or a weaker guarantee the
+            policy accepts), or a point figure within its threshold.
+        WARN: what would fail, on an informing (WARN) entry.
+        FAIL: evidence of risk on a gating (ERROR) entry, or a point figure over its threshold.
+        ERROR: the metric raised, or gave no finite figure to gate on.
+        NOT_APPLICABLE: the metric cannot run on these tables (``NotApplicable``).
+        INCONCLUSIVE: the evidence neither shows risk nor rules it out at the policy's levels.
+        NOTHING_TO_ATTACK: the attack found nothing to attack: a pass of that gate.
+
+    Example:
+        ``evaluate(real, synthetic).verdict is Status.PASS``
+    """
+
     PASS = "pass"
     WARN = "warn"
     FAIL = "fail"
@@ -46,12 +62,37 @@ class Status(StrEnum):
 
 
 class Severity(StrEnum):
+    """A policy entry's severity.
+
+    Attributes:
+        ERROR: the metric gates: a result that does not pass blocks.
+        WARN: the metric informs.
+
+    Example:
+        ``Severity("WARN") is Severity.WARN``
+    """
+
     ERROR = "ERROR"
     WARN = "WARN"
 
 
 class Risk(StrEnum):
-    """The risk a metric measures: WP29's three (seed 004 §2.3.1), membership, two proxies."""
+    """The risk a metric measures: WP29's three (seed 004 §2.3.1), membership, two proxies.
+
+    The verdict is given for singling out, linkability, inference and membership; re-identification gates
+    count toward membership; distinguishability informs only.
+
+    Attributes:
+        SINGLING_OUT: ``"singling out"`` (WP29).
+        LINKABILITY: ``"linkability"`` (WP29).
+        INFERENCE: ``"inference"`` (WP29).
+        MEMBERSHIP: ``"membership"``.
+        REIDENTIFICATION: ``"re-identification"``, a proxy that counts toward membership.
+        DISTINGUISHABILITY: ``"distinguishability"``, a proxy that informs only.
+
+    Example:
+        ``registry()["dcr_percentile"].risk is Risk.REIDENTIFICATION``
+    """
 
     SINGLING_OUT = "singling out"
     LINKABILITY = "linkability"
@@ -64,7 +105,23 @@ class Risk(StrEnum):
 @dataclass(frozen=True)
 class Measurement:
     """What a metric function returns: its figures. The registry names it (id, family, source, risk),
-    checks the figures are finite and maps ``flagged`` to input rows; the policy judges it."""
+    checks the figures are finite and maps ``flagged`` to input rows; the policy judges it.
+
+    Args:
+        value: the risk in [0, 1] (0 = private, 1 = no privacy); None is an ``error`` result.
+        raw: the formula's own figure (may be unbounded or reversed); None: none.
+        baseline: the same figure on the holdout/control, where defined.
+        ci: the 95 % interval of ``value``, within [0, 1], where defined.
+        details: parameters, per-column figures, counts.
+        flagged: the synthetic rows at risk (content order); None: the metric flags none.
+        sizes: rows used per table; empty: the row count of every table it needs.
+        evidence: what the gate decides on: success counts on training and control targets per part
+            (``k_t, n_t, k_c, n_c, e_star``); several parts = a maximum over columns, sizes or attacks.
+        records: the records behind the figures, for a lineage; memory only.
+
+    Example:
+        ``return Measurement(value=share, raw=count, sizes={"synthetic": ctx.n("synthetic")})``
+    """
 
     value: float | None
     raw: float | None = None
@@ -122,7 +179,37 @@ def to_jsonable(x: Any) -> Any:
 
 class MetricResult(BaseModel):
     """The outcome of one metric on one evaluation; immutable. ``status`` is None until the policy
-    judges it (``policy.judge``), except for error and not_applicable, which are facts of the run."""
+    judges it (``policy.judge``), except for error and not_applicable, which are facts of the run.
+
+    Args:
+        id: the registry id, e.g. ``dcr_percentile``.
+        family: the metric family (module).
+        source: the seed section the formula comes from.
+        risk: the risk it measures (WP29 or membership / re-identification).
+        value: the risk in [0, 1]: 0 = private, 1 = no privacy.
+        raw: the formula's own figure (may be unbounded or reversed).
+        baseline: the same figure on the holdout/control, where defined.
+        ci: the 95 % interval of ``value``, where defined.
+        status: pass / warn / fail / error / not_applicable / inconclusive / nothing_to_attack; None:
+            unjudged.
+        threshold: the policy's threshold on ``value`` (or on the CI upper bound).
+        on: what the threshold applies to: ``value`` (default) or ``ci_upper``.
+        severity: ``ERROR`` (default) gates, ``WARN`` informs.
+        optional: the policy allows this metric to be not_applicable.
+        reason: why error / not_applicable / fail, one line.
+        evidence: success counts on training and control per part (``k_t, n_t, k_c, n_c, e_star``).
+        decision: what the gate decided on: the excess over the control, its lower bound at the fail
+            level and upper bound at the pass level, the levels, the parts.
+        sizes: rows used per table.
+        seconds: wall time of this metric, shared queries excluded.
+        details: parameters, per-column figures, counts.
+        flagged: the at-risk synthetic rows (input row numbers); memory only, never serialised.
+        flagged_hashes: the content hashes of the flagged rows; memory only.
+        records: the records behind the figures; memory only.
+
+    Example:
+        ``evaluate(real, synthetic, holdout=holdout)["dcr_percentile"].passed``
+    """
 
     model_config = ConfigDict(arbitrary_types_allowed=True, frozen=True)
 

@@ -52,6 +52,17 @@ class ThreatModel(BaseModel):
 
 
 class Policy(BaseModel):
+    """A release policy: which metrics run and how each is judged, the threat model, the seed, the
+    verdict's levels and the waivers. ``load_policy`` builds one from a preset, a YAML file or a mapping;
+    a field that passes releases more easily than the preset (or ``standard``) needs a waiver.
+
+    Args:
+        each field below, described where it is declared (``Policy.model_fields``).
+
+    Example:
+        ``load_policy({"preset": "strict", "seed": 7, "require_signoff": True})``
+    """
+
     model_config = ConfigDict(extra="forbid")
 
     name: str = "custom"
@@ -332,7 +343,18 @@ PolicyLike = str | Path | Policy | Mapping[str, Any]
 
 
 def load_policy(policy: PolicyLike | None = "standard") -> Policy:
-    """A preset name, a YAML path, a mapping or a Policy."""
+    """A preset name, a YAML path, a mapping or a Policy.
+
+    Args:
+        policy: a preset name, a YAML file (at most 1,000,000 bytes), a mapping (its ``preset``, then
+            its ``every`` entry over each metric, then its own keys) or a ``Policy``; None: ``standard``.
+
+    Returns:
+        The validated ``Policy``. Raises ``PolicyError`` (one line, with the file's line when known).
+
+    Example:
+        ``load_policy("policy.yaml").require_signoff``
+    """
     if policy is None:
         policy = "standard"
     if isinstance(policy, Policy):  # validated again: an attribute set after loading skipped it (review)
@@ -377,7 +399,15 @@ def load_policy(policy: PolicyLike | None = "standard") -> Policy:
 @dataclasses.dataclass(frozen=True)
 class EvaluationPlan:
     """What one evaluation runs, resolved once: the metric ids in registry order, each one's policy
-    entry, the threat model (policy's, overridden by arguments) and the seed."""
+    entry, the threat model (policy's, overridden by arguments) and the seed. Made by ``resolve``.
+
+    Args:
+        policy, ids, entries, seed: the policy, the ids in registry order, each id's entry, the seed;
+            key_columns, sensitive_columns, column_kinds, source_index_column: the threat model.
+
+    Example:
+        ``resolve("strict").gating`` lists the ids whose checks block publication.
+    """
 
     policy: Policy
     ids: tuple[str, ...]
@@ -429,7 +459,20 @@ def resolve(
 ) -> EvaluationPlan:
     """The one policy resolution. ``metrics`` = ids (None: every metric the policy configures); each must
     be configured, unless ``unconfigured="inform"`` (calibration measures metrics the policy does not
-    gate: each gets an informing entry with no threshold). Arguments override the threat model."""
+    gate: each gets an informing entry with no threshold). Arguments override the threat model.
+
+    Args:
+        policy: a preset name, a policy file, a ``Policy`` or its mapping (``load_policy``).
+        metrics: the ids to run; None: every metric the policy configures.
+        key_columns, sensitive_columns, column_kinds, source_index_column, seed: override the policy's.
+        unconfigured: ``"refuse"`` an id the policy does not configure, or ``"inform"`` on it.
+
+    Returns:
+        The ``EvaluationPlan``. Raises ``PolicyError`` on an unknown or unconfigured id, or no metric.
+
+    Example:
+        ``resolve("standard", ["ims", "dcr_percentile"], key_columns=["zip", "age"])``
+    """
     p = load_policy(policy)
     if unconfigured == "inform":
         from ..metrics import registry

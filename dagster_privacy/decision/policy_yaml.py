@@ -12,7 +12,14 @@ from ..errors import OwnMessage
 
 
 class PolicyError(OwnMessage, ValueError):
-    """A policy that cannot be used; the message is one line, with the file's line number when known."""
+    """A policy that cannot be used; the message is one line, with the file's line number when known.
+
+    Args:
+        message: what is wrong, one line, naming no record's value (an ``OwnMessage``).
+
+    Example:
+        ``raise PolicyError(f"{path}: a policy is a YAML mapping")``
+    """
 
 
 class _Loader(yaml.SafeLoader):

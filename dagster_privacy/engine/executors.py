@@ -122,7 +122,20 @@ class RayExecutor:
     ``address``: ``"local"`` starts a Ray on this machine (``init_options`` such as ``num_cpus``,
     ``object_store_memory`` apply); ``"auto"`` joins the cluster this machine belongs to (``RAY_ADDRESS``
     or a running head); ``"ray://HOST:10001"`` connects a client to a remote head. ``None``: Ray is
-    already initialised by the caller (a ``dagster_ray`` resource, for instance)."""
+    already initialised by the caller (a ``dagster_ray`` resource, for instance).
+
+    Args:
+        address: ``"local"`` (default), ``"auto"``, ``"ray://HOST:PORT"`` or None, as above; a bare
+            ``HOST:PORT`` is refused.
+        init_options: further keywords of ``ray.init`` (``num_cpus``, ``object_store_memory``, …).
+
+    Raises:
+        ExecutorError: an address of another form; the ``ray`` package missing, or a cluster that cannot
+            be started or reached (when it connects).
+
+    Example:
+        ``evaluate(real, synthetic, holdout=holdout, executor=RayExecutor("ray://head:10001"))``
+    """
 
     name = "ray"
 

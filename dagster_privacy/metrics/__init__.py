@@ -19,7 +19,15 @@ from .registration import MetricSpec, registered
 
 
 def registry() -> dict[str, MetricSpec]:
-    """Every metric, by family (registration.FAMILIES), then in registration order."""
+    """Every metric, by family (registration.FAMILIES), then in registration order.
+
+    Returns:
+        Metric id → its ``MetricSpec``: id, family, source, ``Risk``, the tables it needs, its function
+        and parameters, its default policy entry, what the common tests expect of it, its queries.
+
+    Example:
+        ``registry()["dcr_percentile"].needs`` gives ``("real", "synthetic", "holdout")``.
+    """
     return registered()
 
 

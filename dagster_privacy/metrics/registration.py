@@ -25,7 +25,17 @@ MetricFn = Callable[..., Measurement]
 @dataclass(frozen=True)
 class Expect:
     """What a metric gives on the common tests' two known answers (tests/metrics/test_common.py): at
-    synthetic = real, and on an independent synthetic table (docs/metrics.md says the same in words)."""
+    synthetic = real, and on an independent synthetic table (docs/metrics.md says the same in words).
+
+    Args:
+        copy_min: the value at synthetic = real is at least this; None: the metric does not apply there.
+        indep_max: the value on an independent synthetic table is at most this; None: not checked.
+        copy_max: the value at synthetic = real is at most this; default 1.0 (a classifier cannot see
+            a copy).
+
+    Example:
+        ``@metric("my_share", ..., expect=Expect(copy_min=0.999, indep_max=0.1))``
+    """
 
     copy_min: float | None  # value at synthetic = real is at least this (None: not applicable there)
     indep_max: float | None  # value on an independent synthetic table is at most this
@@ -85,7 +95,37 @@ def metric(  # noqa: PLR0913
     its entry in the ``standard`` policy; ``expect`` what the common tests check; ``queries`` declares
     its shared neighbour queries so the context can compute each once at the largest k; ``spaces=False``
     that it reads no encoded space or query, so the evaluation may free them before it runs;
-    ``monotone=False`` that its figure does not rise with closeness to real records."""
+    ``monotone=False`` that its figure does not rise with closeness to real records.
+
+    Args:
+        id: the registry id (unique); the check's name in Dagster, after the checks' prefix.
+        family: the metric family (``simulation``, ``distance``, ``classifiers``, ``holdout``,
+            ``exposure``, ``attacks``): the report's order.
+        source: the seed section the formula comes from (docs/sources.md resolves "seed NNN").
+        risk: the ``Risk`` it measures.
+        default: its entry in the ``standard`` policy, as a policy YAML writes it (``threshold``,
+            ``severity``, optionally ``on`` / ``optional``); validated here.
+        expect: what the common tests check of it (``Expect``).
+        needs: the tables it reads; default real and synthetic (a missing one: not_applicable).
+        queries: its shared neighbour queries, ``(space, query side, reference side, k)`` each.
+        spaces: False: it reads no encoded space or neighbour query.
+        monotone: False: its figure does not rise with closeness to real records.
+
+    Returns:
+        A decorator that registers the function ``(ctx, **params) → Measurement`` and returns it as is.
+
+    Raises:
+        ValueError: the id registered twice, or a default entry that does not validate.
+        TypeError: ``risk`` not a ``Risk``.
+
+    Example:
+        .. code-block:: python
+
+            @metric("my_share", family="holdout", source="seed 004 §4.2.2", risk=Risk.REIDENTIFICATION,
+                    default={"threshold": 0.02, "severity": "ERROR"}, needs=("real", "synthetic", "holdout"),
+                    expect=Expect(copy_min=0.999, indep_max=0.1))
+            def my_share(ctx: EvaluationContext, *, alpha: float = 0.02) -> Measurement: ...
+    """
 
     def register(func: MetricFn) -> MetricFn:
         if id in _REGISTRY:

@@ -85,7 +85,38 @@ class PrivacyChecksScaffolder(dg.Scaffolder[ScaffoldParams]):
 class PrivacyChecksComponent(dg.Component, dg.Model, dg.Resolvable):
     """Blocking privacy checks (one per policy metric), a GX schema gate and, when the policy requires it,
     the sign-off check on a synthetic table, with the evidence report; optionally the table assets and a
-    gated ``published_release``. Built by ``build_release_definitions`` like every other entry point."""
+    gated ``published_release``. Built by ``build_release_definitions`` like every other entry point.
+
+    Args:
+        database: the DuckDB file holding the tables (relative: from the project root), or a
+            ``postgresql://`` URI (password: ``PGPASSWORD`` or ``~/.pgpass``, never in the URI).
+        policy: a preset (``strict``, ``standard``, ``report-only``) or a policy YAML file (relative:
+            from this ``defs.yaml``'s folder, else the project root); default ``standard``.
+        asset: the key of the synthetic table asset.
+        real: the real (training) table's name or query.
+        synthetic: the synthetic table's name or query.
+        holdout: the holdout table's name or query; null: none.
+        schema_gate: add the Great Expectations schema gate.
+        tables: define the table assets; false: the asset exists elsewhere.
+        publish_target: define ``published_release`` writing here (a DuckDB file, Parquet file, directory
+            or a ``postgresql://`` URI of another database); null: no publication.
+        release_id: the release id; empty: the run tag, the environment or the fingerprint.
+        name: this release's name: everything it defines is ``<name>_…``, so several components live in
+            one project; empty: the plain names.
+        lineage: judge every release with the earlier releases of its lineage (``privacy_lineage``): true
+            names the lineage by the real table, a text names it.
+        ledger: the lineage's ledger, a DuckDB file or a ``postgresql://`` URI; null:
+            ``$DAGSTER_PRIVACY_LEDGER``, else the PostgreSQL ``publish_target``'s database, else beside the
+            instance.
+
+    Example:
+        .. code-block:: yaml
+
+            type: dagster_privacy.pipeline.component.PrivacyChecksComponent
+            attributes:
+              database: data/release.duckdb
+              policy: strict
+    """
 
     database: str = Field(
         description="DuckDB file holding the tables (relative paths: from the project root), or a "

@@ -42,7 +42,19 @@ def _keys(settings: ReleaseSettings) -> dict[str, str]:
 def build_release_assets(*, settings: ReleaseSettings) -> list[dg.AssetsDefinition]:
     """``real_table``, ``holdout_table`` (when there is a holdout) and the synthetic table (unless
     ``settings.tables`` is False), and ``published_release`` (when there is a publication target); each
-    ``<name>_…`` when the release has a name."""
+    ``<name>_…`` when the release has a name.
+
+    Args:
+        settings: the release's ``ReleaseSettings``.
+
+    Returns:
+        The asset definitions: the read-only table assets, then ``published_release``, which requires the
+        checks ``required_check_names`` names for the policy and ``settings.required_checks``.
+
+    Example:
+        ``build_release_assets(settings=ReleaseSettings(database="data/release.duckdb", policy="standard",
+        publish_target=None))``
+    """
     keys, group = _keys(settings), settings.named("privacy_release")
     out = []
     if settings.tables:
@@ -107,7 +119,21 @@ def build_release_checks(
     on_evaluation: EvaluationHook | None = None,
 ) -> list[dg.AssetChecksDefinition]:
     """The privacy checks (one per policy metric), the schema gate and, when the policy requires it, the
-    sign-off check on the synthetic table asset."""
+    sign-off check on the synthetic table asset.
+
+    Args:
+        settings: the release's ``ReleaseSettings``.
+        on_evaluation: called with each ``Evaluation`` and the check's context, may return extra
+            metadata; None: the HTML evidence report (``build_report_hook``).
+
+    Returns:
+        The check definitions: the privacy checks (with ``privacy_lineage`` when ``settings.lineage``),
+        the schema gate when ``settings.schema_gate``, the sign-off check when the policy requires one,
+        and, with a publication target, the check that re-judges what is published.
+
+    Example:
+        ``build_release_checks(settings=ReleaseSettings.from_env(), on_evaluation=None)``
+    """
     policy, keys, asset = settings.loaded_policy(), _keys(settings), settings.synthetic_key
     deps: list[str] = (
         ([settings.named("real_table")] + ([settings.named("holdout_table")] if settings.holdout else []))
@@ -193,6 +219,25 @@ def build_release_definitions(
     imports the engine once instead of once per step; None keeps Dagster's multiprocess default.
     With ``settings.name``, every name it creates is ``<name>_…``: several releases merge into one
     code location (``dg.Definitions.merge``, or one component each).
+
+    Args:
+        settings: the release's ``ReleaseSettings``; None: built from ``settings_kwargs``.
+        assets: the asset definitions; None: ``build_release_assets(settings=settings)``.
+        checks: the check definitions; None: ``build_release_checks(settings=settings,
+            on_evaluation=on_evaluation)``.
+        extra_checks: more checks, added as given.
+        on_evaluation: the privacy checks' report hook when ``checks`` is None; None: the evidence report.
+        executor: the runs' executor; default ``dg.in_process_executor``; None: Dagster's multiprocess one.
+        **settings_kwargs: ``ReleaseSettings`` fields; with ``settings``, they replace its own.
+
+    Returns:
+        The ``dg.Definitions``: assets, checks, the release job, the checks-only job and its schedule
+        (``settings.checks_cron``), the calibration job (on demand), the new-release sensor and the
+        resources (tables, release and, with a target, publication).
+
+    Example:
+        ``build_release_definitions(database="data/release.duckdb", policy="strict",
+        publish_target="data/published.duckdb")``
     """
     if settings is None:
         settings = ReleaseSettings(**settings_kwargs)

@@ -38,6 +38,14 @@ class ReadOnlyDuckDB(dg.ConfigurableResource):
     ``database`` is a DuckDB file; empty means an in-memory database, for sources that are queries over
     Parquet or CSV files (``select * from read_parquet('release/*.parquet')``), which may read files
     under ``allowed_directories`` only (default: the working directory).
+
+    Args:
+        database: the DuckDB file; empty: an in-memory database (queries over files).
+        allowed_directories: the directories queries over files may read, with an in-memory database;
+            empty: the working directory.
+
+    Example:
+        ``ReadOnlyDuckDB(database="data/release.duckdb").read("real", role="real")``
     """
 
     database: str = Field(default="", description="DuckDB file; empty: in-memory (queries over files)")
@@ -83,7 +91,14 @@ class PostgresTables(dg.ConfigurableResource):
     """PostgreSQL, read-only, beside :class:`ReadOnlyDuckDB` (the same ``read``): every read is one
     connection through the ADBC driver, one READ ONLY transaction, one SELECT, rolled back and closed
     (``dagster_privacy.data.postgres``). Keep the password out of ``database`` (it is run config, shown in the
-    UI): libpq reads ``PGPASSWORD`` or ``~/.pgpass``."""
+    UI): libpq reads ``PGPASSWORD`` or ``~/.pgpass``.
+
+    Args:
+        database: ``postgresql://[user@]host[:port]/database``, without a password.
+
+    Example:
+        ``PostgresTables(database="postgresql://etl@db:5432/warehouse").read("public.real", role="real")``
+    """
 
     database: str = Field(description="postgresql://[user@]host[:port]/database (no password: PGPASSWORD)")
 

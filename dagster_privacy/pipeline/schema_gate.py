@@ -213,6 +213,26 @@ def build_schema_gate_check(  # noqa: PLR0913
     table; None = no null constraint. ``unseen_categories``: ``"count"`` (default) reports synthetic
     categories the real table lacks without blocking, ``"block"`` blocks on them. Column kinds come from
     ``policy``'s threat model. Fails closed.
+
+    Args:
+        asset: the synthetic table asset (a definition, key or name).
+        real: the real table's name or query, read through the table resource.
+        synthetic: the synthetic table's name or query; None: the asset's name.
+        policy: a preset name, a policy file, a ``Policy`` or its mapping, for its column kinds; None:
+            the kinds inferred from the real table.
+        not_null: the columns that must hold no null, as above.
+        unseen_categories: ``"count"`` or ``"block"``, as above.
+        name: the check's name.
+        resource_key: the table resource (``ReadOnlyDuckDB`` or ``PostgresTables``).
+        release_resource_key: the ``PrivacyRelease`` resource that names the release.
+        additional_deps: more upstream assets of the check.
+
+    Returns:
+        One blocking ``@asset_check``: passed when every blocking expectation is met; its metadata holds
+        counts, the missing and extra columns, a per-expectation table, the fingerprint and release id.
+
+    Example:
+        ``build_schema_gate_check(asset="synthetic_table", real="real", policy="standard")``
     """
     key = dg.AssetKey.from_coercible_or_definition(asset)
     synthetic_source = synthetic or key.path[-1]

@@ -25,7 +25,35 @@ ASSETS = ("real_table", "holdout_table", "synthetic_table", "published_release")
 
 @dataclass(frozen=True)
 class ReleaseSettings:
-    """What a release pipeline reads, checks and where it publishes."""
+    """What a release pipeline reads, checks and where it publishes.
+
+    Args:
+        database: the DuckDB file or ``postgresql://`` URI holding the tables.
+        policy: a preset name, a policy file, a ``Policy`` or its mapping.
+        publish_target: where ``published_release`` writes (a DuckDB file, Parquet file, directory or a
+            ``postgresql://`` URI); None: no ``published_release``.
+        real: the real (training) table's name or query.
+        synthetic: the synthetic table's name or query.
+        holdout: the holdout table's name or query; None: no holdout.
+        schema_gate: add the schema gate (``build_schema_gate_check``).
+        required_checks: extra check names publication requires.
+        checks_cron: the checks-only schedule; default daily at 03:00.
+        release_id: the release id; empty: the run tag, ``DAGSTER_PRIVACY_RELEASE_ID``, else the content
+            fingerprint.
+        asset: the key of the synthetic table asset.
+        tables: define the table assets; False: they exist elsewhere.
+        name: the release's name: every asset, resource, job, schedule, sensor and op it creates is
+            ``<name>_<base>``; a letter, then letters, digits or _ (at most 63); empty: the plain names.
+        lineage: judge every release with the earlier releases of its lineage: True names it by the real
+            table, a text names it.
+        ledger: the lineage's ledger, a DuckDB file or a ``postgresql://`` URI; None: ``ledger_location``.
+
+    Raises:
+        ValueError: a ``name`` of another form.
+
+    Example:
+        ``ReleaseSettings(database="release.duckdb", policy="strict", publish_target=None, name="adult")``
+    """
 
     database: str
     policy: str | Path | pol.Policy | Mapping[str, Any]

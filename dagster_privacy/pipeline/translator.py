@@ -24,28 +24,103 @@ OBSERVATION_PREFIX = "dagster_privacy/"
 
 class PrivacyCheckTranslator:
     """Result → check spec, severity, metadata, markdown. Metadata carries figures, hashes and names,
-    never a record's value; ``passed`` is read from the judged result, never re-derived here."""
+    never a record's value; ``passed`` is read from the judged result, never re-derived here.
+
+    Takes no argument. Override any method in a subclass and pass an instance as ``translator=`` to
+    ``build_privacy_checks``; the checks call it at definition (spec descriptions) and in every run.
+
+    Example:
+        .. code-block:: python
+
+            class TerseTranslator(PrivacyCheckTranslator):
+                def result_description(self, r: MetricResult) -> str:
+                    return f"{r.id}: {r.status}"
+
+            build_privacy_checks(asset="synthetic_table", policy="standard", real="real",
+                                 translator=TerseTranslator())
+    """
 
     def severity(self, entry: pol.MetricPolicy) -> dg.AssetCheckSeverity:
-        """ERROR metrics gate (blocking checks); WARN metrics inform."""
+        """ERROR metrics gate (blocking checks); WARN metrics inform.
+
+        Args:
+            entry: the metric's policy entry.
+
+        Returns:
+            The check's severity: ``ERROR`` for an ERROR entry, else ``WARN``.
+
+        Example:
+            ``severity(resolve("standard").entry("dcr_percentile"))`` gives ``AssetCheckSeverity.ERROR``.
+        """
         return dg.AssetCheckSeverity.ERROR if entry.severity is Severity.ERROR else dg.AssetCheckSeverity.WARN
 
     def spec_description(self, metric_id: str, summary: str, entry: pol.MetricPolicy) -> str:
+        """A metric check spec's description, at definition: what the metric is and how it gates.
+
+        Args:
+            metric_id: the metric's registry id.
+            summary: the first line of the metric function's docstring (``MetricSpec.summary``); empty:
+                the id is used.
+            entry: the metric's policy entry.
+
+        Returns:
+            ``"<summary> — <severity>, <on> ≤ <threshold>"``, or ``no threshold`` for an entry without one.
+
+        Example:
+            ``spec_description("ims", registry()["ims"].summary, resolve("standard").entry("ims"))`` ends
+            ``"— WARN, value ≤ 0.02"``.
+        """
         gate = "no threshold" if entry.threshold is None else f"{entry.on} ≤ {entry.threshold:g}"
         return f"{summary or metric_id} — {entry.severity.value}, {gate}"
 
     def result_description(self, r: MetricResult) -> str:
+        """A metric check result's description.
+
+        Args:
+            r: the judged result.
+
+        Returns:
+            ``"<id> passed"``, or ``"<id> <status>"`` followed by its reason when it has one.
+
+        Example:
+            ``result_description(ev["dcr_percentile"])`` gives ``"dcr_percentile passed"`` when it passed.
+        """
         return f"{r.id} {'passed' if r.passed else r.status}" + (
             f": {r.reason}" if r.reason and not r.passed else ""
         )
 
     def risk_description(self, risk: str) -> str:
+        """A risk check spec's description (``privacy_risk_<risk>``), at definition.
+
+        Args:
+            risk: the verdict risk (``singling out``, ``linkability``, ``inference``, ``membership``).
+
+        Returns:
+            One sentence: the check blocks, and when it passes and fails.
+
+        Example:
+            ``risk_description("membership")`` starts ``"Blocking: the verdict's decision on membership"``.
+        """
         return (
             f"Blocking: the verdict's decision on {risk} risk — passes only when every gate of it passes "
             "(evidence of safety at the policy's assurance); fails on evidence of risk or lack of evidence"
         )
 
     def risk_result_description(self, risk: str, d: RiskDecision) -> str:
+        """A risk check result's description: the risk's decision, naming the gates behind it.
+
+        Args:
+            risk: the verdict risk.
+            d: its decision (``Evaluation.risks``): status, failing gates, gates lacking evidence.
+
+        Returns:
+            ``"<risk> risk passed"``, ``failed (<gates>)``, ``lacks evidence (<gates>)`` or
+            ``not assessed: …``.
+
+        Example:
+            ``risk_result_description("membership", ev.risks["membership"])`` may give
+            ``"membership risk lacks evidence (exposed_records)"``.
+        """
         what = {
             "fail": f"failed ({', '.join(d.failing)})",
             "pass": "passed",
@@ -57,7 +132,23 @@ class PrivacyCheckTranslator:
         self, risk: str, d: RiskDecision, ev: Evaluation, *, release: str, fingerprint: str | None
     ) -> dict[str, Any]:
         """One risk check's metadata: its decision, its gates' statuses and bounds, the verdict's levels
-        and detection floor."""
+        and detection floor.
+
+        Args:
+            risk: the verdict risk.
+            d: its decision (``Evaluation.risks``).
+            ev: the evaluation it was decided in.
+            release: the release id.
+            fingerprint: the evaluated synthetic table's content fingerprint; None: not recorded.
+
+        Returns:
+            Metadata key → value: ``status``, ``gates``, ``failing``, ``lacking_evidence``, ``levels``,
+            ``detection_floor``, the verdict, waivers, seed, policy and tables, the release id and a
+            markdown ``summary`` with one row per gate.
+
+        Example:
+            ``risk_metadata("membership", ev.risks["membership"], ev, release="v2", fingerprint=None)``
+        """
         gates = {r.id: r for r in ev.results if r.id in d.gates}
         rows = [
             f"| {g} | {r.status} | {md.fmt(r.decision.get('excess') if r.decision else None)} | "
@@ -102,6 +193,20 @@ class PrivacyCheckTranslator:
         return meta
 
     def markdown(self, r: MetricResult, release: str) -> str:
+        """A metric check result's markdown ``summary``: its status, figures and gate, and what the gate
+        decided on (people exposed, or the excess over the holdout), figures only.
+
+        Args:
+            r: the judged result.
+            release: the release id.
+
+        Returns:
+            The markdown text.
+
+        Example:
+            ``markdown(ev["dcr_percentile"], "v2")`` starts ``"**dcr_percentile** (holdout, …"``.
+        """
+
         def f(x: float | None) -> str:
             return "—" if x is None else f"{x:.4g}"
 
@@ -143,7 +248,22 @@ class PrivacyCheckTranslator:
         return "\n".join(lines)
 
     def metadata(self, r: MetricResult, ev: Evaluation, *, release: str, fingerprint: str) -> dict[str, Any]:
-        """Typed metadata of one check result."""
+        """Typed metadata of one check result.
+
+        Args:
+            r: the judged result.
+            ev: the evaluation it belongs to (seed, verdict, waivers, policy, versions, tables).
+            release: the release id.
+            fingerprint: the evaluated synthetic table's content fingerprint.
+
+        Returns:
+            Metadata key → value: the figures, threshold, excess bounds, status, severity, reason, sizes,
+            timing, shareable details, the evaluation's context, fingerprint, release id and ``summary``
+            (``markdown``).
+
+        Example:
+            ``metadata(ev["dcr_percentile"], ev, release="v2", fingerprint=ev.sha256())["value"]``
+        """
         return {
             "value": md.number(r.value),
             "raw": md.number(r.raw),
@@ -178,7 +298,19 @@ class PrivacyCheckTranslator:
     def observation(self, ev: Evaluation, key: dg.AssetKey, *, release: str) -> dg.AssetObservation:
         """One observation of the synthetic asset per evaluation: every metric's value as a number under
         ``dagster_privacy/<id>`` (the asset's plots and Dagster+ Insights chart them across releases),
-        and the count of blocking results; a metric without a finite value is left out, not 0."""
+        and the count of blocking results; a metric without a finite value is left out, not 0.
+
+        Args:
+            ev: the evaluation.
+            key: the synthetic asset's key.
+            release: the release id, recorded beside the values.
+
+        Returns:
+            The ``AssetObservation`` of ``key``.
+
+        Example:
+            ``observation(ev, dg.AssetKey("synthetic_table"), release="v2")``
+        """
         meta: dict[str, Any] = {
             f"{OBSERVATION_PREFIX}{r.id}": dg.MetadataValue.float(float(r.value))
             for r in ev.results
@@ -191,7 +323,20 @@ class PrivacyCheckTranslator:
     def failure_metadata(
         self, reason: str, *, release: str | None, fingerprint: str | None
     ) -> dict[str, Any]:
-        """Metadata of a check that failed closed (the evaluation raised): the reason, no figures."""
+        """Metadata of a check that failed closed (the evaluation raised): the reason, no figures.
+
+        Args:
+            reason: why it failed, one line (``safe_reason``).
+            release: the release id; None: not known yet, not recorded.
+            fingerprint: the synthetic table's content fingerprint; None: not known yet, not recorded.
+
+        Returns:
+            Metadata key → value: ``status`` (``error``), ``reason``, a markdown ``summary``, and the
+            release id and fingerprint when known.
+
+        Example:
+            ``failure_metadata("TableError (the input is malformed)", release="v2", fingerprint=None)``
+        """
         meta: dict[str, Any] = {
             "status": md.text("error"),
             "reason": md.text(reason),
