@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -122,42 +123,39 @@ class Calibration:
             },
         )
 
-    def to_markdown(self) -> str:
-        """The response table as Markdown (Dagster metadata, summaries): figures and metric ids only."""
+    def response_head(self, leak_label: str) -> list[str]:
+        """The response table's columns; ``leak_label`` names the leak level's, shown when it was swept."""
+        at_leak = [leak_label] if self.leak_level is not None else []
+        figures = ["max risk", "stdev", "monotone", "responds", "threshold", "note"]
+        return ["metric", "gate", "no risk", *at_leak, *figures]
 
-        f = fmt_figure
-        leak = self.leak_level
-        s = self.sweep
-        head = [
-            "metric",
-            "gate",
-            "no risk",
-            *([f"at {s.parameter} = {level_label(leak)}"] if leak is not None else []),
-            "max risk",
-            "stdev",
-            "monotone",
-            "responds",
-            "threshold",
-            "note",
-        ]
-        lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-        thr = self.thresholds or {}
+    def response_cells(
+        self, figure: Callable[..., str], yes: Callable[[bool, bool], str]
+    ) -> list[tuple[Response, list[str]]]:
+        """Each metric's cells after its id, as ``response_head`` orders them (the printed table and the
+        Markdown one format figures and yes/no their own way: ``figure(x, digits=3)``, ``yes(flag,
+        known)``)."""
+        thr, out = self.thresholds or {}, []
         for r in self.responses:
             th, note = threshold_cells(r, thr.get(r.id))
-            known = r.no_risk is not None
-            cells = [
-                f"`{r.id}`",
-                s.gate_on.get(r.id, "value"),
-                f(r.no_risk),
-                *([f(r.at_leak)] if leak is not None else []),
-                f(r.max_risk),
-                f(r.stdev, 4),
-                ("yes" if r.monotone else "**no**") if known else "—",
-                ("yes" if r.responds else "**no**") if known else "—",
-                th,
-                ("**flag**: " + note if r.flag else note).replace("|", "/"),
-            ]
-            lines.append("| " + " | ".join(cells) + " |")
+            known, at_leak = r.no_risk is not None, [figure(r.at_leak)] if self.leak_level is not None else []
+            out.append((r, [self.sweep.gate_on.get(r.id, "value"), figure(r.no_risk), *at_leak,
+                            figure(r.max_risk), figure(r.stdev, 4), yes(r.monotone, known),
+                            yes(r.responds, known), th, note]))  # fmt: skip
+        return out
+
+    def to_markdown(self) -> str:
+        """The response table as Markdown (Dagster metadata, summaries): figures and metric ids only."""
+        s, leak = self.sweep, self.leak_level
+        head = self.response_head(f"at {s.parameter} = {level_label(leak)}")
+        lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+
+        def yes(flag: bool, known: bool) -> str:
+            return ("yes" if flag else "**no**") if known else "—"
+
+        for r, cells in self.response_cells(fmt_figure, yes):
+            note = ("**flag**: " + cells[-1] if r.flag else cells[-1]).replace("|", "/")
+            lines.append("| " + " | ".join([f"`{r.id}`", *cells[:-1], note]) + " |")
         return "\n".join(lines) + "\n"
 
     def loosened(self) -> list[str]:

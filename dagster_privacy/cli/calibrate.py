@@ -20,7 +20,7 @@ from ..calibration import (
     CalibrationError,
     level_label,
 )
-from ..calibration.analysis import fmt_figure, threshold_cells
+from ..calibration.analysis import fmt_figure
 
 _f = fmt_figure
 
@@ -50,53 +50,33 @@ def _numbers(values: Sequence[str] | None, what: str, kind: Callable[[str], Any]
 def print_calibration(cal: Calibration, *, title: str | None = None) -> None:
     """The seed-004-Table-2-style response table (and the outlier table, if any) on stdout."""
     from rich.console import Console
+
+    s, leak = cal.sweep, cal.leak_level
+    leak_label = None
+    if leak is not None:
+        leak_label = f"{leak:.0%} leak" if s.leaks else f"{s.parameter}={level_label(leak)}"
+    console = Console(width=max(150, Console().width))
+    console.print(_response_table(cal, title or "response to inserted risk", leak_label or ""))
+    _print_findings(console, cal, leak_label)
+    for o in cal.outliers:
+        console.print(_outlier_table(cal, o, leak_label))
+
+
+def _response_table(cal: Calibration, title: str, leak_label: str) -> Any:
     from rich.table import Table
 
-    s = cal.sweep
-    leak = cal.leak_level
-    leak_label = (
-        (f"{leak:.0%} leak" if s.leaks else f"{s.parameter}={level_label(leak)}")
-        if leak is not None
-        else None
-    )
-    t = Table(title=title or "response to inserted risk", title_justify="left")
-    cols = [
-        "metric",
-        "gate",
-        "no risk",
-        *([leak_label] if leak_label else []),
-        "max risk",
-        "stdev",
-        "monotone",
-        "responds",
-        "threshold",
-        "note",
-    ]
-    for c in cols:
+    t = Table(title=title, title_justify="left")
+    for c in cal.response_head(leak_label):
         t.add_column(c, overflow="fold", no_wrap=c in ("metric", "threshold"))
-    thr = cal.thresholds or {}
-    for r in cal.responses:
-        threshold, note = threshold_cells(r, thr.get(r.id))
-        if note.startswith("overlaps"):
-            note = f"[yellow]{note}[/]"
-        if r.flag:
-            note = f"[red]FLAG[/] {note}"
-        row = [
-            r.id,
-            s.gate_on.get(r.id, "value"),
-            _f(r.no_risk),
-            *([_f(r.at_leak)] if leak_label else []),
-            _f(r.max_risk),
-            _f(r.stdev, 4),
-            _yes(r.monotone, r.no_risk is not None),
-            _yes(r.responds, r.no_risk is not None),
-            threshold,
-            note,
-        ]
-        t.add_row(*row)
-    console = Console(width=max(150, Console().width))
-    console.print(t)
-    flagged = cal.flagged
+    for r, cells in cal.response_cells(_f, _yes):
+        note = f"[yellow]{cells[-1]}[/]" if cells[-1].startswith("overlaps") else cells[-1]
+        t.add_row(r.id, *cells[:-1], f"[red]FLAG[/] {note}" if r.flag else note)
+    return t
+
+
+def _print_findings(console: Any, cal: Calibration, leak_label: str | None) -> None:
+    """The flags, the loosened gates, the metrics that cannot tell the leak from none, the floor."""
+    flagged, thr = cal.flagged, cal.thresholds or {}
     console.print(
         f"{len(flagged)} of {len(cal.responses)} metrics flagged"
         + (f": {', '.join(r.id for r in flagged)}" if flagged else "")
@@ -124,33 +104,32 @@ def print_calibration(cal: Calibration, *, title: str | None = None) -> None:
         ),
         highlight=False,
     )
-    for o in cal.outliers:
-        ot = Table(
-            title=f"without the {o.fraction:.0%} most outlying rows (LOF, {o.removed} rows removed): "
-            "change against the full table",
-            title_justify="left",
+
+
+def _outlier_table(cal: Calibration, o: Any, leak_label: str | None) -> Any:
+    """The response without the most outlying rows, against the full table."""
+    from rich.table import Table
+
+    ot = Table(
+        title=f"without the {o.fraction:.0%} most outlying rows (LOF, {o.removed} rows removed): "
+        "change against the full table",
+        title_justify="left",
+    )
+    at_leak = [leak_label, f"Δ {leak_label}"] if leak_label else []
+    for c in ("metric", "no risk", "Δ no risk", *at_leak, "max risk", "Δ max risk"):
+        ot.add_column(c)
+    base = {r.id: r for r in cal.responses}
+    for r in o.responses:
+        b = base[r.id]
+        ot.add_row(
+            r.id,
+            _f(r.no_risk),
+            _d(r.no_risk, b.no_risk),
+            *([_f(r.at_leak), _d(r.at_leak, b.at_leak)] if leak_label else []),
+            _f(r.max_risk),
+            _d(r.max_risk, b.max_risk),
         )
-        for c in (
-            "metric",
-            "no risk",
-            "Δ no risk",
-            *([leak_label, f"Δ {leak_label}"] if leak_label else []),
-            "max risk",
-            "Δ max risk",
-        ):
-            ot.add_column(c)
-        base = {r.id: r for r in cal.responses}
-        for r in o.responses:
-            b = base[r.id]
-            ot.add_row(
-                r.id,
-                _f(r.no_risk),
-                _d(r.no_risk, b.no_risk),
-                *([_f(r.at_leak), _d(r.at_leak, b.at_leak)] if leak_label else []),
-                _f(r.max_risk),
-                _d(r.max_risk, b.max_risk),
-            )
-        console.print(ot)
+    return ot
 
 
 def _yes(flag: bool, known: bool) -> str:
