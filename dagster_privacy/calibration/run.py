@@ -63,14 +63,7 @@ def calibrate(  # noqa: PLR0913
     ``outliers`` = fractions x of rows removed by local outlier factor before repeating (§5.2.1, leaky
     model only). Raises TableError / PolicyError / CalibrationError on bad input.
     """
-    if not 0.5 < confidence < 1.0:
-        raise CalibrationError("confidence must be in (0.5, 1)")
-    if risk_model not in RISK_MODELS:
-        raise CalibrationError(f"risk_model must be one of {', '.join(RISK_MODELS)}")
-    if outliers and risk_model != "leaky":
-        raise CalibrationError("outlier removal is calibrated with the leaky risk model only")
-    if risk_model == "noisy" and not (math.isfinite(noise) and 0 <= noise <= MAX_NOISE):
-        raise CalibrationError(f"noise must be a number in [0, {MAX_NOISE:g}] (standard deviations)")
+    _check_arguments(confidence, risk_model, outliers, noise)
     setup = _Setup.make(policy, metrics, column_kinds, key_columns, sensitive_columns)
     df = load(real, role="real")
     if df.height < 8:
@@ -112,22 +105,35 @@ def calibrate(  # noqa: PLR0913
         dict(tb.table_info(df)),
         generator=f"noisy copies, noise {noise:g}" if risk_model == "noisy" else None,
     )
+    # the same sweep without the most outlying rows (seed 004 §5.2.1), most outlying first
     if xs:
-        scores = outlier_scores(df, column_kinds=setup.column_kinds)
-        order = np.argsort(-scores, kind="stable")  # most outlying first
-        for x in xs:
-            n_drop = int(math.ceil(x * df.height))
-            keep = np.sort(order[n_drop:])
-            sw = _leaky_sweep(
-                df[keep],
-                levels,
-                seeds,
-                setup,
-                progress=progress,
-                what=f"calibration without {x:.0%} outliers",
-            )
-            cal.outliers.append(OutlierShift(x, n_drop, sw, responses(sw, leak_index=li)))
+        order = np.argsort(-outlier_scores(df, column_kinds=setup.column_kinds), kind="stable")
+        cal.outliers += [_without_outliers(df, order, x, (levels, seeds, setup), progress, li) for x in xs]
     return cal
+
+
+def _check_arguments(confidence: float, risk_model: str, outliers: Sequence[float], noise: float) -> None:
+    if not 0.5 < confidence < 1.0:
+        raise CalibrationError("confidence must be in (0.5, 1)")
+    if risk_model not in RISK_MODELS:
+        raise CalibrationError(f"risk_model must be one of {', '.join(RISK_MODELS)}")
+    if outliers and risk_model != "leaky":
+        raise CalibrationError("outlier removal is calibrated with the leaky risk model only")
+    if risk_model == "noisy" and not (math.isfinite(noise) and 0 <= noise <= MAX_NOISE):
+        raise CalibrationError(f"noise must be a number in [0, {MAX_NOISE:g}] (standard deviations)")
+
+
+def _without_outliers(
+    df: pl.DataFrame, order: np.ndarray, x: float, sweep: tuple[list[float], list[int], Any], progress: bool,
+    li: int,
+) -> OutlierShift:  # fmt: skip
+    """The leaky sweep (levels, seeds, setup) again without the ``x`` most outlying rows (``order``:
+    most outlying first, by local outlier factor)."""
+    n_drop = int(math.ceil(x * df.height))
+    levels, seeds, setup = sweep
+    what = f"calibration without {x:.0%} outliers"
+    sw = _leaky_sweep(df[np.sort(order[n_drop:])], levels, seeds, setup, progress=progress, what=what)
+    return OutlierShift(x, n_drop, sw, responses(sw, leak_index=li))
 
 
 def _overfit(
