@@ -75,6 +75,10 @@ class _Job:
     farthest: bool
 
 
+#: candidates: (scores, rows) arrays
+_Tops = tuple[np.ndarray, np.ndarray]
+
+
 def _cell(job: _Job, cell: tuple[int, int]) -> tuple:
     """x tile a × y tile b: x's candidates in tile b (and the farthest), y's candidates in tile a."""
     a, b = cell
@@ -178,14 +182,7 @@ def _paired(  # noqa: PLR0913
 ) -> tuple[Neighbors, Neighbors]:
     t0 = time.perf_counter()
     pad = check_pad(pad)
-    tile = _padded(ref_tile or nb.REF_TILE)
-    y_tiles = reference_tiles(y.shape[0], tile)
-    if same:  # rows in blocks aligned with the columns: the diagonal blocks are whole
-        step, x_tiles = ROWS, y_tiles
-    else:  # rows as knn_euclidean's query tiles, so that x's scores (its farthest) round as there
-        step = query_tiles(x.shape[0], y.shape[0], ref_tile=tile)[0][1] if x.shape[0] else ROWS
-        per = step * max(1, round(tile / step))
-        x_tiles = [(a, min(a + per, x.shape[0])) for a in range(0, x.shape[0], per)]
+    tile, x_tiles, y_tiles, step = _layout(x, y, same, ref_tile)
     # 8 bytes a candidate (float32 score, int32 row); a cell's own are dropped once copied in
     kept_x, kept_y = kx + pad, ky + pad
     waiting = 8 * (x.shape[0] * len(y_tiles) * kept_x + (0 if same else y.shape[0] * len(x_tiles) * kept_y))
@@ -201,48 +198,9 @@ def _paired(  # noqa: PLR0913
     kept_y = _check_k(ky, x.shape[0] - same) + pad
     kx, ky = kept_x - pad, kept_y - pad
     check_finite(x, y)
-    sparse = SparseDims.split(x, y)
-    x_norms = np.einsum("ij,ij->i", x, x, dtype=np.float32)
-    y_norms = np.einsum("ij,ij->i", y, y, dtype=np.float32)
-    r_max = float(np.sqrt(max(check_norms(x, y))))
-    y_scaled = scaled_tiles(y, sparse, y_tiles, y_norms)
-    y_norms = np.concatenate([y_norms, np.zeros(_padded(y.shape[0]) - y.shape[0] + 1, np.float32)])
-    starts = sorted({c for a, b in y_tiles for c0, c1 in _blocks(a, b) for c in (c0, c1)})
-    pos = sparse.positions("ref", np.minimum(np.array(starts, dtype=np.int64), y.shape[0]))
-    y_at = {c: pos[i] for i, c in enumerate(starts)}
-    x_starts = sorted({c for a, b in x_tiles for c in (*range(a, b, step), b)})
-    x_pos = sparse.positions("query", np.array(x_starts, dtype=np.int64))
-    x_at = {c: x_pos[i] for i, c in enumerate(x_starts)}
-    job = _Job(
-        x,
-        y,
-        kept_x,
-        kept_y,
-        same,
-        tile,
-        x_tiles,
-        step,
-        tuple(y_scaled),
-        x_norms,
-        y_norms,
-        sparse,
-        y_at,
-        x_at,
-        farthest,
-    )
-    cells = [(a, b) for a in range(len(x_tiles)) for b in range(len(y_tiles)) if not same or a <= b]
-    # every row's candidates per tile of the other side, each cell's copied in as it is done
-    tops_x = _empty(x.shape[0], len(y_tiles), kept_x)
-    tops_y = tops_x if same else _empty(y.shape[0], len(x_tiles), kept_y)
-    far_tiles = _empty_far(x.shape[0], len(y_tiles)) if farthest else None
-    for (a, b), (top_x, top_y, far_ab) in zip(
-        cells, results(executor or IN_PROCESS, _cell, job, cells), strict=True
-    ):
-        _put(tops_x, slice(*x_tiles[a]), b, top_x)
-        if not (same and a == b):  # a diagonal cell's columns were folded into its rows' candidates
-            _put(tops_y, slice(*y_tiles[b]), a, top_y)
-        if far_tiles is not None:
-            _put(far_tiles, slice(*x_tiles[a]), b, far_ab)
+    job, r_max = _job(x, y, (kept_x, kept_y), same, (tile, x_tiles, y_tiles, step), farthest)
+    tops_x, tops_y, far_tiles = _gather(job, executor, y_tiles, farthest)
+    x_norms, y_norms = job.x_norms, job.y_norms
     far = _farthest(far_tiles, x_norms) if far_tiles is not None else None
     norm2 = float(max(x_norms.max(initial=0.0), y_norms.max(initial=0.0)))
     nnz = int(max(np.count_nonzero(x, axis=1).max(initial=0), np.count_nonzero(y, axis=1).max(initial=0)))
@@ -255,6 +213,66 @@ def _paired(  # noqa: PLR0913
         return nx, nx
     back = _Rank(y, x, ky, False, x_tiles, tops_y, x_norm_tiles, ScoreBound(r_max, norm2, nnz, EXTRA))
     return nx, _ranked(back, executor, t0, None)
+
+
+def _layout(
+    x: np.ndarray, y: np.ndarray, same: bool, ref_tile: int | None
+) -> tuple[int, list[tuple[int, int]], list[tuple[int, int]], int]:
+    """(the reference tile, x's tiles, y's tiles, x's row block)."""
+    tile = _padded(ref_tile or nb.REF_TILE)
+    y_tiles = reference_tiles(y.shape[0], tile)
+    if same:  # rows in blocks aligned with the columns: the diagonal blocks are whole
+        return tile, y_tiles, y_tiles, ROWS
+    # rows as knn_euclidean's query tiles, so that x's scores (its farthest) round as there
+    step = query_tiles(x.shape[0], y.shape[0], ref_tile=tile)[0][1] if x.shape[0] else ROWS
+    per = step * max(1, round(tile / step))
+    return tile, [(a, min(a + per, x.shape[0])) for a in range(0, x.shape[0], per)], y_tiles, step
+
+
+def _job(
+    x: np.ndarray, y: np.ndarray, kept: tuple[int, int], same: bool,
+    layout: tuple[int, list[tuple[int, int]], list[tuple[int, int]], int], farthest: bool,
+) -> tuple[_Job, float]:  # fmt: skip
+    """What every cell reads: the tiles scaled, the norms, the sparse dimensions' positions; and the
+    largest norm (the scores' bound)."""
+    tile, x_tiles, y_tiles, step = layout
+    sparse = SparseDims.split(x, y)
+    x_norms = np.einsum("ij,ij->i", x, x, dtype=np.float32)
+    y_norms = np.einsum("ij,ij->i", y, y, dtype=np.float32)
+    r_max = float(np.sqrt(max(check_norms(x, y))))
+    y_scaled = scaled_tiles(y, sparse, y_tiles, y_norms)
+    y_norms = np.concatenate([y_norms, np.zeros(_padded(y.shape[0]) - y.shape[0] + 1, np.float32)])
+    starts = sorted({c for a, b in y_tiles for c0, c1 in _blocks(a, b) for c in (c0, c1)})
+    pos = sparse.positions("ref", np.minimum(np.array(starts, dtype=np.int64), y.shape[0]))
+    y_at = {c: pos[i] for i, c in enumerate(starts)}
+    x_starts = sorted({c for a, b in x_tiles for c in (*range(a, b, step), b)})
+    x_pos = sparse.positions("query", np.array(x_starts, dtype=np.int64))
+    x_at = {c: x_pos[i] for i, c in enumerate(x_starts)}
+    job = _Job(x, y, kept[0], kept[1], same, tile, x_tiles, step, tuple(y_scaled), x_norms, y_norms, sparse,
+               y_at, x_at, farthest)  # fmt: skip
+    return job, r_max
+
+
+def _gather(
+    job: _Job, executor: Executor | None, y_tiles: list[tuple[int, int]], farthest: bool
+) -> tuple[
+    tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray] | None
+]:
+    """Every row's candidates per tile of the other side, each cell's copied in as it is done."""
+    x_tiles, same = job.x_tiles, job.same
+    cells = [(a, b) for a in range(len(x_tiles)) for b in range(len(y_tiles)) if not same or a <= b]
+    tops_x = _empty(job.x.shape[0], len(y_tiles), job.kept_x)
+    tops_y = tops_x if same else _empty(job.y.shape[0], len(x_tiles), job.kept_y)
+    far_tiles = _empty_far(job.x.shape[0], len(y_tiles)) if farthest else None
+    for (a, b), (top_x, top_y, far_ab) in zip(
+        cells, results(executor or IN_PROCESS, _cell, job, cells), strict=True
+    ):
+        _put(tops_x, slice(*x_tiles[a]), b, top_x)
+        if not (same and a == b):  # a diagonal cell's columns were folded into its rows' candidates
+            _put(tops_y, slice(*y_tiles[b]), a, top_y)
+        if far_tiles is not None:
+            _put(far_tiles, slice(*x_tiles[a]), b, far_ab)
+    return tops_x, tops_y, far_tiles
 
 
 def _empty(n: int, tiles: int, kept: int) -> tuple[np.ndarray, np.ndarray]:
