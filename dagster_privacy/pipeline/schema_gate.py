@@ -133,56 +133,85 @@ def run_schema_gate(
     suite = ctx.suites.add(gx.ExpectationSuite(name="schema_gate", expectations=exps))
     vd = ctx.validation_definitions.add(gx.ValidationDefinition(name="schema_gate", data=batch, suite=suite))
     res = vd.run(batch_parameters={"dataframe": _to_pandas(synthetic)}, result_format=RESULT_FORMAT)
-    rows: list[dict[str, Any]] = []
-    for r in res.results:
-        cfg = r.expectation_config
-        if cfg is None:  # GX gives each result the configuration it ran
-            continue
-        out = r.result or {}
-        raised = bool(r.exception_info and r.exception_info.get("raised_exception"))
-        row = {
-            "expectation": cfg.type,
-            "column": cfg.kwargs.get("column") or "(table)",
-            "success": bool(r.success),
-            "element_count": out.get("element_count"),
-            "unexpected_count": out.get("unexpected_count"),
-            "missing_count": out.get("missing_count"),
-            "error": raised,
-        }
-        if cfg.type == "expect_table_columns_to_match_set":
-            row["missing_columns"] = sorted(set(real.columns) - present)
-            row["extra_columns"] = sorted(present - set(real.columns))
-        rows.append(row)
+    rows = [_gx_row(r, real, present) for r in res.results if r.expectation_config is not None]
     missing = [c for c in real.columns if c not in present]
-    for c in missing:  # column expectations on absent columns are dropped above: count them as failed
-        rows.append(
-            {
-                "expectation": "column_present",
-                "column": c,
-                "success": False,
-                "element_count": None,
-                "unexpected_count": None,
-                "missing_count": None,
-                "error": False,
-            }
-        )
+    # column expectations on absent columns are dropped above: each absent column fails on its own
+    rows += [_row("column_present", c, success=False) for c in missing]
     schema = infer_schema(real, column_kinds)
     for c, n in left_out_overlap(real, synthetic, schema).items():  # never evaluated: must not copy
-        rows.append(
-            {
-                "expectation": "left_out_column_holds_no_real_value",
-                "column": c,
-                "success": n == 0,
-                "element_count": synthetic.height,
-                "unexpected_count": n,
-                "missing_count": None,
-                "error": n is None,
-            }
-        )
+        rows.append(_row("left_out_column_holds_no_real_value", c, success=n == 0, elements=synthetic.height,
+                         unexpected=n, error=n is None))  # fmt: skip
     for row in rows:
         row["blocking"] = not (row["expectation"] == IN_SET and unseen_categories == "count")
     success = all(row["success"] for row in rows if row["blocking"]) and not missing
     return success, rows
+
+
+def _gate_result(
+    ok: bool, rows: list[dict[str, Any]], *, release: str, fp: str, height: int, blocking_unseen: bool
+) -> dg.AssetCheckResult:
+    """The gate's result: counts, the failed expectations (at most 20 named), the table of every one."""
+    failed = [r for r in rows if not r["success"] and r["blocking"]]
+    unseen = sum(int(r["unexpected_count"] or 0) for r in rows if r["expectation"] == IN_SET)
+    unexpected = sum(int(r["unexpected_count"] or 0) for r in rows)
+    lines = [
+        f"**Schema gate** on release `{release}`: **{'passed' if ok else 'failed'}** — "
+        f"{len(rows) - len(failed)}/{len(rows)} blocking expectations met, {unexpected} unexpected "
+        f"values ({unseen} in categories the real table lacks: counted, "
+        f"{'blocking' if blocking_unseen else 'not blocking'})."
+    ]
+    lines += [
+        f"- `{r['expectation']}` on `{r['column']}`: {r['unexpected_count'] or 0} unexpected"
+        + (" (raised)" if r["error"] else "")
+        for r in failed[:20]
+    ]
+    colset = next((r for r in rows if r["expectation"] == "expect_table_columns_to_match_set"), None)
+    return dg.AssetCheckResult(
+        passed=ok,
+        severity=dg.AssetCheckSeverity.ERROR,
+        metadata={
+            "expectations": dg.MetadataValue.int(len(rows)),
+            "failed_expectations": dg.MetadataValue.int(len(failed)),
+            "unexpected_values": dg.MetadataValue.int(unexpected),
+            "unseen_category_values": dg.MetadataValue.int(unseen),
+            "rows": dg.MetadataValue.int(height),
+            "missing_columns": md.json(colset["missing_columns"] if colset else []),
+            "extra_columns": md.json(colset["extra_columns"] if colset else []),
+            "results": _table(rows),
+            md.FINGERPRINT: dg.MetadataValue.text(fp),
+            md.RELEASE_ID: dg.MetadataValue.text(release),
+            "summary": dg.MetadataValue.md("\n".join(lines)),
+        },
+        description=f"{len(failed)} of {len(rows)} expectations failed" if failed else "schema compatible",
+    )
+
+
+def _gx_row(r: Any, real: pl.DataFrame, present: set[str]) -> dict[str, Any]:
+    """One GX result's row: the expectation, its column, success and counts (never a value)."""
+    cfg, out = r.expectation_config, r.result or {}
+    raised = bool(r.exception_info and r.exception_info.get("raised_exception"))
+    row = {
+        "expectation": cfg.type,
+        "column": cfg.kwargs.get("column") or "(table)",
+        "success": bool(r.success),
+        "element_count": out.get("element_count"),
+        "unexpected_count": out.get("unexpected_count"),
+        "missing_count": out.get("missing_count"),
+        "error": raised,
+    }
+    if cfg.type == "expect_table_columns_to_match_set":
+        row["missing_columns"] = sorted(set(real.columns) - present)
+        row["extra_columns"] = sorted(present - set(real.columns))
+    return row
+
+
+def _row(
+    expectation: str, column: str, *, success: bool, elements: int | None = None,
+    unexpected: int | None = None, error: bool = False,
+) -> dict[str, Any]:  # fmt: skip
+    """A row the gate adds to GX's (an absent column, a left-out column's real values)."""
+    return {"expectation": expectation, "column": column, "success": success, "element_count": elements,
+            "unexpected_count": unexpected, "missing_count": None, "error": error}  # fmt: skip
 
 
 #: the expectations table's columns (Dagster column types)
@@ -261,41 +290,8 @@ def build_schema_gate_check(  # noqa: PLR0913
             ok, rows = run_schema_gate(
                 real_df, syn_df, column_kinds=kinds, not_null=not_null, unseen_categories=unseen_categories
             )
-            failed = [r for r in rows if not r["success"] and r["blocking"]]
-            unseen = sum(int(r["unexpected_count"] or 0) for r in rows if r["expectation"] == IN_SET)
-            unexpected = sum(int(r["unexpected_count"] or 0) for r in rows)
-            lines = [
-                f"**Schema gate** on release `{release}`: **{'passed' if ok else 'failed'}** — "
-                f"{len(rows) - len(failed)}/{len(rows)} blocking expectations met, {unexpected} unexpected "
-                f"values ({unseen} in categories the real table lacks: counted, "
-                f"{'blocking' if unseen_categories == 'block' else 'not blocking'})."
-            ]
-            lines += [
-                f"- `{r['expectation']}` on `{r['column']}`: {r['unexpected_count'] or 0} unexpected"
-                + (" (raised)" if r["error"] else "")
-                for r in failed[:20]
-            ]
-            colset = next((r for r in rows if r["expectation"] == "expect_table_columns_to_match_set"), None)
-            return dg.AssetCheckResult(
-                passed=ok,
-                severity=dg.AssetCheckSeverity.ERROR,
-                metadata={
-                    "expectations": dg.MetadataValue.int(len(rows)),
-                    "failed_expectations": dg.MetadataValue.int(len(failed)),
-                    "unexpected_values": dg.MetadataValue.int(unexpected),
-                    "unseen_category_values": dg.MetadataValue.int(unseen),
-                    "rows": dg.MetadataValue.int(syn_df.height),
-                    "missing_columns": md.json(colset["missing_columns"] if colset else []),
-                    "extra_columns": md.json(colset["extra_columns"] if colset else []),
-                    "results": _table(rows),
-                    md.FINGERPRINT: dg.MetadataValue.text(fp),
-                    md.RELEASE_ID: dg.MetadataValue.text(release),
-                    "summary": dg.MetadataValue.md("\n".join(lines)),
-                },
-                description=f"{len(failed)} of {len(rows)} expectations failed"
-                if failed
-                else "schema compatible",
-            )
+            return _gate_result(ok, rows, release=release, fp=fp, height=syn_df.height,
+                                blocking_unseen=unseen_categories == "block")  # fmt: skip
         except Exception as exc:  # fail closed
             reason = safe_reason(exc)
         return failed_closed(context, "schema gate", reason, release=release, fingerprint=fp)
