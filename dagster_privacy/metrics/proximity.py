@@ -97,8 +97,7 @@ def proximity_ratio_score(ctx: EvaluationContext, *, alpha: float = 0.1, splits:
     splits = max(1, int(splits))
     rng = ctx.rng("proximity_ratio_score")
     salts = rng.integers(0, 2**63, size=splits)
-    x = ctx.euclidean("real")
-    hashes = ctx.row_hashes("real")
+    x, hashes = ctx.euclidean("real"), ctx.row_hashes("real")
     # one shared real→real query serves every split: a row's nearest in R2 and in R1∖r are the first
     # of its nearest neighbours in each half (the same exact distances the half-size queries find)
     rr = ctx.neighbors(SPACE, "real", "real", SPLIT_K)
@@ -106,17 +105,8 @@ def proximity_ratio_score(ctx: EvaluationContext, *, alpha: float = 0.1, splits:
     d_syn = _round(to_syn.dist[:, 0])
     ttpr_all, tspr_all, a_s, b_s = [], [], [], []
     flagged: set[int] = set()
-    for s in range(splits):
-        order = np.argsort(_split_keys(ctx, int(salts[s])), kind="stable")
-        r1, r2 = order[: n // 2], order[n // 2 :]
-        d12, d11 = _split_distances(ctx, x, rr, r1, r2)
-        # exact copies on hashes, never on a float distance (a float32 tie may hide the copy)
-        h1 = hashes[r1]
-        d12 = np.where(np.isin(h1, hashes[r2]), 0.0, d12)
-        _, inv, cnt = np.unique(h1, return_inverse=True, return_counts=True)
-        d11 = np.where(cnt[inv] > 1, 0.0, d11)
-        den = _round(d11)
-        ttpr, tspr = _ratio(_round(d12), den), _ratio(d_syn[r1], den)
+    for salt in salts:
+        r1, ttpr, tspr = _ratios(ctx, (x, rr, hashes, d_syn), int(salt))
         thr, t = _tail(ttpr, alpha)
         a_s.append(_share(ttpr, thr, t))
         b_s.append(_share(tspr, thr, t))
@@ -161,3 +151,21 @@ def proximity_ratio_score(ctx: EvaluationContext, *, alpha: float = 0.1, splits:
             "ratio_direction": "TTPR share / TSPR share",
         },
     )
+
+
+def _ratios(
+    ctx: EvaluationContext, shared: tuple[np.ndarray, Neighbors, np.ndarray, np.ndarray], salt: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """One seeded split: (R1's rows, their TTPR, their TSPR); ``shared``: the euclidean rows, the shared
+    real→real query, the row hashes and each real row's rounded distance to the synthetic table."""
+    x, rr, hashes, d_syn = shared
+    n = ctx.n("real")
+    order = np.argsort(_split_keys(ctx, salt), kind="stable")
+    r1, r2 = order[: n // 2], order[n // 2 :]
+    d12, d11 = _split_distances(ctx, x, rr, r1, r2)
+    # exact copies on hashes, never on a float distance (a float32 tie may hide the copy)
+    h1 = hashes[r1]
+    d12 = np.where(np.isin(h1, hashes[r2]), 0.0, d12)
+    _, inv, cnt = np.unique(h1, return_inverse=True, return_counts=True)
+    den = _round(np.where(cnt[inv] > 1, 0.0, d11))
+    return r1, _ratio(_round(d12), den), _ratio(d_syn[r1], den)
