@@ -47,6 +47,22 @@ def _numbers(values: Sequence[str] | None, what: str, kind: Callable[[str], Any]
         raise UsageFailure(f"{what} takes {takes}") from None
 
 
+def _title(cal: Calibration, risk_model: str, name: str, sd: float) -> str:
+    """The printed table's title: the risk model, the table and its split, the levels and repeats."""
+    s = cal.sweep
+    model = {
+        "leaky": "Leaky risk model (seed 004 §5.1.1)",
+        "noisy": f"Noisy-copy risk model (leaked rows moved by N(0, {sd:g}·sd))",
+        "overfit": "Overfit risk model (knn_sampler)",
+    }[risk_model]
+    return (
+        f"{model} on {name}: {cal.table['rows']} rows → training "
+        f"{s.sizes.get('real')}, control {s.sizes.get('holdout')}; {s.parameter} ∈ "
+        f"{{{', '.join(f'{v:g}' for v in s.levels)}}}; "
+        f"{len(s.seeds)} repeat(s); policy {cal.policy.name}"
+    )
+
+
 def print_calibration(cal: Calibration, *, title: str | None = None) -> None:
     """The seed-004-Table-2-style response table (and the outlier table, if any) on stdout."""
     from rich.console import Console
@@ -323,20 +339,7 @@ def calibrate_command(  # noqa: PLR0913
         )
     except CalibrationError as exc:
         raise UsageFailure(str(exc)) from None
-    s = cal.sweep
-    sd = 0.05 if noise is None else noise
-    model = {
-        "leaky": "Leaky risk model (seed 004 §5.1.1)",
-        "noisy": f"Noisy-copy risk model (leaked rows moved by N(0, {sd:g}·sd))",
-        "overfit": "Overfit risk model (knn_sampler)",
-    }[risk_model]
-    title = (
-        f"{model} on {name}: {cal.table['rows']} rows → training "
-        f"{s.sizes.get('real')}, control {s.sizes.get('holdout')}; {s.parameter} ∈ "
-        f"{{{', '.join(f'{v:g}' for v in s.levels)}}}; "
-        f"{len(s.seeds)} repeat(s); policy {cal.policy.name}"
-    )
-    print_calibration(cal, title=title)
+    print_calibration(cal, title=_title(cal, risk_model, name, 0.05 if noise is None else noise))
     try:
         paths = cal.write(out_dir)
     except OSError as exc:  # an output that cannot be written is bad input: one line, exit 2

@@ -191,11 +191,7 @@ def run_demo(
     echo(f"  v2 = v1 + {v2.height - v1.height} training rows copied ({fraction:.0%} of training)")
     _write(db, {"real": clean.train, "holdout": clean.control, "synthetic": v1})
 
-    policy_file = (workdir / "policy.yaml").resolve()
-    policy_file.write_text(
-        "# the demo policy: the standard preset restricted to quick metrics\n"
-        + yaml.safe_dump(demo_policy().model_dump(mode="json", exclude={"name"}), sort_keys=False)
-    )
+    policy_file = _policy_file(workdir)
     settings = ReleaseSettings(database=str(db), policy=str(policy_file), publish_target=str(target))
     defs = build_release_definitions(settings=settings)
     job = defs.resolve_job_def("privacy_release_job")
@@ -204,21 +200,7 @@ def run_demo(
     for release, frame in (("v1", v1), ("v2", v2)):
         if release == "v2":
             _write(db, {"synthetic": frame})
-        t0 = time.perf_counter()
-        res = job.execute_in_process(
-            instance=instance, raise_on_error=False, run_config=QUIET, tags={RELEASE_ID_TAG: release}
-        )
-        mats = {e.asset_key.to_user_string() for e in res.get_asset_materialization_events() if e.asset_key}
-        outcomes.append(
-            ReleaseOutcome(
-                release,
-                frame.height,
-                res.success,
-                "published_release" in mats,
-                _checks(res),
-                time.perf_counter() - t0,
-            )
-        )
+        outcomes.append(_run_release(job, instance, release, frame.height))
         _print_release(outcomes[-1], echo)
 
     refused, reason = _published_alone(defs, instance)
@@ -240,6 +222,27 @@ def run_demo(
     )
     echo("demo: v1 published, v2 blocked" if out.as_expected else "demo: UNEXPECTED outcome (see above)")
     return out
+
+
+def _policy_file(workdir: Path) -> Path:
+    """The demo policy written beside the demo's tables (the standard preset's quick metrics)."""
+    policy_file = (workdir / "policy.yaml").resolve()
+    policy_file.write_text(
+        "# the demo policy: the standard preset restricted to quick metrics\n"
+        + yaml.safe_dump(demo_policy().model_dump(mode="json", exclude={"name"}), sort_keys=False)
+    )
+    return policy_file
+
+
+def _run_release(job: Any, instance: dg.DagsterInstance, release: str, rows: int) -> ReleaseOutcome:
+    """One run of the release job, tagged with the release id: what it published and its checks."""
+    t0 = time.perf_counter()
+    res = job.execute_in_process(
+        instance=instance, raise_on_error=False, run_config=QUIET, tags={RELEASE_ID_TAG: release}
+    )
+    mats = {e.asset_key.to_user_string() for e in res.get_asset_materialization_events() if e.asset_key}
+    published = "published_release" in mats
+    return ReleaseOutcome(release, rows, res.success, published, _checks(res), time.perf_counter() - t0)
 
 
 def _published_alone(defs: dg.Definitions, instance: dg.DagsterInstance) -> tuple[bool, str]:

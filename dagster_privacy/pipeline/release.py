@@ -212,11 +212,6 @@ def build_release_definitions(
     """The release pipeline: table assets, privacy checks, schema gate, gated publication, a release
     job, a checks-only job with its schedule, and a new-release sensor.
 
-    Give ``settings`` or its fields (``database=``, ``policy=``, ``publish_target=``, …). ``assets`` and
-    ``checks`` default to :func:`build_release_assets` / :func:`build_release_checks`; ``extra_checks``
-    (e.g. a human sign-off) are added, and their names belong in ``settings.required_checks``.
-    ``executor``: in-process by default — the steps share only read-only DuckDB files, and one process
-    imports the engine once instead of once per step; None keeps Dagster's multiprocess default.
     With ``settings.name``, every name it creates is ``<name>_…``: several releases merge into one
     code location (``dg.Definitions.merge``, or one component each).
 
@@ -225,9 +220,10 @@ def build_release_definitions(
         assets: the asset definitions; None: ``build_release_assets(settings=settings)``.
         checks: the check definitions; None: ``build_release_checks(settings=settings,
             on_evaluation=on_evaluation)``.
-        extra_checks: more checks, added as given.
+        extra_checks: more checks, added as given (a human sign-off: name it in ``required_checks``).
         on_evaluation: the privacy checks' report hook when ``checks`` is None; None: the evidence report.
-        executor: the runs' executor; default ``dg.in_process_executor``; None: Dagster's multiprocess one.
+        executor: default in-process (the steps share only read-only files, and one process imports the
+            engine once); None: Dagster's multiprocess one.
         **settings_kwargs: ``ReleaseSettings`` fields; with ``settings``, they replace its own.
 
     Returns:
@@ -266,24 +262,13 @@ def build_release_definitions(
         resource_key=keys["tables"],
         op_name=named(CALIBRATION_OP),
     )  # on demand only
-    return dg.Definitions(
-        assets=assets,
-        asset_checks=[*checks, *extra_checks],
-        jobs=[release_job, checks_job, calibration],
-        schedules=[
-            build_checks_schedule(
-                job=checks_job, cron_schedule=settings.checks_cron, name=named("privacy_checks_schedule")
-            )
-        ],
-        sensors=[
-            build_new_release_sensor(
-                job=release_job,
-                synthetic=settings.synthetic,
-                synthetic_asset=settings.synthetic_key,
-                name=named("new_release_sensor"),
-                resource_key=keys["tables"],
-            )
-        ],
-        resources=build_release_resources(settings=settings),
-        executor=executor,
+    schedule = build_checks_schedule(
+        job=checks_job, cron_schedule=settings.checks_cron, name=named("privacy_checks_schedule")
     )
+    sensor = build_new_release_sensor(job=release_job, synthetic=settings.synthetic,
+                                      synthetic_asset=settings.synthetic_key,
+                                      name=named("new_release_sensor"), resource_key=keys["tables"])  # fmt: skip
+    resources = build_release_resources(settings=settings)
+    return dg.Definitions(assets=assets, asset_checks=[*checks, *extra_checks], executor=executor,
+                          jobs=[release_job, checks_job, calibration], schedules=[schedule], sensors=[sensor],
+                          resources=resources)  # fmt: skip
