@@ -265,9 +265,10 @@ def build_release_definitions(
     schedule = build_checks_schedule(
         job=checks_job, cron_schedule=settings.checks_cron, name=named("privacy_checks_schedule")
     )
-    sensor = build_new_release_sensor(job=release_job, synthetic=settings.synthetic,
-                                      synthetic_asset=settings.synthetic_key,
-                                      name=named("new_release_sensor"), resource_key=keys["tables"])  # fmt: skip
+    sensor = build_new_release_sensor(
+        job=release_job, synthetic=settings.synthetic, synthetic_asset=settings.synthetic_key,
+        name=named("new_release_sensor"), resource_key=keys["tables"],
+    )  # fmt: skip
     resources = build_release_resources(settings=settings)
     return dg.Definitions(assets=assets, asset_checks=[*checks, *extra_checks], executor=executor,
                           jobs=[release_job, checks_job, calibration], schedules=[schedule], sensors=[sensor],
