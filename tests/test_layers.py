@@ -32,7 +32,13 @@ LAYERS: list[tuple[str, ...]] = [
     # what is built on one evaluation: calibration, the report; the shipped demo data
     ("calibration.", "report.", "demo.", "lineage."),
     # the Dagster side, by concern: low modules, publication targets, the checks, governance, assembly
-    ("pipeline.metadata", "pipeline.resources", "pipeline.hook", "pipeline.settings", "pipeline.records"),
+    (
+        "pipeline.metadata",
+        "pipeline.resources",
+        "pipeline.hook",
+        "pipeline.settings",
+        "pipeline.instance_records",
+    ),  # fmt: skip
     ("pipeline.publication.",),
     (
         "pipeline.assets",

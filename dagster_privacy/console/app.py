@@ -44,8 +44,8 @@ from .identity import (
     credential_of,
     same_token,
 )
-from .records import ReleaseView, audit_of, privacy_assets, releases_of
 from .refusal import Refused
+from .release_views import ReleaseView, audit_of, privacy_assets, releases_of
 
 MAX_FORM = 64 * 1024
 

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 
 from ..pipeline.governance.audit import AuditRow
 from .identity import User
-from .records import STATES, ReleaseView
+from .release_views import STATES, ReleaseView
 
 CSS = """
 body{font:15px/1.45 system-ui,sans-serif;margin:0;color:#1d2330;background:#f6f7f9}

@@ -114,7 +114,7 @@ def mark_published(instance: Any, required: list[Any], partition: str | None, re
     ledger says of it; a reserved release counts already). Returns a line for the log, or None when no
     lineage check is required."""
     from ..lineage import LineageError, commit
-    from .records import latest_check_records
+    from .instance_records import latest_check_records
 
     keys = [k for k in required if k.name.endswith(CHECK)]
     for key, rec in latest_check_records(instance, keys, partition).items():

@@ -29,9 +29,9 @@ from ..data.tables import fingerprint
 from ..errors import safe_reason
 from . import metadata as md
 from .evidence import REPORT_SHA256
+from .instance_records import latest_check_records, latest_materialization
 from .lineage_check import mark_published
 from .publication.target import PublicationRefused, PublishTarget
-from .records import latest_check_records, latest_materialization
 
 #: the verified checks table's columns (Dagster column types)
 VERIFIED_CHECKS = {"check": "string", "passed": "bool", "current": "bool", "same_content": "bool"}

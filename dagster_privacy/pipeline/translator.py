@@ -13,7 +13,7 @@ from ..decision import policy as pol
 from ..decision.judge import compared_figure
 from ..decision.verdict import RiskDecision
 from ..evaluation import Evaluation
-from ..report.decision import count_test
+from ..report.decision_section import count_test
 from ..report.summary import beyond_words, people_sentence
 from ..results import MetricResult, Severity, shareable_details
 from . import metadata as md

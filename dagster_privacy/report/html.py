@@ -21,7 +21,7 @@ from ..data.release_ids import default_release_id
 from ..engine.distance_summary import DistanceSummary
 from ..evaluation import Evaluation
 from ..results import Status
-from .decision import decision_section, summary_section
+from .decision_section import decision_section, summary_section
 from .lineage import lineage_section
 from .sections import (
     data_section,

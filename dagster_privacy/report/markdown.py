@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..evaluation import Evaluation
 from ..results import MetricResult, Status
-from .decision import count_test
+from .decision_section import count_test
 from .risks import risk_class
 from .summary import floor_sentence, next_steps, people_sentence, plain_words, risk_lines, verdict_sentence
 

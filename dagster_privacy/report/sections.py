@@ -13,8 +13,8 @@ from ..engine.distance_summary import DistanceSummary
 from ..evaluation import Evaluation
 from ..results import MetricResult, Status
 from . import plots
-from .decision import badge as _status
-from .decision import figure as _f
+from .decision_section import badge as _status
+from .decision_section import figure as _f
 from .policy_diff import differences_html
 from .risks import risk_class, verdict_groups
 from .sources import cite

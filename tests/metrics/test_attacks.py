@@ -378,7 +378,7 @@ def test_targets_are_a_simple_random_sample_of_rows_on_a_twin_heavy_table() -> N
     # distinct records (sd 1.9, simulated); cluster sampling holds 3.
     from math import comb
 
-    from dagster_privacy.metrics.attacks._common import sample_targets
+    from dagster_privacy.metrics.attacks.targets import sample_targets
 
     expected = 50 * (1 - comb(1960, 100) / comb(2000, 100))
     assert 43 < expected < 44

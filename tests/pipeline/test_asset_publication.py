@@ -389,7 +389,7 @@ def test_a_sign_off_is_of_the_report_of_the_policy_that_requires_it(tmp_path) ->
         record_signoff(**who, name_prefix="strict_")
         assert _run(defs, instance, only="strict_copy")["published"]
         # issue 44: the console finds each policy's releases by its checks' prefix (it passed none)
-        from dagster_privacy.console.records import releases
+        from dagster_privacy.console.release_views import releases
 
         audit = AuditLog(instance=instance)
         by = {

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dagster_privacy.console.identity import User
 from dagster_privacy.console.pages import error, release_page
-from dagster_privacy.console.records import Evaluated, ReleaseView
+from dagster_privacy.console.release_views import Evaluated, ReleaseView
 from dagster_privacy.pipeline.governance.audit import AuditRow
 
 OFFICER = User("dana", "officer")

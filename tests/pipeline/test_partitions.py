@@ -128,7 +128,7 @@ def test_sign_off_and_withdrawal_name_the_partition(tmp_path) -> None:
         assert aug.release_id.endswith("+2026-08-01") and octo.release_id.endswith("+2026-10-01")
         assert aug.report_path and "2026-08-01" in aug.report_path
         audit = AuditLog(instance=instance)
-        from dagster_privacy.console.records import releases
+        from dagster_privacy.console.release_views import releases
 
         views = releases(instance, synthetic_table.key, audit, str(target))  # the officer console's list
         assert {r: (v.current, v.latest.partition) for r, v in views.items() if v.latest} == {

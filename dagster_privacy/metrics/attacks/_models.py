@@ -16,7 +16,7 @@ import numpy as np
 from ...data.tables import HIGH_CARDINALITY
 from ...engine.context import EvaluationContext
 from ..stats import z_score
-from ._common import Side, measured, rate
+from .rates import Side, measured, rate
 
 
 def _values(ctx: EvaluationContext, role: str, column: str) -> np.ndarray:

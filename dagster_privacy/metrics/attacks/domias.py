@@ -22,7 +22,7 @@ from ...errors import MetricError, NotApplicable
 from ...results import Measurement, Risk
 from ..registration import Expect, metric
 from ..stats import z_score
-from ._common import content_order, n_targets
+from .targets import content_order, n_targets
 
 _ROWS = 1 << 14  # rows whitened at once
 

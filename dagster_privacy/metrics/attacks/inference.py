@@ -19,17 +19,9 @@ from ...errors import MetricError, NotApplicable
 from ...results import Measurement, Risk
 from ..registration import Expect, metric
 from . import _gower
-from ._common import (
-    Side,
-    canonical_columns,
-    family_confidence,
-    hash_order,
-    n_targets,
-    rate,
-    sample_targets,
-    worst_of,
-)
 from ._models import Features, _fit_predict, _lgbm_params, _secret_job, _values
+from .rates import Side, family_confidence, rate, worst_of
+from .targets import canonical_columns, hash_order, n_targets, sample_targets
 
 
 def _secrets(ctx: EvaluationContext) -> list[str]:

@@ -24,7 +24,8 @@ from ...errors import NotApplicable
 from ...results import Measurement, Risk
 from ..registration import Expect, metric
 from . import _gower
-from ._common import Side, canonical_columns, hash_order, n_targets, rate, sample_targets
+from .rates import Side, rate
+from .targets import canonical_columns, hash_order, n_targets, sample_targets
 
 
 def default_split(ctx: EvaluationContext) -> tuple[list[str], list[str]]:

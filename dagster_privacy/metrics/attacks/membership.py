@@ -36,9 +36,9 @@ from ...errors import NotApplicable
 from ...results import Measurement, Risk
 from ..registration import Expect, metric
 from ..stats import bonferroni, clopper_pearson
-from ._common import content_order
 from ._models import _lgbm_params
 from .domias import auc_delong, fitted_kde
+from .targets import content_order
 
 FPRS = (0.001, 0.01)
 MIN_NON_MEMBERS = 100  # below, ⌊1 % · n⌋ = 0 false positives: the 1 % operating point does not exist

@@ -25,8 +25,9 @@ from ...engine.context import EvaluationContext
 from ...errors import NotApplicable
 from ...results import Measurement, Risk
 from ..registration import Expect, metric
-from ._common import Side, canonical_columns, family_confidence, rate, salt, worst_of
 from ._predicates import BIG, Predicates, Target
+from .rates import Side, family_confidence, rate, worst_of
+from .targets import canonical_columns, salt
 
 # ------------------------------------------------------------------------------ the attack pieces
 
@@ -255,7 +256,7 @@ def _score(
 
 
 def _rd(r, successes: float | None = None) -> dict[str, Any]:
-    from ._common import rate_dict
+    from .rates import rate_dict
 
     return dict(rate_dict(r, successes))
 

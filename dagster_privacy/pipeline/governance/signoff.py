@@ -23,8 +23,8 @@ import dagster as dg
 from ...metrics import registry
 from .. import metadata as md
 from ..evidence import REPORT_PATH, REPORT_SHA256
+from ..instance_records import latest_check_records, latest_materialization
 from ..publication.target import PublicationRefused, PublishTarget
-from ..records import latest_check_records, latest_materialization
 from .audit import Anchor, AuditError, AuditLog, AuditRow, verify_anchors, verify_publications
 
 SIGNOFF_CHECK = "privacy_signoff"

@@ -19,7 +19,7 @@ import dagster as dg
 
 from ...errors import OwnMessage
 from .. import metadata as md
-from ..records import latest_materialization
+from ..instance_records import latest_materialization
 from .input_guard import InputLocations, locate
 
 #: metadata keys an IO manager reports an asset's location under (a free-text "location" is no path)
