@@ -31,7 +31,7 @@ def released(root: Path, case: str) -> tuple[Path, str]:
     from officer_readings import CASES, release
 
     from dagster_privacy.pipeline import ReleaseSettings, build_release_definitions
-    from dagster_privacy.pipeline.demo import write_tables
+    from dagster_privacy.pipeline.demo_run import write_tables
     from dagster_privacy.pipeline.resources import RELEASE_ID_TAG
 
     train, synthetic, holdout = release(*CASES[case])

@@ -28,7 +28,7 @@ class Release:
 
 
 def _in_domain(df: pl.DataFrame, real: pl.DataFrame) -> pl.DataFrame:
-    from dagster_privacy.pipeline.demo import in_domain
+    from dagster_privacy.pipeline.demo_run import in_domain
 
     return in_domain(df, real)
 

@@ -59,7 +59,7 @@ LAYERS: list[tuple[str, ...]] = [
         "pipeline.release",
         "pipeline.component",
         "pipeline.location",
-        "pipeline.demo",
+        "pipeline.demo_run",
     ),  # fmt: skip
     ("console.",),
     ("cli.",),

@@ -326,7 +326,7 @@ def demo(workdir: str | None, database: str | None, publish_target: str | None) 
     """The demo release: the Dagster pipeline on the shipped demo data (UCI Adult subset, CC BY 4.0);
     v1 (clean) is published, v2 (30 % of the training rows copied) is blocked. Exit 1 otherwise."""
     from ..data.postgres import is_postgres
-    from ..pipeline.demo import DEMO_DIR, run_demo
+    from ..pipeline.demo_run import DEMO_DIR, run_demo
     from .args import UsageFailure
 
     for name, value in (("--database", database), ("--publish-target", publish_target)):

@@ -20,7 +20,7 @@ from dagster_privacy.data import postgres
 from dagster_privacy.data import tables as tb
 from dagster_privacy.errors import TableError
 from dagster_privacy.evaluate import prepare
-from dagster_privacy.pipeline.demo import write_tables
+from dagster_privacy.pipeline.demo_run import write_tables
 
 N = 48
 

@@ -13,7 +13,7 @@ from test_signoff import QUIET, Env
 
 from dagster_privacy.console import ConsoleSettings
 from dagster_privacy.console.identity import Users
-from dagster_privacy.pipeline.demo import write_tables
+from dagster_privacy.pipeline.demo_run import write_tables
 from dagster_privacy.pipeline.evidence import GENERATOR_TAG
 from dagster_privacy.pipeline.resources import RELEASE_ID_TAG
 

@@ -79,7 +79,7 @@ def ui(demo_env, tmp_path_factory):
 
 def test_checks_tab_shows_every_gating_check_and_its_status(ui, tmp_path) -> None:
     from dagster_privacy.pipeline.checks import required_check_names
-    from dagster_privacy.pipeline.demo import demo_policy
+    from dagster_privacy.pipeline.demo_run import demo_policy
 
     port = ui
     # what the instance says (GraphQL): the blocking checks and their latest status

@@ -345,7 +345,7 @@ def test_published_demo_release_rejudged_under_a_stricter_policy_then_withdrawn(
     from click.testing import CliRunner
 
     from dagster_privacy.cli import cli
-    from dagster_privacy.pipeline.demo import demo_policy, run_demo
+    from dagster_privacy.pipeline.demo_run import demo_policy, run_demo
     from dagster_privacy.pipeline.governance.rejudge import CHECK
 
     monkeypatch.setenv("DAGSTER_PRIVACY_AUDIT", str(tmp_path / "audit.duckdb"))

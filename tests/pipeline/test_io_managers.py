@@ -16,7 +16,7 @@ from gates import covering
 
 from dagster_privacy.demo import load_demo
 from dagster_privacy.pipeline import PrivacyRelease, ReadOnlyDuckDB, build_privacy_checks
-from dagster_privacy.pipeline.demo import write_tables
+from dagster_privacy.pipeline.demo_run import write_tables
 
 POLICY = covering(
     {

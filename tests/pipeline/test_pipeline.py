@@ -28,7 +28,7 @@ from dagster_privacy.pipeline import (
 )
 from dagster_privacy.pipeline import metadata as md
 from dagster_privacy.pipeline.component import PrivacyChecksComponent
-from dagster_privacy.pipeline.demo import write_tables
+from dagster_privacy.pipeline.demo_run import write_tables
 from dagster_privacy.pipeline.resources import RELEASE_ID_ENV, RELEASE_ID_TAG
 
 CANARY = "CANARY-7f3a9c1e-do-not-leak"

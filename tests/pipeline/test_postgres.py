@@ -18,7 +18,7 @@ from dagster_privacy.data import postgres
 from dagster_privacy.data.loading import load
 from dagster_privacy.demo import load_demo
 from dagster_privacy.errors import TableError
-from dagster_privacy.pipeline.demo import demo_policy, run_demo
+from dagster_privacy.pipeline.demo_run import demo_policy, run_demo
 from dagster_privacy.pipeline.publication.target import PublicationRefused, PublishTarget
 
 CANARY = "CANARY-7f3a"

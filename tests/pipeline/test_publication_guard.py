@@ -135,7 +135,7 @@ def test_a_directory_target_inside_a_globbed_folder_is_refused(
 
 def test_hard_links_duckdb_files_and_computed_file_names(tmp_path: Path, release: Release) -> None:
     db = tmp_path / "release.duckdb"
-    from dagster_privacy.pipeline.demo import write_tables
+    from dagster_privacy.pipeline.demo_run import write_tables
 
     write_tables(db, {"real": release.real})
     os.link(db, tmp_path / "alias.duckdb")
@@ -158,7 +158,7 @@ def test_a_file_publication_did_not_write_is_never_replaced(tmp_path: Path, rele
     ok.publish(release.clean, release_id="r2", sha256="s2")  # its own file: replaced
     assert pl.read_parquet(tmp_path / "pub.parquet").height == release.clean.height
     theirs = tmp_path / "theirs.duckdb"
-    from dagster_privacy.pipeline.demo import write_tables
+    from dagster_privacy.pipeline.demo_run import write_tables
 
     write_tables(theirs, {"release": release.real})  # a table named like the release, no log
     with pytest.raises(PublicationRefused, match="not written by publication"):
@@ -189,7 +189,7 @@ def test_spellings_that_read_the_same_files_are_refused(
 def test_an_input_duckdb_file_read_through_query_is_refused_and_computed_table_functions_pass(
     tmp_path: Path, release: Release, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from dagster_privacy.pipeline.demo import write_tables
+    from dagster_privacy.pipeline.demo_run import write_tables
 
     monkeypatch.chdir(tmp_path)
     (tmp_path / "db").mkdir()
@@ -203,7 +203,7 @@ def test_an_input_duckdb_file_read_through_query_is_refused_and_computed_table_f
 
 
 def test_a_duckdb_table_of_another_case_or_schema_is_not_replaced(tmp_path: Path, release: Release) -> None:
-    from dagster_privacy.pipeline.demo import write_tables
+    from dagster_privacy.pipeline.demo_run import write_tables
 
     theirs = tmp_path / "theirs.duckdb"
     write_tables(theirs, {"real": release.real})
@@ -271,7 +271,7 @@ def test_the_cli_withdraws_from_postgresql_and_refuses_log_less_targets_and_audi
     from click.testing import CliRunner
 
     from dagster_privacy.cli import cli
-    from dagster_privacy.pipeline.demo import write_tables
+    from dagster_privacy.pipeline.demo_run import write_tables
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("DAGSTER_HOME", raising=False)

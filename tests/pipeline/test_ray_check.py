@@ -14,7 +14,7 @@ from gates import STANDARD_CHECKS, covering
 from dagster_privacy.pipeline import PrivacyRelease, ReadOnlyDuckDB, build_privacy_checks, build_table_asset
 from dagster_privacy.pipeline import metadata as md
 from dagster_privacy.pipeline.assets import DUCKDB_KEY, RELEASE_KEY
-from dagster_privacy.pipeline.demo import write_tables
+from dagster_privacy.pipeline.demo_run import write_tables
 
 dagster_ray = pytest.importorskip("dagster_ray")
 

@@ -90,7 +90,7 @@ def test_two_components_and_a_factory_release_in_one_project(tmp_path) -> None:
     import polars as pl
 
     from dagster_privacy.demo import load_demo
-    from dagster_privacy.pipeline.demo import write_tables
+    from dagster_privacy.pipeline.demo_run import write_tables
 
     pkg = _project(tmp_path)
     df = load_demo().head(1500)

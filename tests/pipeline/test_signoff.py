@@ -16,7 +16,7 @@ from gates import STANDARD_CHECKS, covering
 
 from dagster_privacy.cli.governance import signoff_command
 from dagster_privacy.demo import load_demo
-from dagster_privacy.pipeline.demo import write_tables
+from dagster_privacy.pipeline.demo_run import write_tables
 from dagster_privacy.pipeline.evidence import REPORT_PATH, REPORT_SHA256, build_report_hook
 from dagster_privacy.pipeline.governance.audit import AuditError, AuditLog, default_audit_path
 from dagster_privacy.pipeline.governance.signoff import (

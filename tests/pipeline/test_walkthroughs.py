@@ -36,7 +36,7 @@ def _project(tmp_path: Path, leak: float) -> Path:
     whose synthetic table leaks ``leak`` of the training rows."""
     from dagster_privacy.calibration import leaky_split
     from dagster_privacy.demo import load_demo
-    from dagster_privacy.pipeline.demo import write_tables
+    from dagster_privacy.pipeline.demo_run import write_tables
 
     tmp_path.mkdir(parents=True, exist_ok=True)
     for name in ("definitions.py", "workspace.yaml", "assets", "checks"):
@@ -228,6 +228,6 @@ def test_the_signoff_walkthrough_as_printed(tmp_path) -> None:
 
 
 def _published(project: Path) -> list[str]:
-    from dagster_privacy.pipeline.demo import published_releases
+    from dagster_privacy.pipeline.demo_run import published_releases
 
     return published_releases(project / "published.duckdb")
