@@ -20,7 +20,8 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 # officer_readings' cases; the tests' browser driver and console helpers (Served, sign_in)
-sys.path[:0] = [str(HERE), str(HERE.parent / "tests"), str(HERE.parent / "tests" / "pipeline")]
+TESTS = HERE.parent / "tests"
+sys.path[:0] = [str(HERE), *(str(TESTS / d) for d in ("support", "pipeline", "console"))]
 
 POLICY = {"preset": "standard", "require_signoff": True, "seed": 0}
 
@@ -54,7 +55,7 @@ def released(root: Path, case: str) -> tuple[Path, str]:
     return home, case
 
 
-def serve(home: Path, root: Path):  # -> the console, served (tests/pipeline/test_console.py's Served)
+def serve(home: Path, root: Path):  # -> the console, served (tests/console/test_console.py's Served)
     from test_console import PASSWORD, Served
 
     from dagster_privacy.console import ConsoleSettings

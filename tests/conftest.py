@@ -1,18 +1,26 @@
-"""Fixtures the pipeline test modules share."""
+"""Fixtures the test modules share, and where their helpers are found: tests/support/ (servers, the
+browser, the policies' gates, the docs' blocks), and the modules other directories import from
+(tests/pipeline/test_signoff.py's Env, tests/console/test_console.py's Served, tests/lineage/lineage_data)."""
 
 from __future__ import annotations
 
 import dataclasses
 import os
+import sys
 import tempfile
 from collections.abc import Iterator
+from pathlib import Path
 
 import polars as pl
 import pytest
-from postgres_server import bin_dir, server
 
-from dagster_privacy.calibration import leaky_split
-from dagster_privacy.demo import load_demo
+TESTS = Path(__file__).parent
+sys.path[:0] = [str(TESTS / d) for d in ("support", "pipeline", "console", "lineage")]
+
+from postgres_server import bin_dir, server  # noqa: E402
+
+from dagster_privacy.calibration import leaky_split  # noqa: E402
+from dagster_privacy.demo import load_demo  # noqa: E402
 
 # the privacy checks write their evidence report by default (issue 46): under a temporary folder here,
 # never the home directory of the machine running the suite (an ephemeral instance has no directory)
@@ -47,7 +55,7 @@ def release() -> Release:
 
 @pytest.fixture(scope="module")
 def pg() -> Iterator[str]:
-    """A real PostgreSQL server for the module (tests/postgres_server.py); skipped where none is
+    """A real PostgreSQL server for the module (tests/support/postgres_server.py); skipped where none is
     installed, except under CI=true (.ci/run installs it)."""
     if bin_dir() is None:
         if os.environ.get("CI"):

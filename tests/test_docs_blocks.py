@@ -51,7 +51,7 @@ CATALOGUE: dict[tuple[str, int], str] = {
     ("docs/metrics.md", 1): "columns of benchmarks/bench_noisy_visibility.py's output: no command",
     ("docs/metrics.md", 2): "output printed by benchmarks/bench_validity.py --exposure-only: no command",
     ("docs/officer-guide.md", 0): f"{WALK}::test_console_commands_as_printed",
-    ("docs/officer-guide.md", 1): "tests/pipeline/test_console_proxy.py (nginx runs this location block)",
+    ("docs/officer-guide.md", 1): "tests/console/test_console_proxy.py (nginx runs this location block)",
     ("docs/officer-guide.md", 2): f"{WALK}::test_proxy_console_commands_as_printed",
     ("docs/officer-guide.md", 3): f"{WALK}::test_the_signoff_walkthrough_as_printed",
     ("docs/officer-guide.md", 4): f"{WALK}::test_the_signoff_walkthrough_as_printed (the output it prints)",

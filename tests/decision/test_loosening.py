@@ -107,7 +107,7 @@ def test_a_policy_without_a_preset_is_compared_with_standard() -> None:
 
 
 def test_the_test_policies_gates_are_standards() -> None:
-    """tests/gates.py copies standard's gates: the copy is what the preset gates."""
+    """tests/support/gates.py copies standard's gates: the copy is what the preset gates."""
     std = pol.load_policy("standard")
     gates = {m: e for m, e in std.metrics.items() if e.blocks_on_failure}
     assert set(gates) == set(STANDARD_GATES)

@@ -106,6 +106,6 @@ def child(i: int, ledger: str, mode: str, *, sync: Path, home: Path, k: int) -> 
     ledger's keys under ``home``): ``kill`` dies right after its reservation, ``race`` touches
     ``sync/ready<i>`` and waits for ``sync/go`` before judging."""
     here = Path(__file__).parent
-    code = _CHILD.format(here=str(here), tests=str(here.parent), k=k)
+    code = _CHILD.format(here=str(here), tests=str(here.parent / "support"), k=k)
     return subprocess.Popen([sys.executable, "-c", code, str(i), ledger, mode, str(sync), str(home)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from webserver import BIN  # the environment's scripts, as the other server tests start them
 
-ROOT = Path(__file__).parents[1]
+ROOT = Path(__file__).parents[2]
 DOCUMENTS = (
     "README.md",
     *sorted(f"docs/{p.name}" for p in (ROOT / "docs").glob("*.md")),
