@@ -100,6 +100,10 @@ class EvaluationContext:
     def sizes(self) -> dict[str, int]:
         return {role: df.height for role, df in self.tables.items()}
 
+    def sizes_with(self, queries: int) -> dict[str, int]:
+        """A measurement's sizes: every table's rows and the metric's ``queries`` (the rows it scored)."""
+        return {**self.sizes, "queries": int(queries)}
+
     def rng(self, name: str) -> np.random.Generator:
         """A generator of its own per name (a metric id): results do not depend on metric order."""
         return np.random.default_rng([self.seed, zlib.crc32(name.encode())])

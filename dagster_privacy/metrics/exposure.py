@@ -113,12 +113,7 @@ def exposed_records(
         evidence=evidence,
         flagged=np.flatnonzero(exposing),
         records=ex.Exposed(parts, frames["real"], frames["holdout"], _order(ctx)),
-        sizes={
-            "real": ctx.n("real"),
-            "synthetic": ctx.n("synthetic"),
-            "holdout": ctx.n("holdout"),
-            "queries": int(ctx.n("real") + ctx.n("holdout")),
-        },
+        sizes=ctx.sizes_with(int(ctx.n("real") + ctx.n("holdout"))),
         details={
             "tolerance_sd": tolerance,
             "exposed": {name: int(p.exposed_train.sum()) for name, p in parts.items()},

@@ -171,12 +171,7 @@ def ims(ctx: EvaluationContext) -> Measurement:
             {"k_t": train_hit.sum(), "n_t": train_hit.size, "k_c": hold_hit.sum(), "n_c": hold_hit.size},
         ),
         flagged=np.nonzero(syn_copy)[0],
-        sizes={
-            "real": ctx.n("real"),
-            "synthetic": ctx.n("synthetic"),
-            "holdout": ctx.n("holdout"),
-            "queries": int(train_hit.size + hold_hit.size),
-        },
+        sizes=ctx.sizes_with(int(train_hit.size + hold_hit.size)),
         details={
             "ims_formula_synthetic_share": raw,
             "ims_text_real_share": m_t,
@@ -232,12 +227,7 @@ def _percentile_metric(ctx: EvaluationContext, mid: str, k: int, alpha: float) -
             },
         ),
         flagged=np.nonzero(below)[0],
-        sizes={
-            "real": ctx.n("real"),
-            "synthetic": ctx.n("synthetic"),
-            "holdout": ctx.n("holdout"),
-            "queries": int(d_train.size + d_hold.size + srd.size + rrd.size),
-        },
+        sizes=ctx.sizes_with(int(d_train.size + d_hold.size + srd.size + rrd.size)),
         details={
             "alpha": alpha,
             "k": int(srd_nn.k),
@@ -328,12 +318,7 @@ def _diff_metric(
         baseline=mean_h,
         ci=ci,
         flagged=flagged,
-        sizes={
-            "real": ctx.n("real"),
-            "synthetic": ctx.n("synthetic"),
-            "holdout": ctx.n("holdout"),
-            "queries": int(syn.size + hold.size),
-        },
+        sizes=ctx.sizes_with(int(syn.size + hold.size)),
         details={
             "diff_percent": diff,
             "privacy_score": 100.0 - diff,

@@ -10,6 +10,7 @@ from .automation import build_checks_schedule as build_checks_schedule
 from .automation import build_new_release_sensor as build_new_release_sensor
 from .automation import build_partitioned_checks_schedule as build_partitioned_checks_schedule
 from .automation import build_release_job as build_release_job
+from .checks import CheckSettings as CheckSettings
 from .checks import build_privacy_checks as build_privacy_checks
 from .checks import required_check_names as required_check_names
 from .evidence import build_report_hook as build_report_hook
@@ -33,6 +34,7 @@ from .settings import ReleaseSettings as ReleaseSettings
 from .translator import PrivacyCheckTranslator as PrivacyCheckTranslator
 
 __all__ = [
+    "CheckSettings",
     "PrivacyRelease",
     "PublicationRefused",
     "PublicationSettings",

@@ -181,11 +181,6 @@ def domias(ctx: EvaluationContext, *, n_attacks: int = 2000, bandwidth: str = "s
         value=max(0.0, 2 * auc - 1),
         raw=auc,
         ci=(max(0.0, 2 * lo - 1), max(0.0, 2 * hi - 1)),
-        sizes={
-            "real": ctx.n("real"),
-            "synthetic": ctx.n("synthetic"),
-            "holdout": n_hold,
-            "queries": 2 * int(n),
-        },
+        sizes=ctx.sizes_with(2 * int(n)),
         details=details,
     )

@@ -140,12 +140,7 @@ def membership_inference(ctx: EvaluationContext, *, n_targets: int | None = None
         raw=w["auc"],
         ci=(clip(w["advantage_ci"][0]), clip(w["advantage_ci"][1])),
         flagged=np.unique(nearest),
-        sizes={
-            "real": ctx.n("real"),
-            "synthetic": ctx.n("synthetic"),
-            "holdout": ctx.n("holdout"),
-            "queries": 2 * n,
-        },
+        sizes=ctx.sizes_with(2 * n),
         details={
             "attack": worst,
             "attacks": attacks,
