@@ -3,7 +3,7 @@
 ``dagster-privacy audit verify``: check the audit table against the anchors its writer does not control.
 
 The command imports Dagster only when it runs (the other commands start without it); the logic lives
-in ``dagster_privacy.pipeline.governance.signoff`` (``record_signoff``, ``verify_signoff``) and
+in ``dagster_privacy.pipeline.governance`` (``signoff_record.record_signoff``, ``signoff.verify_signoff``) and
 ``dagster_privacy.pipeline.governance.audit`` (the append-only audit table).
 """
 

@@ -33,11 +33,11 @@ DRIVER = "adbc-driver-postgresql (pip install 'dagster-privacy[postgres]')"
 
 
 def is_postgres(text: str) -> bool:
-    """Whether ``text`` is a ``postgresql://`` (or ``postgres://``) URI; read from the scheme alone, so
-    a URI that does not parse further is still one (and refused as such where it is used)."""
+    """Whether ``text`` is a ``postgresql:`` (or ``postgres:``) URI; read from the scheme alone, so a URI
+    that does not parse further is still one (and refused as such where it is used)."""
     if not isinstance(text, str):
         return False
-    scheme, sep, _ = text.strip().partition("://")
+    scheme, sep, _ = text.strip().partition(":")
     return bool(sep) and scheme.lower() in SCHEMES
 
 

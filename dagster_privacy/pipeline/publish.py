@@ -20,7 +20,7 @@ from .assets import DUCKDB_KEY, PUBLISH_KEY
 from .checks import AssetRef, asset_value, key_of
 from .publication.asset_locations import Declared
 from .publication.target import PublicationRefused, PublishTarget
-from .publish_step import publish_verified, verify_release
+from .publish_step import Verified, publish_verified, verify_release
 from .resources import PostgresTables, ReadOnlyDuckDB
 
 if sys.version_info >= (3, 11):
@@ -269,6 +269,7 @@ __all__ = [
     "PublicationRefused",
     "PublicationSettings",
     "PublishTarget",
+    "Verified",
     "build_published_release",
     "verify_release",
 ]

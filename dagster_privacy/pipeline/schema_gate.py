@@ -133,7 +133,7 @@ def run_schema_gate(
     suite = ctx.suites.add(gx.ExpectationSuite(name="schema_gate", expectations=exps))
     vd = ctx.validation_definitions.add(gx.ValidationDefinition(name="schema_gate", data=batch, suite=suite))
     res = vd.run(batch_parameters={"dataframe": _to_pandas(synthetic)}, result_format=RESULT_FORMAT)
-    rows = [_gx_row(r, real, present) for r in res.results if r.expectation_config is not None]
+    rows = [_gx_row(r, real, present) for r in res.results]
     missing = [c for c in real.columns if c not in present]
     # column expectations on absent columns are dropped above: each absent column fails on its own
     rows += [_row("column_present", c, success=False) for c in missing]
@@ -189,6 +189,8 @@ def _gate_result(
 def _gx_row(r: Any, real: pl.DataFrame, present: set[str]) -> dict[str, Any]:
     """One GX result's row: the expectation, its column, success and counts (never a value)."""
     cfg, out = r.expectation_config, r.result or {}
+    if cfg is None:  # a result that cannot say what it checked: the gate fails closed on it
+        raise TableError("a Great Expectations result came without its expectation")
     raised = bool(r.exception_info and r.exception_info.get("raised_exception"))
     row = {
         "expectation": cfg.type,

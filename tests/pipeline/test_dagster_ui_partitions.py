@@ -80,7 +80,8 @@ def test_each_month_shows_its_own_check_result(tmp_path) -> None:
         run_months(build_defs(work), instance)
     here = Path(__file__).resolve().parent
     shutil.copy(here / "monthly_release.py", work / "monthly_release.py")
-    shutil.copy(here.parent / "gates.py", work / "gates.py")  # monthly_release's policy covers every risk
+    # monthly_release's policy covers every risk: its gates come from tests/support/gates.py
+    shutil.copy(here.parent / "support" / "gates.py", work / "gates.py")
     (work / "defs.py").write_text(
         "from pathlib import Path\n\nfrom monthly_release import build_defs\n\n"
         "defs = build_defs(Path(__file__).resolve().parent)\n"
