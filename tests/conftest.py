@@ -63,3 +63,25 @@ def pg() -> Iterator[str]:
         pytest.skip("PostgreSQL is not installed (Debian: apt-get install postgresql)")
     with server() as base:
         yield base
+
+
+#: the files of the long whole-pipeline and walkthrough tests (Dagster runs, the CLI in subprocesses, a
+#: browser, servers, Ray, calibration sweeps): marked ``slow``, so that ``-m "not slow"`` is a quick pass
+SLOW_FILES = frozenset({
+    "calibration/test_calibration_demo_walkthrough.py", "calibration/test_calibration_walkthrough.py",
+    "calibration/test_calibration.py", "pipeline/test_walkthroughs.py", "engine/test_executors.py",
+    "lineage/test_pg_ledger.py", "lineage/test_lineage_cli.py", "lineage/test_lineage.py",
+    "pipeline/test_pipeline_cli.py", "pipeline/test_asset_publication.py", "pipeline/test_governance.py",
+    "pipeline/test_scaffold.py", "pipeline/test_postgres.py", "pipeline/test_lineage_check.py",
+    "pipeline/test_dagster_ui.py", "pipeline/test_dagster_ui_partitions.py", "pipeline/test_partitions.py",
+    "pipeline/test_signoff.py", "pipeline/test_ray_check.py", "pipeline/test_own_assets.py",
+    "cli/test_hostile_cli.py", "decision/test_validity.py", "console/test_console.py",
+    "console/test_console_lineage.py", "console/test_console_proxy.py", "console/test_console_releases.py",
+    "test_docs_blocks.py",
+})  # fmt: skip
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.path.relative_to(TESTS).as_posix() in SLOW_FILES:
+            item.add_marker(pytest.mark.slow)
