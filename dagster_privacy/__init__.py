@@ -5,9 +5,11 @@ The engine (tables → spaces → context → metrics → results) knows nothing
 """
 
 from . import threads as threads  # first: it sizes polars' pool before polars is imported
+from .data.loading import TableLike as TableLike
 from .decision.policy import EvaluationPlan as EvaluationPlan
 from .decision.policy import Policy as Policy
 from .decision.policy import PolicyError as PolicyError
+from .decision.policy import PolicyLike as PolicyLike
 from .decision.policy import load_policy as load_policy
 from .decision.policy import resolve as resolve
 from .engine.executors import RayExecutor as RayExecutor
@@ -56,6 +58,8 @@ def __dir__() -> list[str]:  # dg's component registry scans dir(module): list t
 
 
 __all__ = [
+    "PolicyLike",
+    "TableLike",
     "Evaluation",
     "EvaluationPlan",
     "Expect",

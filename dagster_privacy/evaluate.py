@@ -17,7 +17,7 @@ from . import allocator
 from .data import new_values
 from .data import tables as tb
 from .data.left_out import left_out_overlap
-from .data.loading import load
+from .data.loading import TableLike, load
 from .data.surrogate import surrogate_keys
 from .decision import advisory
 from .decision import policy as pol
@@ -121,9 +121,9 @@ def prepare(  # noqa: PLR0913
 
 
 def evaluate(  # noqa: PLR0913
-    real: Any,
-    synthetic: Any,
-    holdout: Any = None,
+    real: TableLike,
+    synthetic: TableLike,
+    holdout: TableLike | None = None,
     *,
     metrics: Sequence[str] | None = None,
     policy: str | Path | pol.Policy | Mapping[str, Any] | None = "standard",

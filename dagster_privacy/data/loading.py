@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Union
 
 import polars as pl
 
@@ -16,8 +16,18 @@ from . import postgres
 from .sql import quote_ident, read_select
 from .tables import _is_text
 
-TableLike = Any  # polars / pandas DataFrame, pyarrow Table, path, "FILE.duckdb:TABLE", SQL text, or
-#                  "postgresql://host/db?table=NAME" (postgres.py)
+if TYPE_CHECKING:
+    import duckdb
+    import pandas as pd
+    import pyarrow as pa
+
+#: what ``load`` (and so ``evaluate``) takes as a table: a polars or pandas frame, an Arrow table, a
+#: DuckDB relation, a path, or text — a path, ``FILE.duckdb:TABLE``, one SQL SELECT or
+#: ``postgresql://host/db?table=NAME`` (postgres.py). Named as strings: pandas, Arrow and DuckDB are
+#: imported only when a value of theirs comes.
+TableLike = Union[  # noqa: UP007  (the string names need Union)
+    pl.DataFrame, "pd.DataFrame", "pa.Table", "duckdb.DuckDBPyRelation", str, "os.PathLike[str]"
+]
 
 _SQL_START = re.compile(r"^\s*(select|with|from|table|values|describe|summarize)\s", re.IGNORECASE)
 _DUCKDB_SOURCE = re.compile(r"^(.*?\.duckdb):(.+)$", re.IGNORECASE | re.DOTALL)
