@@ -4,6 +4,8 @@ The engine (tables → spaces → context → metrics → results) knows nothing
 (``dagster_privacy.pipeline``) knows nothing of how a metric is computed.
 """
 
+from typing import Any
+
 from . import threads as threads  # first: it sizes polars' pool before polars is imported
 from .data.loading import TableLike as TableLike
 from .decision.policy import EvaluationPlan as EvaluationPlan
@@ -45,7 +47,7 @@ _PIPELINE = {
 }
 
 
-def __getattr__(name: str):  # PEP 562
+def __getattr__(name: str) -> Any:  # PEP 562
     if name in _PIPELINE:
         import importlib
 

@@ -6,9 +6,13 @@ the results each time they are read, so a document cannot carry decisions its re
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
+
+if TYPE_CHECKING:
+    import polars as pl
 
 from .decision.verdict import RiskDecision, blocked_by, lineage_failed, not_assessed, risk_decisions, verdict
 from .results import MetricResult, PolicyRef, Status, TableInfo, ThreatModelRef, Timings, to_jsonable
@@ -105,7 +109,7 @@ class Evaluation(BaseModel):
                 return r
         raise KeyError(metric_id)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[MetricResult]:  # type: ignore[override]  # the results, not the fields
         return iter(self.results)
 
     @property
@@ -118,29 +122,31 @@ class Evaluation(BaseModel):
         return [r.id for r in self.results if r.blocks]
 
     def to_dict(self) -> dict[str, Any]:
-        return to_jsonable(
-            {
-                "format": FORMAT,
-                "verdict": self.verdict.value,
-                "seed": self.seed,
-                "policy": self.policy,
-                "threat_model": self.threat_model,
-                "tables": self.tables,
-                "schema": self.schema_,
-                "versions": self.versions,
-                "findings": self.findings,
-                "blocked_by": self.blocked_by,
-                "required_risks": self.required_risks,
-                "waivers": self.waivers,
-                "risks": {n: d.to_dict() for n, d in self.risks.items()},
-                "risks_not_assessed": self.risks_not_assessed,
-                "levels": self.levels,
-                "detection_floor": self.detection_floor,
-                "lineage": self.lineage,
-                "metrics": [r.to_dict() for r in self.results],
-                "distances": self.distances,
-                "timings": self.timings,
-            }
+        return dict(
+            to_jsonable(
+                {
+                    "format": FORMAT,
+                    "verdict": self.verdict.value,
+                    "seed": self.seed,
+                    "policy": self.policy,
+                    "threat_model": self.threat_model,
+                    "tables": self.tables,
+                    "schema": self.schema_,
+                    "versions": self.versions,
+                    "findings": self.findings,
+                    "blocked_by": self.blocked_by,
+                    "required_risks": self.required_risks,
+                    "waivers": self.waivers,
+                    "risks": {n: d.to_dict() for n, d in self.risks.items()},
+                    "risks_not_assessed": self.risks_not_assessed,
+                    "levels": self.levels,
+                    "detection_floor": self.detection_floor,
+                    "lineage": self.lineage,
+                    "metrics": [r.to_dict() for r in self.results],
+                    "distances": self.distances,
+                    "timings": self.timings,
+                }
+            )
         )
 
     def to_json(self, *, indent: int | None = 2) -> str:
@@ -187,15 +193,15 @@ class Evaluation(BaseModel):
             lineage=d.get("lineage"),
         )
 
-    def to_frame(self):  # -> polars.DataFrame
+    def to_frame(self) -> pl.DataFrame:
         """One row per metric: id, family, risk, the figures, threshold, severity, status, reason."""
         import polars as pl
 
         rows = [
             {"id": r.id, "family": r.family, "risk": r.risk, "value": r.value, "raw": r.raw,
              "baseline": r.baseline, "ci_low": (r.ci or (None,))[0], "ci_high": (r.ci or (None, None))[1],
-             "threshold": r.threshold, "severity": r.severity.value, "status": r.status.value,
-             "reason": r.reason, "seconds": r.seconds}
+             "threshold": r.threshold, "severity": r.severity.value,
+             "status": getattr(r.status, "value", None), "reason": r.reason, "seconds": r.seconds}
             for r in self.results
         ]  # fmt: skip
         figures = ("value", "raw", "baseline", "ci_low", "ci_high", "threshold", "seconds")

@@ -278,7 +278,7 @@ class MetricResult(BaseModel):
         )  # seconds: in "timings"
         d["status"] = None if self.status is None else self.status.value
         d["severity"] = self.severity.value
-        return to_jsonable(d)
+        return dict(to_jsonable(d))
 
 
 #: the risks a verdict is given for: the three WP29 risks and membership, which the exact-match and

@@ -10,7 +10,7 @@ import os
 import sys
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, TypedDict
+from typing import Any, TypedDict, cast
 
 import dagster as dg
 import polars as pl
@@ -185,7 +185,7 @@ def _by_name(s: PublicationSettings, t: _Tables, required: list[dg.AssetCheckKey
             )  # fmt: skip
         )
 
-    return _published
+    return cast(dg.AssetsDefinition, _published)  # the decorator's type says Any
 
 
 def _from_assets(s: PublicationSettings, t: _Tables, required: list[dg.AssetCheckKey]) -> dg.AssetsDefinition:
@@ -236,7 +236,7 @@ def _from_assets(s: PublicationSettings, t: _Tables, required: list[dg.AssetChec
         ) -> Iterator[dg.MaterializeResult]:
             yield from from_values(context, {"synthetic": synthetic_table, "real": real_table})
 
-        return _published_values
+        return cast(dg.AssetsDefinition, _published_values)  # the decorator's type says Any
 
     @dg.asset(**spec)
     def _published_with_holdout(
@@ -245,7 +245,7 @@ def _from_assets(s: PublicationSettings, t: _Tables, required: list[dg.AssetChec
         values = {"synthetic": synthetic_table, "real": real_table, "holdout": holdout_table}
         yield from from_values(context, values)
 
-    return _published_with_holdout
+    return cast(dg.AssetsDefinition, _published_with_holdout)  # the decorator's type says Any
 
 
 def _published_if(result: dg.MaterializeResult | None) -> Iterator[dg.MaterializeResult]:
