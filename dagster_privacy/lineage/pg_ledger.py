@@ -1,5 +1,6 @@
-"""A ledger in a PostgreSQL database: the table ``lineage_ledger`` (current schema), beside the
-``publications`` log when the pipeline publishes to that database (issue 56).
+"""A ledger in a PostgreSQL database: the table ``lineage_ledger`` as the connection's search_path finds
+it (made in its current schema at the first recording), beside the ``publications`` log when the
+pipeline publishes to that database (issue 56).
 
 The lock is a session-level advisory lock (``pg_advisory_lock``) on a connection of its own, held while
 a candidate is judged and reserved: the server releases it when the holder commits, fails or is killed
