@@ -29,6 +29,7 @@ from .release import build_release_resources as build_release_resources
 from .resources import PostgresTables as PostgresTables
 from .resources import PrivacyRelease as PrivacyRelease
 from .resources import ReadOnlyDuckDB as ReadOnlyDuckDB
+from .schema_gate import SchemaGateSettings as SchemaGateSettings
 from .schema_gate import build_schema_gate_check as build_schema_gate_check
 from .settings import ReleaseSettings as ReleaseSettings
 from .translator import PrivacyCheckTranslator as PrivacyCheckTranslator
@@ -42,6 +43,7 @@ __all__ = [
     "PostgresTables",
     "ReadOnlyDuckDB",
     "ReleaseSettings",
+    "SchemaGateSettings",
     "build_checks_job",
     "build_checks_schedule",
     "build_partitioned_checks_schedule",

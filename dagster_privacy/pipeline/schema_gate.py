@@ -13,8 +13,10 @@ category domain (``value_set``) verbatim.
 """
 
 import os
+import sys
 from collections.abc import Sequence
-from typing import Any, Literal
+from dataclasses import dataclass, replace
+from typing import Any, Literal, TypedDict
 
 import dagster as dg
 import polars as pl
@@ -27,6 +29,11 @@ from . import metadata as md
 from .assets import DUCKDB_KEY, RELEASE_KEY
 from .checks import PolicyLike, failed_closed
 from .resources import PrivacyRelease, ReadOnlyDuckDB
+
+if sys.version_info >= (3, 11):
+    from typing import Unpack
+else:  # pragma: no cover
+    from typing_extensions import Unpack
 
 NUMERIC_TYPES = [
     "int8",
@@ -225,7 +232,36 @@ def _table(rows: list[dict[str, Any]]) -> dg.MetadataValue:
     return md.table(rows, EXPECTATIONS)
 
 
-def build_schema_gate_check(  # noqa: PLR0913
+@dataclass(frozen=True)
+class SchemaGateSettings:
+    """How the schema gate is defined, besides its tables and rules.
+
+    Args:
+        name: the check's name.
+        resource_key: the table resource (``ReadOnlyDuckDB`` or ``PostgresTables``).
+        release_resource_key: the ``PrivacyRelease`` resource that names the release.
+        additional_deps: more upstream assets of the check.
+
+    Example:
+        ``build_schema_gate_check(asset="syn", real="real", settings=SchemaGateSettings(name="gx_gate"))``
+    """
+
+    name: str = "schema_gate"
+    resource_key: str = DUCKDB_KEY
+    release_resource_key: str = RELEASE_KEY
+    additional_deps: Sequence[dg.AssetsDefinition | dg.AssetKey | str] = ()
+
+
+class SchemaGateOptions(TypedDict, total=False):
+    """``SchemaGateSettings``' fields as keywords of ``build_schema_gate_check``."""
+
+    name: str
+    resource_key: str
+    release_resource_key: str
+    additional_deps: Sequence[dg.AssetsDefinition | dg.AssetKey | str]
+
+
+def build_schema_gate_check(
     *,
     asset: dg.AssetsDefinition | dg.AssetKey | str,
     real: str,
@@ -233,10 +269,8 @@ def build_schema_gate_check(  # noqa: PLR0913
     policy: PolicyLike | None = None,
     not_null: Sequence[str] | Literal["real"] | None = "real",
     unseen_categories: UnseenCategories = "count",
-    name: str = "schema_gate",
-    resource_key: str = DUCKDB_KEY,
-    release_resource_key: str = RELEASE_KEY,
-    additional_deps: Sequence[dg.AssetsDefinition | dg.AssetKey | str] = (),
+    settings: SchemaGateSettings | None = None,
+    **options: Unpack[SchemaGateOptions],
 ) -> Sequence[dg.AssetChecksDefinition]:
     """A blocking ERROR check: the synthetic table is schema-compatible with the real one (GX 1.x).
 
@@ -253,10 +287,8 @@ def build_schema_gate_check(  # noqa: PLR0913
             the kinds inferred from the real table.
         not_null: the columns that must hold no null, as above.
         unseen_categories: ``"count"`` or ``"block"``, as above.
-        name: the check's name.
-        resource_key: the table resource (``ReadOnlyDuckDB`` or ``PostgresTables``).
-        release_resource_key: the ``PrivacyRelease`` resource that names the release.
-        additional_deps: more upstream assets of the check.
+        settings: ``SchemaGateSettings`` (the check's name, resources and upstream assets); its fields
+            may also be given as keywords (``**options``).
 
     Returns:
         One blocking ``@asset_check``: passed when every blocking expectation is met; its metadata holds
@@ -265,16 +297,17 @@ def build_schema_gate_check(  # noqa: PLR0913
     Example:
         ``build_schema_gate_check(asset="synthetic_table", real="real", policy="standard")``
     """
+    gate = replace(settings or SchemaGateSettings(), **options)
     key = dg.AssetKey.from_coercible_or_definition(asset)
     synthetic_source = synthetic or key.path[-1]
     kinds = dict(pol.load_policy(policy).threat_model.column_kinds) if policy is not None else {}
 
     @dg.asset_check(
         asset=key,
-        name=name,
+        name=gate.name,
         blocking=True,
-        required_resource_keys={resource_key, release_resource_key},
-        additional_deps=list(additional_deps) or None,
+        required_resource_keys={gate.resource_key, gate.release_resource_key},
+        additional_deps=list(gate.additional_deps) or None,
         description="The synthetic table's columns, types, categories and nulls are compatible "
         "with the real table (Great Expectations 1.x; counts only).",
     )
@@ -283,8 +316,8 @@ def build_schema_gate_check(  # noqa: PLR0913
 
         release = fp = None
         try:
-            db: ReadOnlyDuckDB = getattr(context.resources, resource_key)
-            rel: PrivacyRelease = getattr(context.resources, release_resource_key)
+            db: ReadOnlyDuckDB = getattr(context.resources, gate.resource_key)
+            rel: PrivacyRelease = getattr(context.resources, gate.release_resource_key)
             real_df = db.read(real, role="real")
             syn_df = db.read(synthetic_source, role="synthetic")
             fp = fingerprint(syn_df)
@@ -301,4 +334,11 @@ def build_schema_gate_check(  # noqa: PLR0913
     return [_schema_gate]
 
 
-__all__ = ["TableError", "build_schema_gate_check", "run_schema_gate", "schema_expectations"]
+__all__ = [
+    "SchemaGateOptions",
+    "SchemaGateSettings",
+    "TableError",
+    "build_schema_gate_check",
+    "run_schema_gate",
+    "schema_expectations",
+]

@@ -12,10 +12,16 @@ import pytest
 from dagster_privacy.pipeline import PublicationSettings, build_privacy_checks, build_published_release
 from dagster_privacy.pipeline.checks import CheckOptions, CheckSettings
 from dagster_privacy.pipeline.publish import PublicationOptions
+from dagster_privacy.pipeline.schema_gate import (
+    SchemaGateOptions,
+    SchemaGateSettings,
+    build_schema_gate_check,
+)
 
 
 @pytest.mark.parametrize(("settings", "options"), [(CheckSettings, CheckOptions),
-                                                   (PublicationSettings, PublicationOptions)])  # fmt: skip
+                                                   (PublicationSettings, PublicationOptions),
+                                                   (SchemaGateSettings, SchemaGateOptions)])  # fmt: skip
 def test_the_keywords_are_the_settings_fields(settings, options) -> None:
     fields = {f.name: f.type for f in dataclasses.fields(settings)}
     assert set(typing.get_type_hints(options)) == set(fields)
@@ -49,3 +55,11 @@ def test_a_settings_object_and_keywords_build_the_same_publication() -> None:
                                 settings=PublicationSettings(key="published", group_name="g"))  # fmt: skip
     assert a.key == b.key == dg.AssetKey("published")
     assert a.specs_by_key[a.key].group_name == b.specs_by_key[b.key].group_name == "g"
+
+
+def test_a_settings_object_and_keywords_build_the_same_schema_gate() -> None:
+    [a] = build_schema_gate_check(asset="synthetic_table", real="real", name="gx_gate", resource_key="tables")
+    gate = SchemaGateSettings(name="gx_gate", resource_key="tables")
+    [b] = build_schema_gate_check(asset="synthetic_table", real="real", settings=gate)
+    assert {k.name for k in a.check_keys} == {k.name for k in b.check_keys} == {"gx_gate"}
+    assert a.required_resource_keys == b.required_resource_keys >= {"tables", "privacy_release"}
