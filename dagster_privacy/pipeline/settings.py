@@ -12,6 +12,7 @@ from typing import Any
 
 from ..data import postgres
 from ..decision import policy as pol
+from ..lineage.pg_ledger import default_home
 
 DATABASE_ENV = "DAGSTER_PRIVACY_DATABASE"
 POLICY_ENV = "DAGSTER_PRIVACY_POLICY"
@@ -119,5 +120,4 @@ def privacy_folder(instance: Any = None) -> Path:
     """Where the product keeps its records beside a Dagster instance: ``<instance directory, else
     $DAGSTER_HOME>/dagster_privacy``, else ``~/.dagster_privacy`` (the audit table, the lineages' ledger)."""
     root = getattr(instance, "root_directory", None) if instance is not None else None
-    home = root or os.environ.get("DAGSTER_HOME")
-    return Path(home) / "dagster_privacy" if home else Path.home() / ".dagster_privacy"
+    return Path(root) / "dagster_privacy" if root else default_home()
